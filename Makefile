@@ -1,0 +1,32 @@
+# The two commands a fresh machine needs: `make demo` and `make test`. Each sets up what is
+# missing (scripts/setup.sh), configures and builds with CMake + Ninja, then runs.
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+VENV := $(shell scripts/venv-dir.sh)
+
+.PHONY: all setup configure build test demo clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+# Re-run CMake only when the build tree is missing or points at another environment.
+configure: setup
+	@if [ ! -f $(BUILD_DIR)/build.ninja ] || ! grep -q "GRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python" $(BUILD_DIR)/CMakeCache.txt; then \
+	  cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	        -DGRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python; \
+	fi
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@$(BUILD_DIR)/bin/graph-opt examples/mlp_train_step.gir --summary
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,22 @@
+//===- Parser.h - Reading the .gir text form ----------------------*- C++ -*-===//
+//
+// A parse error is an InvalidArgument status of the form
+//   FILE:LINE:COL: error: expected ..., found ...
+// followed by the offending source line and a caret.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <memory>
+
+namespace graphopt {
+
+absl::StatusOr<std::unique_ptr<Graph>> parseGraph(llvm::StringRef text,
+                                                  llvm::StringRef bufferName = "<string>");
+absl::StatusOr<std::unique_ptr<Graph>> parseGraphFile(llvm::StringRef path);
+
+} // namespace graphopt

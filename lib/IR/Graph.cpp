@@ -1,0 +1,363 @@
+//===- Graph.cpp - Graph, Node, Value -------------------------------------===//
+#include "graphopt/IR/Graph.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/STLExtras.h>
+
+namespace graphopt {
+
+// --- names of enums ----------------------------------------------------------
+
+namespace {
+constexpr const char *kPhaseNames[] = {"forward", "backward", "optimizer"};
+constexpr const char *kInputRoleNames[] = {"parameter", "buffer", "user_input", "constant",
+                                           "optimizer_state"};
+constexpr const char *kOutputRoleNames[] = {"loss", "gradient", "input_gradient", "user_output",
+                                            "buffer_mutation"};
+
+template <typename E, size_t N>
+std::optional<E> parseEnumName(llvm::StringRef name, const char *const (&names)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i])
+      return static_cast<E>(i);
+  return std::nullopt;
+}
+} // namespace
+
+llvm::StringRef phaseName(Phase p) { return kPhaseNames[static_cast<int>(p)]; }
+llvm::StringRef inputRoleName(InputRole r) { return kInputRoleNames[static_cast<int>(r)]; }
+llvm::StringRef outputRoleName(OutputRole r) { return kOutputRoleNames[static_cast<int>(r)]; }
+std::optional<Phase> parsePhaseName(llvm::StringRef n) { return parseEnumName<Phase>(n, kPhaseNames); }
+std::optional<InputRole> parseInputRoleName(llvm::StringRef n) {
+  return parseEnumName<InputRole>(n, kInputRoleNames);
+}
+std::optional<OutputRole> parseOutputRoleName(llvm::StringRef n) {
+  return parseEnumName<OutputRole>(n, kOutputRoleNames);
+}
+
+// --- operators ---------------------------------------------------------------
+
+absl::StatusOr<c10::OperatorHandle> resolveOperator(llvm::StringRef qualifiedName) {
+  if (!qualifiedName.contains("::"))
+    return absl::InvalidArgumentError(
+        absl::StrCat("operator name '", qualifiedName.str(),
+                     "' is not qualified with a namespace (expected e.g. aten::add.Tensor)"));
+  auto [base, overload] = qualifiedName.split('.');
+  auto handle = c10::Dispatcher::singleton().findSchema({base.str(), overload.str()});
+  if (!handle)
+    return absl::NotFoundError(absl::StrCat("unknown operator '", qualifiedName.str(),
+                                            "': no such operator or overload is registered"));
+  return *handle;
+}
+
+// --- Value -------------------------------------------------------------------
+
+void Value::setName(llvm::StringRef name) {
+  graph_->nameRemoved(name_);
+  name_ = name.str();
+  graph_->nameAdded(name_);
+}
+
+void Value::removeUse(const Use &use) {
+  auto it = llvm::find(uses_, use);
+  assert(it != uses_.end() && "removing a use that is not recorded");
+  uses_.erase(it);
+}
+
+void Value::replaceAllUsesWith(Value *to) {
+  assert(to != this && to->graph_ == graph_);
+  // setArg/setOutputValue edit uses_, so work on a copy.
+  llvm::SmallVector<Use, 4> uses(uses_.begin(), uses_.end());
+  for (const Use &u : uses) {
+    if (!u.user) {
+      graph_->setOutputValue(u.argIndex, to);
+      continue;
+    }
+    const Argument &a = u.user->arg(u.argIndex);
+    if (a.isValue()) {
+      u.user->setArg(u.argIndex, Argument::value(to));
+    } else {
+      llvm::SmallVector<Value *, 4> elems(a.getList().begin(), a.getList().end());
+      for (Value *&e : elems)
+        if (e == this)
+          e = to;
+      u.user->setArg(u.argIndex, Argument::list(elems));
+    }
+  }
+}
+
+// --- Node --------------------------------------------------------------------
+
+Node::~Node() {
+  for (auto &out : outputs_)
+    graph_->nameRemoved(out->name());
+}
+
+std::string Node::opName() const {
+  const auto &n = op_.operator_name();
+  return n.overload_name.empty() ? n.name : absl::StrCat(n.name, ".", n.overload_name);
+}
+
+void Node::addUses(unsigned i) {
+  const Argument &a = args_[i];
+  if (a.isValue() && a.getValue())
+    a.getValue()->addUse({this, i, 0});
+  else if (a.isList())
+    for (unsigned e = 0; e < a.getList().size(); ++e)
+      if (Value *v = a.getList()[e])
+        v->addUse({this, i, e});
+}
+
+void Node::dropUses(unsigned i) {
+  const Argument &a = args_[i];
+  if (a.isValue() && a.getValue())
+    a.getValue()->removeUse({this, i, 0});
+  else if (a.isList())
+    for (unsigned e = 0; e < a.getList().size(); ++e)
+      if (Value *v = a.getList()[e])
+        v->removeUse({this, i, e});
+}
+
+void Node::setArg(unsigned i, Argument a) {
+  dropUses(i);
+  args_[i] = std::move(a);
+  addUses(i);
+}
+
+llvm::SmallVector<Value *, 4> Node::operandValues() const {
+  llvm::SmallVector<Value *, 4> vals;
+  for (const Argument &a : args_) {
+    if (a.isValue() && a.getValue())
+      vals.push_back(a.getValue());
+    else if (a.isList())
+      for (Value *v : a.getList())
+        if (v)
+          vals.push_back(v);
+  }
+  return vals;
+}
+
+llvm::SmallVector<Value *, 2> Node::outputs() const {
+  llvm::SmallVector<Value *, 2> outs;
+  for (const auto &o : outputs_)
+    outs.push_back(o.get());
+  return outs;
+}
+
+void Node::moveBefore(Node *other) {
+  auto &list = graph_->nodes_;
+  list.remove(*this);
+  if (other)
+    list.insert(other->getIterator(), *this);
+  else
+    list.push_back(*this);
+}
+
+std::string Node::describe() const {
+  if (!outputs_.empty())
+    return absl::StrCat("%", outputs_[0]->name().str(), " = ", opName());
+  size_t position = 0;
+  for (const Node &n : graph_->nodes()) {
+    if (&n == this)
+      break;
+    ++position;
+  }
+  return absl::StrCat(opName(), " (node ", position, ")");
+}
+
+// --- Graph -------------------------------------------------------------------
+
+Graph::Graph(std::string name) : name_(std::move(name)) {}
+
+Graph::~Graph() {
+  // Delete back to front: no node outlives a user, so no dangling-use asserts.
+  while (!nodes_.empty()) {
+    Node &n = nodes_.back();
+    nodes_.pop_back();
+    delete &n;
+  }
+}
+
+void Graph::nameRemoved(llvm::StringRef name) {
+  auto it = nameCounts_.find(name);
+  if (it == nameCounts_.end())
+    return;
+  if (--it->second == 0)
+    nameCounts_.erase(it);
+}
+
+unsigned Graph::countName(llvm::StringRef name) const {
+  auto it = nameCounts_.find(name);
+  return it == nameCounts_.end() ? 0 : it->second;
+}
+
+std::string Graph::uniqueName(llvm::StringRef hint) {
+  std::string base;
+  for (char c : hint)
+    base.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ? c : '_');
+  if (base.empty())
+    base = "v";
+  if (!countName(base))
+    return base;
+  unsigned &next = nextSuffix_[base];
+  std::string candidate;
+  do {
+    candidate = absl::StrCat(base, "_", ++next);
+  } while (countName(candidate));
+  return candidate;
+}
+
+Value *Graph::addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
+                       std::string target) {
+  std::string name = uniqueName(nameHint);
+  nameAdded(name);
+  unsigned index = static_cast<unsigned>(inputs_.size());
+  inputValues_.push_back(
+      std::unique_ptr<Value>(new Value(this, std::move(name), std::move(type), nullptr, index)));
+  inputs_.push_back({inputValues_.back().get(), role, std::move(target)});
+  return inputValues_.back().get();
+}
+
+absl::Status Graph::eraseInput(unsigned i) {
+  Value *v = inputs_.at(i).value;
+  if (v->hasUses())
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot erase graph input %", v->name().str(), ": it still has uses"));
+  nameRemoved(v->name());
+  inputs_.erase(inputs_.begin() + i);
+  inputValues_.erase(inputValues_.begin() + i);
+  for (unsigned j = i; j < inputs_.size(); ++j)
+    inputs_[j].value->index_ = j;
+  return absl::OkStatus();
+}
+
+void Graph::addOutput(Value *value, OutputRole role, std::string target) {
+  unsigned index = static_cast<unsigned>(outputs_.size());
+  outputs_.push_back({value, role, std::move(target)});
+  value->addUse({nullptr, index, 0});
+}
+
+void Graph::setOutputValue(unsigned i, Value *value) {
+  outputs_.at(i).value->removeUse({nullptr, i, 0});
+  outputs_[i].value = value;
+  value->addUse({nullptr, i, 0});
+}
+
+void Graph::eraseOutput(unsigned i) {
+  for (unsigned j = i; j < outputs_.size(); ++j)
+    outputs_[j].value->removeUse({nullptr, j, 0});
+  outputs_.erase(outputs_.begin() + i);
+  for (unsigned j = i; j < outputs_.size(); ++j)
+    outputs_[j].value->addUse({nullptr, j, 0});
+}
+
+Node *Graph::createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> args,
+                        llvm::ArrayRef<ValueType> outputTypes, Phase phase,
+                        llvm::ArrayRef<std::string> outputNames, Node *insertBefore) {
+  Node *node = new Node(this, op, phase);
+  node->args_.assign(args.begin(), args.end());
+  for (unsigned i = 0; i < node->args_.size(); ++i)
+    node->addUses(i);
+  llvm::StringRef fallback = op.operator_name().name;
+  fallback = fallback.substr(fallback.rfind(':') + 1);
+  for (unsigned i = 0; i < outputTypes.size(); ++i) {
+    std::string name =
+        uniqueName(i < outputNames.size() && !outputNames[i].empty() ? llvm::StringRef(outputNames[i])
+                                                                     : fallback);
+    nameAdded(name);
+    node->outputs_.push_back(
+        std::unique_ptr<Value>(new Value(this, std::move(name), outputTypes[i], node, i)));
+  }
+  if (insertBefore)
+    nodes_.insert(insertBefore->getIterator(), *node);
+  else
+    nodes_.push_back(*node);
+  ++numNodes_;
+  return node;
+}
+
+absl::StatusOr<Node *> Graph::createNode(llvm::StringRef qualifiedOpName,
+                                         llvm::ArrayRef<Argument> args,
+                                         llvm::ArrayRef<ValueType> outputTypes, Phase phase,
+                                         llvm::ArrayRef<std::string> outputNames,
+                                         Node *insertBefore) {
+  auto op = resolveOperator(qualifiedOpName);
+  if (!op.ok())
+    return op.status();
+  return createNode(*op, args, outputTypes, phase, outputNames, insertBefore);
+}
+
+absl::Status Graph::eraseNode(Node *node) {
+  for (const auto &out : node->outputs_) {
+    if (!out->hasUses())
+      continue;
+    const Use &u = out->uses().front();
+    std::string user = u.user ? u.user->describe() : absl::StrCat("graph output ", u.argIndex);
+    return absl::FailedPreconditionError(absl::StrCat("cannot erase node ", node->describe(),
+                                                      ": its output %", out->name().str(),
+                                                      " is still used by ", user));
+  }
+  for (unsigned i = 0; i < node->args_.size(); ++i)
+    node->dropUses(i);
+  nodes_.remove(*node);
+  --numNodes_;
+  delete node;
+  return absl::OkStatus();
+}
+
+std::vector<Value *> Graph::allValues() const {
+  std::vector<Value *> vals;
+  vals.reserve(numValues());
+  for (const auto &v : inputValues_)
+    vals.push_back(v.get());
+  for (const Node &n : nodes_)
+    for (const auto &o : n.outputs_)
+      vals.push_back(o.get());
+  return vals;
+}
+
+size_t Graph::numValues() const {
+  size_t n = inputValues_.size();
+  for (const Node &node : nodes_)
+    n += node.outputs_.size();
+  return n;
+}
+
+std::unique_ptr<Graph> Graph::clone(llvm::DenseMap<const Value *, Value *> *valueMap) const {
+  auto g = std::make_unique<Graph>(name_);
+  llvm::DenseMap<const Value *, Value *> localMap;
+  auto &map = valueMap ? *valueMap : localMap;
+  auto copyValue = [&](Value *newV, const Value *oldV) {
+    // Keep the exact name even if the original graph (wrongly) had duplicates.
+    newV->setName(oldV->name());
+    map[oldV] = newV;
+  };
+  for (const GraphInput &in : inputs_)
+    copyValue(g->addInput(in.value->name(), in.value->type(), in.role, in.target), in.value);
+  for (const Node &n : nodes_) {
+    llvm::SmallVector<Argument, 8> args;
+    for (const Argument &a : n.args_) {
+      if (a.isValue()) {
+        args.push_back(Argument::value(a.getValue() ? map.lookup(a.getValue()) : nullptr));
+      } else if (a.isList()) {
+        llvm::SmallVector<Value *, 4> elems;
+        for (Value *v : a.getList())
+          elems.push_back(v ? map.lookup(v) : nullptr);
+        args.push_back(Argument::list(elems));
+      } else {
+        args.push_back(a);
+      }
+    }
+    llvm::SmallVector<ValueType, 2> types;
+    for (const auto &o : n.outputs_)
+      types.push_back(o->type());
+    Node *copy = g->createNode(n.op_, args, types, n.phase_);
+    for (unsigned i = 0; i < n.outputs_.size(); ++i)
+      copyValue(copy->output(i), n.outputs_[i].get());
+  }
+  for (const GraphOutput &out : outputs_)
+    g->addOutput(map.lookup(out.value), out.role, out.target);
+  return g;
+}
+
+} // namespace graphopt

@@ -1,0 +1,324 @@
+//===- SchemaUtils.cpp - Matching IR arguments to operator schemas --------===//
+#include "graphopt/IR/SchemaUtils.h"
+
+#include <ATen/core/jit_type.h>
+#include <absl/strings/str_cat.h>
+
+namespace graphopt {
+
+namespace {
+
+using c10::TypeKind;
+
+/// Strips one level of Optional; sets `optional` when it did.
+c10::TypePtr unwrapOptional(const c10::TypePtr &type, bool &optional) {
+  if (auto opt = type->cast<c10::OptionalType>()) {
+    optional = true;
+    return opt->getElementType();
+  }
+  optional = false;
+  return type;
+}
+
+bool isTensorType(const c10::TypePtr &t) { return t->kind() == TypeKind::TensorType; }
+
+std::string describeArgument(const Argument &a) {
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    if (!a.getValue())
+      return "a null value";
+    return a.getValue()->isTensor() ? absl::StrCat("tensor %", a.getValue()->name().str())
+                                    : absl::StrCat("scalar %", a.getValue()->name().str());
+  case Argument::Kind::ValueList:
+    return "a list of values";
+  case Argument::Kind::Constant:
+    return absl::StrCat("a constant of kind ", constantKindName(a.getConstant().kind()).str());
+  }
+  return "?";
+}
+
+/// Which constant kinds (and which scalar value kinds) a non-tensor type accepts.
+bool scalarTypeAccepts(const c10::TypePtr &type, ConstantKind k) {
+  switch (type->kind()) {
+  case TypeKind::IntType:
+  case TypeKind::SymIntType:
+    return k == ConstantKind::Int;
+  case TypeKind::FloatType:
+  case TypeKind::SymFloatType:
+    return k == ConstantKind::Float;
+  case TypeKind::BoolType:
+  case TypeKind::SymBoolType:
+    return k == ConstantKind::Bool;
+  case TypeKind::NumberType:
+    return k == ConstantKind::Int || k == ConstantKind::Float || k == ConstantKind::Bool;
+  case TypeKind::StringType:
+    return k == ConstantKind::String;
+  case TypeKind::ScalarTypeType:
+    return k == ConstantKind::Dtype;
+  case TypeKind::LayoutType:
+    return k == ConstantKind::Layout;
+  case TypeKind::MemoryFormatType:
+    return k == ConstantKind::MemoryFormat;
+  case TypeKind::DeviceObjType:
+    return k == ConstantKind::Device;
+  case TypeKind::ListType: {
+    auto elem = type->castRaw<c10::ListType>()->getElementType();
+    switch (elem->kind()) {
+    case TypeKind::IntType:
+    case TypeKind::SymIntType:
+      return k == ConstantKind::IntList;
+    case TypeKind::FloatType:
+      return k == ConstantKind::FloatList;
+    case TypeKind::BoolType:
+      return k == ConstantKind::BoolList;
+    default:
+      return false;
+    }
+  }
+  default:
+    return false;
+  }
+}
+
+bool scalarTypeAcceptsValue(const c10::TypePtr &type, ValueKind k) {
+  switch (type->kind()) {
+  case TypeKind::IntType:
+  case TypeKind::SymIntType:
+    return k == ValueKind::Int;
+  case TypeKind::FloatType:
+  case TypeKind::SymFloatType:
+    return k == ValueKind::Float;
+  case TypeKind::BoolType:
+  case TypeKind::SymBoolType:
+    return k == ValueKind::Bool;
+  case TypeKind::NumberType:
+    return k != ValueKind::Tensor;
+  default:
+    return false;
+  }
+}
+
+} // namespace
+
+ArgForm argFormOf(const c10::TypePtr &type) {
+  bool optional;
+  c10::TypePtr inner = unwrapOptional(type, optional);
+  if (isTensorType(inner))
+    return optional ? ArgForm::OptionalTensor : ArgForm::Tensor;
+  if (auto list = inner->cast<c10::ListType>()) {
+    bool elemOptional;
+    c10::TypePtr elem = unwrapOptional(list->getElementType(), elemOptional);
+    if (isTensorType(elem))
+      return elemOptional ? ArgForm::OptionalTensorList : ArgForm::TensorList;
+    if (elemOptional)
+      return ArgForm::Unsupported;
+    switch (elem->kind()) {
+    case TypeKind::IntType:
+    case TypeKind::SymIntType:
+    case TypeKind::FloatType:
+    case TypeKind::BoolType:
+      return ArgForm::Scalar;
+    default:
+      return ArgForm::Unsupported;
+    }
+  }
+  switch (inner->kind()) {
+  case TypeKind::IntType:
+  case TypeKind::SymIntType:
+  case TypeKind::FloatType:
+  case TypeKind::SymFloatType:
+  case TypeKind::BoolType:
+  case TypeKind::SymBoolType:
+  case TypeKind::NumberType:
+  case TypeKind::StringType:
+  case TypeKind::ScalarTypeType:
+  case TypeKind::LayoutType:
+  case TypeKind::MemoryFormatType:
+  case TypeKind::DeviceObjType:
+    return ArgForm::Scalar;
+  case TypeKind::GeneratorType:
+    // Only `Generator? generator=None` is expressible: the executor seeds the RNG.
+    return optional ? ArgForm::Scalar : ArgForm::Unsupported;
+  default:
+    return ArgForm::Unsupported;
+  }
+}
+
+absl::Status checkArgument(const Argument &arg, const c10::Argument &schemaArg) {
+  const c10::TypePtr &type = schemaArg.real_type();
+  auto mismatch = [&](llvm::StringRef expected) {
+    return absl::InvalidArgumentError(absl::StrCat("argument '", schemaArg.name(), "' (",
+                                                   type->str(), ") expects ", expected.str(),
+                                                   ", got ", describeArgument(arg)));
+  };
+  auto isTensorValue = [](Value *v) { return v && v->isTensor(); };
+
+  switch (argFormOf(type)) {
+  case ArgForm::Tensor:
+    if (arg.isValue() && isTensorValue(arg.getValue()))
+      return absl::OkStatus();
+    return mismatch("a tensor value");
+  case ArgForm::OptionalTensor:
+    if ((arg.isValue() && isTensorValue(arg.getValue())) ||
+        (arg.isConstant() && arg.getConstant().isNone()))
+      return absl::OkStatus();
+    return mismatch("a tensor value or None");
+  case ArgForm::TensorList:
+  case ArgForm::OptionalTensorList: {
+    bool allowNone = argFormOf(type) == ArgForm::OptionalTensorList;
+    if (!arg.isList())
+      return mismatch(allowNone ? "a list of tensors or None" : "a list of tensors");
+    for (Value *v : arg.getList())
+      if (v ? !v->isTensor() : !allowNone)
+        return mismatch(allowNone ? "a list of tensors or None" : "a list of tensors");
+    return absl::OkStatus();
+  }
+  case ArgForm::Scalar: {
+    bool optional;
+    c10::TypePtr inner = unwrapOptional(type, optional);
+    if (arg.isConstant()) {
+      ConstantKind k = arg.getConstant().kind();
+      if ((k == ConstantKind::None && optional) || scalarTypeAccepts(inner, k))
+        return absl::OkStatus();
+    } else if (arg.isValue() && arg.getValue() &&
+               scalarTypeAcceptsValue(inner, arg.getValue()->type().kind)) {
+      return absl::OkStatus();
+    }
+    return mismatch(absl::StrCat("a constant of type ", type->str()));
+  }
+  case ArgForm::Unsupported:
+    return absl::UnimplementedError(absl::StrCat("argument '", schemaArg.name(), "' has type ",
+                                                 type->str(),
+                                                 ", which graph-opt does not support"));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<ValueKind> returnValueKind(const c10::Argument &ret) {
+  const c10::TypePtr &t = ret.real_type();
+  if (isTensorType(t))
+    return ValueKind::Tensor;
+  if (auto list = t->cast<c10::ListType>())
+    if (isTensorType(list->getElementType()))
+      return ValueKind::Tensor;
+  switch (t->kind()) {
+  case TypeKind::IntType:
+  case TypeKind::SymIntType:
+    return ValueKind::Int;
+  case TypeKind::FloatType:
+  case TypeKind::SymFloatType:
+    return ValueKind::Float;
+  case TypeKind::BoolType:
+  case TypeKind::SymBoolType:
+    return ValueKind::Bool;
+  default:
+    return std::nullopt;
+  }
+}
+
+bool returnsTensorList(const c10::FunctionSchema &schema) {
+  if (schema.returns().size() != 1)
+    return false;
+  auto list = schema.returns()[0].real_type()->cast<c10::ListType>();
+  return list && isTensorType(list->getElementType());
+}
+
+absl::Status checkReturnValue(const Value &value, const c10::Argument &ret) {
+  if (ret.real_type()->kind() == TypeKind::NumberType) {
+    if (!value.isTensor())
+      return absl::OkStatus();
+  } else if (auto kind = returnValueKind(ret)) {
+    if (*kind == value.type().kind)
+      return absl::OkStatus();
+  } else {
+    return absl::UnimplementedError(absl::StrCat("return type ", ret.real_type()->str(),
+                                                 " is not supported by graph-opt"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("output %", value.name().str(), " is ", value.isTensor() ? "a tensor" : "a scalar",
+                   " but the schema returns ", ret.real_type()->str()));
+}
+
+absl::StatusOr<Constant> coerceConstant(const Constant &c, const c10::TypePtr &type) {
+  bool optional;
+  c10::TypePtr inner = unwrapOptional(type, optional);
+  ConstantKind k = c.kind();
+  if ((k == ConstantKind::None && optional) || scalarTypeAccepts(inner, k))
+    return c;
+  if (k == ConstantKind::Int && scalarTypeAccepts(inner, ConstantKind::Float))
+    return Constant::ofFloat(static_cast<double>(c.asInt()));
+  if (k == ConstantKind::IntList && scalarTypeAccepts(inner, ConstantKind::FloatList)) {
+    std::vector<double> v(c.asIntList().begin(), c.asIntList().end());
+    return Constant::ofFloatList(v);
+  }
+  // An empty list literal parses as an int list; it fits any list type.
+  if (k == ConstantKind::IntList && c.asIntList().empty()) {
+    if (scalarTypeAccepts(inner, ConstantKind::FloatList))
+      return Constant::ofFloatList({});
+    if (scalarTypeAccepts(inner, ConstantKind::BoolList))
+      return Constant::ofBoolList({});
+  }
+  return absl::InvalidArgumentError(absl::StrCat("expected a constant of type ", type->str(),
+                                                 ", found a ", constantKindName(k).str()));
+}
+
+std::optional<Constant> schemaDefault(const c10::Argument &schemaArg) {
+  if (!schemaArg.default_value())
+    return std::nullopt;
+  const c10::IValue &v = *schemaArg.default_value();
+  bool optional;
+  c10::TypePtr inner = unwrapOptional(schemaArg.real_type(), optional);
+  if (v.isNone())
+    return Constant::none();
+  // dtype, layout and memory format defaults are stored as plain ints.
+  if (v.isInt()) {
+    switch (inner->kind()) {
+    case TypeKind::ScalarTypeType:
+      return Constant::ofDtype(static_cast<c10::ScalarType>(v.toInt()));
+    case TypeKind::LayoutType:
+      return Constant::ofLayout(static_cast<c10::Layout>(v.toInt()));
+    case TypeKind::MemoryFormatType:
+      return Constant::ofMemoryFormat(static_cast<c10::MemoryFormat>(v.toInt()));
+    default:
+      return Constant::ofInt(v.toInt());
+    }
+  }
+  if (v.isDouble())
+    return Constant::ofFloat(v.toDouble());
+  if (v.isBool())
+    return Constant::ofBool(v.toBool());
+  if (v.isString())
+    return Constant::ofString(v.toStringRef());
+  if (v.isDevice())
+    return Constant::ofDevice(v.toDevice());
+  if (v.isIntList())
+    return Constant::ofIntList(v.toIntVector());
+  if (v.isDoubleList())
+    return Constant::ofFloatList(v.toDoubleVector());
+  if (v.isBoolList()) {
+    std::vector<bool> b;
+    for (bool x : v.toBoolList())
+      b.push_back(x);
+    return Constant::ofBoolList(std::move(b));
+  }
+  if (v.isList() && v.toListRef().empty()) {
+    // An empty generic list default (e.g. `Tensor[] tensors=[]` is never seen,
+    // but `int[] dims=[]` can be stored untyped).
+    if (scalarTypeAccepts(inner, ConstantKind::IntList))
+      return Constant::ofIntList({});
+    if (scalarTypeAccepts(inner, ConstantKind::FloatList))
+      return Constant::ofFloatList({});
+    if (scalarTypeAccepts(inner, ConstantKind::BoolList))
+      return Constant::ofBoolList({});
+  }
+  return std::nullopt;
+}
+
+bool isSchemaDefault(const Argument &arg, const c10::Argument &schemaArg) {
+  if (!arg.isConstant())
+    return false;
+  auto def = schemaDefault(schemaArg);
+  return def && *def == arg.getConstant();
+}
+
+} // namespace graphopt

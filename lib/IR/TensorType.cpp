@@ -1,0 +1,136 @@
+//===- TensorType.cpp -----------------------------------------------------===//
+#include "graphopt/IR/TensorType.h"
+
+#include <llvm/ADT/STLExtras.h>
+
+namespace graphopt {
+
+TensorType::TensorType(c10::ScalarType dtype, llvm::ArrayRef<int64_t> sizes,
+                       llvm::ArrayRef<int64_t> strides, c10::Device device)
+    : dtype(dtype), sizes(sizes.begin(), sizes.end()), strides(strides.begin(), strides.end()),
+      device(device) {}
+
+TensorType TensorType::contiguous(c10::ScalarType dtype, llvm::ArrayRef<int64_t> sizes,
+                                  c10::Device device) {
+  return TensorType(dtype, sizes, contiguousStrides(sizes), device);
+}
+
+llvm::SmallVector<int64_t, 4> TensorType::contiguousStrides(llvm::ArrayRef<int64_t> sizes) {
+  llvm::SmallVector<int64_t, 4> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+bool TensorType::isContiguous() const {
+  return strides.size() == sizes.size() && llvm::equal(strides, contiguousStrides(sizes));
+}
+
+int64_t TensorType::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes)
+    n *= s;
+  return n;
+}
+
+int64_t TensorType::storageBytes() const {
+  if (!isKnown() || numel() == 0)
+    return 0;
+  int64_t span = 1;
+  for (size_t i = 0; i < sizes.size() && i < strides.size(); ++i)
+    span += (sizes[i] - 1) * strides[i];
+  return span * static_cast<int64_t>(c10::elementSize(dtype));
+}
+
+bool TensorType::operator==(const TensorType &o) const {
+  return dtype == o.dtype && llvm::equal(sizes, o.sizes) && llvm::equal(strides, o.strides) &&
+         device == o.device;
+}
+
+namespace {
+struct DtypeEntry {
+  c10::ScalarType dtype;
+  const char *name;
+};
+// Short names in the style of MLIR/numpy; anything else prints as c10's name.
+const DtypeEntry kDtypes[] = {
+    {c10::ScalarType::Float, "f32"},          {c10::ScalarType::Double, "f64"},
+    {c10::ScalarType::Half, "f16"},           {c10::ScalarType::BFloat16, "bf16"},
+    {c10::ScalarType::Float8_e4m3fn, "f8e4m3fn"}, {c10::ScalarType::Float8_e5m2, "f8e5m2"},
+    {c10::ScalarType::Float8_e4m3fnuz, "f8e4m3fnuz"},
+    {c10::ScalarType::Float8_e5m2fnuz, "f8e5m2fnuz"},
+    {c10::ScalarType::Char, "i8"},            {c10::ScalarType::Short, "i16"},
+    {c10::ScalarType::Int, "i32"},            {c10::ScalarType::Long, "i64"},
+    {c10::ScalarType::Byte, "u8"},            {c10::ScalarType::UInt16, "u16"},
+    {c10::ScalarType::UInt32, "u32"},         {c10::ScalarType::UInt64, "u64"},
+    {c10::ScalarType::Bool, "bool"},          {c10::ScalarType::ComplexHalf, "c32"},
+    {c10::ScalarType::ComplexFloat, "c64"},   {c10::ScalarType::ComplexDouble, "c128"},
+};
+} // namespace
+
+llvm::StringRef dtypeName(c10::ScalarType dtype) {
+  for (const auto &e : kDtypes)
+    if (e.dtype == dtype)
+      return e.name;
+  return c10::toString(dtype);
+}
+
+std::optional<c10::ScalarType> parseDtypeName(llvm::StringRef name) {
+  for (const auto &e : kDtypes)
+    if (name == e.name)
+      return e.dtype;
+#define GRAPHOPT_MATCH_C10_NAME(_, n)                                                              \
+  if (name == #n)                                                                                  \
+    return c10::ScalarType::n;
+  AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(GRAPHOPT_MATCH_C10_NAME)
+#undef GRAPHOPT_MATCH_C10_NAME
+  return std::nullopt;
+}
+
+namespace {
+const std::pair<c10::Layout, const char *> kLayouts[] = {
+    {c10::kStrided, "strided"},         {c10::kSparse, "sparse_coo"},
+    {c10::kSparseCsr, "sparse_csr"},    {c10::kSparseCsc, "sparse_csc"},
+    {c10::kSparseBsr, "sparse_bsr"},    {c10::kSparseBsc, "sparse_bsc"},
+    {c10::kMkldnn, "mkldnn"},           {c10::Layout::Jagged, "jagged"},
+};
+const std::pair<c10::MemoryFormat, const char *> kMemoryFormats[] = {
+    {c10::MemoryFormat::Contiguous, "contiguous_format"},
+    {c10::MemoryFormat::Preserve, "preserve_format"},
+    {c10::MemoryFormat::ChannelsLast, "channels_last"},
+    {c10::MemoryFormat::ChannelsLast3d, "channels_last_3d"},
+};
+} // namespace
+
+llvm::StringRef layoutName(c10::Layout layout) {
+  for (const auto &[l, n] : kLayouts)
+    if (l == layout)
+      return n;
+  return "strided";
+}
+
+std::optional<c10::Layout> parseLayoutName(llvm::StringRef name) {
+  for (const auto &[l, n] : kLayouts)
+    if (name == n)
+      return l;
+  return std::nullopt;
+}
+
+llvm::StringRef memoryFormatName(c10::MemoryFormat format) {
+  for (const auto &[f, n] : kMemoryFormats)
+    if (f == format)
+      return n;
+  return "contiguous_format";
+}
+
+std::optional<c10::MemoryFormat> parseMemoryFormatName(llvm::StringRef name) {
+  for (const auto &[f, n] : kMemoryFormats)
+    if (name == n)
+      return f;
+  return std::nullopt;
+}
+
+} // namespace graphopt

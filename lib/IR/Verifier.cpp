@@ -1,0 +1,252 @@
+//===- Verifier.cpp - Structural verification of a Graph ------------------===//
+#include "graphopt/IR/Verifier.h"
+
+#include "graphopt/IR/SchemaUtils.h"
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/StringSet.h>
+
+namespace graphopt {
+
+namespace {
+
+class Verifier {
+public:
+  explicit Verifier(const Graph &g) : graph_(g) {}
+
+  std::vector<VerifierDiagnostic> run() {
+    checkInputs();
+    for (const Node &n : graph_.nodes())
+      checkNode(n);
+    checkOutputs();
+    checkUseLists();
+    return std::move(diags_);
+  }
+
+private:
+  void report(const Node *n, std::string message) {
+    diags_.push_back({n, n ? absl::StrCat("node ", n->describe(), ": ", message) : message});
+  }
+
+  void checkName(const Node *n, const Value *v, llvm::StringRef what) {
+    if (v->name().empty())
+      report(n, absl::StrCat(what.str(), " has an empty name"));
+    else if (!seenNames_.insert(v->name().str()).second)
+      report(n, absl::StrCat(what.str(), " %", v->name().str(), ": value name is not unique"));
+  }
+
+  void checkType(const Node *n, const Value *v, llvm::StringRef what) {
+    if (!v->type().isKnown()) {
+      report(n, absl::StrCat(what.str(), " %", v->name().str(), " has no type"));
+      return;
+    }
+    const TensorType &t = v->tensorType();
+    if (v->isTensor() && t.strides.size() != t.sizes.size())
+      report(n, absl::StrCat(what.str(), " %", v->name().str(), " has ", t.sizes.size(), " sizes but ",
+                             t.strides.size(), " strides"));
+  }
+
+  void checkInputs() {
+    for (const GraphInput &in : graph_.inputs()) {
+      std::string what = absl::StrCat("graph input");
+      checkName(nullptr, in.value, what);
+      checkType(nullptr, in.value, what);
+      defined_.insert(in.value);
+      if (in.value->graph() != &graph_ || !in.value->isGraphInput())
+        report(nullptr, absl::StrCat("graph input %", in.value->name().str(),
+                                     " does not belong to this graph"));
+      bool needsTarget = in.role == InputRole::Parameter || in.role == InputRole::Buffer ||
+                         in.role == InputRole::OptimizerState;
+      if (needsTarget && in.target.empty())
+        report(nullptr, absl::StrCat("graph input %", in.value->name().str(), " is a ",
+                                     inputRoleName(in.role).str(), " but names no target"));
+      if (!in.target.empty())
+        inputsByTarget_[in.target] = &in;
+      inputsByName_[in.value->name()] = &in;
+    }
+  }
+
+  void checkOperand(const Node &n, const Value *v, unsigned argIndex) {
+    const auto &schemaArgs = n.schema().arguments();
+    std::string argName = argIndex < schemaArgs.size() ? schemaArgs[argIndex].name()
+                                                       : absl::StrCat("#", argIndex);
+    if (!v) {
+      report(&n, absl::StrCat("argument '", argName, "' is a null value"));
+      return;
+    }
+    // Only values of this graph are safe to inspect; a foreign one is still alive
+    // (erasing a used value is refused), so naming it is fine.
+    if (!allValues_.count(v)) {
+      report(&n, absl::StrCat("argument '", argName, "' uses %", v->name().str(),
+                              ", which is not a value of this graph (dangling use)"));
+      return;
+    }
+    if (!defined_.count(v))
+      report(&n, absl::StrCat("argument '", argName, "' uses %", v->name().str(),
+                              " before its definition"));
+  }
+
+  void checkNode(const Node &n) {
+    if (n.graph() != &graph_)
+      report(&n, "node does not belong to this graph");
+    // Phases run forward, then backward, then optimizer.
+    if (n.phase() < maxPhase_)
+      report(&n, absl::StrCat("phase ", phaseName(n.phase()).str(), " after phase ",
+                              phaseName(maxPhase_).str(), ": phases must appear in order"));
+    maxPhase_ = std::max(maxPhase_, n.phase());
+
+    const c10::FunctionSchema &schema = n.schema();
+    const auto &schemaArgs = schema.arguments();
+    if (n.numArgs() != schemaArgs.size()) {
+      report(&n, absl::StrCat("has ", n.numArgs(), " arguments but the schema of ", n.opName(),
+                              " has ", schemaArgs.size(), ": ", c10::toString(schema)));
+    }
+    for (unsigned i = 0; i < n.numArgs(); ++i) {
+      const Argument &a = n.arg(i);
+      if (a.isValue())
+        checkOperand(n, a.getValue(), i);
+      else if (a.isList())
+        for (const Value *v : a.getList())
+          if (v)
+            checkOperand(n, v, i);
+      if (i < schemaArgs.size()) {
+        absl::Status st = checkArgument(a, schemaArgs[i]);
+        if (!st.ok())
+          report(&n, std::string(st.message()));
+      }
+    }
+
+    const auto &returns = schema.returns();
+    bool listReturn = returnsTensorList(schema);
+    if (!listReturn && n.numOutputs() != returns.size())
+      report(&n, absl::StrCat("has ", n.numOutputs(), " outputs but ", n.opName(), " returns ",
+                              returns.size()));
+    for (unsigned i = 0; i < n.numOutputs(); ++i) {
+      const Value *out = n.output(i);
+      checkName(&n, out, "output");
+      checkType(&n, out, "output");
+      if (out->definingNode() != &n || out->index() != i)
+        report(&n, absl::StrCat("output %", out->name().str(), " does not point back at its node"));
+      if (out->type().isKnown() && (listReturn || i < returns.size())) {
+        absl::Status st = checkReturnValue(*out, returns[listReturn ? 0 : i]);
+        if (!st.ok())
+          report(&n, std::string(st.message()));
+      }
+      defined_.insert(out);
+    }
+  }
+
+  void checkOutputs() {
+    for (unsigned i = 0; i < graph_.outputs().size(); ++i) {
+      const GraphOutput &out = graph_.outputs()[i];
+      std::string what = absl::StrCat("graph output ", i, " (", outputRoleName(out.role).str(), ")");
+      if (!out.value || !allValues_.count(out.value)) {
+        report(nullptr, absl::StrCat(what, " is not a value of this graph (dangling use)"));
+        continue;
+      }
+      if (!defined_.count(out.value))
+        report(nullptr, absl::StrCat(what, " uses %", out.value->name().str(), " before its definition"));
+      auto targetRole = [&](InputRole want) {
+        auto it = inputsByTarget_.find(out.target);
+        if (out.target.empty() || it == inputsByTarget_.end() || it->second->role != want)
+          report(nullptr, absl::StrCat(what, " %", out.value->name().str(), " names '", out.target,
+                                       "', which is not a ", inputRoleName(want).str(),
+                                       " input"));
+      };
+      switch (out.role) {
+      case OutputRole::Gradient:
+        targetRole(InputRole::Parameter);
+        break;
+      case OutputRole::BufferMutation:
+        targetRole(InputRole::Buffer);
+        break;
+      case OutputRole::InputGradient: {
+        auto it = inputsByName_.find(out.target);
+        if (it == inputsByName_.end() || it->second->role != InputRole::UserInput)
+          report(nullptr, absl::StrCat(what, " %", out.value->name().str(), " names '", out.target,
+                                       "', which is not a user input"));
+        break;
+      }
+      default:
+        break;
+      }
+    }
+  }
+
+  /// Every recorded use must match an actual operand, and every operand must be recorded.
+  void checkUseLists() {
+    size_t operandCount = 0;
+    for (const Node &n : graph_.nodes())
+      for (unsigned i = 0; i < n.numArgs(); ++i) {
+        const Argument &a = n.arg(i);
+        if (a.isValue() && a.getValue())
+          ++operandCount;
+        else if (a.isList())
+          operandCount += llvm::count_if(a.getList(), [](Value *v) { return v != nullptr; });
+      }
+    operandCount += graph_.outputs().size();
+    size_t recorded = 0;
+    for (const Value *v : allValues_) {
+      for (const Use &u : v->uses()) {
+        ++recorded;
+        bool ok;
+        if (!u.user) {
+          ok = u.argIndex < graph_.outputs().size() && graph_.outputs()[u.argIndex].value == v;
+        } else {
+          ok = u.argIndex < u.user->numArgs();
+          if (ok) {
+            const Argument &a = u.user->arg(u.argIndex);
+            ok = a.isValue() ? a.getValue() == v
+                             : a.isList() && u.elemIndex < a.getList().size() &&
+                                   a.getList()[u.elemIndex] == v;
+          }
+        }
+        if (!ok)
+          report(u.user, absl::StrCat("use list of %", v->name().str(),
+                                      " records a use that the graph does not have"));
+      }
+    }
+    if (recorded != operandCount)
+      report(nullptr, absl::StrCat("use lists record ", recorded, " uses but the graph has ",
+                                   operandCount, " operands"));
+  }
+
+  const Graph &graph_;
+  std::vector<VerifierDiagnostic> diags_;
+  llvm::DenseSet<const Value *> defined_;
+  llvm::DenseSet<const Value *> allValues_ = [this] {
+    llvm::DenseSet<const Value *> all;
+    for (const Value *v : graph_.allValues())
+      all.insert(v);
+    return all;
+  }();
+  llvm::StringSet<> seenNames_;
+  llvm::StringMap<const GraphInput *> inputsByTarget_;
+  llvm::StringMap<const GraphInput *> inputsByName_;
+  Phase maxPhase_ = Phase::Forward;
+};
+
+} // namespace
+
+std::vector<VerifierDiagnostic> collectVerifierDiagnostics(const Graph &graph) {
+  return Verifier(graph).run();
+}
+
+absl::Status verifyGraph(const Graph &graph) {
+  auto diags = collectVerifierDiagnostics(graph);
+  if (diags.empty())
+    return absl::OkStatus();
+  std::vector<std::string> lines;
+  for (const auto &d : diags)
+    lines.push_back(d.message);
+  return absl::FailedPreconditionError(absl::StrCat("graph @", graph.name().str(), " has ",
+                                                    diags.size(), " verifier error",
+                                                    diags.size() == 1 ? "" : "s", ":\n  ",
+                                                    absl::StrJoin(lines, "\n  ")));
+}
+
+} // namespace graphopt

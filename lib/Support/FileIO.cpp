@@ -1,0 +1,65 @@
+//===- FileIO.cpp - Reading inputs and writing outputs atomically ---------===//
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace graphopt {
+
+absl::StatusOr<std::string> readFile(llvm::StringRef path) {
+  if (path == "-") {
+    auto buf = llvm::MemoryBuffer::getSTDIN();
+    if (!buf)
+      return absl::UnavailableError(absl::StrCat("<stdin>: cannot read: ", buf.getError().message()));
+    return (*buf)->getBuffer().str();
+  }
+  if (llvm::sys::fs::is_directory(path))
+    return absl::InvalidArgumentError(absl::StrCat(path.str(), ": is a directory, not a file"));
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf) {
+    std::error_code ec = buf.getError();
+    std::string msg = absl::StrCat(path.str(), ": cannot read file: ", ec.message());
+    if (ec == std::errc::no_such_file_or_directory)
+      return absl::NotFoundError(msg);
+    if (ec == std::errc::permission_denied)
+      return absl::PermissionDeniedError(msg);
+    return absl::UnavailableError(msg);
+  }
+  return (*buf)->getBuffer().str();
+}
+
+absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents) {
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  llvm::SmallString<256> model(dir);
+  llvm::sys::path::append(model, llvm::sys::path::filename(path) + ".tmp-%%%%%%%%");
+  int fd;
+  llvm::SmallString<256> tmp;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmp))
+    return absl::UnavailableError(
+        absl::StrCat(path.str(), ": cannot create a temporary file beside it: ", ec.message()));
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.close();
+    if (os.has_error()) {
+      std::string msg = os.error().message();
+      os.clear_error();
+      llvm::sys::fs::remove(tmp);
+      return absl::UnavailableError(absl::StrCat(path.str(), ": write failed: ", msg));
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+    llvm::sys::fs::remove(tmp);
+    return absl::UnavailableError(absl::StrCat(path.str(), ": cannot rename into place: ",
+                                               ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace graphopt

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Idempotent setup for a fresh Debian 12 machine: the Debian packages graph-opt builds with,
+# and the Python virtual environment from requirements.txt. A second run does nothing but check.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+debs=(cmake ninja-build ccache g++ python3-venv
+      llvm-14-dev llvm-14-tools libabsl-dev
+      libgtest-dev libgmock-dev libbenchmark-dev)
+
+missing=()
+for p in "${debs[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=sudo
+  fi
+  $sudo apt-get update -q
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+venv=$("$root/scripts/venv-dir.sh")
+stamp="$venv/.graphopt-ready"
+if [[ ! -f "$stamp" ]]; then
+  python=${GRAPHOPT_BASE_PYTHON:-python3}
+  echo "setup: creating Python environment $venv (torch download, a few minutes)"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q -r "$root/requirements.txt"
+  "$venv/bin/python" -c "import torch; print('setup: torch', torch.__version__)"
+  cp "$root/requirements.txt" "$stamp"
+fi
