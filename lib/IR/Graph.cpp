@@ -199,12 +199,14 @@ std::string Graph::uniqueName(llvm::StringRef hint) {
     base = "v";
   if (!countName(base))
     return base;
+  // The counter only moves past names in use, so asking twice gives the same answer.
   unsigned &next = nextSuffix_[base];
-  std::string candidate;
-  do {
-    candidate = absl::StrCat(base, "_", ++next);
-  } while (countName(candidate));
-  return candidate;
+  for (;;) {
+    std::string candidate = absl::StrCat(base, "_", next + 1);
+    if (!countName(candidate))
+      return candidate;
+    ++next;
+  }
 }
 
 Value *Graph::addInput(llvm::StringRef nameHint, ValueType type, InputRole role,

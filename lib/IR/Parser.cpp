@@ -89,7 +89,7 @@ std::string Parser::describe(const Token &t) {
 absl::Status Parser::errorAt(const Token &at, llvm::StringRef message) const {
   std::string caret(at.col > 0 ? at.col - 1 : 0, ' ');
   return absl::InvalidArgumentError(absl::StrCat(bufferName_, ":", at.line, ":", at.col,
-                                                 ": error: ", message.str(), "\n",
+                                                 ": ", message.str(), "\n",
                                                  lex_.lineText(at.line).str(), "\n", caret, "^"));
 }
 

@@ -179,16 +179,18 @@ private:
 
   /// Every recorded use must match an actual operand, and every operand must be recorded.
   void checkUseLists() {
+    // Operands that are not values of this graph were reported as dangling already.
+    auto ours = [this](const Value *v) { return v && allValues_.count(v); };
     size_t operandCount = 0;
     for (const Node &n : graph_.nodes())
       for (unsigned i = 0; i < n.numArgs(); ++i) {
         const Argument &a = n.arg(i);
-        if (a.isValue() && a.getValue())
-          ++operandCount;
+        if (a.isValue())
+          operandCount += ours(a.getValue());
         else if (a.isList())
-          operandCount += llvm::count_if(a.getList(), [](Value *v) { return v != nullptr; });
+          operandCount += llvm::count_if(a.getList(), ours);
       }
-    operandCount += graph_.outputs().size();
+    operandCount += llvm::count_if(graph_.outputs(), [&](const GraphOutput &o) { return ours(o.value); });
     size_t recorded = 0;
     for (const Value *v : allValues_) {
       for (const Use &u : v->uses()) {

@@ -1,7 +1,7 @@
 //===- Parser.h - Reading the .gir text form ----------------------*- C++ -*-===//
 //
 // A parse error is an InvalidArgument status of the form
-//   FILE:LINE:COL: error: expected ..., found ...
+//   FILE:LINE:COL: expected ..., found ...
 // followed by the offending source line and a caret.
 //
 //===----------------------------------------------------------------------===//
