@@ -46,6 +46,7 @@ target_link_libraries(graphopt_llvm INTERFACE ${GRAPHOPT_LLVM_LIBS})
 
 # --- abseil, GoogleTest, Google Benchmark ----------------------------------------------
 find_package(absl REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 find_package(Python3 REQUIRED COMPONENTS Interpreter)

@@ -6,7 +6,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 debs=(cmake ninja-build ccache g++ python3-venv
       llvm-14-dev llvm-14-tools libabsl-dev
-      libgtest-dev libgmock-dev libbenchmark-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev)
 
 missing=()
 for p in "${debs[@]}"; do

@@ -152,17 +152,26 @@ absl::Status checkArgument(const Argument &arg, const c10::Argument &schemaArg) 
                                                    ", got ", describeArgument(arg)));
   };
   auto isTensorValue = [](Value *v) { return v && v->isTensor(); };
+  // A Python number where a Tensor is expected (torch.export writes
+  // aten::add.Tensor(%x, 1)) is a "wrapped number": a 0-d tensor that does not
+  // take part in type promotion as a tensor would.
+  auto isWrappedNumber = [&] {
+    if (!arg.isConstant())
+      return false;
+    ConstantKind k = arg.getConstant().kind();
+    return k == ConstantKind::Int || k == ConstantKind::Float || k == ConstantKind::Bool;
+  };
 
   switch (argFormOf(type)) {
   case ArgForm::Tensor:
-    if (arg.isValue() && isTensorValue(arg.getValue()))
+    if ((arg.isValue() && isTensorValue(arg.getValue())) || isWrappedNumber())
       return absl::OkStatus();
-    return mismatch("a tensor value");
+    return mismatch("a tensor value (or a number)");
   case ArgForm::OptionalTensor:
     if ((arg.isValue() && isTensorValue(arg.getValue())) ||
-        (arg.isConstant() && arg.getConstant().isNone()))
+        (arg.isConstant() && arg.getConstant().isNone()) || isWrappedNumber())
       return absl::OkStatus();
-    return mismatch("a tensor value or None");
+    return mismatch("a tensor value, a number or None");
   case ArgForm::TensorList:
   case ArgForm::OptionalTensorList: {
     bool allowNone = argFormOf(type) == ArgForm::OptionalTensorList;

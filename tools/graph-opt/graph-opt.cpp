@@ -5,7 +5,7 @@
 // input or usage. Outputs are written atomically; the input is never modified.
 //
 //===----------------------------------------------------------------------===//
-#include "graphopt/IR/Parser.h"
+#include "graphopt/Import/Importer.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
@@ -27,7 +27,7 @@ enum ExitCode { kOk = 0, kVerificationFailed = 1, kBadInput = 2 };
 
 cl::OptionCategory category("graph-opt options");
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input graph: .gir, or - for stdin>"),
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input: .pt2 (torch.export), .pt (TorchScript), .gir, or - for .gir on stdin>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("Write the resulting graph to <file> (- for stdout)"),
                                 cl::value_desc("file"), cl::init(""), cl::cat(category));
@@ -44,14 +44,6 @@ int fail(llvm::StringRef message, int code) {
   return code;
 }
 
-absl::StatusOr<std::unique_ptr<Graph>> loadGraph(llvm::StringRef path) {
-  llvm::StringRef ext = llvm::sys::path::extension(path);
-  if (ext == ".pt2" || ext == ".pt")
-    return absl::UnimplementedError(absl::StrCat(
-        path.str(), ": importing ", ext.str(), " files is not supported yet; use a .gir file"));
-  return parseGraphFile(path);
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -59,14 +51,15 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "graph-opt: a compiler-style optimizer for PyTorch graphs\n\n"
-                                   "Reads a graph, verifies it and writes it back as .gir.\n",
+                                   "Reads a model, verifies its graph and writes it back as .gir.\n",
                                    &llvm::errs()))
     return kBadInput;
 
-  auto graph = loadGraph(inputPath);
-  if (!graph.ok())
-    return fail(std::string(graph.status().message()), kBadInput);
-  if (absl::Status st = verifyGraph(**graph); !st.ok())
+  auto model = importModel(inputPath);
+  if (!model.ok())
+    return fail(std::string(model.status().message()), kBadInput);
+  std::unique_ptr<Graph> &graph = model->graph;
+  if (absl::Status st = verifyGraph(*graph); !st.ok())
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
 
   bool writeGraph = emitText || !outputPath.empty();
@@ -74,10 +67,10 @@ int main(int argc, char **argv) {
   if (printSummaryOpt) {
     // Keep stdout clean for the graph when both go there.
     llvm::raw_ostream &os = writeGraph && out == "-" ? llvm::errs() : llvm::outs();
-    printSummary(os, summarizeGraph(**graph));
+    printSummary(os, summarizeGraph(*graph));
   }
   if (writeGraph) {
-    std::string text = printGraphToString(**graph);
+    std::string text = printGraphToString(*graph);
     if (out == "-") {
       llvm::outs() << text;
     } else if (absl::Status st = writeFileAtomically(out, text); !st.ok()) {

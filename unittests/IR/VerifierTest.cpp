@@ -70,14 +70,22 @@ TEST(VerifierTest, ArgumentCountMatchesSchema) {
 TEST(VerifierTest, ArgumentKindMatchesSchema) {
   Graph g;
   Value *x = g.addInput("x", f32({2}), InputRole::UserInput);
-  // A float constant where a Tensor is expected.
+  // An int list where a Tensor is expected.
   g.createNode(unwrap(resolveOperator("aten::add.Tensor")),
-               {Argument::value(x), Argument::constant(Constant::ofFloat(1.5)),
+               {Argument::value(x), Argument::constant(Constant::ofIntList({1, 2})),
                 Argument::constant(Constant::ofInt(1))},
                {f32({2})}, Phase::Forward, {"y"});
   EXPECT_CONTAINS(onlyDiagnostic(g),
-                  "node %y = aten::add.Tensor: argument 'other' (Tensor) expects a tensor value, "
-                  "got a constant of kind float");
+                  "node %y = aten::add.Tensor: argument 'other' (Tensor) expects a tensor value "
+                  "(or a number), got a constant of kind int list");
+  // A number is fine: a wrapped number, as torch.export writes aten::add.Tensor(%x, 1).
+  Graph ok;
+  Value *a = ok.addInput("a", f32({2}), InputRole::UserInput);
+  ok.createNode(unwrap(resolveOperator("aten::add.Tensor")),
+                {Argument::value(a), Argument::constant(Constant::ofFloat(1.5)),
+                 Argument::constant(Constant::ofInt(1))},
+                {f32({2})});
+  EXPECT_TRUE(verifyGraph(ok).ok()) << verifyGraph(ok).message();
 }
 
 TEST(VerifierTest, ScalarArgumentKind) {

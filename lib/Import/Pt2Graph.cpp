@@ -1,0 +1,453 @@
+//===- Pt2Graph.cpp - torch.export's serialized graph to the IR -----------===//
+//
+// Converts the deserialized `ExportedProgram` (LibTorch's own generated serde
+// types) into a Graph: placeholders and the graph signature become graph
+// inputs and outputs with roles, every call_function node becomes a Node
+// resolved to its operator overload, arguments the export left at their
+// schema default are filled from the schema, and tensor metadata becomes
+// TensorType.
+//
+//===----------------------------------------------------------------------===//
+#include "Pt2Graph.h"
+
+#include "SerdeEnums.h"
+#include "graphopt/IR/SchemaUtils.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/StringMap.h>
+
+namespace graphopt::serde {
+
+namespace {
+
+using Tag = ts::Argument::Tag;
+
+class GraphBuilder {
+public:
+  GraphBuilder(const ts::ExportedProgram &ep, llvm::StringRef where)
+      : ep_(ep), graph_(ep.get_graph_module().get_graph()), where_(where.str()) {}
+
+  absl::StatusOr<std::unique_ptr<Graph>> build(llvm::StringRef name);
+
+private:
+  absl::Status error(llvm::StringRef message) const {
+    return absl::InvalidArgumentError(absl::StrCat(where_, ": ", message.str()));
+  }
+  absl::Status nodeError(const ts::Node &n, llvm::StringRef message) const {
+    return error(absl::StrCat("node '", n.get_name().value_or("?"), "' (", n.get_target(),
+                              "): ", message.str()));
+  }
+
+  absl::StatusOr<ValueType> tensorType(const std::string &name) const;
+  absl::Status addInputs();
+  absl::Status addNode(const ts::Node &n);
+  absl::StatusOr<Argument> convertArgument(const ts::Node &n, const ts::Argument &a,
+                                           const c10::Argument &schemaArg);
+  absl::StatusOr<Value *> lookup(const ts::Node *n, const std::string &name) const;
+  absl::Status addOutputs();
+  void assignPhases();
+
+  const ts::ExportedProgram &ep_;
+  const ts::Graph &graph_;
+  std::string where_;
+  std::unique_ptr<Graph> g_;
+  llvm::StringMap<Value *> values_;
+  Value *loss_ = nullptr;
+};
+
+absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
+  const auto &metas = graph_.get_tensor_values();
+  auto it = metas.find(name);
+  if (it == metas.end())
+    return error(absl::StrCat("tensor '", name, "' has no entry in tensor_values"));
+  const ts::TensorMeta &m = it->second;
+  auto dtype = toScalarType(m.get_dtype());
+  if (!dtype)
+    return error(absl::StrCat("tensor '", name, "' has an unknown dtype (serde number ",
+                              static_cast<int>(m.get_dtype()), ")"));
+  if (toLayout(m.get_layout()) != c10::kStrided)
+    return error(absl::StrCat("tensor '", name, "' is not strided; only strided tensors are supported"));
+  auto device = toDevice(m.get_device());
+  if (!device)
+    return error(absl::StrCat("tensor '", name, "' is on unknown device '", m.get_device().get_type(), "'"));
+  auto ints = [&](const std::vector<ts::SymInt> &syms, const char *what) -> absl::StatusOr<std::vector<int64_t>> {
+    std::vector<int64_t> out;
+    for (const ts::SymInt &s : syms) {
+      if (s.tag() != ts::SymInt::Tag::AS_INT)
+        return error(absl::StrCat("tensor '", name, "' has symbolic ", what, " (",
+                                  s.get_as_expr().get_expr_str(),
+                                  "); dynamic shapes are not supported: export with static shapes"));
+      out.push_back(s.get_as_int());
+    }
+    return out;
+  };
+  auto sizes = ints(m.get_sizes(), "sizes");
+  if (!sizes.ok())
+    return sizes.status();
+  auto strides = ints(m.get_strides(), "strides");
+  if (!strides.ok())
+    return strides.status();
+  return ValueType::ofTensor(TensorType(*dtype, *sizes, *strides, *device));
+}
+
+absl::StatusOr<Value *> GraphBuilder::lookup(const ts::Node *n, const std::string &name) const {
+  auto it = values_.find(name);
+  if (it != values_.end())
+    return it->second;
+  std::string msg = absl::StrCat("uses '", name, "', which is not defined before it");
+  return n ? nodeError(*n, msg) : error(absl::StrCat("an output ", msg));
+}
+
+absl::Status GraphBuilder::addInputs() {
+  using ITag = ts::InputSpec::Tag;
+  for (const ts::InputSpec &spec : ep_.get_graph_module().get_signature().get_input_specs()) {
+    std::string name, target;
+    InputRole role = InputRole::UserInput;
+    switch (spec.tag()) {
+    case ITag::PARAMETER:
+      name = spec.get_parameter().get_arg().get_name();
+      target = spec.get_parameter().get_parameter_name();
+      role = InputRole::Parameter;
+      break;
+    case ITag::BUFFER:
+      name = spec.get_buffer().get_arg().get_name();
+      target = spec.get_buffer().get_buffer_name();
+      role = InputRole::Buffer;
+      break;
+    case ITag::TENSOR_CONSTANT:
+      name = spec.get_tensor_constant().get_arg().get_name();
+      target = spec.get_tensor_constant().get_tensor_constant_name();
+      role = InputRole::Constant;
+      break;
+    case ITag::USER_INPUT: {
+      const ts::Argument &a = spec.get_user_input().get_arg();
+      if (a.tag() != Tag::AS_TENSOR)
+        return error("a user input that is not a tensor is not supported (export with tensor inputs only)");
+      name = a.get_as_tensor().get_name();
+      role = InputRole::UserInput;
+      break;
+    }
+    case ITag::CUSTOM_OBJ:
+      return error("custom-object inputs (torchbind) are not supported");
+    case ITag::TOKEN:
+      return error("effect-token inputs are not supported");
+    case ITag::CONSTANT_INPUT:
+      return error(absl::StrCat("constant input '", spec.get_constant_input().get_name(),
+                                "' is not supported (export with tensor inputs only)"));
+    }
+    auto type = tensorType(name);
+    if (!type.ok())
+      return type.status();
+    Value *v = g_->addInput(name, std::move(*type), role, target);
+    if (v->name() != name)
+      return error(absl::StrCat("input name '", name, "' is not unique"));
+    values_[name] = v;
+  }
+  return absl::OkStatus();
+}
+
+/// The c10 name of a serialized target: "torch.ops.aten.add.Tensor" ->
+/// "aten::add.Tensor"; the overload "default" is c10's empty overload.
+std::optional<std::string> operatorName(llvm::StringRef target) {
+  if (!target.consume_front("torch.ops."))
+    return std::nullopt;
+  auto [ns, rest] = target.split('.');
+  auto [name, overload] = rest.rsplit('.');
+  if (ns.empty() || name.empty() || overload.empty())
+    return std::nullopt;
+  std::string out = absl::StrCat(ns.str(), "::", name.str());
+  if (overload != "default")
+    absl::StrAppend(&out, ".", overload.str());
+  return out;
+}
+
+absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const ts::Argument &a,
+                                                       const c10::Argument &schemaArg) {
+  auto constant = [&](Constant c) -> absl::StatusOr<Argument> {
+    if (argFormOf(schemaArg.real_type()) == ArgForm::Scalar) {
+      auto coerced = coerceConstant(c, schemaArg.real_type());
+      if (coerced.ok())
+        return Argument::constant(*coerced);
+    }
+    return Argument::constant(std::move(c)); // the verifier names a mismatch
+  };
+  auto symInt = [&](const ts::SymIntArgument &s) -> absl::StatusOr<std::optional<int64_t>> {
+    if (s.tag() == ts::SymIntArgument::Tag::AS_INT)
+      return std::optional<int64_t>(s.get_as_int());
+    return std::optional<int64_t>();
+  };
+  switch (a.tag()) {
+  case Tag::AS_NONE:
+    return Argument::constant(Constant::none());
+  case Tag::AS_TENSOR: {
+    auto v = lookup(&n, a.get_as_tensor().get_name());
+    if (!v.ok())
+      return v.status();
+    return Argument::value(*v);
+  }
+  case Tag::AS_OPTIONAL_TENSOR: {
+    const auto &o = a.get_as_optional_tensor();
+    if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE)
+      return Argument::constant(Constant::none());
+    auto v = lookup(&n, o.get_as_tensor().get_name());
+    if (!v.ok())
+      return v.status();
+    return Argument::value(*v);
+  }
+  case Tag::AS_TENSORS: {
+    std::vector<Value *> elems;
+    for (const auto &t : a.get_as_tensors()) {
+      auto v = lookup(&n, t.get_name());
+      if (!v.ok())
+        return v.status();
+      elems.push_back(*v);
+    }
+    return Argument::list(elems);
+  }
+  case Tag::AS_OPTIONAL_TENSORS: {
+    std::vector<Value *> elems;
+    for (const auto &o : a.get_as_optional_tensors()) {
+      if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE) {
+        elems.push_back(nullptr);
+        continue;
+      }
+      auto v = lookup(&n, o.get_as_tensor().get_name());
+      if (!v.ok())
+        return v.status();
+      elems.push_back(*v);
+    }
+    return Argument::list(elems);
+  }
+  case Tag::AS_INT:
+    return constant(Constant::ofInt(a.get_as_int()));
+  case Tag::AS_INTS:
+    return constant(Constant::ofIntList(a.get_as_ints()));
+  case Tag::AS_FLOAT:
+    return constant(Constant::ofFloat(a.get_as_float().get()));
+  case Tag::AS_FLOATS: {
+    std::vector<double> v;
+    for (const auto &f : a.get_as_floats())
+      v.push_back(f.get());
+    return constant(Constant::ofFloatList(v));
+  }
+  case Tag::AS_STRING:
+    return constant(Constant::ofString(a.get_as_string()));
+  case Tag::AS_BOOL:
+    return constant(Constant::ofBool(a.get_as_bool()));
+  case Tag::AS_BOOLS:
+    return constant(Constant::ofBoolList(a.get_as_bools()));
+  case Tag::AS_SCALAR_TYPE: {
+    auto t = toScalarType(a.get_as_scalar_type());
+    if (!t)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown dtype"));
+    return constant(Constant::ofDtype(*t));
+  }
+  case Tag::AS_LAYOUT: {
+    auto l = toLayout(a.get_as_layout());
+    if (!l)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown layout"));
+    return constant(Constant::ofLayout(*l));
+  }
+  case Tag::AS_MEMORY_FORMAT: {
+    auto m = toMemoryFormat(a.get_as_memory_format());
+    if (!m)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown memory format"));
+    return constant(Constant::ofMemoryFormat(*m));
+  }
+  case Tag::AS_DEVICE: {
+    auto d = toDevice(a.get_as_device());
+    if (!d)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown device"));
+    return constant(Constant::ofDevice(*d));
+  }
+  case Tag::AS_SYM_INT: {
+    const auto &s = a.get_as_sym_int();
+    if (s.tag() == ts::SymIntArgument::Tag::AS_INT)
+      return constant(Constant::ofInt(s.get_as_int()));
+    auto v = lookup(&n, s.get_as_name());
+    if (!v.ok())
+      return v.status();
+    return Argument::value(*v);
+  }
+  case Tag::AS_SYM_INTS: {
+    std::vector<int64_t> ints;
+    for (const auto &s : a.get_as_sym_ints()) {
+      auto i = symInt(s);
+      if (!i.ok())
+        return i.status();
+      if (!*i)
+        return nodeError(n, absl::StrCat("argument '", schemaArg.name(),
+                                         "' holds symbolic sizes; dynamic shapes are not supported"));
+      ints.push_back(**i);
+    }
+    return constant(Constant::ofIntList(ints));
+  }
+  default:
+    return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' is of a kind graph-opt does not support (serde tag ",
+                                     static_cast<int>(a.tag()), ")"));
+  }
+}
+
+absl::Status GraphBuilder::addNode(const ts::Node &n) {
+  auto opName = operatorName(n.get_target());
+  if (!opName)
+    return nodeError(n, "only calls of registered operators (torch.ops.*) are supported");
+  auto op = resolveOperator(*opName);
+  if (!op.ok())
+    return nodeError(n, std::string(op.status().message()));
+  const auto &schemaArgs = op->schema().arguments();
+
+  std::vector<std::optional<Argument>> slots(schemaArgs.size());
+  for (const ts::NamedArgument &na : n.get_inputs()) {
+    auto it = std::find_if(schemaArgs.begin(), schemaArgs.end(),
+                           [&](const c10::Argument &a) { return a.name() == na.get_name(); });
+    if (it == schemaArgs.end())
+      return nodeError(n, absl::StrCat("argument '", na.get_name(), "' is not in the schema ",
+                                       c10::toString(op->schema())));
+    auto arg = convertArgument(n, na.get_arg(), *it);
+    if (!arg.ok())
+      return arg.status();
+    slots[it - schemaArgs.begin()] = std::move(*arg);
+  }
+  std::vector<Argument> args;
+  for (size_t i = 0; i < schemaArgs.size(); ++i) {
+    if (slots[i]) {
+      args.push_back(std::move(*slots[i]));
+      continue;
+    }
+    auto def = schemaDefault(schemaArgs[i]);
+    if (!def)
+      return nodeError(n, absl::StrCat("argument '", schemaArgs[i].name(),
+                                       "' is missing and has no default"));
+    args.push_back(Argument::constant(*def));
+  }
+
+  // Outputs: one value per tensor (a Tensor[] return lists several).
+  std::vector<std::string> names;
+  std::vector<ValueType> types;
+  auto addTensor = [&](const std::string &name) -> absl::Status {
+    auto t = tensorType(name);
+    if (!t.ok())
+      return t.status();
+    names.push_back(name);
+    types.push_back(std::move(*t));
+    return absl::OkStatus();
+  };
+  for (const ts::Argument &out : n.get_outputs()) {
+    absl::Status st;
+    switch (out.tag()) {
+    case Tag::AS_TENSOR:
+      st = addTensor(out.get_as_tensor().get_name());
+      break;
+    case Tag::AS_TENSORS:
+      for (const auto &t : out.get_as_tensors())
+        if (st = addTensor(t.get_name()); !st.ok())
+          break;
+      break;
+    case Tag::AS_SYM_INT:
+      if (out.get_as_sym_int().tag() != ts::SymIntArgument::Tag::AS_NAME)
+        return nodeError(n, "an integer output without a name is not supported");
+      names.push_back(out.get_as_sym_int().get_as_name());
+      types.push_back(ValueType::ofScalar(ValueKind::Int));
+      break;
+    default:
+      return nodeError(n, absl::StrCat("output of serde tag ", static_cast<int>(out.tag()),
+                                       " is not supported"));
+    }
+    if (!st.ok())
+      return st;
+  }
+  Node *node = g_->createNode(*op, args, types, Phase::Forward, names);
+  for (unsigned i = 0; i < node->numOutputs(); ++i) {
+    if (node->output(i)->name() != names[i])
+      return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));
+    values_[names[i]] = node->output(i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::addOutputs() {
+  using OTag = ts::OutputSpec::Tag;
+  for (const ts::OutputSpec &spec : ep_.get_graph_module().get_signature().get_output_specs()) {
+    std::string name, target;
+    OutputRole role = OutputRole::UserOutput;
+    switch (spec.tag()) {
+    case OTag::USER_OUTPUT: {
+      const ts::Argument &a = spec.get_user_output().get_arg();
+      if (a.tag() != Tag::AS_TENSOR)
+        return error("a user output that is not a tensor (a constant or None) is not supported");
+      name = a.get_as_tensor().get_name();
+      role = OutputRole::UserOutput;
+      break;
+    }
+    case OTag::LOSS_OUTPUT:
+      name = spec.get_loss_output().get_arg().get_name();
+      role = OutputRole::Loss;
+      break;
+    case OTag::BUFFER_MUTATION:
+      name = spec.get_buffer_mutation().get_arg().get_name();
+      target = spec.get_buffer_mutation().get_buffer_name();
+      role = OutputRole::BufferMutation;
+      break;
+    case OTag::GRADIENT_TO_PARAMETER:
+      name = spec.get_gradient_to_parameter().get_arg().get_name();
+      target = spec.get_gradient_to_parameter().get_parameter_name();
+      role = OutputRole::Gradient;
+      break;
+    case OTag::GRADIENT_TO_USER_INPUT:
+      name = spec.get_gradient_to_user_input().get_arg().get_name();
+      target = spec.get_gradient_to_user_input().get_user_input_name();
+      role = OutputRole::InputGradient;
+      break;
+    case OTag::USER_INPUT_MUTATION:
+      return error("user-input mutations are not supported");
+    case OTag::PARAMETER_MUTATION:
+      return error("parameter mutations are not supported");
+    case OTag::TOKEN:
+      return error("effect-token outputs are not supported");
+    }
+    auto v = lookup(nullptr, name);
+    if (!v.ok())
+      return v.status();
+    g_->addOutput(*v, role, target);
+    if (role == OutputRole::Loss)
+      loss_ = *v;
+  }
+  return absl::OkStatus();
+}
+
+/// In a joint graph the forward pass ends with the node that computes the
+/// loss; everything after it is backward. Without a loss, all is forward.
+void GraphBuilder::assignPhases() {
+  if (!loss_ || loss_->isGraphInput())
+    return;
+  bool backward = false;
+  for (Node &n : g_->nodes()) {
+    if (backward)
+      n.setPhase(Phase::Backward);
+    if (&n == loss_->definingNode())
+      backward = true;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> GraphBuilder::build(llvm::StringRef name) {
+  g_ = std::make_unique<Graph>(name.str());
+  if (absl::Status st = addInputs(); !st.ok())
+    return st;
+  for (const ts::Node &n : graph_.get_nodes())
+    if (absl::Status st = addNode(n); !st.ok())
+      return st;
+  if (absl::Status st = addOutputs(); !st.ok())
+    return st;
+  assignPhases();
+  return std::move(g_);
+}
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>> buildGraph(const ts::ExportedProgram &ep, llvm::StringRef graphName,
+                                                  llvm::StringRef where) {
+  return GraphBuilder(ep, where).build(graphName);
+}
+
+} // namespace graphopt::serde

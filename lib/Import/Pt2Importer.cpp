@@ -1,0 +1,284 @@
+//===- Pt2Importer.cpp - torch.export archives (.pt2) ---------------------===//
+//
+// An archive written by torch.export.save is a zip (read with LibTorch's
+// PyTorchStreamReader) holding, under one top-level folder:
+//   models/<name>.json                     the ExportedProgram (serde schema)
+//   data/weights/<name>_weights_config.json  FQN -> {path_name, tensor_meta, use_pickle}
+//   data/weights/weight_N                  raw storage bytes (shared by tied weights)
+//   data/constants/<name>_constants_config.json, data/constants/...  likewise
+//   data/weights/<name>.pt                 (older archives) a pickled state dict
+// The JSON is read into LibTorch's generated serde types
+// (torch/csrc/utils/generated_serialization_types.h).
+//
+//===----------------------------------------------------------------------===//
+#include "Pt2Graph.h"
+#include "SerdeEnums.h"
+#include "graphopt/Import/Importer.h"
+
+#include <ATen/ops/empty.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <caffe2/serialize/inline_container.h>
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <cstring>
+
+namespace graphopt {
+
+namespace {
+
+namespace ts = torch::_export;
+
+/// The serde schema major version this build reads (torch 2.11 writes 8.x).
+constexpr int64_t kSupportedSchemaMajor = 8;
+
+class Pt2Reader {
+public:
+  explicit Pt2Reader(llvm::StringRef path) : path_(path.str()) {}
+
+  absl::StatusOr<ImportedModel> read();
+
+private:
+  absl::Status error(llvm::StringRef message) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", message.str()));
+  }
+  absl::StatusOr<std::string> record(const std::string &name);
+  absl::Status loadPayloads(const std::string &configRecord, const std::string &dir,
+                            WeightStore &store);
+  absl::Status loadLegacyStateDict(const std::string &record, WeightStore &store);
+  absl::Status checkWeights(const Graph &g, const WeightStore &store);
+
+  std::string path_;
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
+};
+
+absl::StatusOr<std::string> Pt2Reader::record(const std::string &name) {
+  try {
+    auto [data, size] = zip_->getRecord(name);
+    return std::string(static_cast<const char *>(data.get()), size);
+  } catch (const c10::Error &e) {
+    return error(absl::StrCat("cannot read record '", name, "': ", e.what_without_backtrace()));
+  }
+}
+
+absl::StatusOr<at::Tensor> tensorFromPickle(const std::string &bytes) {
+  c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  if (!v.isTensor())
+    return absl::InvalidArgumentError("the pickled record is not a tensor");
+  return v.toTensor();
+}
+
+absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std::string &dir,
+                                     WeightStore &store) {
+  if (!zip_->hasRecord(configRecord))
+    return absl::OkStatus();
+  auto text = record(configRecord);
+  if (!text.ok())
+    return text.status();
+  ts::PayloadConfig config;
+  try {
+    nlohmann::json::parse(*text).get_to(config);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat(configRecord, ": not a valid payload config: ", e.what()));
+  }
+  // Raw records hold whole storages; tensors naming the same record share it.
+  llvm::StringMap<at::Tensor> storages;
+  std::vector<std::string> names;
+  for (const auto &[name, meta] : config.get_config())
+    names.push_back(name);
+  std::sort(names.begin(), names.end()); // deterministic error order
+  for (const std::string &name : names) {
+    const ts::PayloadMeta &meta = config.get_config().at(name);
+    std::string recordName = dir + meta.get_path_name();
+    std::string what = absl::StrCat("weight '", name, "' (", recordName, ")");
+    if (!zip_->hasRecord(recordName))
+      return error(absl::StrCat(what, ": the record is missing"));
+    if (meta.get_use_pickle()) {
+      auto bytes = record(recordName);
+      if (!bytes.ok())
+        return bytes.status();
+      try {
+        auto t = tensorFromPickle(*bytes);
+        if (!t.ok())
+          return error(absl::StrCat(what, ": ", t.status().message()));
+        store.set(name, *t);
+      } catch (const c10::Error &e) {
+        return error(absl::StrCat(what, ": cannot unpickle: ", e.what_without_backtrace()));
+      }
+      continue;
+    }
+    if (!meta.get_tensor_meta())
+      return error(absl::StrCat(what, ": no tensor_meta for a raw weight"));
+    const ts::TensorMeta &tm = *meta.get_tensor_meta();
+    auto dtype = serde::toScalarType(tm.get_dtype());
+    if (!dtype)
+      return error(absl::StrCat(what, ": unknown dtype (serde number ", static_cast<int>(tm.get_dtype()), ")"));
+    std::vector<int64_t> sizes, strides;
+    for (const auto &s : tm.get_sizes())
+      sizes.push_back(s.tag() == ts::SymInt::Tag::AS_INT ? s.get_as_int() : -1);
+    for (const auto &s : tm.get_strides())
+      strides.push_back(s.tag() == ts::SymInt::Tag::AS_INT ? s.get_as_int() : -1);
+    int64_t offset = tm.get_storage_offset().tag() == ts::SymInt::Tag::AS_INT
+                         ? tm.get_storage_offset().get_as_int() : -1;
+    if (llvm::is_contained(sizes, -1) || llvm::is_contained(strides, -1) || offset < 0 ||
+        sizes.size() != strides.size())
+      return error(absl::StrCat(what, ": sizes, strides or storage offset are not concrete"));
+
+    auto &storage = storages[recordName];
+    int64_t itemSize = static_cast<int64_t>(c10::elementSize(*dtype));
+    if (!storage.defined()) {
+      auto bytes = record(recordName);
+      if (!bytes.ok())
+        return bytes.status();
+      if (bytes->size() % itemSize != 0)
+        return error(absl::StrCat(what, ": the record has ", bytes->size(),
+                                  " bytes, not a whole number of ", c10::toString(*dtype),
+                                  " elements"));
+      storage = at::empty({static_cast<int64_t>(bytes->size()) / itemSize}, at::TensorOptions().dtype(*dtype));
+      if (!bytes->empty())
+        std::memcpy(storage.data_ptr(), bytes->data(), bytes->size());
+    } else if (storage.scalar_type() != *dtype) {
+      storage = storage.view(*dtype); // the same bytes seen as another dtype
+    }
+    // The tensor must lie inside the record: offset + span elements.
+    TensorType type(*dtype, sizes, strides);
+    int64_t needed = type.numel() == 0 ? 0 : offset * itemSize + type.storageBytes();
+    int64_t have = storage.numel() * itemSize;
+    if (needed > have)
+      return error(absl::StrCat(what, ": the record has ", have, " bytes, but a ",
+                                c10::toString(*dtype), " tensor of sizes [",
+                                absl::StrJoin(sizes, ", "), "] and strides [",
+                                absl::StrJoin(strides, ", "), "] at offset ", offset, " needs ",
+                                needed));
+    store.set(name, storage.as_strided(sizes, strides, offset));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Pt2Reader::loadLegacyStateDict(const std::string &recordName, WeightStore &store) {
+  auto bytes = record(recordName);
+  if (!bytes.ok())
+    return bytes.status();
+  try {
+    c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes->begin(), bytes->end()));
+    if (!v.isGenericDict())
+      return error(absl::StrCat(recordName, ": the pickled state dict is not a dict"));
+    for (const auto &entry : v.toGenericDict()) {
+      if (!entry.key().isString() || !entry.value().isTensor())
+        return error(absl::StrCat(recordName, ": the state dict holds a non-tensor entry"));
+      store.set(entry.key().toStringRef(), entry.value().toTensor());
+    }
+  } catch (const c10::Error &e) {
+    return error(absl::StrCat(recordName, ": cannot unpickle: ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+/// Every parameter, buffer and constant input has a weight of its type.
+absl::Status Pt2Reader::checkWeights(const Graph &g, const WeightStore &store) {
+  for (const GraphInput &in : g.inputs()) {
+    if (in.role == InputRole::UserInput)
+      continue;
+    const at::Tensor *t = store.lookup(in.target);
+    if (!t)
+      return error(absl::StrCat("no weight for ", inputRoleName(in.role).str(), " '", in.target,
+                                "' (graph input %", in.value->name().str(), ")"));
+    const TensorType &want = in.value->tensorType();
+    if (t->scalar_type() != want.dtype || !llvm::equal(t->sizes(), want.sizes))
+      return error(absl::StrCat("weight '", in.target, "' is ", c10::toString(t->scalar_type()),
+                                " [", absl::StrJoin(t->sizes(), ", "), "] but the graph expects ",
+                                c10::toString(want.dtype), " [", absl::StrJoin(want.sizes, ", "),
+                                "]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImportedModel> Pt2Reader::read() {
+  if (!llvm::sys::fs::exists(path_))
+    return absl::NotFoundError(absl::StrCat(path_, ": no such file"));
+  if (llvm::sys::fs::is_directory(path_))
+    return error("is a directory, not a .pt2 archive");
+  try {
+    zip_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path_);
+  } catch (const c10::Error &e) {
+    return error(absl::StrCat("not a readable .pt2 archive (truncated or corrupt zip?): ",
+                              e.what_without_backtrace()));
+  }
+
+  // The model JSON: models/<name>.json; "model" is what torch.export.save writes.
+  std::vector<std::string> models;
+  for (const std::string &r : zip_->getAllRecords()) {
+    llvm::StringRef s(r);
+    if (s.startswith("models/") && s.endswith(".json") && !s.drop_front(7).contains('/'))
+      models.push_back(r);
+  }
+  if (models.empty())
+    return error("no model JSON (models/<name>.json) in the archive");
+  std::string modelRecord = llvm::is_contained(models, "models/model.json") ? "models/model.json"
+                                                                           : models.front();
+  if (models.size() > 1 && modelRecord != "models/model.json")
+    return error(absl::StrCat("the archive holds several models (", absl::StrJoin(models, ", "),
+                              "); graph-opt reads one"));
+  std::string modelName = llvm::sys::path::stem(modelRecord).str();
+
+  auto text = record(modelRecord);
+  if (!text.ok())
+    return text.status();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(*text);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat(modelRecord, ": invalid JSON: ", e.what()));
+  }
+  const nlohmann::json *version = json.is_object() && json.contains("schema_version")
+                                      ? &json["schema_version"] : nullptr;
+  if (!version || !version->is_object() || !version->contains("major") ||
+      !(*version)["major"].is_number_integer())
+    return error(absl::StrCat(modelRecord, ": no schema_version; not a torch.export model"));
+  int64_t major = (*version)["major"].get<int64_t>();
+  int64_t minor = version->value("minor", int64_t(0));
+  if (major != kSupportedSchemaMajor)
+    return error(absl::StrCat(modelRecord, ": serialization schema version ", major, ".", minor,
+                              " is not supported; graph-opt reads major version ",
+                              kSupportedSchemaMajor, " (torch 2.11). Re-export with that torch"));
+  ts::ExportedProgram ep;
+  try {
+    json.get_to(ep);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat(modelRecord, ": does not match the export schema: ", e.what()));
+  }
+
+  ImportedModel model;
+  std::string graphName = llvm::sys::path::stem(path_).str();
+  for (char &c : graphName)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.')
+      c = '_';
+  auto graph = serde::buildGraph(ep, graphName, absl::StrCat(path_, ": ", modelRecord));
+  if (!graph.ok())
+    return graph.status();
+  model.graph = std::move(*graph);
+
+  std::string legacy = absl::StrCat("data/weights/", modelName, ".pt");
+  absl::Status st = zip_->hasRecord(legacy)
+                        ? loadLegacyStateDict(legacy, model.weights)
+                        : loadPayloads(absl::StrCat("data/weights/", modelName, "_weights_config.json"),
+                                       "data/weights/", model.weights);
+  if (!st.ok())
+    return st;
+  st = loadPayloads(absl::StrCat("data/constants/", modelName, "_constants_config.json"),
+                    "data/constants/", model.weights);
+  if (!st.ok())
+    return st;
+  if (st = checkWeights(*model.graph, model.weights); !st.ok())
+    return st;
+  return model;
+}
+
+} // namespace
+
+absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path) { return Pt2Reader(path).read(); }
+
+} // namespace graphopt
