@@ -44,6 +44,7 @@ public:
   }
 
   absl::StatusOr<std::unique_ptr<Graph>> parse();
+  absl::StatusOr<std::vector<ValueType>> parseTypes();
 
 private:
   // --- token helpers ---------------------------------------------------------
@@ -137,6 +138,17 @@ absl::StatusOr<std::unique_ptr<Graph>> Parser::parse() {
   if (tok_.kind != Token::Eof)
     return expected("end of file after the graph");
   return std::move(graph_);
+}
+
+absl::StatusOr<std::vector<ValueType>> Parser::parseTypes() {
+  std::vector<ValueType> types;
+  while (tok_.kind != Token::Eof) {
+    if (!types.empty())
+      GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' between types"));
+    GRAPHOPT_ASSIGN_OR_RETURN(t, parseType());
+    types.push_back(std::move(t));
+  }
+  return types;
 }
 
 absl::Status Parser::parseItem() {
@@ -568,6 +580,11 @@ absl::Status Parser::parseNode() {
 absl::StatusOr<std::unique_ptr<Graph>> parseGraph(llvm::StringRef text, llvm::StringRef bufferName) {
   Parser parser(text, bufferName);
   return parser.parse();
+}
+
+absl::StatusOr<std::vector<ValueType>> parseTypeList(llvm::StringRef text, llvm::StringRef bufferName) {
+  Parser parser(text, bufferName);
+  return parser.parseTypes();
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> parseGraphFile(llvm::StringRef path) {

@@ -1,6 +1,8 @@
 //===- SchemaUtils.cpp - Matching IR arguments to operator schemas --------===//
 #include "graphopt/IR/SchemaUtils.h"
 
+#include "graphopt/IR/IValueConversion.h"
+
 #include <ATen/core/jit_type.h>
 #include <absl/strings/str_cat.h>
 
@@ -274,53 +276,7 @@ absl::StatusOr<Constant> coerceConstant(const Constant &c, const c10::TypePtr &t
 std::optional<Constant> schemaDefault(const c10::Argument &schemaArg) {
   if (!schemaArg.default_value())
     return std::nullopt;
-  const c10::IValue &v = *schemaArg.default_value();
-  bool optional;
-  c10::TypePtr inner = unwrapOptional(schemaArg.real_type(), optional);
-  if (v.isNone())
-    return Constant::none();
-  // dtype, layout and memory format defaults are stored as plain ints.
-  if (v.isInt()) {
-    switch (inner->kind()) {
-    case TypeKind::ScalarTypeType:
-      return Constant::ofDtype(static_cast<c10::ScalarType>(v.toInt()));
-    case TypeKind::LayoutType:
-      return Constant::ofLayout(static_cast<c10::Layout>(v.toInt()));
-    case TypeKind::MemoryFormatType:
-      return Constant::ofMemoryFormat(static_cast<c10::MemoryFormat>(v.toInt()));
-    default:
-      return Constant::ofInt(v.toInt());
-    }
-  }
-  if (v.isDouble())
-    return Constant::ofFloat(v.toDouble());
-  if (v.isBool())
-    return Constant::ofBool(v.toBool());
-  if (v.isString())
-    return Constant::ofString(v.toStringRef());
-  if (v.isDevice())
-    return Constant::ofDevice(v.toDevice());
-  if (v.isIntList())
-    return Constant::ofIntList(v.toIntVector());
-  if (v.isDoubleList())
-    return Constant::ofFloatList(v.toDoubleVector());
-  if (v.isBoolList()) {
-    std::vector<bool> b;
-    for (bool x : v.toBoolList())
-      b.push_back(x);
-    return Constant::ofBoolList(std::move(b));
-  }
-  if (v.isList() && v.toListRef().empty()) {
-    // An empty generic list default (e.g. `Tensor[] tensors=[]` is never seen,
-    // but `int[] dims=[]` can be stored untyped).
-    if (scalarTypeAccepts(inner, ConstantKind::IntList))
-      return Constant::ofIntList({});
-    if (scalarTypeAccepts(inner, ConstantKind::FloatList))
-      return Constant::ofFloatList({});
-    if (scalarTypeAccepts(inner, ConstantKind::BoolList))
-      return Constant::ofBoolList({});
-  }
-  return std::nullopt;
+  return constantFromIValue(*schemaArg.default_value(), schemaArg.real_type());
 }
 
 bool isSchemaDefault(const Argument &arg, const c10::Argument &schemaArg) {

@@ -8,12 +8,12 @@
 
 namespace graphopt {
 
-absl::StatusOr<ImportedModel> importModel(llvm::StringRef path) {
+absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options) {
   llvm::StringRef ext = llvm::sys::path::extension(path);
   if (ext == ".pt2")
     return importPt2(path);
   if (ext == ".pt")
-    return importTorchScript(path);
+    return importTorchScript(path, options);
   if (ext == ".gir" || path == "-") {
     auto g = parseGraphFile(path);
     if (!g.ok())

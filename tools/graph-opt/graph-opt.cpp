@@ -5,6 +5,7 @@
 // input or usage. Outputs are written atomically; the input is never modified.
 //
 //===----------------------------------------------------------------------===//
+#include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
@@ -39,6 +40,12 @@ cl::opt<bool> printSummaryOpt("summary",
                                        "an operator histogram"),
                               cl::cat(category));
 
+cl::opt<std::string> inputTypes(
+    "input-types",
+    cl::desc("Types of a TorchScript module's inputs, e.g. 'f32[1, 3, 224, 224]' (TorchScript "
+             "keeps no shapes; modules from tools/export carry their own)"),
+    cl::value_desc("types"), cl::init(""), cl::cat(category));
+
 int fail(llvm::StringRef message, int code) {
   llvm::WithColor::error(llvm::errs(), "graph-opt") << message << '\n';
   return code;
@@ -55,7 +62,14 @@ int main(int argc, char **argv) {
                                    &llvm::errs()))
     return kBadInput;
 
-  auto model = importModel(inputPath);
+  ImportOptions options;
+  if (!inputTypes.empty()) {
+    auto types = parseTypeList(inputTypes, "--input-types");
+    if (!types.ok())
+      return fail(std::string(types.status().message()), kBadInput);
+    options.inputTypes = std::move(*types);
+  }
+  auto model = importModel(inputPath, options);
   if (!model.ok())
     return fail(std::string(model.status().message()), kBadInput);
   std::unique_ptr<Graph> &graph = model->graph;

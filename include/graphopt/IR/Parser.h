@@ -19,4 +19,8 @@ absl::StatusOr<std::unique_ptr<Graph>> parseGraph(llvm::StringRef text,
                                                   llvm::StringRef bufferName = "<string>");
 absl::StatusOr<std::unique_ptr<Graph>> parseGraphFile(llvm::StringRef path);
 
+/// A comma-separated list of types in the text form ("f32[8, 16], i64[8]").
+absl::StatusOr<std::vector<ValueType>> parseTypeList(llvm::StringRef text,
+                                                     llvm::StringRef bufferName = "<types>");
+
 } // namespace graphopt

@@ -24,14 +24,23 @@ struct ImportedModel {
   WeightStore weights;
 };
 
+struct ImportOptions {
+  /// Types of a TorchScript module's forward inputs: TorchScript keeps no
+  /// shapes. When empty, the types tools/export stored in the module's extra
+  /// file "graphopt/input_types" are used.
+  std::vector<ValueType> inputTypes;
+};
+
 /// Reads `path` by its extension (.pt2, .pt, .gir).
-absl::StatusOr<ImportedModel> importModel(llvm::StringRef path);
+absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options = {});
 
 /// A torch.export archive. The graph signature becomes input and output roles;
 /// in a joint training graph, nodes after the loss are the backward phase.
 absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path);
 
-/// A TorchScript module's forward method, inlined and lowered to ATen calls.
-absl::StatusOr<ImportedModel> importTorchScript(llvm::StringRef path);
+/// A TorchScript module's forward method, inlined and lowered to operator
+/// calls, with types inferred on meta tensors from the input types.
+absl::StatusOr<ImportedModel> importTorchScript(llvm::StringRef path,
+                                                const ImportOptions &options = {});
 
 } // namespace graphopt

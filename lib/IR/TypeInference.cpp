@@ -1,0 +1,189 @@
+//===- TypeInference.cpp - Output types by running ops on meta tensors ----===//
+#include "graphopt/IR/TypeInference.h"
+
+#include "graphopt/IR/IValueConversion.h"
+#include "graphopt/IR/SchemaUtils.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ScalarOps.h>
+#include <absl/strings/str_cat.h>
+
+namespace graphopt {
+
+namespace {
+
+/// A stand-in for a tensor of type `t` on `on`: metadata only on meta, zeros
+/// on CPU (zeros keep index-taking operators in bounds).
+at::Tensor standIn(const TensorType &t, c10::Device on) {
+  at::Tensor x = at::empty_strided(t.sizes, t.strides, at::TensorOptions().dtype(t.dtype).device(on));
+  if (!on.is_meta())
+    x.zero_();
+  return x;
+}
+
+absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::Device on,
+                                            c10::Device &device, bool &sawDevice) {
+  const Argument &a = node.arg(i);
+  const c10::Argument &schemaArg = node.schema().arguments()[i];
+  auto tensorOf = [&](Value *v) -> absl::StatusOr<at::Tensor> {
+    if (!v->type().isKnown())
+      return absl::FailedPreconditionError(absl::StrCat("node ", node.describe(), ": operand %",
+                                                        v->name().str(), " has no type"));
+    if (!v->isTensor())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", node.describe(), ": scalar operand %", v->name().str(),
+          " has no known value, so the output types cannot be inferred"));
+    if (!sawDevice) {
+      device = v->tensorType().device;
+      sawDevice = true;
+    }
+    return standIn(v->tensorType(), on);
+  };
+  switch (a.kind()) {
+  case Argument::Kind::Value: {
+    auto t = tensorOf(a.getValue());
+    if (!t.ok())
+      return t.status();
+    return c10::IValue(*t);
+  }
+  case Argument::Kind::ValueList: {
+    if (argFormOf(schemaArg.real_type()) == ArgForm::OptionalTensorList) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (Value *v : a.getList()) {
+        if (!v) {
+          list.push_back(std::nullopt);
+          continue;
+        }
+        auto t = tensorOf(v);
+        if (!t.ok())
+          return t.status();
+        list.push_back(*t);
+      }
+      return c10::IValue(list);
+    }
+    c10::List<at::Tensor> list;
+    for (Value *v : a.getList()) {
+      if (!v)
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node.describe(), ": None in a tensor list"));
+      auto t = tensorOf(v);
+      if (!t.ok())
+        return t.status();
+      list.push_back(*t);
+    }
+    return c10::IValue(list);
+  }
+  case Argument::Kind::Constant: {
+    const Constant &c = a.getConstant();
+    ArgForm form = argFormOf(schemaArg.real_type());
+    if ((form == ArgForm::Tensor || form == ArgForm::OptionalTensor) && !c.isNone()) {
+      // A wrapped number, as PyTorch's argument parser makes it.
+      c10::Scalar s = c.kind() == ConstantKind::Int     ? c10::Scalar(c.asInt())
+                      : c.kind() == ConstantKind::Float ? c10::Scalar(c.asFloat())
+                                                        : c10::Scalar(c.asBool());
+      at::Tensor t = c10::scalar_to_tensor(s, on);
+      t.unsafeGetTensorImpl()->set_wrapped_number(true);
+      return c10::IValue(t);
+    }
+    if (c.kind() == ConstantKind::Device && !sawDevice)
+      device = c.asDevice();
+    if (c.kind() == ConstantKind::Device)
+      return c10::IValue(on); // compute on the stand-in device, keep the real one
+    return constantToIValue(c);
+  }
+  }
+  return c10::IValue();
+}
+
+absl::StatusOr<ValueType> typeOfResult(const Node &node, const c10::IValue &v, c10::Device device) {
+  if (v.isTensor()) {
+    const at::Tensor &t = v.toTensor();
+    llvm::ArrayRef<int64_t> sizes(t.sizes().data(), t.sizes().size());
+    llvm::ArrayRef<int64_t> strides(t.strides().data(), t.strides().size());
+    return ValueType::ofTensor(TensorType(t.scalar_type(), sizes, strides, device));
+  }
+  if (v.isInt())
+    return ValueType::ofScalar(ValueKind::Int);
+  if (v.isDouble())
+    return ValueType::ofScalar(ValueKind::Float);
+  if (v.isBool())
+    return ValueType::ofScalar(ValueKind::Bool);
+  return absl::UnimplementedError(absl::StrCat("node ", node.describe(), ": result of type ",
+                                               v.tagKind(), " is not supported"));
+}
+
+} // namespace
+
+namespace {
+/// Runs `node`'s operator on stand-ins on `on`; the results are left in `stack`.
+absl::Status runOnStandIns(const Node &node, c10::Device on, torch::jit::Stack &stack,
+                           c10::Device &device) {
+  stack.clear();
+  bool sawDevice = false;
+  for (unsigned i = 0; i < node.numArgs(); ++i) {
+    auto v = toStandInIValue(node, i, on, device, sawDevice);
+    if (!v.ok())
+      return v.status();
+    stack.push_back(std::move(*v));
+  }
+  try {
+    node.op().callBoxed(stack);
+  } catch (const c10::Error &e) {
+    return absl::InvalidArgumentError(absl::StrCat("node ", node.describe(),
+                                                   ": cannot infer output types: ",
+                                                   e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+} // namespace
+
+absl::Status inferNodeTypes(Node &node) {
+  if (node.numArgs() != node.schema().arguments().size())
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node.describe(), ": argument count does not match the schema"));
+  torch::jit::Stack stack;
+  c10::Device device(c10::DeviceType::CPU);
+  // Meta kernels are free, but some live only in Python (convolution's, for
+  // one); then run the operator on CPU zeros of the same shapes.
+  if (absl::Status meta = runOnStandIns(node, c10::Device(at::kMeta), stack, device); !meta.ok())
+    if (absl::Status cpu = runOnStandIns(node, c10::Device(at::kCPU), stack, device); !cpu.ok())
+      return cpu;
+  std::vector<ValueType> types;
+  for (const c10::IValue &r : stack) {
+    if (r.isTensorList()) {
+      for (const at::Tensor &t : r.toTensorList().vec()) {
+        auto type = typeOfResult(node, t, device);
+        if (!type.ok())
+          return type.status();
+        types.push_back(*type);
+      }
+      continue;
+    }
+    auto type = typeOfResult(node, r, device);
+    if (!type.ok())
+      return type.status();
+    types.push_back(*type);
+  }
+  if (types.size() != node.numOutputs())
+    return absl::FailedPreconditionError(absl::StrCat("node ", node.describe(), ": the operator returned ",
+                                                      types.size(), " results for ", node.numOutputs(),
+                                                      " outputs"));
+  for (unsigned i = 0; i < types.size(); ++i)
+    node.output(i)->setType(types[i]);
+  return absl::OkStatus();
+}
+
+absl::Status inferTypes(Graph &graph) {
+  for (Node &n : graph.nodes()) {
+    bool known = true;
+    for (unsigned i = 0; i < n.numOutputs(); ++i)
+      known &= n.output(i)->type().isKnown();
+    if (known)
+      continue;
+    if (absl::Status st = inferNodeTypes(n); !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
+}
+
+} // namespace graphopt

@@ -1,0 +1,951 @@
+#!/usr/bin/env python3
+"""Export graph-opt's model zoo to ``.pt2`` archives with ``torch.export``.
+
+Two forms per model:
+
+``--mode eval``
+    The inference graph: ``torch.export.export(model.eval(), example_args)``. Models whose
+    eager output is not a plain tensor (the transformers models return ``ModelOutput``
+    objects) are wrapped in a module that returns the logits.
+
+``--mode train``
+    The joint training step: a wrapper module whose ``forward`` runs the model in training
+    mode (dropout active, BatchNorm on batch statistics) and returns the loss
+    (cross-entropy for classifiers, next-token / masked LM loss for GPT-2 / BERT-MLM). It is
+    exported with ``torch.export.export`` and turned into one forward+backward graph with
+    ``torch.export.experimental._export_forward_backward`` (torch 2.11; no
+    ``aot_export_module`` fallback is needed). Its graph signature has parameters, buffers
+    and user inputs as inputs, and as outputs: the buffer mutations (BatchNorm running
+    statistics, ``OutputKind.BUFFER_MUTATION``), the loss (``LOSS_OUTPUT``) and one
+    gradient per parameter (``GRADIENT_TO_PARAMETER``). The graph is in core ATen (the
+    joint export runs the core ATen decompositions).
+
+Tied weights (GPT-2's ``lm_head.weight`` is ``transformer.wte.weight``; BERT-MLM's decoder
+weight is the word embedding and its decoder bias is ``cls.predictions.bias``) are a known
+limitation of joint export: ``torch.export`` lifts one placeholder for the shared Parameter,
+and ``_export_forward_backward`` then fails with "Found a parameter that did not receive a
+gradient". In train mode the exporter therefore *unties* them before export: every alias
+of a shared Parameter after the first gets its own ``nn.Parameter`` holding a clone of the
+same initial values (see ``untie_shared_parameters``), and each copy gets its own gradient
+(the training step is then that of the untied model: the two copies drift apart after the
+first optimizer step). An alias that forward never reads once untied (BERT-MLM's
+``cls.predictions.bias``, which is only read as ``cls.predictions.decoder.bias``) is removed
+instead, since it would be a parameter without a gradient. The facts file lists the pairs
+under ``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped NAME: ..."]``.
+Eval exports keep the ties: there, ``torch.export`` lifts one placeholder per name (both
+``PARAMETER`` inputs), and the archive's weights config points both names at one weight
+file (see ARCHIVE_FORMAT.md, "Shared storage").
+
+Nothing is downloaded: torchvision models use ``weights=None`` and transformers models are
+built from configs; all weights are random with a fixed seed (``--seed``, default 0), and
+inputs and labels come from a separate seeded generator, so two runs give the same archive
+contents.
+
+Beside ``FILE.pt2`` the exporter writes ``FILE.facts.json``: what a C++ importer test must
+match, read from the ExportedProgram (node counts, operator histogram, signature roles with
+dtypes and shapes). ``num_nodes`` counts every ``call_function`` node of ``ep.graph``,
+``operator.getitem`` included; ``getitem_nodes`` counts the getitems alone and
+``num_op_nodes = num_nodes - getitem_nodes`` is the number of operator calls, which is
+what ``models/model.json`` holds (the serializer folds getitems into the producer's
+``outputs``). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
+left out).
+
+Usage:
+    export_model.py --list
+    export_model.py --model resnet18 --mode train --batch 2 --image-size 32 -o r18.pt2
+    export_model.py --model gpt2 --mode eval --tiny -o gpt2.pt2
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import operator
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from typing import Any, Callable
+
+EXIT_OK = 0
+EXIT_EXPORT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A bad combination of options; reported with exit code 2."""
+
+
+# --------------------------------------------------------------------------------------
+# Model zoo
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Sizes:
+    """The resolved size options for one export."""
+
+    batch: int
+    image_size: int | None
+    seq_len: int | None
+    tiny: bool
+
+
+@dataclasses.dataclass
+class Built:
+    """What a model builder returns.
+
+    ``model``: the nn.Module (random init). ``eval_args``: example inputs of the inference
+    graph. ``train_args``: example inputs of the training step (inputs plus labels).
+    ``eval_wrap`` / ``loss_wrap``: turn ``model`` into the module that is exported.
+    ``config``: a JSON-able description of the configuration, recorded in the facts.
+    """
+
+    model: Any
+    eval_args: tuple
+    train_args: tuple
+    eval_wrap: Callable[[Any], Any]
+    loss_wrap: Callable[[Any], Any]
+    config: dict
+
+
+@dataclasses.dataclass
+class ModelSpec:
+    description: str
+    kind: str  # "image", "vector" or "text": which size options apply
+    defaults: dict  # batch / image_size / seq_len at full size
+    tiny: dict  # the same at --tiny
+    build: Callable[[Sizes], Built]
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _data_generator(seed: int):
+    """Generator for inputs and labels, independent of the global RNG used for init."""
+    torch = _torch()
+    g = torch.Generator()
+    g.manual_seed(seed + 1)
+    return g
+
+
+_SEED = 0  # set from --seed before a builder runs
+
+
+def _classifier_loss_wrap(model):
+    torch = _torch()
+
+    class ClassifierTrainStep(torch.nn.Module):
+        """forward(x, target) -> (cross_entropy(model(x), target),)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, x, target):
+            return (torch.nn.functional.cross_entropy(self.model(x), target),)
+
+    return ClassifierTrainStep(model)
+
+
+def _identity(model):
+    return model
+
+
+def _image_inputs(sizes: Sizes, channels: int, num_classes: int):
+    torch = _torch()
+    g = _data_generator(_SEED)
+    x = torch.randn(sizes.batch, channels, sizes.image_size, sizes.image_size, generator=g)
+    y = torch.randint(0, num_classes, (sizes.batch,), generator=g)
+    return x, y
+
+
+def build_mlp(sizes: Sizes) -> Built:
+    torch = _torch()
+    nn = torch.nn
+    in_features = sizes.image_size * sizes.image_size
+    hidden = 64 if sizes.tiny else 512
+    num_classes = 10
+    model = nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(in_features, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, num_classes),
+    )
+    x, y = _image_inputs(sizes, 1, num_classes)
+    return Built(
+        model,
+        (x,),
+        (x, y),
+        _identity,
+        _classifier_loss_wrap,
+        {"in_features": in_features, "hidden": hidden, "num_classes": num_classes},
+    )
+
+
+def build_cnn(sizes: Sizes) -> Built:
+    torch = _torch()
+    nn = torch.nn
+    c1, c2 = (8, 16) if sizes.tiny else (32, 64)
+    num_classes = 10
+
+    class SmallCNN(nn.Module):
+        """conv-BN-ReLU, conv-BN-ReLU, max-pool, global average pool, linear."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, c1, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c1)
+            self.conv2 = nn.Conv2d(c1, c2, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c2)
+            self.pool = nn.MaxPool2d(2)
+            self.fc = nn.Linear(c2, num_classes)
+
+        def forward(self, x):
+            x = torch.relu(self.bn1(self.conv1(x)))
+            x = self.pool(torch.relu(self.bn2(self.conv2(x))))
+            x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1)
+            return self.fc(x)
+
+    x, y = _image_inputs(sizes, 3, num_classes)
+    return Built(
+        SmallCNN(),
+        (x,),
+        (x, y),
+        _identity,
+        _classifier_loss_wrap,
+        {"channels": [c1, c2], "num_classes": num_classes},
+    )
+
+
+# torchvision's block type and blocks per stage for each depth.
+_RESNET_LAYOUT = {
+    "resnet18": ("BasicBlock", [2, 2, 2, 2]),
+    "resnet50": ("Bottleneck", [3, 4, 6, 3]),
+    "resnet152": ("Bottleneck", [3, 8, 36, 3]),
+}
+_TINY_RESNET_WIDTH = 8  # torchvision's is 64
+
+
+def _narrow_resnet(name: str, width: int, num_classes: int):
+    """torchvision's ResNet with stage widths width, 2*width, 4*width, 8*width.
+
+    Same depth, blocks, module names and initialisation as ``torchvision.models.<name>``;
+    only the channel counts shrink (64 -> ``width``), which keeps the graph's structure
+    and node count while making the --tiny weights about (64/width)^2 times smaller.
+    """
+    import torch.nn as nn
+    from torchvision.models import resnet as tv
+
+    block_name, layers = _RESNET_LAYOUT[name]
+    block = getattr(tv, block_name)
+
+    class NarrowResNet(tv.ResNet):
+        def __init__(self):
+            nn.Module.__init__(self)
+            self._norm_layer = nn.BatchNorm2d
+            self.inplanes = width
+            self.dilation = 1
+            self.groups = 1
+            self.base_width = 64
+            self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+            self.layer1 = self._make_layer(block, width, layers[0])
+            self.layer2 = self._make_layer(block, 2 * width, layers[1], stride=2)
+            self.layer3 = self._make_layer(block, 4 * width, layers[2], stride=2)
+            self.layer4 = self._make_layer(block, 8 * width, layers[3], stride=2)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(8 * width * block.expansion, num_classes)
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
+
+    return NarrowResNet()
+
+
+def _build_resnet(name: str) -> Callable[[Sizes], Built]:
+    def build(sizes: Sizes) -> Built:
+        import torchvision
+
+        if sizes.tiny:
+            num_classes = 10
+            model = _narrow_resnet(name, _TINY_RESNET_WIDTH, num_classes)
+            config = {"torchvision": name, "weights": None, "num_classes": num_classes,
+                      "base_width": _TINY_RESNET_WIDTH}
+        else:
+            num_classes = 1000
+            model = getattr(torchvision.models, name)(weights=None, num_classes=num_classes)
+            config = {"torchvision": name, "weights": None, "num_classes": num_classes,
+                      "base_width": 64}
+        x, y = _image_inputs(sizes, 3, num_classes)
+        return Built(model, (x,), (x, y), _identity, _classifier_loss_wrap, config)
+
+    return build
+
+
+def _logits_wrap(model):
+    """Eval wrapper for transformers models: forward(*inputs) -> logits."""
+    torch = _torch()
+
+    class Logits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, *args):
+            return self.model(*args).logits
+
+    return Logits(model)
+
+
+def _bert_config(sizes: Sizes, **extra):
+    from transformers import BertConfig
+
+    if sizes.tiny:
+        cfg = dict(
+            vocab_size=128,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=max(64, sizes.seq_len),
+            pad_token_id=0,
+        )
+    else:  # bert-base-uncased
+        cfg = dict(
+            vocab_size=30522,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            max_position_embeddings=512,
+        )
+    if sizes.seq_len > cfg["max_position_embeddings"]:
+        raise UsageError(
+            f"--seq-len {sizes.seq_len} exceeds BERT's max_position_embeddings "
+            f"({cfg['max_position_embeddings']})"
+        )
+    # Dropout stays at BERT's 0.1 (active in train mode). Eager attention: plain
+    # matmul/softmax/dropout ATen ops rather than a fused SDPA kernel.
+    cfg.update(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, **extra)
+    config = BertConfig(**cfg)
+    config._attn_implementation = "eager"
+    return config, cfg
+
+
+def _text_inputs(sizes: Sizes, vocab: int):
+    torch = _torch()
+    g = _data_generator(_SEED)
+    ids = torch.randint(0, vocab, (sizes.batch, sizes.seq_len), generator=g)
+    mask = torch.ones(sizes.batch, sizes.seq_len, dtype=torch.int64)
+    return g, ids, mask
+
+
+def build_bert(sizes: Sizes) -> Built:
+    torch = _torch()
+    from transformers import BertForSequenceClassification
+
+    num_labels = 2
+    config, cfg = _bert_config(sizes, num_labels=num_labels)
+    model = BertForSequenceClassification(config)
+    g, ids, mask = _text_inputs(sizes, config.vocab_size)
+    labels = torch.randint(0, num_labels, (sizes.batch,), generator=g)
+
+    class BertClassifierTrainStep(torch.nn.Module):
+        """forward(input_ids, attention_mask, labels) -> (cross_entropy(logits, labels),)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, attention_mask, labels):
+            logits = self.model(input_ids, attention_mask).logits
+            return (torch.nn.functional.cross_entropy(logits, labels),)
+
+    return Built(
+        model,
+        (ids, mask),
+        (ids, mask, labels),
+        _logits_wrap,
+        BertClassifierTrainStep,
+        {"transformers": "BertForSequenceClassification", "attn": "eager", **cfg},
+    )
+
+
+def build_bert_mlm(sizes: Sizes) -> Built:
+    torch = _torch()
+    from transformers import BertForMaskedLM
+
+    config, cfg = _bert_config(sizes)
+    model = BertForMaskedLM(config)
+    g, ids, mask = _text_inputs(sizes, config.vocab_size)
+    # About 15% of the positions carry a target token; the others are ignored (-100).
+    chosen = torch.rand(sizes.batch, sizes.seq_len, generator=g) < 0.15
+    chosen[:, 0] = True  # at least one target per sequence
+    targets = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
+    labels = torch.where(chosen, targets, torch.full_like(targets, -100))
+
+    class BertMLMTrainStep(torch.nn.Module):
+        """forward(input_ids, attention_mask, labels) -> (masked-LM cross-entropy,)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, attention_mask, labels):
+            logits = self.model(input_ids, attention_mask).logits
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100
+            )
+            return (loss,)
+
+    return Built(
+        model,
+        (ids, mask),
+        (ids, mask, labels),
+        _logits_wrap,
+        BertMLMTrainStep,
+        {"transformers": "BertForMaskedLM", "attn": "eager", **cfg},
+    )
+
+
+def build_gpt2(sizes: Sizes) -> Built:
+    torch = _torch()
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    if sizes.tiny:
+        cfg = dict(
+            vocab_size=128,
+            n_positions=max(64, sizes.seq_len),
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
+    else:  # gpt2 (small)
+        cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
+    if sizes.seq_len > cfg["n_positions"]:
+        raise UsageError(
+            f"--seq-len {sizes.seq_len} exceeds GPT-2's n_positions ({cfg['n_positions']})"
+        )
+    cfg.update(resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, use_cache=False)
+    config = GPT2Config(**cfg)
+    config._attn_implementation = "eager"
+    model = GPT2LMHeadModel(config)
+    g = _data_generator(_SEED)
+    ids = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
+
+    class GPT2Logits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids):
+            return self.model(input_ids=input_ids, use_cache=False).logits
+
+    class GPT2TrainStep(torch.nn.Module):
+        """forward(input_ids, labels) -> (next-token cross-entropy,)
+
+        The causal-LM loss: logits at position t predict labels at t+1.
+        """
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, labels):
+            logits = self.model(input_ids=input_ids, use_cache=False).logits
+            shift_logits = logits[:, :-1, :].reshape(-1, logits.size(-1))
+            shift_labels = labels[:, 1:].reshape(-1)
+            return (torch.nn.functional.cross_entropy(shift_logits, shift_labels),)
+
+    return Built(
+        model,
+        (ids,),
+        (ids, ids.clone()),
+        GPT2Logits,
+        GPT2TrainStep,
+        {"transformers": "GPT2LMHeadModel", "attn": "eager", **cfg},
+    )
+
+
+_IMG_DEFAULT = {"batch": 8, "image_size": 224}
+_IMG_TINY = {"batch": 2, "image_size": 32}
+_TXT_DEFAULT = {"batch": 8, "seq_len": 128}
+_TXT_TINY = {"batch": 2, "seq_len": 16}
+
+MODELS: dict[str, ModelSpec] = {
+    "mlp": ModelSpec(
+        "3-layer MLP (Linear+ReLU) on flattened SxS inputs, 10 classes",
+        "image",
+        {"batch": 32, "image_size": 28},
+        {"batch": 4, "image_size": 8},
+        build_mlp,
+    ),
+    "cnn": ModelSpec(
+        "small conv net: 2x (conv, BatchNorm, ReLU), max-pool, avg-pool, linear; 10 classes",
+        "image",
+        {"batch": 32, "image_size": 32},
+        {"batch": 2, "image_size": 8},
+        build_cnn,
+    ),
+    "resnet18": ModelSpec(
+        "torchvision ResNet-18, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
+        "image",
+        _IMG_DEFAULT,
+        _IMG_TINY,
+        _build_resnet("resnet18"),
+    ),
+    "resnet50": ModelSpec(
+        "torchvision ResNet-50, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
+        "image",
+        _IMG_DEFAULT,
+        _IMG_TINY,
+        _build_resnet("resnet50"),
+    ),
+    "resnet152": ModelSpec(
+        "torchvision ResNet-152, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
+        "image",
+        _IMG_DEFAULT,
+        _IMG_TINY,
+        _build_resnet("resnet152"),
+    ),
+    "bert": ModelSpec(
+        "transformers BertForSequenceClassification, BERT-base config, 2 labels, dropout 0.1",
+        "text",
+        _TXT_DEFAULT,
+        _TXT_TINY,
+        build_bert,
+    ),
+    "bert-mlm": ModelSpec(
+        "transformers BertForMaskedLM, BERT-base config, dropout 0.1 (tied decoder untied in train)",
+        "text",
+        _TXT_DEFAULT,
+        _TXT_TINY,
+        build_bert_mlm,
+    ),
+    "gpt2": ModelSpec(
+        "transformers GPT2LMHeadModel, GPT-2 small config, dropout 0.1 (tied lm_head untied in train)",
+        "text",
+        _TXT_DEFAULT,
+        _TXT_TINY,
+        build_gpt2,
+    ),
+}
+
+
+# --------------------------------------------------------------------------------------
+# Export
+# --------------------------------------------------------------------------------------
+
+
+def untie_shared_parameters(model) -> list[list[str]]:
+    """Give every alias of a shared Parameter its own Parameter (a clone, same values).
+
+    Joint export cannot handle one Parameter reachable under two names (tied embeddings):
+    ``torch.export`` lifts a single placeholder for it, and
+    ``_export_forward_backward`` asserts "Found a parameter that did not receive a
+    gradient". After this call the names are independent Parameters that start equal and
+    get separate gradients. Returns ``[[alias, original], ...]`` (``export_program`` appends
+    a note to a pair whose alias it then drops as unused).
+    """
+    torch = _torch()
+    first_name: dict[int, str] = {}
+    untied = []
+    for name, p in list(model.named_parameters(remove_duplicate=False)):
+        if id(p) not in first_name:
+            first_name[id(p)] = name
+            continue
+        owner_path, _, attr = name.rpartition(".")
+        owner = model.get_submodule(owner_path) if owner_path else model
+        setattr(owner, attr, torch.nn.Parameter(p.detach().clone(), requires_grad=p.requires_grad))
+        untied.append([name, first_name[id(p)]])
+    if hasattr(model, "config") and untied:
+        # Keep transformers from re-tying them should anything call tie_weights().
+        try:
+            model.config.tie_word_embeddings = False
+        except Exception:
+            pass
+    return untied
+
+
+def export_program(spec: ModelSpec, built: Built, mode: str):
+    """Returns (ExportedProgram, list of untied parameter pairs)."""
+    torch = _torch()
+    model = built.model
+    if mode == "eval":
+        module = built.eval_wrap(model.eval())
+        ep = torch.export.export(module, built.eval_args)
+        return ep, []
+
+    model.train()
+    untied = untie_shared_parameters(model)
+    step = built.loss_wrap(model).train()
+    ep = torch.export.export(step, built.train_args)
+    if untied:
+        # An alias that forward never reads (BERT-MLM's cls.predictions.bias is only read
+        # through cls.predictions.decoder.bias) would be a parameter without a gradient
+        # once untied: drop it from the module and export again.
+        prefix = _module_prefix(step, model)
+        unused = _unused_parameters(ep)
+        for entry in untied:
+            for name in entry[:2]:
+                if prefix + name in unused:
+                    owner_path, _, attr = name.rpartition(".")
+                    owner = model.get_submodule(owner_path) if owner_path else model
+                    delattr(owner, attr)
+                    entry.append(f"dropped {name}: unused by forward once untied")
+        if any(len(entry) > 2 for entry in untied):
+            ep = torch.export.export(step, built.train_args)
+    try:
+        from torch.export.experimental import _export_forward_backward
+    except ImportError as e:  # not the case on the pinned torch 2.11.0
+        raise RuntimeError(
+            "torch.export.experimental._export_forward_backward is missing in torch "
+            f"{torch.__version__}; this exporter needs it for the joint graph"
+        ) from e
+    joint = _export_forward_backward(ep)
+    return joint, untied
+
+
+def _module_prefix(root, sub) -> str:
+    """The FQN prefix of submodule ``sub`` inside ``root`` ("model." for the wrappers)."""
+    for name, m in root.named_modules():
+        if m is sub:
+            return name + "." if name else ""
+    raise AssertionError("model is not a submodule of its train-step wrapper")
+
+
+def _unused_parameters(ep) -> set[str]:
+    """FQNs of parameter inputs of ``ep`` that no node reads."""
+    users = {n.name: len(n.users) for n in ep.graph.nodes if n.op == "placeholder"}
+    return {
+        spec.target
+        for spec in ep.graph_signature.input_specs
+        if spec.kind.name == "PARAMETER" and users.get(spec.arg.name, 1) == 0
+    }
+
+
+def _qualified_op_name(target) -> str:
+    torch = _torch()
+    if isinstance(target, torch._ops.OpOverload):
+        name = target._schema.name  # "aten::add"
+        overload = target._overloadname
+        return name if overload == "default" else f"{name}.{overload}"
+    module = getattr(target, "__module__", None) or ""
+    return f"{module}.{getattr(target, '__name__', repr(target))}"
+
+
+def _tensor_meta(val) -> dict:
+    torch = _torch()
+    if isinstance(val, torch.Tensor):
+        return {"dtype": str(val.dtype), "shape": [int(s) for s in val.shape]}
+    if val is None:
+        return {"dtype": None, "shape": None}
+    return {"dtype": type(val).__name__, "shape": None, "value": repr(val)}
+
+
+_INPUT_KIND = {
+    "PARAMETER": "parameter",
+    "BUFFER": "buffer",
+    "USER_INPUT": "user_input",
+    "CONSTANT_TENSOR": "constant_tensor",
+    "CUSTOM_OBJ": "custom_obj",
+    "TOKEN": "token",
+}
+_OUTPUT_KIND = {
+    "USER_OUTPUT": "user_output",
+    "LOSS_OUTPUT": "loss",
+    "BUFFER_MUTATION": "buffer_mutation",
+    "PARAMETER_MUTATION": "parameter_mutation",
+    "GRADIENT_TO_PARAMETER": "gradient",
+    "GRADIENT_TO_USER_INPUT": "gradient_to_user_input",
+    "USER_INPUT_MUTATION": "user_input_mutation",
+    "TOKEN": "token",
+}
+
+
+def _shared_storage_groups(ep) -> list[list[str]]:
+    """Names in state_dict/constants that share one storage (one weight file)."""
+    torch = _torch()
+    groups: dict[tuple, list[str]] = {}
+    for table in (ep.state_dict, ep.constants):
+        for name, t in table.items():
+            if isinstance(t, torch.Tensor):
+                key = (t.untyped_storage().data_ptr(), t.dtype)
+                groups.setdefault(key, []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, untied) -> dict:
+    torch = _torch()
+    from torch._export.serde.schema import SCHEMA_VERSION
+
+    operators: dict[str, int] = {}
+    num_nodes = 0
+    getitems = 0
+    for node in ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        num_nodes += 1
+        if node.target is operator.getitem:
+            getitems += 1
+            continue
+        key = _qualified_op_name(node.target)
+        operators[key] = operators.get(key, 0) + 1
+
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    inputs = []
+    for spec in ep.graph_signature.input_specs:
+        name = getattr(spec.arg, "name", None)
+        entry = {
+            "name": name,
+            "kind": _INPUT_KIND.get(spec.kind.name, spec.kind.name.lower()),
+            "target": spec.target,
+        }
+        if spec.kind.name == "BUFFER":
+            entry["persistent"] = bool(spec.persistent)
+        node = placeholders.get(name)
+        entry.update(_tensor_meta(node.meta.get("val") if node is not None else None))
+        inputs.append(entry)
+
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    out_vals = out_node.args[0]
+    out_vals = list(out_vals) if isinstance(out_vals, (tuple, list)) else [out_vals]
+    outputs = []
+    for spec, val in zip(ep.graph_signature.output_specs, out_vals):
+        entry = {
+            "name": getattr(spec.arg, "name", None),
+            "kind": _OUTPUT_KIND.get(spec.kind.name, spec.kind.name.lower()),
+            "target": spec.target,
+        }
+        meta = val.meta.get("val") if isinstance(val, torch.fx.Node) else val
+        entry.update(_tensor_meta(meta))
+        outputs.append(entry)
+
+    def count(kind, table):
+        return sum(1 for e in table if e["kind"] == kind)
+
+    return {
+        "model": model_name,
+        "mode": mode,
+        "torch_version": torch.__version__,
+        "schema_version": list(SCHEMA_VERSION),
+        "num_nodes": num_nodes,
+        "num_op_nodes": num_nodes - getitems,
+        "getitem_nodes": getitems,
+        "operators": dict(sorted(operators.items())),
+        "inputs": inputs,
+        "outputs": outputs,
+        "num_parameters": count("parameter", inputs),
+        "num_buffers": count("buffer", inputs),
+        "num_user_inputs": count("user_input", inputs),
+        "num_constant_tensors": count("constant_tensor", inputs),
+        "num_gradients": count("gradient", outputs),
+        "num_buffer_mutations": count("buffer_mutation", outputs),
+        "num_losses": count("loss", outputs),
+        "num_user_outputs": count("user_output", outputs),
+        "state_dict_keys": len(ep.state_dict),
+        "constants_keys": len(ep.constants),
+        "shared_storage": _shared_storage_groups(ep),
+        "untied": untied,
+        "sizes": dataclasses.asdict(sizes),
+        "config": built.config,
+        "seed": _SEED,
+    }
+
+
+def check_signature(facts: dict) -> None:
+    """The invariants the C++ side relies on; a failure is an exporter bug."""
+    if facts["mode"] != "train":
+        return
+    problems = []
+    if facts["num_losses"] != 1:
+        problems.append(f"expected one loss output, found {facts['num_losses']}")
+    params = {e["target"] for e in facts["inputs"] if e["kind"] == "parameter"}
+    grads = {e["target"] for e in facts["outputs"] if e["kind"] == "gradient"}
+    if params != grads:
+        problems.append(f"parameters without gradient: {sorted(params - grads)}")
+    bn_stats = {
+        e["target"]
+        for e in facts["inputs"]
+        if e["kind"] == "buffer" and e["target"].endswith(("running_mean", "running_var"))
+    }
+    mutated = {e["target"] for e in facts["outputs"] if e["kind"] == "buffer_mutation"}
+    if not bn_stats <= mutated:
+        problems.append(f"BatchNorm statistics not mutated: {sorted(bn_stats - mutated)}")
+    if problems:
+        raise RuntimeError("joint graph signature check failed: " + "; ".join(problems))
+
+
+def check_archive(path: str, facts: dict) -> None:
+    """Re-read the written archive: model.json's node count must match the facts."""
+    with zipfile.ZipFile(path) as z:
+        names = [n for n in z.namelist() if n.endswith("/models/model.json")]
+        if len(names) != 1:
+            raise RuntimeError(f"{path}: expected one models/model.json, found {names}")
+        doc = json.loads(z.read(names[0]))
+    nodes = len(doc["graph_module"]["graph"]["nodes"])
+    if nodes != facts["num_op_nodes"]:
+        raise RuntimeError(
+            f"{path}: models/model.json has {nodes} nodes, ExportedProgram has "
+            f"{facts['num_op_nodes']} non-getitem call_function nodes"
+        )
+
+
+def write_outputs(ep, facts: dict, out_path: str) -> str:
+    """Writes FILE.pt2 and FILE.facts.json atomically. Returns the facts path."""
+    torch = _torch()
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    base = os.path.basename(out_path)
+    stem = base[: -len(".pt2")] if base.endswith(".pt2") else base
+    facts_path = os.path.join(out_dir, stem + ".facts.json")
+    # Save under the final file name inside a temporary directory beside the target (the
+    # archive's root folder is named after the file), then rename into place.
+    tmp_dir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
+    try:
+        tmp_pt2 = os.path.join(tmp_dir, base)
+        torch.export.save(ep, tmp_pt2)
+        check_archive(tmp_pt2, facts)
+        tmp_facts = os.path.join(tmp_dir, stem + ".facts.json")
+        with open(tmp_facts, "w") as f:
+            json.dump(facts, f, indent=1)
+            f.write("\n")
+        os.replace(tmp_pt2, os.path.abspath(out_path))
+        os.replace(tmp_facts, facts_path)
+    finally:
+        for leftover in os.listdir(tmp_dir):
+            os.unlink(os.path.join(tmp_dir, leftover))
+        os.rmdir(tmp_dir)
+    return facts_path
+
+
+# --------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="export_model.py",
+        description="Export a zoo model to a torch.export .pt2 archive (inference graph or "
+        "joint forward+backward training step) plus a .facts.json for importer tests.",
+    )
+    p.add_argument("--list", action="store_true", help="list the models and exit")
+    p.add_argument("--model", help="model name (see --list)")
+    p.add_argument("--mode", choices=["train", "eval"], help="joint training step or inference")
+    p.add_argument("--batch", type=int, help="batch size")
+    p.add_argument("--image-size", type=int, help="image side (image models; MLP input is SxS)")
+    p.add_argument("--seq-len", type=int, help="sequence length (bert, bert-mlm, gpt2)")
+    p.add_argument("--tiny", action="store_true", help="small configuration for tests")
+    p.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0)")
+    p.add_argument("-o", "--output", help="output archive, FILE.pt2")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    return p, p.parse_args(argv)
+
+
+def resolve_sizes(name: str, spec: ModelSpec, args) -> Sizes:
+    base = spec.tiny if args.tiny else spec.defaults
+    if spec.kind in ("image", "vector"):
+        if args.seq_len is not None:
+            raise UsageError(f"--seq-len does not apply to {name} (an image model)")
+    else:
+        if args.image_size is not None:
+            raise UsageError(f"--image-size does not apply to {name} (a text model)")
+    sizes = Sizes(
+        batch=args.batch if args.batch is not None else base["batch"],
+        image_size=(args.image_size if args.image_size is not None else base.get("image_size")),
+        seq_len=args.seq_len if args.seq_len is not None else base.get("seq_len"),
+        tiny=args.tiny,
+    )
+    for opt, value in (("--batch", sizes.batch), ("--image-size", sizes.image_size),
+                       ("--seq-len", sizes.seq_len)):
+        if value is not None and value < 1:
+            raise UsageError(f"{opt} must be a positive integer, got {value}")
+    if spec.kind == "text" and sizes.seq_len < 2:
+        raise UsageError("--seq-len must be at least 2 for the language-model losses")
+    return sizes
+
+
+def main(argv=None) -> int:
+    global _SEED
+    parser, args = parse_args(argv)
+    if args.list:
+        width = max(len(n) for n in MODELS)
+        for name, spec in MODELS.items():
+            print(f"{name:<{width}}  {spec.description}")
+        return EXIT_OK
+
+    def usage(msg: str) -> int:
+        parser.print_usage(sys.stderr)
+        print(f"export_model.py: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE
+
+    if not args.model:
+        return usage("--model is required (or --list)")
+    if args.model not in MODELS:
+        return usage(f"unknown model '{args.model}'; known: {', '.join(MODELS)}")
+    if not args.mode:
+        return usage("--mode train|eval is required")
+    if not args.output:
+        return usage("-o FILE.pt2 is required")
+    if not args.output.endswith(".pt2"):
+        return usage(f"output must end in .pt2, got '{args.output}'")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        return usage(f"output directory '{out_dir}' does not exist")
+    spec = MODELS[args.model]
+    try:
+        sizes = resolve_sizes(args.model, spec, args)
+    except UsageError as e:
+        return usage(str(e))
+
+    torch = _torch()
+    _SEED = args.seed
+    try:
+        start = time.perf_counter()
+        torch.manual_seed(args.seed)
+        built = spec.build(sizes)
+        ep, untied = export_program(spec, built, args.mode)
+        export_s = time.perf_counter() - start
+        facts = collect_facts(ep, args.model, args.mode, sizes, built, untied)
+        check_signature(facts)
+        facts["export_seconds"] = round(export_s, 3)
+        facts_path = write_outputs(ep, facts, args.output)
+        total_s = time.perf_counter() - start
+    except UsageError as e:
+        return usage(str(e))
+    except Exception as e:  # report which model and mode failed, then the cause
+        print(
+            f"export_model.py: error: exporting {args.model} ({args.mode}) failed: "
+            f"{type(e).__name__}: {e}",
+            file=sys.stderr,
+        )
+        return EXIT_EXPORT_FAILED
+    if not args.quiet:
+        print(
+            f"{args.model} {args.mode}: {facts['num_nodes']} call_function nodes "
+            f"({facts['num_op_nodes']} ops + {facts['getitem_nodes']} getitem), "
+            f"{facts['num_parameters']} parameters, {facts['num_buffers']} buffers, "
+            f"{facts['num_gradients']} gradients, {facts['num_buffer_mutations']} buffer "
+            f"mutations; export {export_s:.2f}s, total {total_s:.2f}s -> {args.output}, "
+            f"{os.path.basename(facts_path)}"
+        )
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
