@@ -17,6 +17,8 @@
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/StringMap.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 namespace graphopt {
@@ -62,6 +64,8 @@ private:
   absl::Status parseNode();
   absl::StatusOr<ValueType> parseType();
   absl::StatusOr<std::vector<int64_t>> parseIntList();
+  absl::StatusOr<int64_t> parseIntToken();
+  absl::StatusOr<double> parseFloatToken();
   absl::StatusOr<ParsedArg> parseArgValue();
   absl::StatusOr<graphopt::Constant> parseScalarConstant();
   absl::StatusOr<Argument> toArgument(ParsedArg parsed, const c10::Argument &schemaArg);
@@ -88,10 +92,14 @@ std::string Parser::describe(const Token &t) {
 }
 
 absl::Status Parser::errorAt(const Token &at, llvm::StringRef message) const {
-  std::string caret(at.col > 0 ? at.col - 1 : 0, ' ');
+  // Copy the line's tabs so the caret lines up however tabs are shown.
+  llvm::StringRef line = lex_.lineText(at.line);
+  std::string caret;
+  for (unsigned i = 0; i + 1 < at.col; ++i)
+    caret.push_back(i < line.size() && line[i] == '\t' ? '\t' : ' ');
   return absl::InvalidArgumentError(absl::StrCat(bufferName_, ":", at.line, ":", at.col,
                                                  ": ", message.str(), "\n",
-                                                 lex_.lineText(at.line).str(), "\n", caret, "^"));
+                                                 line.str(), "\n", caret, "^"));
 }
 
 absl::Status Parser::expected(llvm::StringRef what) const {
@@ -238,11 +246,35 @@ absl::StatusOr<std::vector<int64_t>> Parser::parseIntList() {
       GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' or ']'"));
     if (tok_.kind != Token::Int)
       return expected("an integer");
-    ints.push_back(std::strtoll(tok_.text.c_str(), nullptr, 10));
-    consume();
+    GRAPHOPT_ASSIGN_OR_RETURN(v, parseIntToken());
+    ints.push_back(v);
   }
   consume();
   return ints;
+}
+
+absl::StatusOr<int64_t> Parser::parseIntToken() {
+  Token t = tok_;
+  consume();
+  errno = 0;
+  long long v = std::strtoll(t.text.c_str(), nullptr, 10);
+  if (errno == ERANGE)
+    return errorAt(t, "integer out of range");
+  return static_cast<int64_t>(v);
+}
+
+absl::StatusOr<double> Parser::parseFloatToken() {
+  Token t = tok_;
+  consume();
+  if (t.text == "-inf")
+    return -HUGE_VAL;
+  errno = 0;
+  double v = std::strtod(t.text.c_str(), nullptr);
+  // Overflow, or underflow all the way to zero, would change the number;
+  // gradual underflow to a subnormal keeps it (and prints back the same).
+  if (errno == ERANGE && (std::isinf(v) || v == 0.0))
+    return errorAt(t, "float out of range");
+  return v;
 }
 
 absl::StatusOr<ValueType> Parser::parseType() {
@@ -306,16 +338,13 @@ absl::StatusOr<Constant> Parser::parseScalarConstant() {
   Token t = tok_;
   switch (t.kind) {
   case Token::Int: {
-    consume();
-    errno = 0;
-    long long v = std::strtoll(t.text.c_str(), nullptr, 10);
-    if (errno == ERANGE)
-      return errorAt(t, "integer out of range");
+    GRAPHOPT_ASSIGN_OR_RETURN(v, parseIntToken());
     return Constant::ofInt(v);
   }
-  case Token::Float:
-    consume();
-    return Constant::ofFloat(t.text == "-inf" ? -HUGE_VAL : std::strtod(t.text.c_str(), nullptr));
+  case Token::Float: {
+    GRAPHOPT_ASSIGN_OR_RETURN(v, parseFloatToken());
+    return Constant::ofFloat(v);
+  }
   case Token::String:
     consume();
     return Constant::ofString(t.text);
@@ -489,8 +518,11 @@ absl::Status Parser::parseNode() {
   size_t positional = 0;
   bool sawKeyword = false;
   while (tok_.kind != Token::RParen) {
-    if (positional || sawKeyword)
+    if (positional || sawKeyword) {
       GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' or ')'"));
+      if (tok_.kind == Token::RParen)
+        return expected("an argument after ','");
+    }
     Token start = tok_;
     size_t slot;
     // name=value: an identifier directly followed by '='.

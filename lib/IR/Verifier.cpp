@@ -62,7 +62,8 @@ private:
       bool needsTarget = in.role == InputRole::Parameter || in.role == InputRole::Buffer ||
                          in.role == InputRole::OptimizerState;
       if (needsTarget && in.target.empty())
-        report(nullptr, absl::StrCat("graph input %", in.value->name().str(), " is a ",
+        report(nullptr, absl::StrCat("graph input %", in.value->name().str(), " is ",
+                                     in.role == InputRole::OptimizerState ? "an " : "a ",
                                      inputRoleName(in.role).str(), " but names no target"));
       if (!in.target.empty())
         inputsByTarget_[in.target] = &in;
