@@ -47,7 +47,9 @@ dtypes and shapes). ``num_nodes`` counts every ``call_function`` node of ``ep.gr
 ``operator.getitem`` included; ``getitem_nodes`` counts the getitems alone and
 ``num_op_nodes = num_nodes - getitem_nodes`` is the number of operator calls, which is
 what ``models/model.json`` holds (the serializer folds getitems into the producer's
-``outputs``). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
+``outputs``; compare importer node counts with ``num_op_nodes``: a ``torch.export.load``
+round trip adds getitems for ``None`` outputs, so Python's own count changes after
+reloading). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
 left out).
 
 Usage:
