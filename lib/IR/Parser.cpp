@@ -283,7 +283,7 @@ absl::StatusOr<ValueType> Parser::parseType() {
     return ValueType::unknownTensor();
   }
   if (tok_.kind != Token::Ident)
-    return expected("a type (e.g. f32[8, 16], int, float, bool or ?)");
+    return expected("a type (e.g. f32[8, 16], int, float, bool, none or ?)");
   Token typeTok = tok_;
   consume();
   if (tok_.kind != Token::LBracket) {
@@ -293,6 +293,8 @@ absl::StatusOr<ValueType> Parser::parseType() {
       return ValueType::ofScalar(ValueKind::Float);
     if (typeTok.text == "bool")
       return ValueType::ofScalar(ValueKind::Bool);
+    if (typeTok.text == "none")
+      return ValueType::ofScalar(ValueKind::None);
     return errorAt(typeTok, absl::StrCat("expected a type, found '", typeTok.text,
                                          "' (a tensor type needs sizes, e.g. f32[8, 16])"));
   }

@@ -114,6 +114,7 @@ void printType(llvm::raw_ostream &os, const ValueType &type) {
   case ValueKind::Int: os << "int"; return;
   case ValueKind::Float: os << "float"; return;
   case ValueKind::Bool: os << "bool"; return;
+  case ValueKind::None: os << "none"; return;
   case ValueKind::Tensor: break;
   }
   const TensorType &t = type.tensor;

@@ -241,12 +241,16 @@ absl::Status checkReturnValue(const Value &value, const c10::Argument &ret) {
   } else if (auto kind = returnValueKind(ret)) {
     if (*kind == value.type().kind)
       return absl::OkStatus();
+    // An operator may leave a Tensor result undefined (not for a Tensor[] element).
+    if (value.type().kind == ValueKind::None && ret.real_type()->kind() == c10::TypeKind::TensorType)
+      return absl::OkStatus();
   } else {
     return absl::UnimplementedError(absl::StrCat("return type ", ret.real_type()->str(),
                                                  " is not supported by graph-opt"));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("output %", value.name().str(), " is ", value.isTensor() ? "a tensor" : "a scalar",
+      absl::StrCat("output %", value.name().str(), " is ",
+                   value.isTensor() ? "a tensor" : value.type().kind == ValueKind::None ? "none" : "a scalar",
                    " but the schema returns ", ret.real_type()->str()));
 }
 

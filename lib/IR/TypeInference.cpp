@@ -96,6 +96,8 @@ absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::D
 }
 
 absl::StatusOr<ValueType> typeOfResult(const Node &node, const c10::IValue &v, c10::Device device) {
+  if (v.isNone() || (v.isTensor() && !v.toTensor().defined()))
+    return ValueType::ofScalar(ValueKind::None);
   if (v.isTensor()) {
     const at::Tensor &t = v.toTensor();
     llvm::ArrayRef<int64_t> sizes(t.sizes().data(), t.sizes().size());

@@ -12,6 +12,7 @@
 
 #include "SerdeEnums.h"
 #include "graphopt/IR/SchemaUtils.h"
+#include "graphopt/IR/TypeInference.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/StringMap.h>
@@ -322,14 +323,22 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     args.push_back(Argument::constant(*def));
   }
 
-  // Outputs: one value per tensor (a Tensor[] return lists several).
+  // Outputs: one value per tensor (a Tensor[] return lists several). A result
+  // nothing reads may be missing from tensor_values ("<node>_unused_<i>"): its
+  // type is inferred below. A None result is an undefined tensor.
   std::vector<std::string> names;
   std::vector<ValueType> types;
+  bool needsInference = false;
   auto addTensor = [&](const std::string &name) -> absl::Status {
+    names.push_back(name);
+    if (!graph_.get_tensor_values().count(name)) {
+      types.push_back(ValueType::unknownTensor());
+      needsInference = true;
+      return absl::OkStatus();
+    }
     auto t = tensorType(name);
     if (!t.ok())
       return t.status();
-    names.push_back(name);
     types.push_back(std::move(*t));
     return absl::OkStatus();
   };
@@ -350,6 +359,10 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       names.push_back(out.get_as_sym_int().get_as_name());
       types.push_back(ValueType::ofScalar(ValueKind::Int));
       break;
+    case Tag::AS_NONE:
+      names.push_back(absl::StrCat(n.get_name().value_or("result"), "_none_", names.size()));
+      types.push_back(ValueType::ofScalar(ValueKind::None));
+      break;
     default:
       return nodeError(n, absl::StrCat("output of serde tag ", static_cast<int>(out.tag()),
                                        " is not supported"));
@@ -359,9 +372,17 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
   }
   Node *node = g_->createNode(*op, args, types, Phase::Forward, names);
   for (unsigned i = 0; i < node->numOutputs(); ++i) {
-    if (node->output(i)->name() != names[i])
+    if (node->output(i)->name() != names[i] && types[i].kind != ValueKind::None)
       return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));
-    values_[names[i]] = node->output(i);
+    values_[node->output(i)->name()] = node->output(i);
+  }
+  if (needsInference) {
+    if (absl::Status st = inferNodeTypes(*node); !st.ok())
+      return error(std::string(st.message()));
+    // Keep the exported metadata where there is some.
+    for (unsigned i = 0; i < node->numOutputs(); ++i)
+      if (types[i].isKnown())
+        node->output(i)->setType(types[i]);
   }
   return absl::OkStatus();
 }

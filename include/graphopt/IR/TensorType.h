@@ -47,8 +47,9 @@ struct TensorType {
   bool operator!=(const TensorType &other) const { return !(*this == other); }
 };
 
-/// What a Value holds.
-enum class ValueKind : uint8_t { Tensor, Int, Float, Bool };
+/// What a Value holds. None is a result an operator leaves undefined (an
+/// undefined tensor: convolution_backward's grad_bias when output_mask says so).
+enum class ValueKind : uint8_t { Tensor, Int, Float, Bool, None };
 
 struct ValueType {
   ValueKind kind = ValueKind::Tensor;
