@@ -15,3 +15,6 @@ config.test_exec_root = os.path.join(config.graphopt_obj_root, "test")
 config.environment["PATH"] = os.pathsep.join(
     [config.graphopt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.substitutions.append(("%examples", os.path.join(config.graphopt_src_root, "examples")))
+# The tiny model zoo and the broken inputs made from it (ctest fixtures export them).
+config.substitutions.append(("%zoo", config.graphopt_zoo_dir))
+config.substitutions.append(("%bad", config.graphopt_bad_inputs_dir))

@@ -1,0 +1,237 @@
+//===- ZooImportTest.cpp - Every zoo model imports as Python says it should ---===//
+//
+// tools/export writes each zoo model (tiny configuration) as a .pt2 archive,
+// inference and joint training step, plus a .facts.json of what Python's
+// ExportedProgram reports. Each archive must import, pass the structural
+// verifier, round-trip through .gir, and match the facts: node count, the
+// operator histogram, and every input and output with its role, target, dtype
+// and shape. TorchScript exports (.pt) must import with the parameters,
+// buffers and output shapes the traced module has.
+//
+// The archives come from the `export_zoo` ctest fixture, in $GRAPHOPT_ZOO_DIR.
+//
+//===----------------------------------------------------------------------===//
+#include "graphopt/IR/Parser.h"
+#include "graphopt/IR/Printer.h"
+#include "graphopt/IR/Verifier.h"
+#include "graphopt/Import/Importer.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <gtest/gtest.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/Path.h>
+
+#include <cstdlib>
+#include <map>
+
+using namespace graphopt;
+
+namespace {
+
+std::string zooDir() {
+  const char *dir = std::getenv("GRAPHOPT_ZOO_DIR");
+  return dir ? dir : "";
+}
+
+llvm::json::Object readFacts(const std::string &path) {
+  auto text = readFile(path);
+  EXPECT_TRUE(text.ok()) << text.status().message();
+  if (!text.ok())
+    return {};
+  auto json = llvm::json::parse(*text);
+  if (!json) {
+    ADD_FAILURE() << path << ": " << llvm::toString(json.takeError());
+    return {};
+  }
+  return *json->getAsObject();
+}
+
+/// Python's dtype names ("torch.float32") and the .gir ones ("f32") to c10.
+std::optional<c10::ScalarType> dtypeFromFacts(llvm::StringRef name) {
+  static const std::map<std::string, c10::ScalarType, std::less<>> torchNames = {
+      {"torch.float32", c10::kFloat}, {"torch.float64", c10::kDouble},
+      {"torch.float16", c10::kHalf},  {"torch.bfloat16", c10::kBFloat16},
+      {"torch.int64", c10::kLong},    {"torch.int32", c10::kInt},
+      {"torch.bool", c10::kBool},     {"torch.uint8", c10::kByte}};
+  if (auto it = torchNames.find(name); it != torchNames.end())
+    return it->second;
+  return parseDtypeName(name);
+}
+
+std::vector<int64_t> shapeFromFacts(const llvm::json::Object &entry) {
+  std::vector<int64_t> shape;
+  if (const llvm::json::Array *dims = entry.getArray("shape"))
+    for (const llvm::json::Value &d : *dims)
+      shape.push_back(*d.getAsInteger());
+  return shape;
+}
+
+std::optional<InputRole> inputRoleFromFacts(llvm::StringRef kind) {
+  if (kind == "parameter") return InputRole::Parameter;
+  if (kind == "buffer") return InputRole::Buffer;
+  if (kind == "user_input") return InputRole::UserInput;
+  if (kind == "constant_tensor") return InputRole::Constant;
+  return std::nullopt;
+}
+
+std::optional<OutputRole> outputRoleFromFacts(llvm::StringRef kind) {
+  if (kind == "loss") return OutputRole::Loss;
+  if (kind == "gradient") return OutputRole::Gradient;
+  if (kind == "user_output") return OutputRole::UserOutput;
+  if (kind == "buffer_mutation") return OutputRole::BufferMutation;
+  if (kind == "gradient_to_user_input" || kind == "input_gradient") return OutputRole::InputGradient;
+  return std::nullopt;
+}
+
+void expectRoundTrip(const Graph &g) {
+  std::string text = printGraphToString(g);
+  auto back = parseGraph(text, "printed.gir");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(printGraphToString(**back), text);
+}
+
+void expectTensorType(const Value &v, const llvm::json::Object &entry, llvm::StringRef what) {
+  ASSERT_TRUE(v.isTensor()) << what.str();
+  auto dtype = dtypeFromFacts(*entry.getString("dtype"));
+  ASSERT_TRUE(dtype) << what.str() << ": unknown dtype in facts";
+  EXPECT_EQ(v.tensorType().dtype, *dtype) << what.str();
+  EXPECT_EQ(std::vector<int64_t>(v.tensorType().sizes.begin(), v.tensorType().sizes.end()),
+            shapeFromFacts(entry))
+      << what.str();
+}
+
+class Pt2ZooTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(Pt2ZooTest, ImportsVerifiesRoundTripsAndMatchesPython) {
+  std::string stem = zooDir() + "/" + GetParam();
+  auto model = importPt2(stem + ".pt2");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Graph &g = *model->graph;
+  EXPECT_TRUE(verifyGraph(g).ok()) << verifyGraph(g).message();
+  expectRoundTrip(g);
+
+  llvm::json::Object facts = readFacts(stem + ".facts.json");
+  EXPECT_EQ(static_cast<int64_t>(g.numNodes()), *facts.getInteger("num_op_nodes"));
+
+  std::map<std::string, int64_t> ops, want;
+  for (const Node &n : g.nodes())
+    ++ops[n.opName()];
+  for (const auto &[name, count] : *facts.getObject("operators"))
+    want[name.str()] = *count.getAsInteger();
+  EXPECT_EQ(ops, want);
+
+  const llvm::json::Array &inputs = *facts.getArray("inputs");
+  ASSERT_EQ(g.inputs().size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const llvm::json::Object &in = *inputs[i].getAsObject();
+    const GraphInput &gi = g.inputs()[i];
+    std::string what = absl::StrCat("input ", i, " %", gi.value->name().str());
+    EXPECT_EQ(gi.value->name(), *in.getString("name")) << what;
+    EXPECT_EQ(gi.role, inputRoleFromFacts(*in.getString("kind"))) << what;
+    if (auto target = in.getString("target")) {
+      EXPECT_EQ(gi.target, target->str()) << what;
+    }
+    expectTensorType(*gi.value, in, what);
+    if (gi.role != InputRole::UserInput) {
+      const at::Tensor *w = model->weights.lookup(gi.target);
+      ASSERT_NE(w, nullptr) << what;
+      EXPECT_EQ(w->sizes().vec(), shapeFromFacts(in)) << what;
+    }
+  }
+  const llvm::json::Array &outputs = *facts.getArray("outputs");
+  ASSERT_EQ(g.outputs().size(), outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const llvm::json::Object &out = *outputs[i].getAsObject();
+    const GraphOutput &go = g.outputs()[i];
+    std::string what = absl::StrCat("output ", i, " %", go.value->name().str());
+    EXPECT_EQ(go.value->name(), *out.getString("name")) << what;
+    EXPECT_EQ(go.role, outputRoleFromFacts(*out.getString("kind"))) << what;
+    if (auto target = out.getString("target")) {
+      EXPECT_EQ(go.target, target->str()) << what;
+    }
+    expectTensorType(*go.value, out, what);
+  }
+
+  // A joint graph has a backward phase after the loss; an inference graph none.
+  bool train = llvm::StringRef(GetParam()).endswith("-train");
+  size_t backward = 0;
+  for (const Node &n : g.nodes())
+    backward += n.phase() == Phase::Backward;
+  if (train)
+    EXPECT_GT(backward, 0u);
+  else
+    EXPECT_EQ(backward, 0u);
+}
+
+const char *const kZooModels[] = {"mlp", "cnn", "resnet18", "resnet50", "resnet152",
+                                  "bert", "bert-mlm", "gpt2"};
+
+std::vector<std::string> pt2Archives() {
+  std::vector<std::string> names;
+  for (const char *m : kZooModels)
+    for (const char *mode : {"eval", "train"})
+      names.push_back(absl::StrCat(m, "-", mode));
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, Pt2ZooTest, testing::ValuesIn(pt2Archives()),
+                         [](const testing::TestParamInfo<std::string> &info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+class TorchScriptZooTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(TorchScriptZooTest, ImportsWithTheModulesWeightsAndOutputShapes) {
+  std::string stem = zooDir() + "/" + GetParam();
+  auto model = importTorchScript(stem + ".pt");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Graph &g = *model->graph;
+  EXPECT_TRUE(verifyGraph(g).ok()) << verifyGraph(g).message();
+  expectRoundTrip(g);
+
+  llvm::json::Object facts = readFacts(stem + "-ts.facts.json");
+  std::map<std::string, const GraphInput *> byTarget;
+  for (const GraphInput &in : g.inputs())
+    byTarget[in.target] = &in;
+  // Every parameter and buffer the forward pass reads is an input of its role,
+  // with the module's tensor as its weight; none is invented.
+  size_t weights = 0;
+  for (auto [key, role] : {std::pair{"parameters", InputRole::Parameter},
+                           std::pair{"buffers", InputRole::Buffer}}) {
+    for (const llvm::json::Value &p : *facts.getArray(key)) {
+      const llvm::json::Object &entry = *p.getAsObject();
+      std::string target = entry.getString("target")->str();
+      auto it = byTarget.find(target);
+      if (it == byTarget.end())
+        continue; // not read in eval mode (e.g. num_batches_tracked)
+      ++weights;
+      EXPECT_EQ(it->second->role, role) << target;
+      expectTensorType(*it->second->value, entry, target);
+      EXPECT_NE(model->weights.lookup(target), nullptr) << target;
+    }
+  }
+  size_t weightInputs = 0;
+  for (const GraphInput &in : g.inputs())
+    weightInputs += in.role == InputRole::Parameter || in.role == InputRole::Buffer;
+  EXPECT_EQ(weights, weightInputs);
+  EXPECT_GT(weights, 0u);
+
+  // Output types come from type inference: they must be what PyTorch computed.
+  const llvm::json::Array &outputs = *facts.getArray("outputs");
+  ASSERT_EQ(g.outputs().size(), outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    expectTensorType(*g.outputs()[i].value, *outputs[i].getAsObject(), absl::StrCat("output ", i));
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, TorchScriptZooTest,
+                         testing::Values("mlp-eval", "cnn-eval", "resnet18-eval", "mlp-scripted",
+                                         "cnn-scripted"),
+                         [](const testing::TestParamInfo<std::string> &info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+} // namespace
