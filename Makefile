@@ -25,8 +25,18 @@ build: configure
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
-	@$(BUILD_DIR)/bin/graph-opt examples/mlp_train_step.gir --summary
+# The default model: a ResNet-18 joint training step (full width, batch 4, 64x64 images),
+# exported once into the build tree and re-exported only when the exporter changes.
+DEMO_MODEL := $(BUILD_DIR)/demo/resnet18-train.pt2
+
+$(DEMO_MODEL): tools/export/export_model.py | configure
+	@mkdir -p $(dir $@)
+	@echo "demo: exporting ResNet-18 (joint training step) with torch.export, once"
+	@$(VENV)/bin/python tools/export/export_model.py --model resnet18 --mode train \
+	  --batch 4 --image-size 64 -o $@
+
+demo: build $(DEMO_MODEL)
+	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary
 
 clean:
 	rm -rf $(BUILD_DIR)
