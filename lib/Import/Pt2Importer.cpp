@@ -6,7 +6,9 @@
 //   data/weights/<name>_weights_config.json  FQN -> {path_name, tensor_meta, use_pickle}
 //   data/weights/weight_N                  raw storage bytes (shared by tied weights)
 //   data/constants/<name>_constants_config.json, data/constants/...  likewise
-//   data/weights/<name>.pt                 (older archives) a pickled state dict
+//   data/weights/<name>.pt, data/constants/<name>.pt
+//                                          (older archives) pickled state dicts
+// docs/Pt2ArchiveFormat.md describes the format in full.
 // The JSON is read into LibTorch's generated serde types
 // (torch/csrc/utils/generated_serialization_types.h).
 //
@@ -268,8 +270,11 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
                                        "data/weights/", model.weights);
   if (!st.ok())
     return st;
-  st = loadPayloads(absl::StrCat("data/constants/", modelName, "_constants_config.json"),
-                    "data/constants/", model.weights);
+  std::string legacyConstants = absl::StrCat("data/constants/", modelName, ".pt");
+  st = zip_->hasRecord(legacyConstants)
+           ? loadLegacyStateDict(legacyConstants, model.weights)
+           : loadPayloads(absl::StrCat("data/constants/", modelName, "_constants_config.json"),
+                          "data/constants/", model.weights);
   if (!st.ok())
     return st;
   if (st = checkWeights(*model.graph, model.weights); !st.ok())
