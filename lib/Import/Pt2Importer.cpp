@@ -48,6 +48,7 @@ private:
     return absl::InvalidArgumentError(absl::StrCat(path_, ": ", message.str()));
   }
   absl::StatusOr<std::string> record(const std::string &name);
+  absl::StatusOr<std::pair<at::DataPtr, size_t>> rawRecord(const std::string &name);
   absl::Status loadPayloads(const std::string &configRecord, const std::string &dir,
                             WeightStore &store);
   absl::Status loadLegacyStateDict(const std::string &record, WeightStore &store);
@@ -56,6 +57,15 @@ private:
   std::string path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
 };
+
+absl::StatusOr<std::pair<at::DataPtr, size_t>> Pt2Reader::rawRecord(const std::string &name) {
+  try {
+    auto [data, size] = zip_->getRecord(name);
+    return std::make_pair(std::move(data), size);
+  } catch (const c10::Error &e) {
+    return error(absl::StrCat("cannot read record '", name, "': ", e.what_without_backtrace()));
+  }
+}
 
 absl::StatusOr<std::string> Pt2Reader::record(const std::string &name) {
   try {
@@ -132,16 +142,18 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
     auto &storage = storages[recordName];
     int64_t itemSize = static_cast<int64_t>(c10::elementSize(*dtype));
     if (!storage.defined()) {
-      auto bytes = record(recordName);
+      auto bytes = rawRecord(recordName);
       if (!bytes.ok())
         return bytes.status();
-      if (bytes->size() % itemSize != 0)
-        return error(absl::StrCat(what, ": the record has ", bytes->size(),
-                                  " bytes, not a whole number of ", c10::toString(*dtype),
-                                  " elements"));
-      storage = at::empty({static_cast<int64_t>(bytes->size()) / itemSize}, at::TensorOptions().dtype(*dtype));
-      if (!bytes->empty())
-        std::memcpy(storage.data_ptr(), bytes->data(), bytes->size());
+      auto &[data, size] = *bytes;
+      if (size % itemSize != 0)
+        return error(absl::StrCat(what, ": the record has ", size, " bytes, not a whole number of ",
+                                  c10::toString(*dtype), " elements"));
+      // The tensor takes over the reader's buffer: no copy of the weights.
+      c10::Storage bytesStorage(c10::Storage::use_byte_size_t(), size, std::move(data),
+                                /*allocator=*/nullptr, /*resizable=*/false);
+      storage = at::empty({0}, at::TensorOptions().dtype(*dtype))
+                    .set_(bytesStorage, 0, {static_cast<int64_t>(size) / itemSize}, {1});
     } else if (storage.scalar_type() != *dtype) {
       storage = storage.view(*dtype); // the same bytes seen as another dtype
     }
