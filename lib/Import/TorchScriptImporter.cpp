@@ -59,9 +59,8 @@ private:
   absl::Status nodeError(const jit::Node *n, llvm::StringRef message) const {
     std::ostringstream os;
     os << *n;
-    std::string text = os.str();
-    while (!text.empty() && text.back() == '\n')
-      text.pop_back();
+    // The node's first line: a prim::If would print its whole blocks.
+    std::string text = llvm::StringRef(os.str()).split('\n').first.rtrim().str();
     return error(absl::StrCat("node '", text, "': ", message.str()));
   }
 
@@ -79,6 +78,8 @@ private:
   llvm::DenseMap<const jit::Value *, Value *> values_;       ///< tensors and scalars
   llvm::DenseMap<const jit::Value *, Constant> constants_;   ///< non-tensor constants
   llvm::DenseMap<const jit::Value *, std::string> modules_;  ///< submodule paths ("" = self)
+  /// The (frozen) module objects those values are, to read other attributes.
+  std::map<const jit::Value *, c10::intrusive_ptr<c10::ivalue::Object>> attributes_;
   llvm::DenseMap<const jit::Value *, const jit::Node *> lists_; ///< ListConstruct outputs
   /// Outputs of list-returning operators, filled by the ListUnpack that reads them.
   llvm::DenseMap<const jit::Value *, std::vector<Value *>> unpacked_;
@@ -108,6 +109,8 @@ absl::Status TorchScriptLowering::lowerGetAttr(const jit::Node *n) {
   std::string fqn = base->second.empty() ? name : base->second + "." + name;
   if (n->output()->type()->cast<c10::ClassType>()) {
     modules_[n->output()] = fqn;
+    if (attributes_.count(n->input(0)))
+      attributes_[n->output()] = attributes_[n->input(0)]->getAttr(name).toObject();
     return absl::OkStatus();
   }
   if (auto p = parameters_.find(fqn); p != parameters_.end()) {
@@ -118,7 +121,21 @@ absl::Status TorchScriptLowering::lowerGetAttr(const jit::Node *n) {
     values_[n->output()] = weightInput(fqn, b->second, InputRole::Buffer);
     return absl::OkStatus();
   }
-  return nodeError(n, absl::StrCat("attribute '", fqn, "' is neither a parameter nor a buffer"));
+  // Another attribute that freezing kept: an absent optional tensor (a
+  // convolution's bias=None) or a plain tensor attribute.
+  c10::IValue value = attributes_.count(n->input(0))
+                          ? attributes_[n->input(0)]->getAttr(name)
+                          : c10::IValue();
+  if (value.isNone()) {
+    constants_[n->output()] = Constant::none();
+    return absl::OkStatus();
+  }
+  if (value.isTensor()) {
+    values_[n->output()] = weightInput(fqn, value.toTensor(), InputRole::Constant);
+    return absl::OkStatus();
+  }
+  return nodeError(n, absl::StrCat("attribute '", fqn, "' is neither a parameter, a buffer, a "
+                                   "tensor nor None"));
 }
 
 absl::Status TorchScriptLowering::lowerConstant(const jit::Node *n) {
@@ -312,10 +329,18 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
       c = '_';
   model_.graph = std::make_unique<Graph>(name);
 
+  // Control flow that did not fold away cannot be lowered: say so first, not
+  // whatever node computes its condition.
+  for (const jit::Node *n : graph->nodes())
+    if (n->kind() == c10::prim::If || n->kind() == c10::prim::Loop)
+      return nodeError(n, "control flow is not supported; script without data-dependent branches "
+                          "and loops, or export with torch.export");
+
   auto inputs = graph->inputs();
   if (inputs.empty())
     return error("forward takes no self argument");
   modules_[inputs[0]] = "";
+  attributes_[inputs[0]] = frozen._ivalue();
   if (inputTypes.size() != inputs.size() - 1)
     return error(absl::StrCat("forward takes ", inputs.size() - 1, " inputs but ", inputTypes.size(),
                               " input types were given (--input-types, or the archive's ",

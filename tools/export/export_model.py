@@ -34,7 +34,7 @@ instead, since it would be a parameter without a gradient. The facts file lists 
 under ``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped NAME: ..."]``.
 Eval exports keep the ties: there, ``torch.export`` lifts one placeholder per name (both
 ``PARAMETER`` inputs), and the archive's weights config points both names at one weight
-file (see ARCHIVE_FORMAT.md, "Shared storage").
+file (see docs/Pt2ArchiveFormat.md, "Shared storage").
 
 Nothing is downloaded: torchvision models use ``weights=None`` and transformers models are
 built from configs; all weights are random with a fixed seed (``--seed``, default 0), and
@@ -52,10 +52,27 @@ round trip adds getitems for ``None`` outputs, so Python's own count changes aft
 reloading). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
 left out).
 
+TorchScript (``-o FILE.pt``, eval mode only): the eval module is traced with
+``torch.jit.trace`` on the example inputs (``--script``: ``torch.jit.script`` instead, for
+models whose Python scripts: mlp, cnn, the ResNets) and saved with ``torch.jit.save`` and
+the extra file ``graphopt/input_types``, the forward inputs' types in the .gir type syntax
+(``f32[2, 3, 32, 32], i64[8]``), which graph-opt's TorchScript importer reads because
+TorchScript keeps no shapes. Beside ``FILE.pt`` goes ``FILE-ts.facts.json`` (``-ts`` so that
+an eval ``.pt2`` and ``.pt`` of the same stem never share a facts file): ``model``,
+``mode`` ("eval"), ``format`` ("torchscript"), ``method`` ("trace" or "script"),
+``input_types``, ``parameters`` and ``buffers`` (``{"target", "dtype", "shape"}`` in
+``named_parameters()`` / ``named_buffers()`` order), ``outputs`` (``{"dtype", "shape"}`` of
+the tensors the saved module returns on the example inputs, tuples flattened), with dtypes
+written as .gir names (``f32``, ``i64``, ...). The text models (bert, bert-mlm, gpt2) trace
+into graphs with size arithmetic that the importer does not lower; tracing them is
+attempted, and a failure is reported as an export error (exit 1).
+
 Usage:
     export_model.py --list
     export_model.py --model resnet18 --mode train --batch 2 --image-size 32 -o r18.pt2
     export_model.py --model gpt2 --mode eval --tiny -o gpt2.pt2
+    export_model.py --model cnn --mode eval --tiny -o cnn.pt            # traced TorchScript
+    export_model.py --model cnn --mode eval --tiny --script -o cnn.pt   # scripted
 """
 
 from __future__ import annotations
@@ -813,8 +830,7 @@ def write_outputs(ep, facts: dict, out_path: str) -> str:
     torch = _torch()
     out_dir = os.path.dirname(os.path.abspath(out_path))
     base = os.path.basename(out_path)
-    stem = base[: -len(".pt2")] if base.endswith(".pt2") else base
-    facts_path = os.path.join(out_dir, stem + ".facts.json")
+    facts_path = facts_path_for(out_path)
     # Save under the final file name inside a temporary directory beside the target (the
     # archive's root folder is named after the file), then rename into place.
     tmp_dir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
@@ -822,11 +838,187 @@ def write_outputs(ep, facts: dict, out_path: str) -> str:
         tmp_pt2 = os.path.join(tmp_dir, base)
         torch.export.save(ep, tmp_pt2)
         check_archive(tmp_pt2, facts)
-        tmp_facts = os.path.join(tmp_dir, stem + ".facts.json")
+        tmp_facts = os.path.join(tmp_dir, os.path.basename(facts_path))
         with open(tmp_facts, "w") as f:
             json.dump(facts, f, indent=1)
             f.write("\n")
         os.replace(tmp_pt2, os.path.abspath(out_path))
+        os.replace(tmp_facts, facts_path)
+    finally:
+        for leftover in os.listdir(tmp_dir):
+            os.unlink(os.path.join(tmp_dir, leftover))
+        os.rmdir(tmp_dir)
+    return facts_path
+
+
+# --------------------------------------------------------------------------------------
+# TorchScript (.pt)
+# --------------------------------------------------------------------------------------
+
+INPUT_TYPES_FILE = "graphopt/input_types"  # the extra file graph-opt's importer reads
+
+# torch dtype name -> .gir dtype name (docs/IR.md, DTYPE)
+_GIR_DTYPES = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int64": "i64",
+    "int32": "i32",
+    "int16": "i16",
+    "int8": "i8",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "bool",
+    "complex64": "c64",
+    "complex128": "c128",
+}
+
+
+def facts_path_for(out_path: str) -> str:
+    """The facts file written beside an archive.
+
+    ``DIR/STEM.pt2`` -> ``DIR/STEM.facts.json``; ``DIR/STEM.pt`` -> ``DIR/STEM-ts.facts.json``
+    (so an eval .pt2 and a TorchScript .pt of one stem never collide).
+    """
+    out_dir = os.path.dirname(os.path.abspath(out_path))
+    base = os.path.basename(out_path)
+    if base.endswith(".pt2"):
+        return os.path.join(out_dir, base[: -len(".pt2")] + ".facts.json")
+    if base.endswith(".pt"):
+        return os.path.join(out_dir, base[: -len(".pt")] + "-ts.facts.json")
+    return os.path.join(out_dir, base + ".facts.json")
+
+
+def gir_dtype(dtype) -> str:
+    name = str(dtype).removeprefix("torch.")
+    return _GIR_DTYPES.get(name, name)
+
+
+def gir_type(t) -> str:
+    """``f32[2, 3, 32, 32]``: a tensor's type in the .gir syntax (contiguous CPU inputs)."""
+    return f"{gir_dtype(t.dtype)}[{', '.join(str(int(s)) for s in t.shape)}]"
+
+
+def _flatten_tensors(value) -> list:
+    """The tensors in a (nested) tuple/list output, in order; non-tensors are skipped."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _flatten_tensors(v)]
+    return []
+
+
+def build_torchscript(built: Built, script: bool):
+    """The eval module as a ScriptModule: traced on built.eval_args, or scripted."""
+    torch = _torch()
+    import warnings
+
+    module = built.eval_wrap(built.model.eval()).eval()
+    if any(not isinstance(a, torch.Tensor) for a in built.eval_args):
+        raise RuntimeError("TorchScript export needs tensor inputs only")
+    with torch.no_grad():
+        if script:
+            try:
+                return torch.jit.script(module)
+            except Exception as e:
+                raise RuntimeError(
+                    f"torch.jit.script failed (try tracing, without --script): "
+                    f"{type(e).__name__}: {str(e).strip().splitlines()[0]}"
+                ) from e
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", torch.jit.TracerWarning)
+            try:
+                traced = torch.jit.trace(module, built.eval_args, strict=True)
+            except Exception as e:
+                raise RuntimeError(
+                    f"torch.jit.trace failed: {type(e).__name__}: "
+                    f"{str(e).strip().splitlines()[0]}"
+                ) from e
+        # A TracerWarning means the trace baked in Python values (sizes turned into
+        # constants, data-dependent branches taken once): the graph would not mean what
+        # the model does. Refuse rather than write a silently wrong module.
+        tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+        if tracer:
+            first = str(tracer[0].message).strip().splitlines()[0]
+            raise RuntimeError(
+                f"torch.jit.trace is not faithful for this model ({len(tracer)} TracerWarning"
+                f"{'s' if len(tracer) > 1 else ''}, first: {first}); export it as .pt2"
+            )
+        return traced
+
+
+def collect_ts_facts(ts_module, model_name: str, sizes: Sizes, built: Built, script: bool,
+                     input_types: str) -> dict:
+    torch = _torch()
+    with torch.no_grad():
+        outputs = _flatten_tensors(ts_module(*built.eval_args))
+    if not outputs:
+        raise RuntimeError("the module returns no tensor")
+
+    def entries(named):
+        return [{"target": n, "dtype": gir_dtype(t.dtype), "shape": [int(s) for s in t.shape]}
+                for n, t in named]
+
+    return {
+        "model": model_name,
+        "mode": "eval",
+        "format": "torchscript",
+        "method": "script" if script else "trace",
+        "torch_version": torch.__version__,
+        "input_types": input_types,
+        "parameters": entries(ts_module.named_parameters()),
+        "buffers": entries(ts_module.named_buffers()),
+        "outputs": [{"dtype": gir_dtype(t.dtype), "shape": [int(s) for s in t.shape]}
+                    for t in outputs],
+        "sizes": dataclasses.asdict(sizes),
+        "config": built.config,
+        "seed": _SEED,
+    }
+
+
+def check_torchscript(path: str, ts_module, built: Built, facts: dict) -> None:
+    """Re-load the written file: extra file, forward, and the same outputs."""
+    torch = _torch()
+    extra = {INPUT_TYPES_FILE: ""}
+    loaded = torch.jit.load(path, _extra_files=extra)
+    stored = extra[INPUT_TYPES_FILE]  # bytes
+    if isinstance(stored, bytes):
+        stored = stored.decode("utf-8", "replace")
+    if stored != facts["input_types"]:
+        raise RuntimeError(f"{path}: {INPUT_TYPES_FILE} reads back as {stored!r}, not "
+                           f"{facts['input_types']!r}")
+    if not loaded._c._has_method("forward"):
+        raise RuntimeError(f"{path}: the loaded module has no forward method")
+    with torch.no_grad():
+        got = _flatten_tensors(loaded(*built.eval_args))
+        want = _flatten_tensors(ts_module(*built.eval_args))
+    if len(got) != len(want) or not all(
+        g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w) for g, w in zip(got, want)
+    ):
+        raise RuntimeError(f"{path}: the reloaded module computes different outputs")
+
+
+def write_torchscript(ts_module, facts: dict, built: Built, out_path: str) -> str:
+    """Writes FILE.pt and FILE-ts.facts.json atomically. Returns the facts path."""
+    torch = _torch()
+    out_path = os.path.abspath(out_path)
+    out_dir = os.path.dirname(out_path)
+    facts_path = facts_path_for(out_path)
+    tmp_dir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
+    try:
+        tmp_pt = os.path.join(tmp_dir, os.path.basename(out_path))
+        torch.jit.save(ts_module, tmp_pt,
+                       _extra_files={INPUT_TYPES_FILE: facts["input_types"]})
+        check_torchscript(tmp_pt, ts_module, built, facts)
+        tmp_facts = os.path.join(tmp_dir, os.path.basename(facts_path))
+        with open(tmp_facts, "w") as f:
+            json.dump(facts, f, indent=1)
+            f.write("\n")
+        os.replace(tmp_pt, out_path)
         os.replace(tmp_facts, facts_path)
     finally:
         for leftover in os.listdir(tmp_dir):
@@ -854,7 +1046,10 @@ def parse_args(argv):
     p.add_argument("--seq-len", type=int, help="sequence length (bert, bert-mlm, gpt2)")
     p.add_argument("--tiny", action="store_true", help="small configuration for tests")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0)")
-    p.add_argument("-o", "--output", help="output archive, FILE.pt2")
+    p.add_argument("--script", action="store_true",
+                   help="with -o FILE.pt: torch.jit.script the model instead of tracing it")
+    p.add_argument("-o", "--output",
+                   help="output: FILE.pt2 (torch.export) or FILE.pt (TorchScript, eval only)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return p, p.parse_args(argv)
 
@@ -903,9 +1098,16 @@ def main(argv=None) -> int:
     if not args.mode:
         return usage("--mode train|eval is required")
     if not args.output:
-        return usage("-o FILE.pt2 is required")
-    if not args.output.endswith(".pt2"):
-        return usage(f"output must end in .pt2, got '{args.output}'")
+        return usage("-o FILE.pt2 or -o FILE.pt is required")
+    torchscript = args.output.endswith(".pt")
+    if not torchscript and not args.output.endswith(".pt2"):
+        return usage(f"output must end in .pt2 (torch.export) or .pt (TorchScript), "
+                     f"got '{args.output}'")
+    if torchscript and args.mode != "eval":
+        return usage(f"TorchScript output ({args.output}) is forward only: use --mode eval, "
+                     f"or -o FILE.pt2 for the training step")
+    if args.script and not torchscript:
+        return usage("--script applies to TorchScript output (-o FILE.pt) only")
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         return usage(f"output directory '{out_dir}' does not exist")
@@ -917,6 +1119,8 @@ def main(argv=None) -> int:
 
     torch = _torch()
     _SEED = args.seed
+    if torchscript:
+        return _main_torchscript(args, spec, sizes, usage)
     try:
         start = time.perf_counter()
         torch.manual_seed(args.seed)
@@ -945,6 +1149,39 @@ def main(argv=None) -> int:
             f"{facts['num_gradients']} gradients, {facts['num_buffer_mutations']} buffer "
             f"mutations; export {export_s:.2f}s, total {total_s:.2f}s -> {args.output}, "
             f"{os.path.basename(facts_path)}"
+        )
+    return EXIT_OK
+
+
+def _main_torchscript(args, spec: ModelSpec, sizes: Sizes, usage) -> int:
+    torch = _torch()
+    method = "script" if args.script else "trace"
+    try:
+        start = time.perf_counter()
+        torch.manual_seed(args.seed)
+        built = spec.build(sizes)
+        ts_module = build_torchscript(built, args.script)
+        export_s = time.perf_counter() - start
+        input_types = ", ".join(gir_type(a) for a in built.eval_args)
+        facts = collect_ts_facts(ts_module, args.model, sizes, built, args.script, input_types)
+        facts["export_seconds"] = round(export_s, 3)
+        facts_path = write_torchscript(ts_module, facts, built, args.output)
+        total_s = time.perf_counter() - start
+    except UsageError as e:
+        return usage(str(e))
+    except Exception as e:
+        print(
+            f"export_model.py: error: exporting {args.model} (eval, TorchScript {method}) "
+            f"failed: {type(e).__name__}: {e}",
+            file=sys.stderr,
+        )
+        return EXIT_EXPORT_FAILED
+    if not args.quiet:
+        print(
+            f"{args.model} eval (TorchScript, {method}): inputs {facts['input_types']}, "
+            f"{len(facts['parameters'])} parameters, {len(facts['buffers'])} buffers, "
+            f"{len(facts['outputs'])} outputs; export {export_s:.2f}s, total {total_s:.2f}s "
+            f"-> {args.output}, {os.path.basename(facts_path)}"
         )
     return EXIT_OK
 

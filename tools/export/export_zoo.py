@@ -1,64 +1,174 @@
 #!/usr/bin/env python3
 """Export several zoo models (default: all, both modes, --tiny) into one directory.
 
-Writes DIR/<model>-<mode>.pt2 and DIR/<model>-<mode>.facts.json for each, prints one line
-per export with its node count and time, and exits 1 if any export failed.
+Writes DIR/<model>-<mode>.pt2 and DIR/<model>-<mode>.facts.json for each; and TorchScript
+modules (eval only): DIR/<model>-eval.pt (traced) with DIR/<model>-eval-ts.facts.json for
+each model of --torchscript, DIR/<model>-scripted.pt (torch.jit.script) with
+DIR/<model>-scripted-ts.facts.json for each model of --scripted. Prints one line per export
+with its node count and time, and exits 1 if any export failed.
+
+An export is skipped ("cached") when its archive and facts file exist and the stamp
+DIR/.stamps/<archive name>.sha256 holds the same fingerprint: the sha256 of
+export_model.py's bytes, the torch, torchvision and transformers versions and the exact
+export_model.py argument list. The stamp is written only after a successful export;
+--force ignores the stamps.
 
     export_zoo.py -o build/zoo                       # every model, both modes, tiny
-    export_zoo.py -o /tmp/big --full --models resnet50,gpt2 --modes train
+    export_zoo.py -o /tmp/big --full --models resnet50,gpt2 --modes train --torchscript ''
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_model  # noqa: E402
+
+STAMP_DIR = ".stamps"
+
+
+def _versions() -> str:
+    """The installed torch, torchvision and transformers versions (without importing them,
+    which would take seconds on a run where every export is cached)."""
+    from importlib import metadata
+
+    parts = []
+    for name in ("torch", "torchvision", "transformers"):
+        try:
+            parts.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name}=missing")
+    return ";".join(parts)
+
+
+def fingerprint(argv_one: list[str], versions: str) -> str:
+    h = hashlib.sha256()
+    with open(export_model.__file__, "rb") as f:
+        h.update(f.read())
+    h.update(b"\0" + versions.encode() + b"\0")
+    h.update(json.dumps(argv_one).encode())
+    return h.hexdigest()
+
+
+def stamp_path(out_dir: str, archive: str) -> str:
+    return os.path.join(out_dir, STAMP_DIR, os.path.basename(archive) + ".sha256")
+
+
+def is_fresh(out_dir: str, archive: str, facts: str, fp: str) -> bool:
+    if not (os.path.isfile(archive) and os.path.isfile(facts)):
+        return False
+    try:
+        with open(stamp_path(out_dir, archive)) as f:
+            return f.read().strip() == fp
+    except OSError:
+        return False
+
+
+def write_stamp(out_dir: str, archive: str, fp: str) -> None:
+    path = stamp_path(out_dir, archive)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".stamp-", dir=os.path.dirname(path))
+    with os.fdopen(fd, "w") as f:
+        f.write(fp + "\n")
+    os.replace(tmp, path)
+
+
+def remove_stamp(out_dir: str, archive: str) -> None:
+    try:
+        os.unlink(stamp_path(out_dir, archive))
+    except FileNotFoundError:
+        pass
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="export_zoo.py", description=__doc__.splitlines()[0])
     p.add_argument("-o", "--out-dir", required=True, help="directory for the archives")
     p.add_argument("--models", default=",".join(export_model.MODELS),
-                   help="comma-separated model names (default: all)")
+                   help="comma-separated model names for .pt2 exports (default: all)")
     p.add_argument("--modes", default="eval,train", help="comma-separated: eval,train")
+    p.add_argument("--torchscript", default="mlp,cnn,resnet18",
+                   help="comma-separated models to also export as traced TorchScript, "
+                   "DIR/<model>-eval.pt (default: mlp,cnn,resnet18; '' for none)")
+    p.add_argument("--scripted", default="mlp,cnn",
+                   help="comma-separated models to also export with torch.jit.script, "
+                   "DIR/<model>-scripted.pt (default: mlp,cnn; '' for none)")
     p.add_argument("--full", action="store_true", help="default sizes instead of --tiny")
+    p.add_argument("--force", action="store_true", help="export even where the stamp matches")
     args = p.parse_args(argv)
 
-    models = [m for m in args.models.split(",") if m]
-    modes = [m for m in args.modes.split(",") if m]
-    bad = [m for m in models if m not in export_model.MODELS]
+    def names(text):
+        return [m for m in text.split(",") if m]
+
+    models, modes = names(args.models), names(args.modes)
+    ts_models, scripted = names(args.torchscript), names(args.scripted)
+    bad = [m for m in models + ts_models + scripted if m not in export_model.MODELS]
     bad += [m for m in modes if m not in ("eval", "train")]
     if bad:
-        p.error(f"unknown model or mode: {', '.join(bad)}")
+        p.error(f"unknown model or mode: {', '.join(dict.fromkeys(bad))}")
     os.makedirs(args.out_dir, exist_ok=True)
 
-    failures = 0
-    print(f"{'model':<10} {'mode':<5} {'nodes':>6} {'ops':>6} {'params':>6} {'export_s':>8} "
-          f"{'total_s':>8}  archive")
+    # (model, form, archive path, export_model.py arguments)
+    jobs = []
     for model in models:
         for mode in modes:
             out = os.path.join(args.out_dir, f"{model}-{mode}.pt2")
-            argv_one = ["--model", model, "--mode", mode, "-o", out, "-q"]
-            if not args.full:
-                argv_one.append("--tiny")
+            jobs.append((model, mode, out, ["--model", model, "--mode", mode, "-o", out]))
+    for model in ts_models:
+        out = os.path.join(args.out_dir, f"{model}-eval.pt")
+        jobs.append((model, "trace", out, ["--model", model, "--mode", "eval", "-o", out]))
+    for model in scripted:
+        out = os.path.join(args.out_dir, f"{model}-scripted.pt")
+        jobs.append((model, "script", out,
+                     ["--model", model, "--mode", "eval", "--script", "-o", out]))
+
+    versions = _versions()
+    failures = cached = 0
+    start_all = time.perf_counter()
+    print(f"{'model':<10} {'form':<6} {'nodes':>6} {'ops':>6} {'params':>6} {'export_s':>8} "
+          f"{'total_s':>8}  archive")
+    for model, form, out, argv_one in jobs:
+        argv_one = argv_one + ["-q"] + ([] if args.full else ["--tiny"])
+        facts_path = export_model.facts_path_for(out)
+        fp = fingerprint(argv_one, versions)
+        fresh = not args.force and is_fresh(args.out_dir, out, facts_path, fp)
+        if not fresh:
+            remove_stamp(args.out_dir, out)  # a half-done export must not look fresh
             start = time.perf_counter()
             rc = export_model.main(argv_one)
             total = time.perf_counter() - start
             if rc != 0:
                 failures += 1
-                print(f"{model:<10} {mode:<5} FAILED (exit {rc}) after {total:.1f}s", flush=True)
+                print(f"{model:<10} {form:<6} FAILED (exit {rc}) after {total:.1f}s", flush=True)
                 continue
-            with open(out[: -len(".pt2")] + ".facts.json") as f:
+        try:
+            with open(facts_path) as f:
                 facts = json.load(f)
-            size_mb = os.path.getsize(out) / 2**20
-            print(f"{model:<10} {mode:<5} {facts['num_nodes']:>6} {facts['num_op_nodes']:>6} "
-                  f"{facts['num_parameters']:>6} {facts['export_seconds']:>8.2f} {total:>8.2f}"
-                  f"  {out} ({size_mb:.1f} MiB)", flush=True)
+        except (OSError, ValueError) as e:
+            failures += 1
+            print(f"{model:<10} {form:<6} FAILED: cannot read {facts_path}: {e}", flush=True)
+            continue
+        if not fresh:
+            write_stamp(args.out_dir, out, fp)
+        if facts.get("format") == "torchscript":
+            nodes, ops, params = "-", "-", len(facts["parameters"])
+        else:
+            nodes, ops, params = facts["num_nodes"], facts["num_op_nodes"], facts["num_parameters"]
+        if fresh:
+            cached += 1
+            timing = f"{'cached':>8} {'':>8}"
+        else:
+            timing = f"{facts['export_seconds']:>8.2f} {total:>8.2f}"
+        size_mb = os.path.getsize(out) / 2**20
+        print(f"{model:<10} {form:<6} {nodes:>6} {ops:>6} {params:>6} {timing}"
+              f"  {out} ({size_mb:.1f} MiB)", flush=True)
+    print(f"{len(jobs)} exports: {len(jobs) - failures - cached} exported, {cached} cached, "
+          f"{failures} failed; {time.perf_counter() - start_all:.1f}s")
     return 1 if failures else 0
 
 
