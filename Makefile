@@ -12,9 +12,11 @@ all: build
 setup:
 	@scripts/setup.sh
 
-# Re-run CMake only when the build tree is missing or points at another environment.
+# Re-run CMake only when the build tree is missing or points at another environment; in
+# the latter case start from an empty cache, since it remembers the old torch's libraries.
 configure: setup
 	@if [ ! -f $(BUILD_DIR)/build.ninja ] || ! grep -q "GRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python" $(BUILD_DIR)/CMakeCache.txt; then \
+	  rm -f $(BUILD_DIR)/CMakeCache.txt; \
 	  cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
 	        -DGRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python; \
 	fi

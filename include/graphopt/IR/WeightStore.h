@@ -25,6 +25,10 @@ public:
     auto it = tensors_.find(name);
     return it == tensors_.end() ? nullptr : &it->second;
   }
+  at::Tensor *lookup(llvm::StringRef name) {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : &it->second;
+  }
   bool contains(llvm::StringRef name) const { return tensors_.count(name) != 0; }
   size_t size() const { return tensors_.size(); }
   bool empty() const { return tensors_.empty(); }
