@@ -3,10 +3,44 @@
 
 #include "graphopt/IR/Parser.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/empty_strided.h>
 #include <absl/strings/str_cat.h>
 #include <llvm/Support/Path.h>
 
 namespace graphopt {
+
+namespace {
+at::Tensor standIn(const TensorType &t, at::Generator &gen, double scale) {
+  at::Tensor x = at::empty_strided(t.sizes, t.strides, at::TensorOptions().dtype(t.dtype));
+  if (at::isFloatingType(t.dtype))
+    x.normal_(0, scale, gen);
+  else
+    x.zero_();
+  return x;
+}
+} // namespace
+
+std::vector<at::Tensor> makeExampleInputs(const Graph &graph, uint64_t seed) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  std::vector<at::Tensor> inputs;
+  for (const GraphInput &in : graph.inputs())
+    if (in.role == InputRole::UserInput && in.value->isTensor())
+      inputs.push_back(standIn(in.value->tensorType(), gen, 1.0));
+  return inputs;
+}
+
+size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed) {
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
+  size_t made = 0;
+  for (const GraphInput &in : graph.inputs()) {
+    if (in.role == InputRole::UserInput || !in.value->isTensor() || weights.contains(in.target))
+      continue;
+    weights.set(in.target, standIn(in.value->tensorType(), gen, 0.1));
+    ++made;
+  }
+  return made;
+}
 
 absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options) {
   llvm::StringRef ext = llvm::sys::path::extension(path);

@@ -53,6 +53,7 @@ private:
                             WeightStore &store);
   absl::Status loadLegacyStateDict(const std::string &record, WeightStore &store);
   absl::Status checkWeights(const Graph &g, const WeightStore &store);
+  absl::Status loadExampleInputs(const std::string &record, ImportedModel &model);
 
   std::string path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
@@ -191,6 +192,51 @@ absl::Status Pt2Reader::loadLegacyStateDict(const std::string &recordName, Weigh
   return absl::OkStatus();
 }
 
+namespace {
+void flattenTensors(const c10::IValue &v, std::vector<at::Tensor> &out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const c10::IValue &e : v.toTupleRef().elements())
+      flattenTensors(e, out);
+  } else if (v.isList()) {
+    for (const c10::IValue &e : v.toListRef())
+      flattenTensors(e, out);
+  } else if (v.isGenericDict()) {
+    for (const auto &entry : v.toGenericDict())
+      flattenTensors(entry.value(), out);
+  }
+}
+} // namespace
+
+/// The archive's example inputs (torch.save of (args, kwargs)), flattened in
+/// order; kept only when they fit the graph's user inputs.
+absl::Status Pt2Reader::loadExampleInputs(const std::string &recordName, ImportedModel &model) {
+  if (!zip_->hasRecord(recordName))
+    return absl::OkStatus();
+  auto bytes = record(recordName);
+  if (!bytes.ok())
+    return bytes.status();
+  std::vector<at::Tensor> inputs;
+  try {
+    flattenTensors(torch::jit::pickle_load(std::vector<char>(bytes->begin(), bytes->end())), inputs);
+  } catch (const c10::Error &e) {
+    return error(absl::StrCat(recordName, ": cannot unpickle: ", e.what_without_backtrace()));
+  }
+  size_t next = 0;
+  for (const GraphInput &in : model.graph->inputs()) {
+    if (in.role != InputRole::UserInput)
+      continue;
+    if (next >= inputs.size() || inputs[next].scalar_type() != in.value->tensorType().dtype ||
+        !llvm::equal(inputs[next].sizes(), in.value->tensorType().sizes))
+      return absl::OkStatus(); // not usable as they are: leave them out
+    ++next;
+  }
+  if (next == inputs.size())
+    model.exampleInputs = std::move(inputs);
+  return absl::OkStatus();
+}
+
 /// Every parameter, buffer and constant input has a weight of its type.
 absl::Status Pt2Reader::checkWeights(const Graph &g, const WeightStore &store) {
   for (const GraphInput &in : g.inputs()) {
@@ -290,6 +336,8 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
   if (!st.ok())
     return st;
   if (st = checkWeights(*model.graph, model.weights); !st.ok())
+    return st;
+  if (st = loadExampleInputs(absl::StrCat("data/sample_inputs/", modelName, ".pt"), model); !st.ok())
     return st;
   return model;
 }

@@ -1,8 +1,10 @@
 //===- graph-opt.cpp - The graph-opt driver -------------------------------===//
 //
-// Shaped like LLVM's opt: read a graph, verify it, (later: run a pass pipeline),
-// print it back. Exit codes: 0 ok, 1 verification of a rewrite failed, 2 bad
-// input or usage. Outputs are written atomically; the input is never modified.
+// Shaped like LLVM's opt: read a model, verify its graph, (later: run a pass
+// pipeline), optionally execute it (--run) and prove the result computes what
+// the input did (--verify), print it back. Exit codes: 0 ok, 1 verification of
+// a rewrite failed, 2 bad input or usage. Outputs are written atomically; the
+// input is never modified.
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/IR/Parser.h"
@@ -10,7 +12,13 @@
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
+#include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/MemoryProbe.h"
+#include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Support/FileIO.h"
+
+#include <ATen/Context.h>
+#include <llvm/Support/Format.h>
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/InitLLVM.h>
@@ -46,9 +54,77 @@ cl::opt<std::string> inputTypes(
              "keeps no shapes; modules from tools/export carry their own)"),
     cl::value_desc("types"), cl::init(""), cl::cat(category));
 
+cl::opt<unsigned> runSteps("run",
+                           cl::desc("Execute the graph N times; print the loss, the time per step "
+                                    "and the measured peak memory"),
+                           cl::value_desc("N"), cl::init(0), cl::cat(category));
+cl::opt<bool> verifyOutputs("verify",
+                            cl::desc("Run the input and the resulting graph with the same weights, "
+                                     "inputs and seed and compare every output (exit 1 if they "
+                                     "differ)"),
+                            cl::cat(category));
+cl::opt<std::string> deviceName("device",
+                                cl::desc("Device for --run and --verify: cpu or cuda (default: cuda "
+                                         "when a GPU is present, else cpu)"),
+                                cl::value_desc("cpu|cuda"), cl::init(""), cl::cat(category));
+cl::opt<uint64_t> seed("seed", cl::desc("RNG seed for --run and --verify (default 0)"),
+                       cl::init(0), cl::cat(category));
+
 int fail(llvm::StringRef message, int code) {
   llvm::WithColor::error(llvm::errs(), "graph-opt") << message << '\n';
   return code;
+}
+
+absl::StatusOr<c10::Device> chosenDevice() {
+  if (deviceName.empty())
+    return at::hasCUDA() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
+  if (deviceName == "cpu")
+    return c10::Device(c10::DeviceType::CPU);
+  if (deviceName == "cuda" || llvm::StringRef(deviceName).startswith("cuda:")) {
+    if (!at::hasCUDA())
+      return absl::InvalidArgumentError("--device=cuda: no GPU is present on this machine");
+    return c10::Device(deviceName);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
+}
+
+std::string mib(int64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  return os.str();
+}
+
+/// --run N: executes the graph N times and prints what each step measured.
+int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor> inputs,
+             c10::Device device) {
+  NodeProfiler profiler(device);
+  ExecutionOptions options;
+  options.device = device;
+  options.seed = seed;
+  Executor executor(graph, model.weights, options);
+  profiler.attach(executor);
+  int loss = -1;
+  for (unsigned i = 0; i < graph.outputs().size(); ++i)
+    if (graph.outputs()[i].role == OutputRole::Loss)
+      loss = static_cast<int>(i);
+  llvm::outs() << "running @" << graph.name() << " on " << device.str() << ", " << runSteps
+               << " step" << (runSteps == 1 ? "" : "s") << ":\n";
+  for (unsigned step = 0; step < runSteps; ++step) {
+    profiler.beginRun();
+    auto start = std::chrono::steady_clock::now();
+    auto result = executor.run(inputs);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok())
+      return fail(absl::StrCat(inputPath.getValue(), ": ", result.status().message()), kBadInput);
+    llvm::outs() << llvm::format("  step %u: %.2f ms", step + 1, seconds * 1e3);
+    if (loss >= 0)
+      llvm::outs() << llvm::format(", loss %.6f", result->outputs[loss].item().toDouble());
+    llvm::outs() << ", peak memory " << mib(profiler.runPeakBytes())
+                 << " above weights and inputs\n";
+  }
+  return kOk;
 }
 
 } // namespace
@@ -75,6 +151,34 @@ int main(int argc, char **argv) {
   std::unique_ptr<Graph> &graph = model->graph;
   if (absl::Status st = verifyGraph(*graph); !st.ok())
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
+
+  // The pass pipeline will rewrite `graph`; --verify compares it with this copy.
+  std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
+
+  if (runSteps > 0 || verifyOutputs) {
+    auto device = chosenDevice();
+    if (!device.ok())
+      return fail(std::string(device.status().message()), kBadInput);
+    if (size_t made = fillMissingWeights(*graph, model->weights, seed))
+      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
+                   << " inputs; using seeded random ones\n";
+    std::vector<at::Tensor> inputs =
+        model->exampleInputs.empty() ? makeExampleInputs(*graph, seed) : model->exampleInputs;
+    if (verifyOutputs) {
+      VerifierOptions vopts;
+      vopts.device = *device;
+      vopts.seed = seed;
+      auto report = verifyRewrite(*original, *graph, model->weights, inputs, vopts);
+      if (!report.ok())
+        return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
+      report->print(llvm::errs());
+      if (!report->passed)
+        return kVerificationFailed;
+    }
+    if (runSteps > 0)
+      if (int rc = runGraph(*graph, *model, inputs, *device); rc != kOk)
+        return rc;
+  }
 
   bool writeGraph = emitText || !outputPath.empty();
   std::string out = outputPath.empty() ? "-" : outputPath.getValue();

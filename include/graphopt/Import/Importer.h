@@ -22,7 +22,19 @@ namespace graphopt {
 struct ImportedModel {
   std::unique_ptr<Graph> graph;
   WeightStore weights;
+  /// Example values for the user inputs, in order, when the file carries them
+  /// (a .pt2 archive's data/sample_inputs); empty otherwise.
+  std::vector<at::Tensor> exampleInputs;
 };
+
+/// Deterministic stand-ins for `graph`'s user inputs: floats from a seeded
+/// normal distribution, integers and bools zero.
+std::vector<at::Tensor> makeExampleInputs(const Graph &graph, uint64_t seed);
+
+/// Gives every parameter, buffer, constant and optimizer-state input that has
+/// no weight in `weights` a deterministic stand-in (normal floats scaled by
+/// 0.1, zero integers), so a .gir graph can run. Returns how many it made.
+size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed);
 
 struct ImportOptions {
   /// Types of a TorchScript module's forward inputs: TorchScript keeps no

@@ -1,0 +1,89 @@
+//===- MemoryProbe.h - Measuring memory and time per node ---------*- C++ -*-===//
+//
+// CPU: a tracking c10::Allocator, installed with c10::SetCPUAllocator, that
+// forwards to the allocator it replaces and counts current and peak bytes
+// exactly (thread safe; its DataPtr context equals the data pointer, as
+// oneDNN's raw_allocate requires; the null pointer of a zero-byte allocation
+// is accepted by its deleter). CUDA: the caching allocator's device stats
+// (current and peak allocated bytes, peak reset per node) and CUDA events.
+//
+// NodeProfiler hooks an Executor and records, per node: time, bytes live
+// before it, the peak during it, and the bytes of its outputs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Runtime/Executor.h"
+
+#include <c10/core/Allocator.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace graphopt {
+
+class TrackingCpuAllocator final : public c10::Allocator {
+public:
+  /// Installs the tracker as the CPU allocator (once per process) and returns it.
+  static TrackingCpuAllocator &install();
+
+  c10::DataPtr allocate(size_t nbytes) override;
+  c10::DeleterFnPtr raw_deleter() const override { return &deleteFn; }
+  void copy_data(void *dest, const void *src, std::size_t count) const override;
+
+  int64_t currentBytes() const { return current_.load(); }
+  int64_t peakBytes() const { return peak_.load(); }
+  /// Starts a new peak window at the current level.
+  void resetPeak() { peak_.store(current_.load()); }
+
+private:
+  explicit TrackingCpuAllocator(c10::Allocator *underlying) : underlying_(underlying) {}
+  static void deleteFn(void *ptr);
+  void release(void *ptr);
+
+  c10::Allocator *underlying_;
+  std::atomic<int64_t> current_{0};
+  std::atomic<int64_t> peak_{0};
+  std::mutex mutex_;
+  /// Live allocations: pointer -> (size, the underlying DataPtr that frees it).
+  std::unordered_map<void *, std::pair<size_t, c10::DataPtr>> live_;
+};
+
+struct NodeProfile {
+  const Node *node = nullptr;
+  double seconds = 0;
+  int64_t bytesBefore = 0; ///< live when the node starts
+  int64_t peakBytes = 0;   ///< highest level while it runs
+  int64_t outputBytes = 0; ///< storage of its tensor outputs (shared storage counted once)
+};
+
+/// Records a NodeProfile per node of every run of an Executor it is attached to.
+class NodeProfiler {
+public:
+  /// On CPU installs the tracking allocator; on CUDA uses the caching allocator's stats.
+  explicit NodeProfiler(c10::Device device);
+  void attach(Executor &executor);
+
+  const std::vector<NodeProfile> &profiles() const { return profiles_; }
+  /// Highest live bytes seen across the last run, relative to the start of the run.
+  int64_t runPeakBytes() const { return runPeak_; }
+  /// Call before each run: clears profiles and starts a new peak window.
+  void beginRun();
+
+private:
+  int64_t currentBytes() const;
+  int64_t peakBytes() const;
+  void resetPeak();
+
+  c10::Device device_;
+  TrackingCpuAllocator *cpu_ = nullptr;
+  std::vector<NodeProfile> profiles_;
+  int64_t runBase_ = 0;
+  int64_t runPeak_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace graphopt

@@ -1,0 +1,69 @@
+//===- OutputVerifier.h - Proving a rewritten graph computes the same -*- C++ -*-===//
+//
+// Runs the original and the rewritten graph with the same weights, inputs and
+// RNG seed (on CUDA when a GPU is present, otherwise on CPU, and says which),
+// compares every output by role and name with dtype-aware tolerances (exact
+// for integers and bools), and on a failure names the first node, in
+// execution order, whose value diverges among the values both graphs share.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+#include "graphopt/IR/WeightStore.h"
+
+#include <ATen/core/Tensor.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// torch.testing's defaults: f32 rtol 1.3e-6 / atol 1e-5, f64 1e-7 / 1e-7,
+/// f16 1e-3 / 1e-5, bf16 1.6e-2 / 1e-5; exact for integers and bools.
+Tolerance defaultTolerance(c10::ScalarType dtype);
+
+struct VerifierOptions {
+  /// Run on this device; unset: CUDA when a GPU is present, else CPU.
+  std::optional<c10::Device> device;
+  uint64_t seed = 0;
+  /// Override the floating-point tolerances for every dtype.
+  std::optional<double> rtol, atol;
+};
+
+struct OutputComparison {
+  std::string label; ///< "loss", "gradient fc1.weight", "user_output #0", ...
+  std::string originalValue, rewrittenValue;
+  double maxAbsError = 0;
+  double maxRelError = 0;
+  Tolerance tolerance;
+  bool passed = false;
+  std::string problem; ///< why it failed beyond the numbers (missing, shape, dtype)
+};
+
+struct VerificationReport {
+  c10::Device device{c10::DeviceType::CPU};
+  bool gpuAvailable = false;
+  std::vector<OutputComparison> outputs;
+  bool passed = false;
+  /// On failure: the first node whose output differs, "" when none was found.
+  std::string firstDivergence;
+
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Compares `rewritten` against `original`. An error status means the
+/// verification could not run (a graph failed to execute), not that it failed.
+absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Graph &rewritten,
+                                                 WeightStore &weights,
+                                                 llvm::ArrayRef<at::Tensor> userInputs,
+                                                 const VerifierOptions &options = {});
+
+} // namespace graphopt
