@@ -88,6 +88,28 @@ absl::Status Executor::prepare() {
     if (lastUse[s] >= 0)
       freeAfter_[lastUse[s]].push_back(s);
 
+  // Buffers an operator writes in place (a `Tensor(a!)` argument in its
+  // schema): the run mutates the device copy, which writeBackBuffers syncs.
+  mutatedInPlace_.assign(graph_.inputs().size(), false);
+  for (const Node &n : graph_.nodes()) {
+    const auto &schemaArgs = n.schema().arguments();
+    for (unsigned i = 0; i < n.numArgs() && i < schemaArgs.size(); ++i) {
+      const c10::AliasInfo *alias = schemaArgs[i].alias_info();
+      if (!alias || !alias->isWrite())
+        continue;
+      auto mark = [&](const Value *v) {
+        if (v && v->isGraphInput())
+          mutatedInPlace_[v->index()] = true;
+      };
+      const Argument &a = n.arg(i);
+      if (a.isValue())
+        mark(a.getValue());
+      else if (a.isList())
+        for (const Value *v : a.getList())
+          mark(v);
+    }
+  }
+
   // Weights: looked up by target, moved to the device once.
   deviceWeights_.assign(graph_.inputs().size(), at::Tensor());
   for (unsigned i = 0; i < graph_.inputs().size(); ++i) {
@@ -203,6 +225,15 @@ absl::Status Executor::runNode(const Node &node, size_t index) {
 }
 
 void Executor::writeBackBuffers(llvm::ArrayRef<at::Tensor> outputs) {
+  // Buffers mutated in place: the store sees it already unless the device copy is separate.
+  for (unsigned i = 0; i < graph_.inputs().size(); ++i) {
+    const GraphInput &in = graph_.inputs()[i];
+    if (!mutatedInPlace_[i] || in.role == InputRole::UserInput)
+      continue;
+    at::Tensor *stored = weights_.lookup(in.target);
+    if (stored && !stored->is_same(deviceWeights_[i]))
+      stored->copy_(deviceWeights_[i]);
+  }
   for (unsigned o = 0; o < graph_.outputs().size(); ++o) {
     const GraphOutput &out = graph_.outputs()[o];
     if (out.role != OutputRole::BufferMutation || !outputs[o].defined())

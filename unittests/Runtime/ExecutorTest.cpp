@@ -184,3 +184,22 @@ TEST(TrackingAllocatorTest, CountsExactlyAndHandlesZeroBytes) {
   { at::Tensor big = at::zeros({1024}, at::kFloat); EXPECT_GE(t.currentBytes(), before + 4096); }
   EXPECT_EQ(t.currentBytes(), before);
 }
+
+TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStore) {
+  // aten::add_.Tensor writes its `self` (Tensor(a!)): the buffer itself changes.
+  auto g = parse(R"(graph @inplace {
+  input %count : f32[2] buffer "counter"
+  input %x : f32[2] user_input
+  %same = aten::add_.Tensor(%count, %x) : f32[2]
+  %y = aten::relu(%same) : f32[2]
+  output %y user_output
+})");
+  WeightStore w;
+  w.set("counter", at::zeros({2}));
+  ExecutionOptions o;
+  o.writeBackBuffers = true;
+  Executor ex(*g, w, o);
+  ASSERT_TRUE(ex.run({at::ones({2})}).ok());
+  ASSERT_TRUE(ex.run({at::ones({2})}).ok());
+  EXPECT_EQ(w.lookup("counter")->sum().item().toFloat(), 4.0f);
+}

@@ -79,6 +79,8 @@ private:
   std::vector<bool> isGraphOutput_;
   /// Weights on the execution device, by input index (moved once).
   std::vector<at::Tensor> deviceWeights_;
+  /// Inputs some operator writes in place, by input index (schema alias info).
+  std::vector<bool> mutatedInPlace_;
 };
 
 } // namespace graphopt
