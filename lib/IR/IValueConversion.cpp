@@ -1,6 +1,11 @@
 //===- IValueConversion.cpp -----------------------------------------------===//
 #include "graphopt/IR/IValueConversion.h"
 
+#include "graphopt/IR/SchemaUtils.h"
+
+#include <ATen/ScalarOps.h>
+#include <absl/strings/str_cat.h>
+
 namespace graphopt {
 
 c10::IValue constantToIValue(const Constant &c) {
@@ -79,6 +84,60 @@ std::optional<Constant> constantFromIValue(const c10::IValue &v, const c10::Type
     }
   }
   return std::nullopt;
+}
+
+absl::StatusOr<c10::IValue>
+argumentToIValue(const Node &node, unsigned i,
+                 llvm::function_ref<absl::StatusOr<c10::IValue>(const Value *)> valueOf,
+                 c10::Device numberDevice, c10::Device device) {
+  const Argument &a = node.arg(i);
+  ArgForm form = argFormOf(node.schema().arguments()[i].real_type());
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    return valueOf(a.getValue());
+  case Argument::Kind::ValueList: {
+    if (form == ArgForm::OptionalTensorList) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const Value *v : a.getList()) {
+        if (!v) {
+          list.push_back(std::nullopt);
+          continue;
+        }
+        auto t = valueOf(v);
+        if (!t.ok())
+          return t.status();
+        list.push_back(t->toTensor());
+      }
+      return c10::IValue(list);
+    }
+    c10::List<at::Tensor> list;
+    for (const Value *v : a.getList()) {
+      if (!v)
+        return absl::FailedPreconditionError(
+            absl::StrCat("node ", node.describe(), ": None in a tensor list"));
+      auto t = valueOf(v);
+      if (!t.ok())
+        return t.status();
+      list.push_back(t->toTensor());
+    }
+    return c10::IValue(list);
+  }
+  case Argument::Kind::Constant: {
+    const Constant &c = a.getConstant();
+    if ((form == ArgForm::Tensor || form == ArgForm::OptionalTensor) && !c.isNone()) {
+      c10::Scalar s = c.kind() == ConstantKind::Int     ? c10::Scalar(c.asInt())
+                      : c.kind() == ConstantKind::Float ? c10::Scalar(c.asFloat())
+                                                        : c10::Scalar(c.asBool());
+      at::Tensor t = c10::scalar_to_tensor(s, numberDevice);
+      t.unsafeGetTensorImpl()->set_wrapped_number(true);
+      return c10::IValue(t);
+    }
+    if (c.kind() == ConstantKind::Device)
+      return c10::IValue(device);
+    return constantToIValue(c);
+  }
+  }
+  return c10::IValue();
 }
 
 } // namespace graphopt

@@ -5,7 +5,6 @@
 #include "graphopt/IR/SchemaUtils.h"
 
 #include <ATen/ops/empty_strided.h>
-#include <ATen/ScalarOps.h>
 #include <absl/strings/str_cat.h>
 
 namespace graphopt {
@@ -21,11 +20,16 @@ at::Tensor standIn(const TensorType &t, c10::Device on) {
   return x;
 }
 
+/// The stand-in IValue of argument `i`; `device` becomes the device of the
+/// first tensor operand (or device constant): where the real outputs live.
 absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::Device on,
                                             c10::Device &device, bool &sawDevice) {
   const Argument &a = node.arg(i);
-  const c10::Argument &schemaArg = node.schema().arguments()[i];
-  auto tensorOf = [&](Value *v) -> absl::StatusOr<at::Tensor> {
+  if (!sawDevice && a.isConstant() && a.getConstant().kind() == ConstantKind::Device) {
+    device = a.getConstant().asDevice();
+    sawDevice = true;
+  }
+  auto standInOf = [&](const Value *v) -> absl::StatusOr<c10::IValue> {
     if (!v->type().isKnown())
       return absl::FailedPreconditionError(absl::StrCat("node ", node.describe(), ": operand %",
                                                         v->name().str(), " has no type"));
@@ -37,62 +41,10 @@ absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::D
       device = v->tensorType().device;
       sawDevice = true;
     }
-    return standIn(v->tensorType(), on);
+    return c10::IValue(standIn(v->tensorType(), on));
   };
-  switch (a.kind()) {
-  case Argument::Kind::Value: {
-    auto t = tensorOf(a.getValue());
-    if (!t.ok())
-      return t.status();
-    return c10::IValue(*t);
-  }
-  case Argument::Kind::ValueList: {
-    if (argFormOf(schemaArg.real_type()) == ArgForm::OptionalTensorList) {
-      c10::List<std::optional<at::Tensor>> list;
-      for (Value *v : a.getList()) {
-        if (!v) {
-          list.push_back(std::nullopt);
-          continue;
-        }
-        auto t = tensorOf(v);
-        if (!t.ok())
-          return t.status();
-        list.push_back(*t);
-      }
-      return c10::IValue(list);
-    }
-    c10::List<at::Tensor> list;
-    for (Value *v : a.getList()) {
-      if (!v)
-        return absl::FailedPreconditionError(
-            absl::StrCat("node ", node.describe(), ": None in a tensor list"));
-      auto t = tensorOf(v);
-      if (!t.ok())
-        return t.status();
-      list.push_back(*t);
-    }
-    return c10::IValue(list);
-  }
-  case Argument::Kind::Constant: {
-    const Constant &c = a.getConstant();
-    ArgForm form = argFormOf(schemaArg.real_type());
-    if ((form == ArgForm::Tensor || form == ArgForm::OptionalTensor) && !c.isNone()) {
-      // A wrapped number, as PyTorch's argument parser makes it.
-      c10::Scalar s = c.kind() == ConstantKind::Int     ? c10::Scalar(c.asInt())
-                      : c.kind() == ConstantKind::Float ? c10::Scalar(c.asFloat())
-                                                        : c10::Scalar(c.asBool());
-      at::Tensor t = c10::scalar_to_tensor(s, on);
-      t.unsafeGetTensorImpl()->set_wrapped_number(true);
-      return c10::IValue(t);
-    }
-    if (c.kind() == ConstantKind::Device && !sawDevice)
-      device = c.asDevice();
-    if (c.kind() == ConstantKind::Device)
-      return c10::IValue(on); // compute on the stand-in device, keep the real one
-    return constantToIValue(c);
-  }
-  }
-  return c10::IValue();
+  // Compute on the stand-in device; the real outputs keep `device`.
+  return argumentToIValue(node, i, standInOf, on, on);
 }
 
 absl::StatusOr<ValueType> typeOfResult(const Node &node, const c10::IValue &v, c10::Device device) {

@@ -6,7 +6,6 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
-#include <ATen/ScalarOps.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
@@ -133,44 +132,12 @@ absl::Status Executor::prepare() {
 }
 
 absl::StatusOr<c10::IValue> Executor::argumentValue(const Node &node, unsigned i) const {
-  const Argument &a = node.arg(i);
-  const c10::Argument &schemaArg = node.schema().arguments()[i];
-  switch (a.kind()) {
-  case Argument::Kind::Value:
-    return values_[slot_.lookup(a.getValue())];
-  case Argument::Kind::ValueList: {
-    if (argFormOf(schemaArg.real_type()) == ArgForm::OptionalTensorList) {
-      c10::List<std::optional<at::Tensor>> list;
-      for (Value *v : a.getList())
-        list.push_back(v ? std::optional<at::Tensor>(values_[slot_.lookup(v)].toTensor())
-                         : std::nullopt);
-      return c10::IValue(list);
-    }
-    c10::List<at::Tensor> list;
-    for (Value *v : a.getList())
-      list.push_back(values_[slot_.lookup(v)].toTensor());
-    return c10::IValue(list);
-  }
-  case Argument::Kind::Constant: {
-    const Constant &c = a.getConstant();
-    ArgForm form = argFormOf(schemaArg.real_type());
-    if ((form == ArgForm::Tensor || form == ArgForm::OptionalTensor) && !c.isNone()) {
-      // A wrapped number, as PyTorch's argument parser makes one: a CPU 0-d
-      // tensor that promotes like a Python scalar.
-      c10::Scalar s = c.kind() == ConstantKind::Int     ? c10::Scalar(c.asInt())
-                      : c.kind() == ConstantKind::Float ? c10::Scalar(c.asFloat())
-                                                        : c10::Scalar(c.asBool());
-      at::Tensor t = c10::scalar_to_tensor(s);
-      t.unsafeGetTensorImpl()->set_wrapped_number(true);
-      return c10::IValue(t);
-    }
-    // Graphs exported on one device name it in factory calls; run on ours.
-    if (c.kind() == ConstantKind::Device)
-      return c10::IValue(options_.device);
-    return constantToIValue(c);
-  }
-  }
-  return c10::IValue();
+  auto fromTable = [this](const Value *v) -> absl::StatusOr<c10::IValue> {
+    return values_[slot_.lookup(v)];
+  };
+  // Wrapped numbers stay on the CPU, as PyTorch makes them; factory calls that
+  // name the export's device run on ours.
+  return argumentToIValue(node, i, fromTable, c10::Device(c10::DeviceType::CPU), options_.device);
 }
 
 absl::Status Executor::runNode(const Node &node, size_t index) {
