@@ -36,6 +36,16 @@ Eval exports keep the ties: there, ``torch.export`` lifts one placeholder per na
 ``PARAMETER`` inputs), and the archive's weights config points both names at one weight
 file (see docs/Pt2ArchiveFormat.md, "Shared storage").
 
+``--no-dropout``: every dropout probability of the text models' configs is 0 (BERT's
+``hidden_dropout_prob``, ``attention_probs_dropout_prob`` and ``classifier_dropout``; GPT-2's
+``resid_pdrop``, ``embd_pdrop``, ``attn_pdrop`` and ``summary_first_dropout``), so their
+training graph draws no random numbers and can be compared with eager PyTorch
+(test/Inputs/make_eager_references.py); the other models have no dropout and are unchanged.
+The exporter fails if the graph still has a random operator (``aten::native_dropout``; in
+train mode any operator tagged ``nondeterministic_seeded``). The facts record
+``"dropout": true|false``. ``build_for_facts(facts)`` rebuilds the exported module of a facts
+file (same builder, sizes, config, seed, dropout setting, untied parameters).
+
 Nothing is downloaded: torchvision models use ``weights=None`` and transformers models are
 built from configs; all weights are random with a fixed seed (``--seed``, default 0), and
 inputs and labels come from a separate seeded generator, so two runs give the same archive
@@ -52,32 +62,45 @@ round trip adds getitems for ``None`` outputs, so Python's own count changes aft
 reloading). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
 left out).
 
-TorchScript (``-o FILE.pt``, eval mode only): the eval module is traced with
+TorchScript (``-o FILE.pt``): in eval mode the eval module is traced with
 ``torch.jit.trace`` on the example inputs (``--script``: ``torch.jit.script`` instead, for
-models whose Python scripts: mlp, cnn, the ResNets) and saved with ``torch.jit.save`` and
-the extra file ``graphopt/input_types``, the forward inputs' types in the .gir type syntax
+models whose Python scripts: mlp, cnn, the ResNets); in train mode the training-step wrapper
+(in train mode, shared parameters left tied) is traced on the training inputs (inputs plus
+labels), returning the 0-dim loss instead of ``(loss,)``, so that
+``torch.jit.load(FILE)(*inputs).backward()`` is one eager training step (forward, then
+autograd's backward: the "eager PyTorch" baseline of the C++ benchmarks); its parameter and
+buffer names are the .pt2's (``model.conv1.weight``) and their values the initial ones
+(tracing runs the step; the BatchNorm statistics it moved are restored). The check after
+writing runs that backward and requires a finite gradient for every parameter. A model whose
+trace is not faithful (a TracerWarning: active dropout, size arithmetic) is refused; mlp, cnn
+and the ResNets trace (the TracerWarning of train-mode BatchNorm's batch-size check, which can
+only raise, is ignored). The module is saved with ``torch.jit.save`` and the extra file
+``graphopt/input_types``, the forward inputs' types in the .gir type syntax
 (``f32[2, 3, 32, 32], i64[8]``), which graph-opt's TorchScript importer reads because
 TorchScript keeps no shapes. Beside ``FILE.pt`` goes ``FILE-ts.facts.json`` (``-ts`` so that
 an eval ``.pt2`` and ``.pt`` of the same stem never share a facts file): ``model``,
-``mode`` ("eval"), ``format`` ("torchscript"), ``method`` ("trace" or "script"),
+``mode`` ("eval" or "train"), ``format`` ("torchscript"), ``method`` ("trace" or "script"),
 ``input_types``, ``parameters`` and ``buffers`` (``{"target", "dtype", "shape"}`` in
 ``named_parameters()`` / ``named_buffers()`` order), ``outputs`` (``{"dtype", "shape"}`` of
-the tensors the saved module returns on the example inputs, tuples flattened), with dtypes
-written as .gir names (``f32``, ``i64``, ...). The text models (bert, bert-mlm, gpt2) trace
-into graphs with size arithmetic that the importer does not lower; tracing them is
-attempted, and a failure is reported as an export error (exit 1).
+the tensors the saved module returns on the example inputs, tuples flattened), ``dropout``,
+with dtypes written as .gir names (``f32``, ``i64``, ...). The text models (bert, bert-mlm,
+gpt2) trace into graphs with size arithmetic that the importer does not lower; tracing them
+is attempted, and a failure is reported as an export error (exit 1).
 
 Usage:
     export_model.py --list
     export_model.py --model resnet18 --mode train --batch 2 --image-size 32 -o r18.pt2
     export_model.py --model gpt2 --mode eval --tiny -o gpt2.pt2
+    export_model.py --model gpt2 --mode train --tiny --no-dropout -o gpt2-nodrop.pt2
     export_model.py --model cnn --mode eval --tiny -o cnn.pt            # traced TorchScript
     export_model.py --model cnn --mode eval --tiny --script -o cnn.pt   # scripted
+    export_model.py --model resnet18 --mode train -o r18-train.pt      # traced training step
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import operator
@@ -154,6 +177,7 @@ def _data_generator(seed: int):
 
 
 _SEED = 0  # set from --seed before a builder runs
+_DROPOUT = True  # False with --no-dropout: the text models' dropout probabilities are 0
 
 
 def _classifier_loss_wrap(model):
@@ -356,9 +380,15 @@ def _bert_config(sizes: Sizes, **extra):
             f"--seq-len {sizes.seq_len} exceeds BERT's max_position_embeddings "
             f"({cfg['max_position_embeddings']})"
         )
-    # Dropout stays at BERT's 0.1 (active in train mode). Eager attention: plain
-    # matmul/softmax/dropout ATen ops rather than a fused SDPA kernel.
-    cfg.update(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, **extra)
+    # Dropout stays at BERT's 0.1 (active in train mode); --no-dropout sets every dropout
+    # probability to 0. Eager attention: plain matmul/softmax/dropout ATen ops rather than a
+    # fused SDPA kernel.
+    if _DROPOUT:
+        cfg.update(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    else:
+        cfg.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                   classifier_dropout=0.0)
+    cfg.update(**extra)
     config = BertConfig(**cfg)
     config._attn_implementation = "eager"
     return config, cfg
@@ -460,7 +490,11 @@ def build_gpt2(sizes: Sizes) -> Built:
         raise UsageError(
             f"--seq-len {sizes.seq_len} exceeds GPT-2's n_positions ({cfg['n_positions']})"
         )
-    cfg.update(resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, use_cache=False)
+    if _DROPOUT:
+        cfg.update(resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, use_cache=False)
+    else:  # --no-dropout: every dropout probability of the config is 0
+        cfg.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                   summary_first_dropout=0.0, use_cache=False)
     config = GPT2Config(**cfg)
     config._attn_implementation = "eager"
     model = GPT2LMHeadModel(config)
@@ -601,6 +635,82 @@ def untie_shared_parameters(model) -> list[list[str]]:
     return untied
 
 
+def build_model(name: str, sizes: Sizes, seed: int, dropout: bool = True) -> Built:
+    """Seeds the global RNG with ``seed`` and runs the model's builder (fresh random init)."""
+    global _SEED, _DROPOUT
+    torch = _torch()
+    _SEED, _DROPOUT = seed, dropout
+    torch.manual_seed(seed)
+    return MODELS[name].build(sizes)
+
+
+def train_step_module(built: Built):
+    """The training-step wrapper of ``built.model`` (train mode, shared Parameters untied).
+
+    Returns ``(step, untied)``; ``step(*built.train_args)`` returns ``(loss,)``.
+    """
+    model = built.model
+    model.train()
+    untied = untie_shared_parameters(model)
+    return built.loss_wrap(model).train(), untied
+
+
+def drop_parameter(model, name: str) -> None:
+    owner_path, _, attr = name.rpartition(".")
+    owner = model.get_submodule(owner_path) if owner_path else model
+    delattr(owner, attr)
+
+
+def build_for_facts(facts: dict):
+    """Rebuild the very module a ``.pt2`` export of these facts exported.
+
+    Same builder, sizes, seed, dropout setting and (train) untied / dropped parameters as
+    recorded in ``facts`` (a ``FILE.facts.json`` of a ``.pt2``). Returns ``(module, built)``:
+    for ``mode == "eval"`` the eval wrapper in eval mode (called with ``built.eval_args``),
+    for ``"train"`` the training-step wrapper in train mode (``built.train_args``, returns
+    ``(loss,)``). The module's parameter and buffer FQNs are the archive's signature
+    targets. Its weights are the seeded random init, which equals the archive's only when
+    torch's RNG streams are unchanged: load the archive's state dict to be sure.
+    """
+    if facts.get("format") == "torchscript":
+        raise ValueError("build_for_facts takes the facts of a .pt2 export, not TorchScript")
+    name = facts["model"]
+    if name not in MODELS:
+        raise ValueError(f"unknown model '{name}' in facts")
+    built = build_model(name, Sizes(**facts["sizes"]), facts["seed"], facts.get("dropout", True))
+    config = json.loads(json.dumps(built.config))
+    if config != facts["config"]:
+        raise RuntimeError(f"{name}: rebuilt config {config} differs from the facts' "
+                           f"{facts['config']}")
+    if facts["mode"] == "eval":
+        return built.eval_wrap(built.model.eval()).eval(), built
+    step, untied = train_step_module(built)
+    recorded = facts.get("untied", [])
+    if [e[:2] for e in untied] != [e[:2] for e in recorded]:
+        raise RuntimeError(f"{name}: untied {untied}, the facts record {recorded}")
+    for entry in recorded:
+        for note in entry[2:]:
+            if note.startswith("dropped "):
+                drop_parameter(built.model, note[len("dropped "):].split(":")[0])
+    return step, built
+
+
+def random_ops(graph, mode: str) -> list[str]:
+    """Operators of ``graph`` that draw random numbers: ``aten::native_dropout`` always,
+    and in train mode every op tagged ``nondeterministic_seeded`` (in eval graphs
+    ``aten::dropout`` carries that tag but runs with train=False, an identity)."""
+    torch = _torch()
+    found = set()
+    for node in graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        if node.target.name() == "aten::native_dropout" or (
+            mode == "train" and torch.Tag.nondeterministic_seeded in node.target.tags
+        ):
+            found.add(_qualified_op_name(node.target))
+    return sorted(found)
+
+
 def export_program(spec: ModelSpec, built: Built, mode: str):
     """Returns (ExportedProgram, list of untied parameter pairs)."""
     torch = _torch()
@@ -610,9 +720,7 @@ def export_program(spec: ModelSpec, built: Built, mode: str):
         ep = torch.export.export(module, built.eval_args)
         return ep, []
 
-    model.train()
-    untied = untie_shared_parameters(model)
-    step = built.loss_wrap(model).train()
+    step, untied = train_step_module(built)
     ep = torch.export.export(step, built.train_args)
     if untied:
         # An alias that forward never reads (BERT-MLM's cls.predictions.bias is only read
@@ -623,9 +731,7 @@ def export_program(spec: ModelSpec, built: Built, mode: str):
         for entry in untied:
             for name in entry[:2]:
                 if prefix + name in unused:
-                    owner_path, _, attr = name.rpartition(".")
-                    owner = model.get_submodule(owner_path) if owner_path else model
-                    delattr(owner, attr)
+                    drop_parameter(model, name)
                     entry.append(f"dropped {name}: unused by forward once untied")
         if any(len(entry) > 2 for entry in untied):
             ep = torch.export.export(step, built.train_args)
@@ -784,6 +890,7 @@ def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, un
         "sizes": dataclasses.asdict(sizes),
         "config": built.config,
         "seed": _SEED,
+        "dropout": _DROPOUT,
     }
 
 
@@ -912,15 +1019,90 @@ def _flatten_tensors(value) -> list:
     return []
 
 
-def build_torchscript(built: Built, script: bool):
-    """The eval module as a ScriptModule: traced on built.eval_args, or scripted."""
+def _ts_args(built: Built, mode: str) -> tuple:
+    return built.train_args if mode == "train" else built.eval_args
+
+
+def _snapshot(module) -> dict:
+    return {k: v.detach().clone() for k, v in module.state_dict(keep_vars=True).items()}
+
+
+def _restore(module, saved: dict) -> None:
+    torch = _torch()
+    state = module.state_dict(keep_vars=True)
+    if list(state) != list(saved):
+        raise RuntimeError("parameter and buffer names changed while tracing")
+    with torch.no_grad():
+        for k, v in state.items():
+            v.copy_(saved[k])
+
+
+@contextlib.contextmanager
+def _state_preserved(module):
+    """Restores every parameter and buffer of ``module`` (an nn.Module or a ScriptModule)
+    on exit: a train-mode forward moves the BatchNorm running statistics, and the saved
+    module must hold the initial state, as the .pt2 of the same model does."""
+    saved = _snapshot(module)
+    try:
+        yield
+    finally:
+        _restore(module, saved)
+
+
+def _loss_only(step):
+    """Makes the training-step wrapper ``step`` (forward returns ``(loss,)``) return the
+    0-dim loss itself, so that ``module(*inputs).backward()`` is the training step. The
+    instance's class is swapped for a subclass, which keeps every FQN (``model.conv1.weight``)
+    equal to the .pt2's."""
+    base = type(step)
+
+    class TrainLoss(base):
+        def forward(self, *args):
+            return base.forward(self, *args)[0]
+
+    TrainLoss.__name__ = TrainLoss.__qualname__ = base.__name__ + "Loss"
+    step.__class__ = TrainLoss
+    return step
+
+
+def _benign_tracer_warning(w) -> bool:
+    """A TracerWarning raised inside ``torch.nn.functional._verify_batch_size``: train-mode
+    BatchNorm turns the traced sizes into a Python bool for a check that can only raise
+    (more than one value per channel). The traced graph does not depend on it."""
+    import inspect
+
+    import torch.nn.functional as F
+
+    try:
+        lines, first = inspect.getsourcelines(F._verify_batch_size)
+        path = inspect.getsourcefile(F._verify_batch_size)
+    except (AttributeError, OSError, TypeError):
+        return False
+    return (os.path.abspath(w.filename) == os.path.abspath(path)
+            and first <= w.lineno < first + len(lines))
+
+
+def build_torchscript(built: Built, script: bool, mode: str = "eval"):
+    """The module as a ScriptModule.
+
+    eval: the eval module, traced on built.eval_args or scripted. train: the training-step
+    wrapper in train mode, returning the loss (see ``_loss_only``), traced on
+    built.train_args outside no_grad (its forward builds the autograd graph of the step);
+    the parameters and buffers keep their initial values.
+    """
     torch = _torch()
     import warnings
 
-    module = built.eval_wrap(built.model.eval()).eval()
-    if any(not isinstance(a, torch.Tensor) for a in built.eval_args):
+    args = _ts_args(built, mode)
+    if mode == "train":
+        module = _loss_only(built.loss_wrap(built.model.train()).train())
+    else:
+        module = built.eval_wrap(built.model.eval()).eval()
+    if any(not isinstance(a, torch.Tensor) for a in args):
         raise RuntimeError("TorchScript export needs tensor inputs only")
-    with torch.no_grad():
+    initial = _snapshot(module)
+    grad_mode = torch.enable_grad() if mode == "train" else torch.no_grad()
+    with grad_mode, _state_preserved(module):
         if script:
             try:
                 return torch.jit.script(module)
@@ -932,30 +1114,33 @@ def build_torchscript(built: Built, script: bool):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", torch.jit.TracerWarning)
             try:
-                traced = torch.jit.trace(module, built.eval_args, strict=True)
+                traced = torch.jit.trace(module, args, strict=True)
             except Exception as e:
                 raise RuntimeError(
                     f"torch.jit.trace failed: {type(e).__name__}: "
                     f"{str(e).strip().splitlines()[0]}"
                 ) from e
         # A TracerWarning means the trace baked in Python values (sizes turned into
-        # constants, data-dependent branches taken once): the graph would not mean what
-        # the model does. Refuse rather than write a silently wrong module.
-        tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
+        # constants, data-dependent branches taken once) or that two runs differ (active
+        # dropout): the graph would not mean what the model does. Refuse rather than write
+        # a silently wrong module.
+        tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)
+                  and not _benign_tracer_warning(w)]
         if tracer:
             first = str(tracer[0].message).strip().splitlines()[0]
             raise RuntimeError(
                 f"torch.jit.trace is not faithful for this model ({len(tracer)} TracerWarning"
                 f"{'s' if len(tracer) > 1 else ''}, first: {first}); export it as .pt2"
             )
-        return traced
+    _restore(traced, initial)  # tracing and its check ran the step: undo their updates
+    return traced
 
 
 def collect_ts_facts(ts_module, model_name: str, sizes: Sizes, built: Built, script: bool,
-                     input_types: str) -> dict:
+                     input_types: str, mode: str = "eval") -> dict:
     torch = _torch()
-    with torch.no_grad():
-        outputs = _flatten_tensors(ts_module(*built.eval_args))
+    with torch.no_grad(), _state_preserved(ts_module):
+        outputs = _flatten_tensors(ts_module(*_ts_args(built, mode)))
     if not outputs:
         raise RuntimeError("the module returns no tensor")
 
@@ -965,7 +1150,7 @@ def collect_ts_facts(ts_module, model_name: str, sizes: Sizes, built: Built, scr
 
     return {
         "model": model_name,
-        "mode": "eval",
+        "mode": mode,
         "format": "torchscript",
         "method": "script" if script else "trace",
         "torch_version": torch.__version__,
@@ -977,11 +1162,16 @@ def collect_ts_facts(ts_module, model_name: str, sizes: Sizes, built: Built, scr
         "sizes": dataclasses.asdict(sizes),
         "config": built.config,
         "seed": _SEED,
+        "dropout": _DROPOUT,
     }
 
 
 def check_torchscript(path: str, ts_module, built: Built, facts: dict) -> None:
-    """Re-load the written file: extra file, forward, and the same outputs."""
+    """Re-load the written file: extra file, forward, and the same outputs.
+
+    For a training step also: the same initial parameters and buffers, a 0-dim loss, and
+    ``loaded(*inputs).backward()`` gives every parameter a finite gradient.
+    """
     torch = _torch()
     extra = {INPUT_TYPES_FILE: ""}
     loaded = torch.jit.load(path, _extra_files=extra)
@@ -993,13 +1183,33 @@ def check_torchscript(path: str, ts_module, built: Built, facts: dict) -> None:
                            f"{facts['input_types']!r}")
     if not loaded._c._has_method("forward"):
         raise RuntimeError(f"{path}: the loaded module has no forward method")
-    with torch.no_grad():
-        got = _flatten_tensors(loaded(*built.eval_args))
-        want = _flatten_tensors(ts_module(*built.eval_args))
+    mode = facts["mode"]
+    args = _ts_args(built, mode)
+    if mode == "train":
+        want_state = ts_module.state_dict()
+        got_state = loaded.state_dict()
+        if list(got_state) != list(want_state) or not all(
+            torch.equal(got_state[k], want_state[k]) for k in want_state
+        ):
+            raise RuntimeError(f"{path}: the reloaded parameters and buffers differ")
+    with torch.no_grad(), _state_preserved(loaded), _state_preserved(ts_module):
+        got = _flatten_tensors(loaded(*args))
+        want = _flatten_tensors(ts_module(*args))
     if len(got) != len(want) or not all(
         g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w) for g, w in zip(got, want)
     ):
         raise RuntimeError(f"{path}: the reloaded module computes different outputs")
+    if mode != "train":
+        return
+    loss = loaded(*args)
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0 or not loss.requires_grad:
+        raise RuntimeError(f"{path}: forward does not return a 0-dim loss that requires grad")
+    loss.backward()
+    missing = [n for n, p in loaded.named_parameters()
+               if p.grad is None or not bool(torch.isfinite(p.grad).all())]
+    if missing:
+        raise RuntimeError(f"{path}: backward leaves {len(missing)} parameters without a "
+                           f"finite gradient, first {missing[0]}")
 
 
 def write_torchscript(ts_module, facts: dict, built: Built, out_path: str) -> str:
@@ -1046,10 +1256,15 @@ def parse_args(argv):
     p.add_argument("--seq-len", type=int, help="sequence length (bert, bert-mlm, gpt2)")
     p.add_argument("--tiny", action="store_true", help="small configuration for tests")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0)")
+    p.add_argument("--no-dropout", action="store_true",
+                   help="every dropout probability of the text models' configs is 0, so the "
+                   "training graph has no random op (no-op for the other models)")
     p.add_argument("--script", action="store_true",
-                   help="with -o FILE.pt: torch.jit.script the model instead of tracing it")
+                   help="with -o FILE.pt: torch.jit.script the model instead of tracing it "
+                   "(eval only)")
     p.add_argument("-o", "--output",
-                   help="output: FILE.pt2 (torch.export) or FILE.pt (TorchScript, eval only)")
+                   help="output: FILE.pt2 (torch.export) or FILE.pt (TorchScript: the eval "
+                   "forward, or in train mode the traced training step returning the loss)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return p, p.parse_args(argv)
 
@@ -1078,7 +1293,6 @@ def resolve_sizes(name: str, spec: ModelSpec, args) -> Sizes:
 
 
 def main(argv=None) -> int:
-    global _SEED
     parser, args = parse_args(argv)
     if args.list:
         width = max(len(n) for n in MODELS)
@@ -1103,11 +1317,10 @@ def main(argv=None) -> int:
     if not torchscript and not args.output.endswith(".pt2"):
         return usage(f"output must end in .pt2 (torch.export) or .pt (TorchScript), "
                      f"got '{args.output}'")
-    if torchscript and args.mode != "eval":
-        return usage(f"TorchScript output ({args.output}) is forward only: use --mode eval, "
-                     f"or -o FILE.pt2 for the training step")
     if args.script and not torchscript:
         return usage("--script applies to TorchScript output (-o FILE.pt) only")
+    if args.script and args.mode != "eval":
+        return usage("--script applies to --mode eval only (the training step is traced)")
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
         return usage(f"output directory '{out_dir}' does not exist")
@@ -1117,16 +1330,18 @@ def main(argv=None) -> int:
     except UsageError as e:
         return usage(str(e))
 
-    torch = _torch()
-    _SEED = args.seed
     if torchscript:
         return _main_torchscript(args, spec, sizes, usage)
     try:
         start = time.perf_counter()
-        torch.manual_seed(args.seed)
-        built = spec.build(sizes)
+        built = build_model(args.model, sizes, args.seed, dropout=not args.no_dropout)
         ep, untied = export_program(spec, built, args.mode)
         export_s = time.perf_counter() - start
+        if args.no_dropout:
+            rnd = random_ops(ep.graph, args.mode)
+            if rnd:
+                raise RuntimeError(f"--no-dropout, yet the {args.mode} graph has random "
+                                   f"operators: {', '.join(rnd)}")
         facts = collect_facts(ep, args.model, args.mode, sizes, built, untied)
         check_signature(facts)
         facts["export_seconds"] = round(export_s, 3)
@@ -1154,16 +1369,15 @@ def main(argv=None) -> int:
 
 
 def _main_torchscript(args, spec: ModelSpec, sizes: Sizes, usage) -> int:
-    torch = _torch()
     method = "script" if args.script else "trace"
     try:
         start = time.perf_counter()
-        torch.manual_seed(args.seed)
-        built = spec.build(sizes)
-        ts_module = build_torchscript(built, args.script)
+        built = build_model(args.model, sizes, args.seed, dropout=not args.no_dropout)
+        ts_module = build_torchscript(built, args.script, args.mode)
         export_s = time.perf_counter() - start
-        input_types = ", ".join(gir_type(a) for a in built.eval_args)
-        facts = collect_ts_facts(ts_module, args.model, sizes, built, args.script, input_types)
+        input_types = ", ".join(gir_type(a) for a in _ts_args(built, args.mode))
+        facts = collect_ts_facts(ts_module, args.model, sizes, built, args.script, input_types,
+                                 args.mode)
         facts["export_seconds"] = round(export_s, 3)
         facts_path = write_torchscript(ts_module, facts, built, args.output)
         total_s = time.perf_counter() - start
@@ -1171,14 +1385,14 @@ def _main_torchscript(args, spec: ModelSpec, sizes: Sizes, usage) -> int:
         return usage(str(e))
     except Exception as e:
         print(
-            f"export_model.py: error: exporting {args.model} (eval, TorchScript {method}) "
-            f"failed: {type(e).__name__}: {e}",
+            f"export_model.py: error: exporting {args.model} ({args.mode}, TorchScript "
+            f"{method}) failed: {type(e).__name__}: {e}",
             file=sys.stderr,
         )
         return EXIT_EXPORT_FAILED
     if not args.quiet:
         print(
-            f"{args.model} eval (TorchScript, {method}): inputs {facts['input_types']}, "
+            f"{args.model} {args.mode} (TorchScript, {method}): inputs {facts['input_types']}, "
             f"{len(facts['parameters'])} parameters, {len(facts['buffers'])} buffers, "
             f"{len(facts['outputs'])} outputs; export {export_s:.2f}s, total {total_s:.2f}s "
             f"-> {args.output}, {os.path.basename(facts_path)}"

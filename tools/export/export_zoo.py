@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Export several zoo models (default: all, both modes, --tiny) into one directory.
 
-Writes DIR/<model>-<mode>.pt2 and DIR/<model>-<mode>.facts.json for each; and TorchScript
+Writes DIR/<model>-<mode>.pt2 and DIR/<model>-<mode>.facts.json for each; the training step
+without dropout (export_model.py --no-dropout: no random op in the graph, for comparisons
+with eager PyTorch) as DIR/<model>-train-nodrop.pt2 and DIR/<model>-train-nodrop.facts.json
+for each model of --nodrop (default: the text models, bert, bert-mlm, gpt2); and TorchScript
 modules (eval only): DIR/<model>-eval.pt (traced) with DIR/<model>-eval-ts.facts.json for
 each model of --torchscript, DIR/<model>-scripted.pt (torch.jit.script) with
 DIR/<model>-scripted-ts.facts.json for each model of --scripted. Prints one line per export
@@ -14,7 +17,8 @@ export_model.py argument list. The stamp is written only after a successful expo
 --force ignores the stamps.
 
     export_zoo.py -o build/zoo                       # every model, both modes, tiny
-    export_zoo.py -o /tmp/big --full --models resnet50,gpt2 --modes train --torchscript ''
+    export_zoo.py -o /tmp/big --full --models resnet50,gpt2 --modes train --torchscript '' \
+        --scripted '' --nodrop ''
 """
 
 from __future__ import annotations
@@ -98,6 +102,10 @@ def main(argv=None) -> int:
     p.add_argument("--scripted", default="mlp,cnn",
                    help="comma-separated models to also export with torch.jit.script, "
                    "DIR/<model>-scripted.pt (default: mlp,cnn; '' for none)")
+    p.add_argument("--nodrop", default="bert,bert-mlm,gpt2",
+                   help="comma-separated models to also export in train mode with "
+                   "--no-dropout, DIR/<model>-train-nodrop.pt2 (default: bert,bert-mlm,gpt2; "
+                   "'' for none)")
     p.add_argument("--full", action="store_true", help="default sizes instead of --tiny")
     p.add_argument("--force", action="store_true", help="export even where the stamp matches")
     args = p.parse_args(argv)
@@ -107,7 +115,8 @@ def main(argv=None) -> int:
 
     models, modes = names(args.models), names(args.modes)
     ts_models, scripted = names(args.torchscript), names(args.scripted)
-    bad = [m for m in models + ts_models + scripted if m not in export_model.MODELS]
+    nodrop = names(args.nodrop)
+    bad = [m for m in models + ts_models + scripted + nodrop if m not in export_model.MODELS]
     bad += [m for m in modes if m not in ("eval", "train")]
     if bad:
         p.error(f"unknown model or mode: {', '.join(dict.fromkeys(bad))}")
@@ -119,6 +128,10 @@ def main(argv=None) -> int:
         for mode in modes:
             out = os.path.join(args.out_dir, f"{model}-{mode}.pt2")
             jobs.append((model, mode, out, ["--model", model, "--mode", mode, "-o", out]))
+    for model in nodrop:
+        out = os.path.join(args.out_dir, f"{model}-train-nodrop.pt2")
+        jobs.append((model, "nodrop", out,
+                     ["--model", model, "--mode", "train", "--no-dropout", "-o", out]))
     for model in ts_models:
         out = os.path.join(args.out_dir, f"{model}-eval.pt")
         jobs.append((model, "trace", out, ["--model", model, "--mode", "eval", "-o", out]))
