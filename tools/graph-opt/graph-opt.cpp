@@ -18,6 +18,7 @@
 #include "graphopt/Support/FileIO.h"
 
 #include <ATen/Context.h>
+#include <map>
 #include <llvm/Support/Format.h>
 
 #include <llvm/Support/CommandLine.h>
@@ -58,6 +59,10 @@ cl::opt<unsigned> runSteps("run",
                            cl::desc("Execute the graph N times; print the loss, the time per step "
                                     "and the measured peak memory"),
                            cl::value_desc("N"), cl::init(0), cl::cat(category));
+cl::opt<unsigned> topOperators("run-top-ops",
+                               cl::desc("With --run: print the N operators that took the most time "
+                                        "in the last step"),
+                               cl::value_desc("N"), cl::init(0), cl::cat(category));
 cl::opt<bool> verifyOutputs("verify",
                             cl::desc("Run the input and the resulting graph with the same weights, "
                                      "inputs and seed and compare every output (exit 1 if they "
@@ -123,6 +128,25 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
       llvm::outs() << llvm::format(", loss %.6f", result->outputs[loss].item().toDouble());
     llvm::outs() << ", peak memory " << mib(profiler.runPeakBytes())
                  << " above weights and inputs\n";
+  }
+  if (topOperators > 0) {
+    std::map<std::string, std::pair<double, unsigned>> byOp;
+    double total = 0;
+    for (const NodeProfile &p : profiler.profiles()) {
+      auto &entry = byOp[p.node->opName()];
+      entry.first += p.seconds;
+      ++entry.second;
+      total += p.seconds;
+    }
+    std::vector<std::pair<std::string, std::pair<double, unsigned>>> ops(byOp.begin(), byOp.end());
+    std::sort(ops.begin(), ops.end(),
+              [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
+    llvm::outs() << "  time by operator in the last step (" << llvm::format("%.2f", total * 1e3)
+                 << " ms in operators):\n";
+    for (size_t i = 0; i < ops.size() && i < topOperators; ++i)
+      llvm::outs() << llvm::format("    %-45s %4u nodes %9.2f ms %5.1f%%\n", ops[i].first.c_str(),
+                                   ops[i].second.second, ops[i].second.first * 1e3,
+                                   100 * ops[i].second.first / total);
   }
   return kOk;
 }
