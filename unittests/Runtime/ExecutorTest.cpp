@@ -4,6 +4,7 @@
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 
+#include <ATen/Context.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
@@ -202,4 +203,24 @@ TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStore) {
   ASSERT_TRUE(ex.run({at::ones({2})}).ok());
   ASSERT_TRUE(ex.run({at::ones({2})}).ok());
   EXPECT_EQ(w.lookup("counter")->sum().item().toFloat(), 4.0f);
+}
+
+TEST(ExecutorTest, RunsOnCudaWhenAGpuIsPresent) {
+  if (!at::hasCUDA())
+    GTEST_SKIP() << "no GPU on this machine";
+  auto g = parse(kChain);
+  WeightStore w;
+  fillMissingWeights(*g, w, 0);
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  ExecutionOptions cuda;
+  cuda.device = c10::Device(c10::DeviceType::CUDA, 0);
+  Executor onCpu(*g, w), onGpu(*g, w, cuda);
+  NodeProfiler profiler(cuda.device);
+  profiler.attach(onGpu);
+  profiler.beginRun();
+  auto a = onCpu.run(inputs), b = onGpu.run(inputs);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(b->outputs[0].is_cuda());
+  EXPECT_NEAR(a->outputs[0].item().toDouble(), b->outputs[0].cpu().item().toDouble(), 1e-2);
+  EXPECT_GT(profiler.runPeakBytes(), 0);
 }
