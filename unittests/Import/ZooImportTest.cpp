@@ -16,6 +16,7 @@
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Support/FileIO.h"
+#include "../ZooArchives.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/JSON.h>
@@ -25,13 +26,9 @@
 #include <map>
 
 using namespace graphopt;
+using namespace graphopt::test;
 
 namespace {
-
-std::string zooDir() {
-  const char *dir = std::getenv("GRAPHOPT_ZOO_DIR");
-  return dir ? dir : "";
-}
 
 llvm::json::Object readFacts(const std::string &path) {
   auto text = readFile(path);
@@ -103,6 +100,7 @@ void expectTensorType(const Value &v, const llvm::json::Object &entry, llvm::Str
 class Pt2ZooTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(Pt2ZooTest, ImportsVerifiesRoundTripsAndMatchesPython) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   std::string stem = zooDir() + "/" + GetParam();
   auto model = importPt2(stem + ".pt2");
   ASSERT_TRUE(model.ok()) << model.status().message();
@@ -163,27 +161,13 @@ TEST_P(Pt2ZooTest, ImportsVerifiesRoundTripsAndMatchesPython) {
     EXPECT_EQ(backward, 0u);
 }
 
-const char *const kZooModels[] = {"mlp", "cnn", "resnet18", "resnet50", "resnet152",
-                                  "bert", "bert-mlm", "gpt2"};
-
-std::vector<std::string> pt2Archives() {
-  std::vector<std::string> names;
-  for (const char *m : kZooModels)
-    for (const char *mode : {"eval", "train"})
-      names.push_back(absl::StrCat(m, "-", mode));
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Zoo, Pt2ZooTest, testing::ValuesIn(pt2Archives()),
-                         [](const testing::TestParamInfo<std::string> &info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Zoo, Pt2ZooTest, testing::ValuesIn(zooArchives({"eval", "train"})),
+                         ArchiveName());
 
 class TorchScriptZooTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(TorchScriptZooTest, ImportsWithTheModulesWeightsAndOutputShapes) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   std::string stem = zooDir() + "/" + GetParam();
   auto model = importTorchScript(stem + ".pt");
   ASSERT_TRUE(model.ok()) << model.status().message();
@@ -228,10 +212,6 @@ TEST_P(TorchScriptZooTest, ImportsWithTheModulesWeightsAndOutputShapes) {
 INSTANTIATE_TEST_SUITE_P(Zoo, TorchScriptZooTest,
                          testing::Values("mlp-eval", "cnn-eval", "resnet18-eval", "mlp-scripted",
                                          "cnn-scripted"),
-                         [](const testing::TestParamInfo<std::string> &info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+                         ArchiveName());
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Support/FileIO.h"
+#include "../ZooArchives.h"
 
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/pickle.h>
@@ -27,6 +28,7 @@
 #include <map>
 
 using namespace graphopt;
+using namespace graphopt::test;
 
 namespace {
 
@@ -39,9 +41,8 @@ std::string labelOf(const GraphOutput &out, std::map<OutputRole, unsigned> &ordi
 class EagerParityTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(EagerParityTest, AgreesWithEagerPyTorch) {
-  const char *zoo = std::getenv("GRAPHOPT_ZOO_DIR");
-  ASSERT_NE(zoo, nullptr) << "GRAPHOPT_ZOO_DIR is not set";
-  std::string stem = std::string(zoo) + "/" + GetParam();
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  std::string stem = zooDir() + "/" + GetParam();
   auto model = importPt2(stem + ".pt2");
   ASSERT_TRUE(model.ok()) << model.status().message();
 
@@ -79,22 +80,15 @@ TEST_P(EagerParityTest, AgreesWithEagerPyTorch) {
   EXPECT_EQ(compared, expected.size()); // nothing in the reference left unchecked
 }
 
-std::vector<std::string> archives() {
-  std::vector<std::string> names;
-  for (const char *m : {"mlp", "cnn", "resnet18", "resnet50", "resnet152", "bert", "bert-mlm", "gpt2"})
-    names.push_back(absl::StrCat(m, "-eval"));
-  for (const char *m : {"mlp", "cnn", "resnet18", "resnet50", "resnet152"})
-    names.push_back(absl::StrCat(m, "-train"));
-  for (const char *m : {"bert", "bert-mlm", "gpt2"})
-    names.push_back(absl::StrCat(m, "-train-nodrop"));
+/// Every inference graph, and every training graph without random operators.
+std::vector<std::string> deterministicArchives() {
+  std::vector<std::string> names = zooArchives({"eval"});
+  for (const std::string &m : zooModels())
+    names.push_back(m + (hasDropout(m) ? "-train-nodrop" : "-train"));
   return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, EagerParityTest, testing::ValuesIn(archives()),
-                         [](const testing::TestParamInfo<std::string> &info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Zoo, EagerParityTest, testing::ValuesIn(deterministicArchives()),
+                         ArchiveName());
 
 } // namespace

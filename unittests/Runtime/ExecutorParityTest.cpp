@@ -11,6 +11,7 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Support/FileIO.h"
+#include "../ZooArchives.h"
 
 #include <ATen/ops/equal.h>
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <cstdlib>
 
 using namespace graphopt;
+using namespace graphopt::test;
 
 namespace {
 
@@ -52,9 +54,8 @@ Reference readReference(const std::string &path) {
 class ExecutorParityTest : public testing::TestWithParam<std::string> {};
 
 TEST_P(ExecutorParityTest, MatchesPyTorchBitwise) {
-  const char *zoo = std::getenv("GRAPHOPT_ZOO_DIR");
-  ASSERT_NE(zoo, nullptr) << "GRAPHOPT_ZOO_DIR is not set";
-  std::string stem = std::string(zoo) + "/" + GetParam();
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  std::string stem = zooDir() + "/" + GetParam();
   auto model = importPt2(stem + ".pt2");
   ASSERT_TRUE(model.ok()) << model.status().message();
   Reference ref = readReference(stem + ".ref.pt");
@@ -90,19 +91,7 @@ TEST_P(ExecutorParityTest, MatchesPyTorchBitwise) {
   }
 }
 
-std::vector<std::string> archives() {
-  std::vector<std::string> names;
-  for (const char *m : {"mlp", "cnn", "resnet18", "resnet50", "resnet152", "bert", "bert-mlm", "gpt2"})
-    for (const char *mode : {"eval", "train"})
-      names.push_back(absl::StrCat(m, "-", mode));
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorParityTest, testing::ValuesIn(archives()),
-                         [](const testing::TestParamInfo<std::string> &info) {
-                           std::string n = info.param;
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Zoo, ExecutorParityTest, testing::ValuesIn(zooArchives({"eval", "train"})),
+                         ArchiveName());
 
 } // namespace
