@@ -1,7 +1,7 @@
 //===- graph-opt.cpp - The graph-opt driver -------------------------------===//
 //
-// Shaped like LLVM's opt: read a model, verify its graph, (later: run a pass
-// pipeline), optionally execute it (--run) and prove the result computes what
+// Shaped like LLVM's opt: read a model, verify its graph, run a pass pipeline
+// (-passes=), optionally execute the result (--run) and prove it computes what
 // the input did (--verify), print it back. Exit codes: 0 ok, 1 verification of
 // a rewrite failed, 2 bad input or usage. Outputs are written atomically; the
 // input is never modified.
@@ -12,6 +12,8 @@
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
+#include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 #include "graphopt/Runtime/OutputVerifier.h"
@@ -19,8 +21,10 @@
 
 #include <ATen/Context.h>
 #include <map>
+#include <unistd.h>
 #include <llvm/Support/Format.h>
 
+#include <llvm/ADT/SmallString.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/InitLLVM.h>
 #include <llvm/Support/Path.h>
@@ -38,7 +42,7 @@ enum ExitCode { kOk = 0, kVerificationFailed = 1, kBadInput = 2 };
 cl::OptionCategory category("graph-opt options");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input: .pt2 (torch.export), .pt (TorchScript), .gir, or - for .gir on stdin>"),
-                               cl::Required, cl::cat(category));
+                               cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("Write the resulting graph to <file> (- for stdout)"),
                                 cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<bool> emitText("S", cl::desc("Write the resulting graph as .gir text (the default and, "
@@ -48,6 +52,28 @@ cl::opt<bool> printSummaryOpt("summary",
                               cl::desc("Print a summary: nodes per phase, parameters, values and "
                                        "an operator histogram"),
                               cl::cat(category));
+
+cl::opt<std::string> passPipeline("passes",
+                                  cl::desc("The pass pipeline, e.g. 'liveness,cse,checkpoint{budget=60%}'"),
+                                  cl::value_desc("pipeline"), cl::init(""), cl::cat(category));
+cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes and exit"),
+                         cl::cat(category));
+cl::opt<bool> verifyEach("verify-each",
+                         cl::desc("Run the structural verifier after every pass, not only after "
+                                  "passes that report a change"),
+                         cl::cat(category));
+cl::opt<bool> printAfterAll("print-after-all", cl::desc("Print the graph (.gir) after every pass"),
+                            cl::cat(category));
+cl::list<std::string> printAfter("print-after", cl::desc("Print the graph after the named pass"),
+                                 cl::value_desc("pass"), cl::cat(category));
+cl::opt<bool> timePasses("time-passes", cl::desc("Print the time each pass took"),
+                         cl::cat(category));
+cl::opt<bool> printStats("pass-stats", cl::desc("Print the passes' statistics"), cl::cat(category));
+cl::opt<std::string> reproducerDir(
+    "reproducer-dir",
+    cl::desc("Where a failing pass leaves its reproducer (default: a new graph-opt-reproducer-PID "
+             "folder in the system's temporary directory)"),
+    cl::value_desc("dir"), cl::init(""), cl::cat(category));
 
 cl::opt<std::string> inputTypes(
     "input-types",
@@ -162,6 +188,30 @@ int main(int argc, char **argv) {
                                    &llvm::errs()))
     return kBadInput;
 
+  if (listPasses) {
+    for (const PassRegistry::Entry *e : PassRegistry::instance().entries())
+      llvm::outs() << llvm::format("  %-20s %s\n", e->name.c_str(), e->description.c_str());
+    return kOk;
+  }
+  if (inputPath.empty())
+    return fail("no input file; see --help", kBadInput);
+  OptimizerOptions optimizerOptions;
+  optimizerOptions.verifyEach = verifyEach;
+  optimizerOptions.printAfterAll = printAfterAll;
+  optimizerOptions.printAfter.insert(printAfter.begin(), printAfter.end());
+  optimizerOptions.timePasses = timePasses;
+  optimizerOptions.reproducerDir = reproducerDir;
+  if (reproducerDir.empty()) {
+    llvm::SmallString<256> tmp;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, tmp);
+    llvm::sys::path::append(tmp, absl::StrCat("graph-opt-reproducer-", ::getpid()));
+    optimizerOptions.reproducerDir = tmp.str().str();
+  }
+  GraphOptimizer optimizer(optimizerOptions);
+  if (!passPipeline.empty())
+    if (absl::Status st = optimizer.addPipeline(passPipeline); !st.ok())
+      return fail(absl::StrCat("-passes: ", st.message()), kBadInput);
+
   ImportOptions options;
   if (!inputTypes.empty()) {
     auto types = parseTypeList(inputTypes, "--input-types");
@@ -176,8 +226,15 @@ int main(int argc, char **argv) {
   if (absl::Status st = verifyGraph(*graph); !st.ok())
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
 
-  // The pass pipeline will rewrite `graph`; --verify compares it with this copy.
+  // The pipeline rewrites `graph`; --verify compares it with this copy.
   std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
+  if (!optimizer.passes().empty()) {
+    auto changed = optimizer.run(*graph);
+    if (!changed.ok())
+      return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
+    if (printStats)
+      optimizer.printStatistics(llvm::errs());
+  }
 
   if (runSteps > 0 || verifyOutputs) {
     auto device = chosenDevice();

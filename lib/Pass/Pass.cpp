@@ -1,0 +1,46 @@
+//===- Pass.cpp - Pass options and the registry ---------------------------===//
+#include "graphopt/Pass/Pass.h"
+#include "graphopt/Pass/PassRegistry.h"
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+
+#include <algorithm>
+
+namespace graphopt {
+
+absl::Status OptimizationPass::setOptions(const PassOptions &options) {
+  if (options.empty())
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("pass '", name().str(), "' has no option '",
+                                                 options.front().first, "'"));
+}
+
+PassRegistry &PassRegistry::instance() {
+  static PassRegistry registry;
+  return registry;
+}
+
+void PassRegistry::add(Entry entry) { entries_.push_back(std::move(entry)); }
+
+absl::StatusOr<std::unique_ptr<OptimizationPass>> PassRegistry::create(llvm::StringRef name) const {
+  for (const Entry &e : entries_)
+    if (e.name == name)
+      return e.create();
+  std::vector<std::string> known;
+  for (const Entry *e : entries())
+    known.push_back(e->name);
+  return absl::NotFoundError(absl::StrCat("unknown pass '", name.str(), "'; known passes: ",
+                                          known.empty() ? "(none)" : absl::StrJoin(known, ", ")));
+}
+
+std::vector<const PassRegistry::Entry *> PassRegistry::entries(bool includeHidden) const {
+  std::vector<const Entry *> out;
+  for (const Entry &e : entries_)
+    if (includeHidden || !e.hidden)
+      out.push_back(&e);
+  std::sort(out.begin(), out.end(), [](const Entry *a, const Entry *b) { return a->name < b->name; });
+  return out;
+}
+
+} // namespace graphopt
