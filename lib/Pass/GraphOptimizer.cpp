@@ -72,6 +72,7 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   timings_.clear();
   for (size_t i = 0; i < passes_.size(); ++i) {
     OptimizationPass &pass = *passes_[i];
+    pass.setReportDirectory(options_.reportDir);
     // Keep the input of this pass for a reproducer, only when one is wanted.
     std::unique_ptr<Graph> before = options_.reproducerDir.empty() ? nullptr : graph.clone();
     auto start = std::chrono::steady_clock::now();

@@ -75,6 +75,10 @@ cl::opt<std::string> reproducerDir(
              "folder in the system's temporary directory)"),
     cl::value_desc("dir"), cl::init(""), cl::cat(category));
 
+cl::opt<std::string> reportDir("report-dir",
+                               cl::desc("Directory where passes write their reports (CSV, JSON)"),
+                               cl::value_desc("dir"), cl::init(""), cl::cat(category));
+
 cl::opt<std::string> inputTypes(
     "input-types",
     cl::desc("Types of a TorchScript module's inputs, e.g. 'f32[1, 3, 224, 224]' (TorchScript "
@@ -201,6 +205,7 @@ int main(int argc, char **argv) {
   optimizerOptions.printAfter.insert(printAfter.begin(), printAfter.end());
   optimizerOptions.timePasses = timePasses;
   optimizerOptions.reproducerDir = reproducerDir;
+  optimizerOptions.reportDir = reportDir;
   if (reproducerDir.empty()) {
     llvm::SmallString<256> tmp;
     llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, tmp);

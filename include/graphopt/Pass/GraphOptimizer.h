@@ -26,6 +26,8 @@ struct OptimizerOptions {
   bool timePasses = false;
   /// Where to write a reproducer when a pass fails ("" = nowhere).
   std::string reproducerDir;
+  /// Where passes write their reports ("" = nowhere).
+  std::string reportDir;
   /// Where instrumentation output goes (graphs, timing); stderr by default.
   llvm::raw_ostream *out = nullptr;
 };

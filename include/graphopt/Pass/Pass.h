@@ -48,11 +48,16 @@ public:
 
   const std::map<std::string, int64_t> &statistics() const { return statistics_; }
 
+  /// Where the pass may write reports (CSV, JSON); "" for none (--report-dir).
+  void setReportDirectory(std::string dir) { reportDirectory_ = std::move(dir); }
+  const std::string &reportDirectory() const { return reportDirectory_; }
+
 protected:
   void addStatistic(const std::string &name, int64_t delta = 1) { statistics_[name] += delta; }
 
 private:
   std::map<std::string, int64_t> statistics_;
+  std::string reportDirectory_;
 };
 
 } // namespace graphopt

@@ -1,0 +1,220 @@
+//===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
+#include "Liveness.h"
+
+#include "graphopt/Pass/AnalysisManager.h"
+#include "graphopt/IR/SchemaUtils.h"
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/Path.h>
+
+namespace graphopt {
+
+llvm::StringRef memoryKindName(MemoryKind kind) {
+  static const char *const names[] = {"PARAM", "GRAD", "ACT", "OPT_STATE", "OTHER"};
+  return names[static_cast<int>(kind)];
+}
+
+namespace {
+
+/// The tensor operand of `node` whose storage output `out` shares, if any:
+/// the schema says so with matching alias sets (`t(Tensor(a) self) -> Tensor(a)`).
+const Value *aliasedOperand(const Node &node, unsigned out) {
+  const c10::FunctionSchema &schema = node.schema();
+  if (schema.returns().empty())
+    return nullptr;
+  size_t ret = returnsTensorList(schema) ? 0 : out;
+  if (ret >= schema.returns().size())
+    return nullptr;
+  for (unsigned i = 0; i < node.numArgs() && i < schema.arguments().size(); ++i) {
+    const Argument &a = node.arg(i);
+    if (!a.isValue() || !a.getValue() || !a.getValue()->isTensor())
+      continue;
+    if (schema.may_alias({c10::SchemaArgType::output, ret}, {c10::SchemaArgType::input, i}))
+      return a.getValue();
+  }
+  return nullptr;
+}
+
+} // namespace
+
+absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph) {
+  LivenessResult r;
+  const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
+  std::vector<Value *> all = graph.allValues();
+  llvm::DenseMap<const Value *, size_t> index;
+  for (size_t i = 0; i < all.size(); ++i)
+    index[all[i]] = i;
+  r.values.resize(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    r.values[i].value = all[i];
+    r.values[i].storage = all[i];
+  }
+  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[index.lookup(v)]; };
+
+  // Creation, uses by phase, storage sharing.
+  int64_t k = 0;
+  for (const Node &n : graph.nodes()) {
+    for (const Value *v : n.operandValues()) {
+      ValueLiveness &l = info(v);
+      if (n.phase() == Phase::Forward) {
+        l.lastForwardUse = k;
+      } else {
+        if (l.firstBackwardUse < 0)
+          l.firstBackwardUse = k;
+        l.lastBackwardUse = k;
+      }
+    }
+    for (unsigned o = 0; o < n.numOutputs(); ++o) {
+      ValueLiveness &l = info(n.output(o));
+      l.created = k;
+      if (const Value *base = aliasedOperand(n, o))
+        l.storage = info(base).storage;
+    }
+    ++k;
+  }
+
+  // Bytes and the end of each storage's life: the last use of any value in it,
+  // the end for graph outputs and inputs, right after creation if never read.
+  llvm::DenseSet<const Value *> outputs;
+  for (const GraphOutput &out : graph.outputs())
+    outputs.insert(out.value);
+  llvm::DenseMap<const Value *, int64_t> end;
+  for (ValueLiveness &l : r.values) {
+    int64_t lastUse = std::max(l.lastForwardUse, l.lastBackwardUse);
+    int64_t e = outputs.count(l.value) || l.value->isGraphInput() ? numNodes
+                                                                  : std::max(lastUse, l.created);
+    auto [it, inserted] = end.try_emplace(l.storage, e);
+    if (!inserted)
+      it->second = std::max(it->second, e);
+    if (l.storage == l.value && l.value->isTensor())
+      l.bytes = l.value->tensorType().storageBytes();
+  }
+  for (ValueLiveness &l : r.values)
+    l.freedAfter = end.lookup(l.storage);
+
+  // Kinds.
+  llvm::DenseSet<const Value *> gradients;
+  for (const GraphOutput &out : graph.outputs())
+    if (out.role == OutputRole::Gradient || out.role == OutputRole::InputGradient)
+      gradients.insert(info(out.value).storage);
+  for (const GraphInput &in : graph.inputs()) {
+    ValueLiveness &l = info(in.value);
+    l.kind = in.role == InputRole::Parameter        ? MemoryKind::Param
+             : in.role == InputRole::OptimizerState ? MemoryKind::OptState
+                                                    : MemoryKind::Other;
+  }
+  for (ValueLiveness &l : r.values) {
+    if (l.value->isGraphInput())
+      continue;
+    if (gradients.count(l.storage))
+      l.kind = MemoryKind::Grad;
+    else if (l.value->definingNode()->phase() == Phase::Forward && l.firstBackwardUse >= 0)
+      l.kind = MemoryKind::Act;
+  }
+  // A view used in backward keeps its base alive as an activation too.
+  for (ValueLiveness &l : r.values)
+    if (l.kind == MemoryKind::Act && l.storage != l.value && info(l.storage).kind == MemoryKind::Other &&
+        !info(l.storage).value->isGraphInput())
+      info(l.storage).kind = MemoryKind::Act;
+
+  // The timeline: storages live from creation through `freedAfter`.
+  std::vector<int64_t> delta(numNodes + 2, 0);
+  for (const ValueLiveness &l : r.values) {
+    if (!l.bytes)
+      continue;
+    if (l.value->isGraphInput()) {
+      r.inputBytes += l.bytes;
+      continue;
+    }
+    delta[l.created] += l.bytes;
+    delta[std::min(l.freedAfter, numNodes) + 1] -= l.bytes;
+  }
+  r.timeline.resize(numNodes);
+  int64_t live = r.inputBytes;
+  r.peakBytes = r.inputBytes;
+  for (int64_t i = 0; i < numNodes; ++i) {
+    live += delta[i];
+    r.timeline[i] = live;
+    if (live > r.peakBytes || r.peakNode < 0) {
+      r.peakBytes = std::max(r.peakBytes, live);
+      r.peakNode = i;
+    }
+  }
+  // What is live at the peak, by kind (the same storages the timeline summed).
+  for (const ValueLiveness &l : r.values) {
+    if (!l.bytes)
+      continue;
+    bool liveAtPeak = l.value->isGraphInput() ||
+                      (r.peakNode >= 0 && l.created <= r.peakNode && l.freedAfter >= r.peakNode);
+    if (liveAtPeak)
+      r.breakdown[static_cast<int>(l.kind)] += l.bytes;
+  }
+  return r;
+}
+
+namespace {
+
+absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
+  auto path = [&](const char *file) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, file);
+    return std::string(p.str());
+  };
+  std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
+                       "last_backward_use,freed_after\n";
+  for (const ValueLiveness &l : r.values)
+    absl::StrAppend(&values, l.value->name().str(), ",", memoryKindName(l.kind).str(), ",", l.bytes,
+                    ",", l.storage->name().str(), ",", l.created, ",", l.lastForwardUse, ",",
+                    l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, "\n");
+  std::string timeline = "node,index,phase,live_bytes\n";
+  int64_t i = 0;
+  for (const Node &n : graph.nodes()) {
+    absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
+                    phaseName(n.phase()).str(), ",", r.timeline[i], "\n");
+    ++i;
+  }
+  llvm::json::Object breakdown;
+  for (int kind = 0; kind < 5; ++kind)
+    breakdown[memoryKindName(static_cast<MemoryKind>(kind))] = r.breakdown[kind];
+  llvm::json::Object summary{{"graph", graph.name()},
+                             {"nodes", static_cast<int64_t>(graph.numNodes())},
+                             {"input_bytes", r.inputBytes},
+                             {"peak_bytes", r.peakBytes},
+                             {"peak_node", r.peakNode},
+                             {"breakdown_at_peak", std::move(breakdown)}};
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
+  for (auto [file, text] : {std::pair{"liveness_values.csv", &values},
+                            std::pair{"liveness_timeline.csv", &timeline},
+                            std::pair{"liveness.json", &os.str()}})
+    if (absl::Status st = writeFileAtomically(path(file), *text); !st.ok())
+      return st;
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses) {
+  auto r = analyses.get<LivenessAnalysis>(graph);
+  if (!r.ok())
+    return r.status();
+  result_ = *r;
+  addStatistic("peak bytes (simulated)", result_->peakBytes);
+  if (!reportDirectory().empty())
+    return writeReports(graph, *result_, reportDirectory());
+  return absl::OkStatus();
+}
+
+GRAPHOPT_REGISTER_PASS(LivenessPass);
+
+} // namespace graphopt
