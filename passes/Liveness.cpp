@@ -11,6 +11,7 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/Path.h>
 
@@ -203,6 +204,31 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
 }
 
 } // namespace
+
+void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t top) {
+  auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
+  os << llvm::format("simulated peak: %.2f MiB (%.2f MiB above weights and inputs)",
+                     mib(r.peakBytes), mib(r.peakBytes - r.inputBytes));
+  if (r.peakNode >= 0)
+    os << " while node " << r.peakNode << " runs";
+  os << "\nbreakdown at the peak:\n";
+  for (int kind = 0; kind < 5; ++kind)
+    os << llvm::format("  %-10s %10.2f MiB\n", memoryKindName(static_cast<MemoryKind>(kind)).str().c_str(),
+                       mib(r.breakdown[kind]));
+  std::vector<const ValueLiveness *> acts;
+  for (const ValueLiveness &l : r.values)
+    if (l.kind == MemoryKind::Act && l.bytes > 0)
+      acts.push_back(&l);
+  std::stable_sort(acts.begin(), acts.end(),
+                   [](const ValueLiveness *a, const ValueLiveness *b) { return a->bytes > b->bytes; });
+  os << "largest activations (made in forward, kept for backward):\n";
+  for (size_t i = 0; i < acts.size() && i < top; ++i)
+    os << llvm::format("  %10.2f MiB  %%%s  %s  live %lld..%lld\n", mib(acts[i]->bytes),
+                       acts[i]->value->name().str().c_str(),
+                       acts[i]->value->definingNode()->opName().c_str(),
+                       static_cast<long long>(acts[i]->created),
+                       static_cast<long long>(acts[i]->freedAfter));
+}
 
 absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses) {
   auto r = analyses.get<LivenessAnalysis>(graph);

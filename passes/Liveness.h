@@ -12,6 +12,8 @@
 
 #include "graphopt/Pass/Pass.h"
 
+#include <llvm/Support/raw_ostream.h>
+
 #include <array>
 #include <vector>
 
@@ -48,6 +50,9 @@ struct LivenessAnalysis {
   using Result = LivenessResult;
   static absl::StatusOr<LivenessResult> run(const Graph &graph);
 };
+
+/// The breakdown at the peak and the `top` largest activations, for people.
+void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &result, size_t top = 10);
 
 /// The analysis as a pass: computes it and, with a report directory, writes
 /// liveness_values.csv, liveness_timeline.csv and liveness.json there.

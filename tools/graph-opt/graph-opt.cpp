@@ -12,6 +12,7 @@
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
+#include "Liveness.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
@@ -133,7 +134,7 @@ std::string mib(int64_t bytes) {
 
 /// --run N: executes the graph N times and prints what each step measured.
 int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor> inputs,
-             c10::Device device) {
+             c10::Device device, const LivenessResult *liveness) {
   NodeProfiler profiler(device);
   ExecutionOptions options;
   options.device = device;
@@ -158,6 +159,16 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
       llvm::outs() << llvm::format(", loss %.6f", result->outputs[loss].item().toDouble());
     llvm::outs() << ", peak memory " << mib(profiler.runPeakBytes())
                  << " above weights and inputs\n";
+  }
+  if (liveness) {
+    int64_t simulated = liveness->peakBytes - liveness->inputBytes;
+    llvm::outs() << "peak memory above weights and inputs: measured " << mib(profiler.runPeakBytes())
+                 << ", simulated by liveness " << mib(simulated)
+                 << llvm::format(" (simulated/measured %.3f)\n",
+                                 profiler.runPeakBytes()
+                                     ? static_cast<double>(simulated) / profiler.runPeakBytes()
+                                     : 0.0);
+    printLivenessReport(llvm::outs(), *liveness);
   }
   if (topOperators > 0) {
     std::map<std::string, std::pair<double, unsigned>> byOp;
@@ -241,6 +252,14 @@ int main(int argc, char **argv) {
       optimizer.printStatistics(llvm::errs());
   }
 
+  bool writeGraph = emitText || !outputPath.empty();
+  std::string out = outputPath.empty() ? "-" : outputPath.getValue();
+  if (printSummaryOpt) {
+    // Keep stdout clean for the graph when both go there.
+    llvm::raw_ostream &os = writeGraph && out == "-" ? llvm::errs() : llvm::outs();
+    printSummary(os, summarizeGraph(*graph));
+  }
+
   if (runSteps > 0 || verifyOutputs) {
     auto device = chosenDevice();
     if (!device.ok())
@@ -257,22 +276,21 @@ int main(int argc, char **argv) {
       auto report = verifyRewrite(*original, *graph, model->weights, inputs, vopts);
       if (!report.ok())
         return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
+      llvm::outs().flush(); // keep the summary before the report
       report->print(llvm::errs());
       if (!report->passed)
         return kVerificationFailed;
     }
+    // The liveness analysis, when the pipeline computed it, is still cached.
+    const LivenessResult *liveness = nullptr;
+    if (optimizer.analyses().isCached(LivenessAnalysis::analysisName()))
+      if (auto r = optimizer.analyses().get<LivenessAnalysis>(*graph); r.ok())
+        liveness = *r;
     if (runSteps > 0)
-      if (int rc = runGraph(*graph, *model, inputs, *device); rc != kOk)
+      if (int rc = runGraph(*graph, *model, inputs, *device, liveness); rc != kOk)
         return rc;
   }
 
-  bool writeGraph = emitText || !outputPath.empty();
-  std::string out = outputPath.empty() ? "-" : outputPath.getValue();
-  if (printSummaryOpt) {
-    // Keep stdout clean for the graph when both go there.
-    llvm::raw_ostream &os = writeGraph && out == "-" ? llvm::errs() : llvm::outs();
-    printSummary(os, summarizeGraph(*graph));
-  }
   if (writeGraph) {
     std::string text = printGraphToString(*graph);
     if (out == "-") {
