@@ -234,10 +234,9 @@ absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses
   auto r = analyses.get<LivenessAnalysis>(graph);
   if (!r.ok())
     return r.status();
-  result_ = *r;
-  addStatistic("peak bytes (simulated)", result_->peakBytes);
+  addStatistic("peak bytes (simulated)", (*r)->peakBytes);
   if (!reportDirectory().empty())
-    return writeReports(graph, *result_, reportDirectory());
+    return writeReports(graph, **r, reportDirectory());
   return absl::OkStatus();
 }
 

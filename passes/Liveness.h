@@ -65,10 +65,6 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::Status analyze(const Graph &graph, AnalysisManager &analyses) override;
-  const LivenessResult *result() const { return result_; }
-
-private:
-  const LivenessResult *result_ = nullptr;
 };
 
 } // namespace graphopt

@@ -69,12 +69,10 @@ absl::StatusOr<std::pair<at::DataPtr, size_t>> Pt2Reader::rawRecord(const std::s
 }
 
 absl::StatusOr<std::string> Pt2Reader::record(const std::string &name) {
-  try {
-    auto [data, size] = zip_->getRecord(name);
-    return std::string(static_cast<const char *>(data.get()), size);
-  } catch (const c10::Error &e) {
-    return error(absl::StrCat("cannot read record '", name, "': ", e.what_without_backtrace()));
-  }
+  auto raw = rawRecord(name);
+  if (!raw.ok())
+    return raw.status();
+  return std::string(static_cast<const char *>(raw->first.get()), raw->second);
 }
 
 absl::StatusOr<at::Tensor> tensorFromPickle(const std::string &bytes) {
