@@ -41,7 +41,7 @@ std::unique_ptr<Graph> makeTrainingChain(int64_t numNodes) {
 void BM_Liveness(benchmark::State &state) {
   auto g = makeTrainingChain(state.range(0));
   for (auto _ : state) {
-    auto r = LivenessAnalysis::run(*g);
+    auto r = LivenessAnalysis::compute(*g);
     benchmark::DoNotOptimize(r);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0)); // items = nodes

@@ -1,5 +1,6 @@
 //===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
 #include "Liveness.h"
+#include "MeasuredScratch.h"
 
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/IR/SchemaUtils.h"
@@ -18,7 +19,7 @@
 namespace graphopt {
 
 llvm::StringRef memoryKindName(MemoryKind kind) {
-  static const char *const names[] = {"PARAM", "GRAD", "ACT", "OPT_STATE", "OTHER"};
+  static const char *const names[] = {"PARAM", "GRAD", "ACT", "OPT_STATE", "OTHER", "SCRATCH"};
   return names[static_cast<int>(kind)];
 }
 
@@ -45,11 +46,26 @@ const Value *aliasedOperand(const Node &node, unsigned out) {
 
 } // namespace
 
-absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph) {
+absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, AnalysisManager &analyses) {
+  if (!analyses.isCached(MeasuredScratchAnalysis::analysisName()))
+    return compute(graph);
+  auto scratch = analyses.get<MeasuredScratchAnalysis>(graph);
+  if (!scratch.ok())
+    return scratch.status();
+  return compute(graph, (*scratch)->bytes);
+}
+
+absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
+                                                         llvm::ArrayRef<int64_t> scratch) {
   LivenessResult r;
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
+  if (!scratch.empty() && static_cast<int64_t>(scratch.size()) != numNodes)
+    return absl::InternalError(absl::StrCat("liveness: scratch measured for ", scratch.size(),
+                                            " nodes, the graph has ", numNodes));
+  r.scratch.assign(scratch.begin(), scratch.end());
   std::vector<Value *> all = graph.allValues();
   llvm::DenseMap<const Value *, size_t> index;
+  index.reserve(all.size());
   for (size_t i = 0; i < all.size(); ++i)
     index[all[i]] = i;
   r.values.resize(all.size());
@@ -87,6 +103,7 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph) {
   for (const GraphOutput &out : graph.outputs())
     outputs.insert(out.value);
   llvm::DenseMap<const Value *, int64_t> end;
+  end.reserve(all.size());
   for (ValueLiveness &l : r.values) {
     int64_t lastUse = std::max(l.lastForwardUse, l.lastBackwardUse);
     int64_t e = outputs.count(l.value) || l.value->isGraphInput() ? numNodes
@@ -142,9 +159,9 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph) {
   r.peakBytes = r.inputBytes;
   for (int64_t i = 0; i < numNodes; ++i) {
     live += delta[i];
-    r.timeline[i] = live;
-    if (live > r.peakBytes || r.peakNode < 0) {
-      r.peakBytes = std::max(r.peakBytes, live);
+    r.timeline[i] = live + (r.scratch.empty() ? 0 : r.scratch[i]);
+    if (r.timeline[i] > r.peakBytes || r.peakNode < 0) {
+      r.peakBytes = std::max(r.peakBytes, r.timeline[i]);
       r.peakNode = i;
     }
   }
@@ -157,6 +174,8 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph) {
     if (liveAtPeak)
       r.breakdown[static_cast<int>(l.kind)] += l.bytes;
   }
+  if (r.peakNode >= 0 && !r.scratch.empty())
+    r.breakdown[static_cast<int>(MemoryKind::Scratch)] = r.scratch[r.peakNode];
   return r;
 }
 
@@ -176,21 +195,23 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
     absl::StrAppend(&values, l.value->name().str(), ",", memoryKindName(l.kind).str(), ",", l.bytes,
                     ",", l.storage->name().str(), ",", l.created, ",", l.lastForwardUse, ",",
                     l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, "\n");
-  std::string timeline = "node,index,phase,live_bytes\n";
+  std::string timeline = "node,index,phase,live_bytes,scratch_bytes\n";
   int64_t i = 0;
   for (const Node &n : graph.nodes()) {
     absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
-                    phaseName(n.phase()).str(), ",", r.timeline[i], "\n");
+                    phaseName(n.phase()).str(), ",", r.timeline[i], ",",
+                    r.scratch.empty() ? 0 : r.scratch[i], "\n");
     ++i;
   }
   llvm::json::Object breakdown;
-  for (int kind = 0; kind < 5; ++kind)
+  for (int kind = 0; kind < kNumMemoryKinds; ++kind)
     breakdown[memoryKindName(static_cast<MemoryKind>(kind))] = r.breakdown[kind];
   llvm::json::Object summary{{"graph", graph.name()},
                              {"nodes", static_cast<int64_t>(graph.numNodes())},
                              {"input_bytes", r.inputBytes},
                              {"peak_bytes", r.peakBytes},
                              {"peak_node", r.peakNode},
+                             {"scratch", r.scratch.empty() ? "none" : "measured"},
                              {"breakdown_at_peak", std::move(breakdown)}};
   std::string json;
   llvm::raw_string_ostream os(json);
@@ -212,9 +233,14 @@ void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t 
   if (r.peakNode >= 0)
     os << " while node " << r.peakNode << " runs";
   os << "\nbreakdown at the peak:\n";
-  for (int kind = 0; kind < 5; ++kind)
-    os << llvm::format("  %-10s %10.2f MiB\n", memoryKindName(static_cast<MemoryKind>(kind)).str().c_str(),
-                       mib(r.breakdown[kind]));
+  for (int kind = 0; kind < kNumMemoryKinds; ++kind) {
+    auto name = memoryKindName(static_cast<MemoryKind>(kind)).str();
+    if (static_cast<MemoryKind>(kind) == MemoryKind::Scratch && r.scratch.empty())
+      os << llvm::format("  %-10s %14s  (liveness{scratch=measured} measures it)\n", name.c_str(),
+                         static_cast<const char *>("not measured"));
+    else
+      os << llvm::format("  %-10s %10.2f MiB\n", name.c_str(), mib(r.breakdown[kind]));
+  }
   std::vector<const ValueLiveness *> acts;
   for (const ValueLiveness &l : r.values)
     if (l.kind == MemoryKind::Act && l.bytes > 0)
@@ -230,11 +256,42 @@ void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t 
                        static_cast<long long>(acts[i]->freedAfter));
 }
 
+absl::Status LivenessPass::setOptions(const PassOptions &options) {
+  for (const auto &[key, value] : options) {
+    if (key != "scratch")
+      return absl::InvalidArgumentError(absl::StrCat("pass 'liveness' has no option '", key,
+                                                     "'; it has: scratch=none|measured"));
+    if (value != "none" && value != "measured")
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pass 'liveness': option 'scratch' must be none or measured, got '", value, "'"));
+    measureScratch_ = value == "measured";
+  }
+  return absl::OkStatus();
+}
+
+PassOptions LivenessPass::options() const {
+  if (!measureScratch_)
+    return {};
+  return {{"scratch", "measured"}};
+}
+
 absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses) {
+  if (measureScratch_) {
+    auto scratch = analyses.get<MeasuredScratchAnalysis>(graph);
+    if (!scratch.ok())
+      return absl::Status(scratch.status().code(),
+                          absl::StrCat("liveness{scratch=measured}: ", scratch.status().message()));
+    // A liveness result cached before the measurement does not include it.
+    if (analyses.isCached(LivenessAnalysis::analysisName()))
+      if (auto cached = analyses.get<LivenessAnalysis>(graph); cached.ok() && (*cached)->scratch.empty())
+        analyses.invalidate(LivenessAnalysis::analysisName());
+  }
   auto r = analyses.get<LivenessAnalysis>(graph);
   if (!r.ok())
     return r.status();
   addStatistic("peak bytes (simulated)", (*r)->peakBytes);
+  if (!(*r)->scratch.empty() && (*r)->peakNode >= 0)
+    addStatistic("scratch bytes at the peak (measured)", (*r)->scratch[(*r)->peakNode]);
   if (!reportDirectory().empty())
     return writeReports(graph, **r, reportDirectory());
   return absl::OkStatus();

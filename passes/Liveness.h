@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Pass/Pass.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -19,8 +20,11 @@
 
 namespace graphopt {
 
-enum class MemoryKind : uint8_t { Param, Grad, Act, OptState, Other };
-llvm::StringRef memoryKindName(MemoryKind kind); // PARAM, GRAD, ACT, OPT_STATE, OTHER
+/// What memory is. Values get the first five; Scratch is operator workspace,
+/// which belongs to a node, not a value.
+enum class MemoryKind : uint8_t { Param, Grad, Act, OptState, Other, Scratch };
+constexpr int kNumMemoryKinds = 6;
+llvm::StringRef memoryKindName(MemoryKind kind); // PARAM, GRAD, ACT, OPT_STATE, OTHER, SCRATCH
 
 struct ValueLiveness {
   const Value *value = nullptr;
@@ -36,19 +40,25 @@ struct ValueLiveness {
 
 struct LivenessResult {
   std::vector<ValueLiveness> values; ///< in Graph::allValues() order
-  /// Bytes live while each node runs (its inputs, its outputs, all else alive).
+  /// Bytes live while each node runs (its inputs, its outputs, all else
+  /// alive, and its scratch when measured).
   std::vector<int64_t> timeline;
+  /// Measured scratch bytes per node; empty when not measured.
+  std::vector<int64_t> scratch;
   int64_t inputBytes = 0; ///< graph inputs, live throughout
   int64_t peakBytes = 0;
   int64_t peakNode = -1;
   /// What is live at the peak, by MemoryKind; sums to peakBytes exactly.
-  std::array<int64_t, 5> breakdown{};
+  std::array<int64_t, kNumMemoryKinds> breakdown{};
 };
 
 struct LivenessAnalysis {
   static llvm::StringRef analysisName() { return "liveness"; }
   using Result = LivenessResult;
-  static absl::StatusOr<LivenessResult> run(const Graph &graph);
+  /// The simulation itself; `scratch` (per node, or empty) adds operator scratch.
+  static absl::StatusOr<LivenessResult> compute(const Graph &graph, llvm::ArrayRef<int64_t> scratch = {});
+  /// Through the AnalysisManager: with the measured scratch if that is cached.
+  static absl::StatusOr<LivenessResult> run(const Graph &graph, AnalysisManager &analyses);
 };
 
 /// The breakdown at the peak and the `top` largest activations, for people.
@@ -56,8 +66,12 @@ void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &result, si
 
 /// The analysis as a pass: computes it and, with a report directory, writes
 /// liveness_values.csv, liveness_timeline.csv and liveness.json there.
+/// Option `scratch=none|measured` (default none): measure operator scratch
+/// memory by running the graph, and add it to the timeline.
 class LivenessPass : public OptimizationPass {
 public:
+  absl::Status setOptions(const PassOptions &options) override;
+  PassOptions options() const override;
   static llvm::StringRef passName() { return "liveness"; }
   static llvm::StringRef passDescription() {
     return "activation lifetimes, simulated memory timeline and peak, breakdown at the peak";
@@ -65,6 +79,9 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::Status analyze(const Graph &graph, AnalysisManager &analyses) override;
+
+private:
+  bool measureScratch_ = false;
 };
 
 } // namespace graphopt

@@ -135,6 +135,7 @@ void NodeProfiler::attach(Executor &executor) {
     NodeProfile &p = profiles_.back();
     p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     p.peakBytes = peakBytes() - runBase_;
+    p.bytesAfter = currentBytes() - runBase_;
     runPeak_ = std::max(runPeak_, p.peakBytes);
     llvm::DenseSet<const void *> seen;
     for (const c10::IValue &v : outputs) {

@@ -13,6 +13,7 @@
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
 #include "Liveness.h"
+#include "MeasuredScratch.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
@@ -168,6 +169,8 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
                                  profiler.runPeakBytes()
                                      ? static_cast<double>(simulated) / profiler.runPeakBytes()
                                      : 0.0);
+    if (!liveness->scratch.empty())
+      llvm::outs() << "  (the simulation includes operator scratch memory measured by liveness{scratch=measured})\n";
     printLivenessReport(llvm::outs(), *liveness);
   }
   if (topOperators > 0) {
@@ -244,12 +247,38 @@ int main(int argc, char **argv) {
 
   // The pipeline rewrites `graph`; --verify compares it with this copy.
   std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
+
+  // What running the graph takes, for --run, --verify and the analyses that
+  // measure (liveness{scratch=measured}). A .gir carries no weights: seeded
+  // stand-ins take their place.
+  bool mayRun = runSteps > 0 || verifyOutputs || !optimizer.passes().empty();
+  size_t madeUpWeights = 0;
+  if (mayRun) {
+    auto device = chosenDevice();
+    if (!device.ok())
+      return fail(std::string(device.status().message()), kBadInput);
+    madeUpWeights = fillMissingWeights(*graph, model->weights, seed);
+    ExecutionContext context;
+    context.weights = &model->weights;
+    context.inputs = model->exampleInputs.empty() ? makeExampleInputs(*graph, seed) : model->exampleInputs;
+    context.device = *device;
+    context.seed = seed;
+    optimizer.analyses().setExecutionContext(std::move(context));
+  }
+  auto noteMadeUpWeights = [&, noted = false]() mutable {
+    if (madeUpWeights && !noted)
+      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << madeUpWeights
+                   << " inputs; using seeded random ones\n";
+    noted = true;
+  };
   if (!optimizer.passes().empty()) {
     auto changed = optimizer.run(*graph);
     if (!changed.ok())
       return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
     if (printStats)
       optimizer.printStatistics(llvm::errs());
+    if (optimizer.analyses().isCached(MeasuredScratchAnalysis::analysisName()))
+      noteMadeUpWeights();
   }
 
   bool writeGraph = emitText || !outputPath.empty();
@@ -261,17 +290,13 @@ int main(int argc, char **argv) {
   }
 
   if (runSteps > 0 || verifyOutputs) {
-    auto device = chosenDevice();
-    if (!device.ok())
-      return fail(std::string(device.status().message()), kBadInput);
-    if (size_t made = fillMissingWeights(*graph, model->weights, seed))
-      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
-                   << " inputs; using seeded random ones\n";
-    std::vector<at::Tensor> inputs =
-        model->exampleInputs.empty() ? makeExampleInputs(*graph, seed) : model->exampleInputs;
+    noteMadeUpWeights();
+    const ExecutionContext &context = *optimizer.analyses().executionContext();
+    const std::vector<at::Tensor> &inputs = context.inputs;
+    c10::Device device = context.device;
     if (verifyOutputs) {
       VerifierOptions vopts;
-      vopts.device = *device;
+      vopts.device = device;
       vopts.seed = seed;
       auto report = verifyRewrite(*original, *graph, model->weights, inputs, vopts);
       if (!report.ok())
@@ -287,7 +312,7 @@ int main(int argc, char **argv) {
       if (auto r = optimizer.analyses().get<LivenessAnalysis>(*graph); r.ok())
         liveness = *r;
     if (runSteps > 0)
-      if (int rc = runGraph(*graph, *model, inputs, *device, liveness); rc != kOk)
+      if (int rc = runGraph(*graph, *model, inputs, device, liveness); rc != kOk)
         return rc;
   }
 

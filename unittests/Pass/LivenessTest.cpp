@@ -1,5 +1,7 @@
 //===- LivenessTest.cpp - The simulated timeline against the measured one -===//
 #include "Liveness.h"
+#include "MeasuredScratch.h"
+#include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
@@ -28,7 +30,7 @@ backward:
   output %gw gradient "w"
 })");
   ASSERT_TRUE(g.ok()) << g.status().message();
-  auto r = LivenessAnalysis::run(**g);
+  auto r = LivenessAnalysis::compute(**g);
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto find = [&](llvm::StringRef name) -> const ValueLiveness & {
     for (const ValueLiveness &l : r->values)
@@ -56,34 +58,119 @@ backward:
 
 class LivenessZooTest : public testing::TestWithParam<std::string> {};
 
-// The simulation sees what the graph holds between operators; an operator's
-// internal scratch memory (convolution_backward's workspace) is invisible to
-// it. So the simulated peak is a lower bound of the measured one, and close:
-// within 5% on 7 of the 8 tiny training graphs, 7.7% on resnet18-train, whose
-// peak is a convolution_backward with a 68 KB workspace over 790 KB of tensors.
-// Issue 5 asks for 5% everywhere: not met yet.
-TEST_P(LivenessZooTest, SimulatedPeakBoundsTheMeasuredPeakClosely) {
+// The measured peak of one executor run, after a warm-up run.
+int64_t measuredPeak(ImportedModel &model) {
+  NodeProfiler profiler(c10::Device(c10::DeviceType::CPU));
+  Executor executor(*model.graph, model.weights);
+  profiler.attach(executor);
+  EXPECT_TRUE(executor.run(model.exampleInputs).ok()); // warm-up
+  profiler.beginRun();
+  EXPECT_TRUE(executor.run(model.exampleInputs).ok());
+  return profiler.runPeakBytes();
+}
+
+double sumOf(const LivenessResult &r) {
+  double sum = 0;
+  for (int64_t b : r.breakdown)
+    sum += static_cast<double>(b);
+  return sum;
+}
+
+// From the graph alone, the simulation sees what the graph holds between
+// operators, not an operator's internal scratch memory (oneDNN's reordered
+// weights and workspaces: 68 KB in one convolution_backward of
+// resnet18-train). So the graph-only peak is a lower bound of the measured
+// one, and close: within 5% on 7 of the 8 tiny training graphs, 7.7% under on
+// resnet18-train.
+TEST_P(LivenessZooTest, GraphOnlyPeakBoundsTheMeasuredPeakFromBelow) {
   ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   auto model = importPt2(zooDir() + "/" + GetParam() + ".pt2");
   ASSERT_TRUE(model.ok()) << model.status().message();
-  auto r = LivenessAnalysis::run(*model->graph);
+  auto r = LivenessAnalysis::compute(*model->graph);
   ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(sumOf(*r), r->peakBytes); // the breakdown adds up exactly
+  EXPECT_EQ(r->breakdown[static_cast<int>(MemoryKind::Scratch)], 0);
 
-  int64_t sum = 0;
-  for (int64_t b : r->breakdown)
-    sum += b;
-  EXPECT_EQ(sum, r->peakBytes); // the breakdown adds up exactly
-
-  NodeProfiler profiler(c10::Device(c10::DeviceType::CPU));
-  Executor executor(*model->graph, model->weights);
-  profiler.attach(executor);
-  ASSERT_TRUE(executor.run(model->exampleInputs).ok()); // warm-up
-  profiler.beginRun();
-  ASSERT_TRUE(executor.run(model->exampleInputs).ok());
   double simulated = static_cast<double>(r->peakBytes - r->inputBytes);
-  double measured = static_cast<double>(profiler.runPeakBytes());
+  double measured = static_cast<double>(measuredPeak(*model));
   EXPECT_LE(simulated, measured);
   EXPECT_GE(simulated / measured, 0.90) << "simulated " << simulated << " bytes, measured " << measured;
+}
+
+// With the operators' scratch memory measured per node (separate runs) and
+// added to the timeline, the simulated peak is within 5% of the executor's
+// measured peak on every tiny zoo training graph. What this checks beyond the
+// measurement itself is the graph-level part: which values are alive together
+// at each node, and so where the peak falls and how high it is.
+TEST_P(LivenessZooTest, WithMeasuredScratchPeakIsWithinFivePercent) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  auto model = importPt2(zooDir() + "/" + GetParam() + ".pt2");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  AnalysisManager analyses;
+  ExecutionContext context;
+  context.weights = &model->weights;
+  context.inputs = model->exampleInputs;
+  analyses.setExecutionContext(context);
+  auto scratch = analyses.get<MeasuredScratchAnalysis>(*model->graph);
+  ASSERT_TRUE(scratch.ok()) << scratch.status().message();
+  EXPECT_EQ((*scratch)->runs, 2u);
+  auto r = analyses.get<LivenessAnalysis>(*model->graph); // picks up the cached measurement
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ((*r)->scratch.size(), model->graph->numNodes());
+  EXPECT_EQ(sumOf(**r), (*r)->peakBytes);
+
+  double simulated = static_cast<double>((*r)->peakBytes - (*r)->inputBytes);
+  double measured = static_cast<double>(measuredPeak(*model));
+  EXPECT_NEAR(simulated / measured, 1.0, 0.05) << "simulated " << simulated << " bytes, measured " << measured;
+}
+
+TEST(LivenessTest, MeasuringScratchWithoutAModelToRunIsAClearError) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[2, 4] user_input
+forward:
+  %r = aten::relu(%x) : f32[2, 4]
+  output %r user_output
+})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  AnalysisManager analyses;
+  auto scratch = analyses.get<MeasuredScratchAnalysis>(**g);
+  ASSERT_FALSE(scratch.ok());
+  EXPECT_NE(std::string(scratch.status().message()).find("no weights and example inputs"), std::string::npos)
+      << scratch.status().message();
+
+  auto pass = PassRegistry::instance().create("liveness");
+  ASSERT_TRUE(pass.ok());
+  ASSERT_TRUE((*pass)->setOptions({{"scratch", "measured"}}).ok());
+  absl::Status st = (*pass)->analyze(**g, analyses);
+  EXPECT_NE(std::string(st.message()).find("liveness{scratch=measured}: measuring operator scratch"),
+            std::string::npos)
+      << st.message();
+  EXPECT_FALSE((*pass)->setOptions({{"scratch", "sometimes"}}).ok());
+  EXPECT_FALSE((*pass)->setOptions({{"budget", "1"}}).ok());
+}
+
+// The measured scratch lands on the node that holds it, and the timeline and
+// peak grow by exactly that.
+TEST(LivenessTest, ScratchAddsToItsNodeOnly) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[4, 4] user_input
+forward:
+  %a = aten::relu(%x) : f32[4, 4]
+  %b = aten::relu(%a) : f32[4, 4]
+  %c = aten::relu(%b) : f32[4, 4]
+  output %c user_output
+})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto plain = LivenessAnalysis::compute(**g);
+  auto withScratch = LivenessAnalysis::compute(**g, {0, 1000, 0});
+  ASSERT_TRUE(plain.ok() && withScratch.ok());
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(withScratch->timeline[i] - plain->timeline[i], i == 1 ? 1000 : 0);
+  EXPECT_EQ(withScratch->peakNode, 1);
+  EXPECT_EQ(withScratch->peakBytes, plain->timeline[1] + 1000);
+  EXPECT_EQ(withScratch->breakdown[static_cast<int>(MemoryKind::Scratch)], 1000);
+  EXPECT_EQ(sumOf(*withScratch), withScratch->peakBytes);
+  EXPECT_FALSE(LivenessAnalysis::compute(**g, {1, 2}).ok()); // one per node, or none
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, LivenessZooTest, testing::ValuesIn(zooArchives({"train"})),

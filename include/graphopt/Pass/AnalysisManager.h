@@ -4,6 +4,8 @@
 //   static llvm::StringRef analysisName();
 //   using Result = ...;
 //   static absl::StatusOr<Result> run(const Graph &graph);
+// or, for an analysis that builds on others or needs to run the graph,
+//   static absl::StatusOr<Result> run(const Graph &graph, AnalysisManager &analyses);
 // `get<A>(graph)` computes it once and caches the result until a pass changes
 // the graph, when the GraphOptimizer calls `invalidate()`.
 //
@@ -11,12 +13,25 @@
 #pragma once
 
 #include "graphopt/IR/Graph.h"
+#include "graphopt/Pass/ExecutionContext.h"
 
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 namespace graphopt {
+
+class AnalysisManager;
+
+namespace detail {
+template <typename A, typename = void> struct RunsWithAnalyses : std::false_type {};
+template <typename A>
+struct RunsWithAnalyses<A, std::void_t<decltype(A::run(std::declval<const Graph &>(),
+                                                       std::declval<AnalysisManager &>()))>>
+    : std::true_type {};
+} // namespace detail
 
 class AnalysisManager {
 public:
@@ -25,7 +40,12 @@ public:
     auto it = results_.find(key);
     if (it != results_.end() && it->second.graph == &graph)
       return static_cast<const typename A::Result *>(it->second.result.get());
-    auto result = A::run(graph);
+    absl::StatusOr<typename A::Result> result = [&] {
+      if constexpr (detail::RunsWithAnalyses<A>::value)
+        return A::run(graph, *this);
+      else
+        return A::run(graph);
+    }();
     if (!result.ok())
       return result.status();
     ++computations_;
@@ -36,9 +56,17 @@ public:
 
   /// Drops every cached result (the graph changed).
   void invalidate() { results_.clear(); }
+  /// Drops one cached result (its inputs changed, e.g. a measurement was added).
+  void invalidate(llvm::StringRef analysisName) { results_.erase(analysisName.str()); }
   bool isCached(llvm::StringRef analysisName) const { return results_.count(analysisName.str()) != 0; }
   /// How many times an analysis was computed (not served from the cache).
   size_t computations() const { return computations_; }
+
+  /// What analyses that measure the graph need to run it (null: not given).
+  void setExecutionContext(ExecutionContext context) {
+    context_ = std::make_unique<ExecutionContext>(std::move(context));
+  }
+  const ExecutionContext *executionContext() const { return context_.get(); }
 
 private:
   struct Cached {
@@ -47,6 +75,7 @@ private:
   };
   std::map<std::string, Cached> results_;
   size_t computations_ = 0;
+  std::unique_ptr<ExecutionContext> context_;
 };
 
 } // namespace graphopt

@@ -8,7 +8,8 @@
 // (current and peak allocated bytes, peak reset per node) and CUDA events.
 //
 // NodeProfiler hooks an Executor and records, per node: time, bytes live
-// before it, the peak during it, and the bytes of its outputs.
+// before it, the peak during it, the bytes of its outputs and the level it
+// left (so the scratch memory it held only while running).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,6 +18,7 @@
 
 #include <c10/core/Allocator.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -58,6 +60,11 @@ struct NodeProfile {
   int64_t bytesBefore = 0; ///< live when the node starts
   int64_t peakBytes = 0;   ///< highest level while it runs
   int64_t outputBytes = 0; ///< storage of its tensor outputs (shared storage counted once)
+  int64_t bytesAfter = 0;  ///< live when it returns, before anything is freed
+
+  /// Memory the operator held only while it ran (workspaces, reordered
+  /// copies): its peak above both the level before it and the level it left.
+  int64_t scratchBytes() const { return std::max<int64_t>(0, peakBytes - std::max(bytesBefore, bytesAfter)); }
 };
 
 /// Records a NodeProfile per node of every run of an Executor it is attached to.
