@@ -216,12 +216,9 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
-  for (auto [file, text] : {std::pair{"liveness_values.csv", &values},
-                            std::pair{"liveness_timeline.csv", &timeline},
-                            std::pair{"liveness.json", &os.str()}})
-    if (absl::Status st = writeFileAtomically(path(file), *text); !st.ok())
-      return st;
-  return absl::OkStatus();
+  return writeFilesAtomically({{path("liveness_values.csv"), std::move(values)},
+                               {path("liveness_timeline.csv"), std::move(timeline)},
+                               {path("liveness.json"), std::move(os.str())}});
 }
 
 } // namespace

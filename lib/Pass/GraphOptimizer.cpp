@@ -55,11 +55,14 @@ absl::Status GraphOptimizer::failure(const Graph &before, size_t passIndex,
     std::vector<PipelineEntry> failing = {{passes_[passIndex]->name().str(), passes_[passIndex]->options()}};
     std::string command = absl::StrCat("graph-opt ", graphPath.str().str(), " -passes='",
                                        printPipeline(failing), "' --verify-each -S");
+    // A pass that failed writing its reports fails again only with them.
+    if (!options_.reportDir.empty())
+      absl::StrAppend(&command, " --report-dir '", options_.reportDir, "'");
     llvm::SmallString<256> scriptPath(options_.reproducerDir);
     llvm::sys::path::append(scriptPath, "reproduce.sh");
-    absl::Status written = writeFileAtomically(graphPath, printGraphToString(before));
-    if (written.ok())
-      written = writeFileAtomically(scriptPath, absl::StrCat("#!/bin/sh\n", command, "\n"));
+    absl::Status written =
+        writeFilesAtomically({{graphPath.str().str(), printGraphToString(before)},
+                              {scriptPath.str().str(), absl::StrCat("#!/bin/sh\n", command, "\n")}});
     absl::StrAppend(&message, written.ok() ? absl::StrCat("\nreproduce with: ", command)
                                            : absl::StrCat("\n(no reproducer: ", written.message(), ")"));
   }

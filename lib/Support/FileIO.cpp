@@ -31,7 +31,10 @@ absl::StatusOr<std::string> readFile(llvm::StringRef path) {
   return (*buf)->getBuffer().str();
 }
 
-absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents) {
+namespace {
+
+/// Writes `contents` to a new temporary file beside `path`; returns its name.
+absl::StatusOr<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::StringRef contents) {
   llvm::SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
@@ -43,21 +46,53 @@ absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents)
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmp))
     return absl::UnavailableError(
         absl::StrCat(path.str(), ": cannot create a temporary file beside it: ", ec.message()));
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << contents;
-    os.close();
-    if (os.has_error()) {
-      std::string msg = os.error().message();
-      os.clear_error();
-      llvm::sys::fs::remove(tmp);
-      return absl::UnavailableError(absl::StrCat(path.str(), ": write failed: ", msg));
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << contents;
+  os.close();
+  if (os.has_error()) {
+    std::string msg = os.error().message();
+    os.clear_error();
     llvm::sys::fs::remove(tmp);
-    return absl::UnavailableError(absl::StrCat(path.str(), ": cannot rename into place: ",
-                                               ec.message()));
+    return absl::UnavailableError(absl::StrCat(path.str(), ": write failed: ", msg));
+  }
+  return std::string(tmp.str());
+}
+
+} // namespace
+
+absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents) {
+  return writeFilesAtomically({{path.str(), contents.str()}});
+}
+
+absl::Status writeFilesAtomically(const std::vector<std::pair<std::string, std::string>> &files) {
+  std::vector<std::string> temporaries;
+  auto removeTemporaries = [&] {
+    for (const std::string &tmp : temporaries)
+      llvm::sys::fs::remove(tmp);
+  };
+  for (const auto &[path, contents] : files) {
+    // A directory in the way would fail the rename after others were done.
+    if (llvm::sys::fs::is_directory(path)) {
+      removeTemporaries();
+      return absl::UnavailableError(absl::StrCat(path, ": cannot write: it is a directory"));
+    }
+    auto tmp = writeTemporaryBeside(path, contents);
+    if (!tmp.ok()) {
+      removeTemporaries();
+      return tmp.status();
+    }
+    temporaries.push_back(*tmp);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (std::error_code ec = llvm::sys::fs::rename(temporaries[i], files[i].first)) {
+      // Undo what was renamed: no file of the set is left half-updated.
+      for (size_t j = 0; j < i; ++j)
+        llvm::sys::fs::remove(files[j].first);
+      temporaries.erase(temporaries.begin(), temporaries.begin() + i);
+      removeTemporaries();
+      return absl::UnavailableError(absl::StrCat(files[i].first, ": cannot rename into place: ",
+                                                 ec.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -6,6 +6,8 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace graphopt {
 
@@ -15,5 +17,10 @@ absl::StatusOr<std::string> readFile(llvm::StringRef path);
 /// Writes `contents` to a temporary file beside `path`, then renames it over
 /// `path`, so a reader never sees a partial file and a failure leaves nothing.
 absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents);
+
+/// Writes a set of (path, contents) files that belong together (a pass's
+/// reports): all are written to temporaries first and renamed into place only
+/// when every one was written, so a failure leaves none of them behind.
+absl::Status writeFilesAtomically(const std::vector<std::pair<std::string, std::string>> &files);
 
 } // namespace graphopt

@@ -1,0 +1,70 @@
+//===- FileIOTest.cpp - Atomic writes of one file and of a set -----------===//
+#include "graphopt/Support/FileIO.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+
+#include <gtest/gtest.h>
+
+using namespace graphopt;
+
+namespace {
+
+class FileIOTest : public testing::Test {
+protected:
+  void SetUp() override {
+    llvm::SmallString<128> dir;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("graphopt-fileio", dir));
+    dir_ = std::string(dir.str());
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir_); }
+  std::string path(llvm::StringRef name) const {
+    llvm::SmallString<128> p(dir_);
+    llvm::sys::path::append(p, name);
+    return std::string(p.str());
+  }
+  /// The directory's entries, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(dir_, ec), end; it != end && !ec; it.increment(ec))
+      out.push_back(llvm::sys::path::filename(it->path()).str());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string dir_;
+};
+
+TEST_F(FileIOTest, WritesAndReplacesWholeFiles) {
+  ASSERT_TRUE(writeFileAtomically(path("a.txt"), "first").ok());
+  ASSERT_TRUE(writeFileAtomically(path("a.txt"), "second").ok());
+  auto text = readFile(path("a.txt"));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "second");
+  EXPECT_EQ(entries(), std::vector<std::string>{"a.txt"}); // no temporary left
+}
+
+TEST_F(FileIOTest, ASetIsWrittenWhole) {
+  ASSERT_TRUE(writeFilesAtomically({{path("a.csv"), "a"}, {path("b.json"), "b"}}).ok());
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a.csv", "b.json"}));
+  EXPECT_EQ(*readFile(path("b.json")), "b");
+}
+
+TEST_F(FileIOTest, ASetThatCannotBeWrittenWholeLeavesNothing) {
+  ASSERT_FALSE(llvm::sys::fs::create_directory(path("b.json")));
+  absl::Status st = writeFilesAtomically({{path("a.csv"), "a"}, {path("b.json"), "b"}, {path("c.csv"), "c"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("b.json: cannot write: it is a directory"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(entries(), std::vector<std::string>{"b.json"}); // neither a.csv nor a temporary
+}
+
+TEST_F(FileIOTest, AMissingDirectoryIsNamed) {
+  absl::Status st = writeFileAtomically(path("missing/a.txt"), "a");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("missing/a.txt: cannot create a temporary file beside it"),
+            std::string::npos)
+      << st.message();
+}
+
+} // namespace
