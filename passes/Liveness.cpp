@@ -9,7 +9,6 @@
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/DenseMap.h>
-#include <llvm/ADT/DenseSet.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
@@ -25,24 +24,44 @@ llvm::StringRef memoryKindName(MemoryKind kind) {
 
 namespace {
 
-/// The tensor operand of `node` whose storage output `out` shares, if any:
+/// For each return of a schema, the arguments whose storage it may share:
 /// the schema says so with matching alias sets (`t(Tensor(a) self) -> Tensor(a)`).
-const Value *aliasedOperand(const Node &node, unsigned out) {
-  const c10::FunctionSchema &schema = node.schema();
-  if (schema.returns().empty())
-    return nullptr;
-  size_t ret = returnsTensorList(schema) ? 0 : out;
-  if (ret >= schema.returns().size())
-    return nullptr;
-  for (unsigned i = 0; i < node.numArgs() && i < schema.arguments().size(); ++i) {
-    const Argument &a = node.arg(i);
-    if (!a.isValue() || !a.getValue() || !a.getValue()->isTensor())
-      continue;
-    if (schema.may_alias({c10::SchemaArgType::output, ret}, {c10::SchemaArgType::input, i}))
-      return a.getValue();
+/// FunctionSchema::may_alias copies both Arguments on every call, so the
+/// answer is kept per operator for the run.
+class AliasTable {
+public:
+  llvm::ArrayRef<llvm::SmallVector<unsigned, 1>> aliasedArgs(const c10::FunctionSchema &schema) {
+    auto [it, inserted] = table_.try_emplace(&schema);
+    if (inserted) {
+      it->second.resize(schema.returns().size());
+      for (size_t ret = 0; ret < schema.returns().size(); ++ret)
+        for (size_t i = 0; i < schema.arguments().size(); ++i)
+          if (schema.may_alias({c10::SchemaArgType::output, ret}, {c10::SchemaArgType::input, i}))
+            it->second[ret].push_back(static_cast<unsigned>(i));
+    }
+    return it->second;
   }
-  return nullptr;
-}
+
+  /// The tensor operand of `node` whose storage output `out` shares, if any.
+  const Value *aliasedOperand(const Node &node, unsigned out) {
+    const c10::FunctionSchema &schema = node.schema();
+    auto byReturn = aliasedArgs(schema);
+    size_t ret = returnsTensorList(schema) ? 0 : out;
+    if (ret >= byReturn.size())
+      return nullptr;
+    for (unsigned i : byReturn[ret]) {
+      if (i >= node.numArgs())
+        break;
+      const Argument &a = node.arg(i);
+      if (a.isValue() && a.getValue() && a.getValue()->isTensor())
+        return a.getValue();
+    }
+    return nullptr;
+  }
+
+private:
+  llvm::DenseMap<const c10::FunctionSchema *, std::vector<llvm::SmallVector<unsigned, 1>>> table_;
+};
 
 } // namespace
 
@@ -64,18 +83,22 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
                                             " nodes, the graph has ", numNodes));
   r.scratch.assign(scratch.begin(), scratch.end());
   std::vector<Value *> all = graph.allValues();
-  llvm::DenseMap<const Value *, size_t> index;
-  index.reserve(all.size());
+  // Value ids index plain vectors: no pointer hashing, and ids grow along the
+  // graph, so the lookups stay close together in memory.
+  std::vector<uint32_t> slot(graph.valueIdBound(), 0);
   for (size_t i = 0; i < all.size(); ++i)
-    index[all[i]] = i;
+    slot[all[i]->id()] = static_cast<uint32_t>(i);
   r.values.resize(all.size());
+  std::vector<uint32_t> storageOf(all.size()); // slot of the value owning the storage
   for (size_t i = 0; i < all.size(); ++i) {
     r.values[i].value = all[i];
-    r.values[i].storage = all[i];
+    storageOf[i] = static_cast<uint32_t>(i);
   }
-  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[index.lookup(v)]; };
+  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot[v->id()]]; };
 
   // Creation, uses by phase, storage sharing.
+  AliasTable aliases;
+  std::vector<uint8_t> madeInForward(all.size(), 0);
   int64_t k = 0;
   for (const Node &n : graph.nodes()) {
     for (const Value *v : n.operandValues()) {
@@ -89,65 +112,67 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
       }
     }
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
-      ValueLiveness &l = info(n.output(o));
-      l.created = k;
-      if (const Value *base = aliasedOperand(n, o))
-        l.storage = info(base).storage;
+      uint32_t out = slot[n.output(o)->id()];
+      r.values[out].created = k;
+      madeInForward[out] = n.phase() == Phase::Forward;
+      if (const Value *base = aliases.aliasedOperand(n, o))
+        storageOf[out] = storageOf[slot[base->id()]];
     }
     ++k;
   }
 
   // Bytes and the end of each storage's life: the last use of any value in it,
   // the end for graph outputs and inputs, right after creation if never read.
-  llvm::DenseSet<const Value *> outputs;
+  std::vector<uint8_t> isOutput(all.size(), 0);
   for (const GraphOutput &out : graph.outputs())
-    outputs.insert(out.value);
-  llvm::DenseMap<const Value *, int64_t> end;
-  end.reserve(all.size());
-  for (ValueLiveness &l : r.values) {
+    isOutput[slot[out.value->id()]] = 1;
+  std::vector<int64_t> end(all.size(), -1); // by storage slot
+  for (size_t i = 0; i < all.size(); ++i) {
+    ValueLiveness &l = r.values[i];
     int64_t lastUse = std::max(l.lastForwardUse, l.lastBackwardUse);
-    int64_t e = outputs.count(l.value) || l.value->isGraphInput() ? numNodes
-                                                                  : std::max(lastUse, l.created);
-    auto [it, inserted] = end.try_emplace(l.storage, e);
-    if (!inserted)
-      it->second = std::max(it->second, e);
-    if (l.storage == l.value && l.value->isTensor())
+    int64_t e = isOutput[i] || l.value->isGraphInput() ? numNodes : std::max(lastUse, l.created);
+    end[storageOf[i]] = std::max(end[storageOf[i]], e);
+    l.storage = all[storageOf[i]];
+    if (storageOf[i] == i && l.value->isTensor())
       l.bytes = l.value->tensorType().storageBytes();
   }
-  for (ValueLiveness &l : r.values)
-    l.freedAfter = end.lookup(l.storage);
+  for (size_t i = 0; i < all.size(); ++i)
+    r.values[i].freedAfter = end[storageOf[i]];
 
   // Kinds.
-  llvm::DenseSet<const Value *> gradients;
+  std::vector<uint8_t> isGradient(all.size(), 0); // by storage slot
   for (const GraphOutput &out : graph.outputs())
     if (out.role == OutputRole::Gradient || out.role == OutputRole::InputGradient)
-      gradients.insert(info(out.value).storage);
+      isGradient[storageOf[slot[out.value->id()]]] = 1;
   for (const GraphInput &in : graph.inputs()) {
     ValueLiveness &l = info(in.value);
     l.kind = in.role == InputRole::Parameter        ? MemoryKind::Param
              : in.role == InputRole::OptimizerState ? MemoryKind::OptState
                                                     : MemoryKind::Other;
   }
-  for (ValueLiveness &l : r.values) {
-    if (l.value->isGraphInput())
+  for (size_t i = 0; i < all.size(); ++i) {
+    ValueLiveness &l = r.values[i];
+    if (l.created < 0) // a graph input
       continue;
-    if (gradients.count(l.storage))
+    if (isGradient[storageOf[i]])
       l.kind = MemoryKind::Grad;
-    else if (l.value->definingNode()->phase() == Phase::Forward && l.firstBackwardUse >= 0)
+    else if (madeInForward[i] && l.firstBackwardUse >= 0)
       l.kind = MemoryKind::Act;
   }
   // A view used in backward keeps its base alive as an activation too.
-  for (ValueLiveness &l : r.values)
-    if (l.kind == MemoryKind::Act && l.storage != l.value && info(l.storage).kind == MemoryKind::Other &&
-        !info(l.storage).value->isGraphInput())
-      info(l.storage).kind = MemoryKind::Act;
+  for (size_t i = 0; i < all.size(); ++i) {
+    ValueLiveness &base = r.values[storageOf[i]];
+    if (r.values[i].kind == MemoryKind::Act && storageOf[i] != i && base.kind == MemoryKind::Other &&
+        base.created >= 0)
+      base.kind = MemoryKind::Act;
+  }
 
   // The timeline: storages live from creation through `freedAfter`.
   std::vector<int64_t> delta(numNodes + 2, 0);
   for (const ValueLiveness &l : r.values) {
     if (!l.bytes)
       continue;
-    if (l.value->isGraphInput()) {
+    if (l.created < 0) { // a graph input
       r.inputBytes += l.bytes;
       continue;
     }
@@ -169,7 +194,7 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   for (const ValueLiveness &l : r.values) {
     if (!l.bytes)
       continue;
-    bool liveAtPeak = l.value->isGraphInput() ||
+    bool liveAtPeak = l.created < 0 ||
                       (r.peakNode >= 0 && l.created <= r.peakNode && l.freedAfter >= r.peakNode);
     if (liveAtPeak)
       r.breakdown[static_cast<int>(l.kind)] += l.bytes;

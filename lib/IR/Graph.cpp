@@ -215,7 +215,7 @@ Value *Graph::addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
   nameAdded(name);
   unsigned index = static_cast<unsigned>(inputs_.size());
   inputValues_.push_back(
-      std::unique_ptr<Value>(new Value(this, std::move(name), std::move(type), nullptr, index)));
+      std::unique_ptr<Value>(new Value(this, std::move(name), std::move(type), nullptr, index, nextValueId_++)));
   inputs_.push_back({inputValues_.back().get(), role, std::move(target)});
   return inputValues_.back().get();
 }
@@ -268,7 +268,7 @@ Node *Graph::createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> 
                                                                      : fallback);
     nameAdded(name);
     node->outputs_.push_back(
-        std::unique_ptr<Value>(new Value(this, std::move(name), outputTypes[i], node, i)));
+        std::unique_ptr<Value>(new Value(this, std::move(name), outputTypes[i], node, i, nextValueId_++)));
   }
   if (insertBefore)
     nodes_.insert(insertBefore->getIterator(), *node);

@@ -156,6 +156,20 @@ TEST(GraphTest, EraseRefusesNodesWithUsers) {
   EXPECT_TRUE(t.g.inputs().empty());
 }
 
+TEST(GraphTest, ValueIdsAreUniqueAndNeverReused) {
+  ReluAddGraph t;
+  EXPECT_EQ(t.x->id(), 0u);
+  EXPECT_EQ(t.relu->output()->id(), 1u);
+  EXPECT_EQ(t.add->output()->id(), 2u);
+  EXPECT_EQ(t.g.valueIdBound(), 3u);
+  // Erasing frees no id for reuse: a vector indexed by ids stays valid.
+  t.g.eraseOutput(0);
+  ASSERT_TRUE(t.g.eraseNode(t.add).ok());
+  Node *again = unwrap(t.g.createNode("aten::relu", {Argument::value(t.x)}, {f32({2, 3})}));
+  EXPECT_EQ(again->output()->id(), 3u);
+  EXPECT_EQ(t.g.valueIdBound(), 4u);
+}
+
 TEST(GraphTest, EraseInputRefusesWhileUsed) {
   ReluAddGraph t;
   EXPECT_FALSE(t.g.eraseInput(0).ok());

@@ -84,6 +84,10 @@ public:
   bool isGraphInput() const { return def_ == nullptr; }
   /// Output position in the defining node, or input position in the graph.
   unsigned index() const { return index_; }
+  /// A number unique within the graph, given in creation order and never
+  /// reused, below Graph::valueIdBound(): analyses index vectors with it
+  /// instead of hashing pointers.
+  unsigned id() const { return id_; }
   Graph *graph() const { return graph_; }
 
   llvm::ArrayRef<Use> uses() const { return uses_; }
@@ -94,9 +98,9 @@ public:
 private:
   friend class Graph;
   friend class Node;
-  Value(Graph *graph, std::string name, ValueType type, Node *def, unsigned index)
+  Value(Graph *graph, std::string name, ValueType type, Node *def, unsigned index, unsigned id)
       : graph_(graph), name_(std::move(name)), type_(std::move(type)), def_(def),
-        index_(index) {}
+        index_(index), id_(id) {}
   void addUse(const Use &use) { uses_.push_back(use); }
   void removeUse(const Use &use);
 
@@ -105,6 +109,7 @@ private:
   ValueType type_;
   Node *def_;
   unsigned index_;
+  unsigned id_;
   llvm::SmallVector<Use, 2> uses_;
 };
 
@@ -258,6 +263,8 @@ public:
   /// All values: inputs first, then node outputs in node order.
   std::vector<Value *> allValues() const;
   size_t numValues() const;
+  /// Every Value::id() of this graph is below this.
+  unsigned valueIdBound() const { return nextValueId_; }
 
 private:
   friend class Value;
@@ -274,6 +281,7 @@ private:
   size_t numNodes_ = 0;
   llvm::StringMap<unsigned> nameCounts_;
   llvm::StringMap<unsigned> nextSuffix_;
+  unsigned nextValueId_ = 0;
 };
 
 } // namespace graphopt
