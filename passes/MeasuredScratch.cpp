@@ -10,11 +10,12 @@ namespace graphopt {
 
 absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
                                                              AnalysisManager &analyses) {
-  const ExecutionContext *context = analyses.executionContext();
-  if (!context || !context->weights)
-    return absl::FailedPreconditionError(
-        "measuring operator scratch memory runs the graph, and no weights and example inputs "
-        "were given to run it with");
+  auto made = analyses.executionContext();
+  if (!made.ok() || !(*made)->weights)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "measuring operator scratch memory runs the graph: ",
+        made.ok() ? "no weights were given" : std::string(made.status().message())));
+  const ExecutionContext *context = *made;
   ExecutionOptions options;
   options.device = context->device;
   options.seed = context->seed;

@@ -13,7 +13,6 @@
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
 #include "Liveness.h"
-#include "MeasuredScratch.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
@@ -249,36 +248,28 @@ int main(int argc, char **argv) {
   std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
 
   // What running the graph takes, for --run, --verify and the analyses that
-  // measure (liveness{scratch=measured}). A .gir carries no weights: seeded
-  // stand-ins take their place.
-  bool mayRun = runSteps > 0 || verifyOutputs || !optimizer.passes().empty();
-  size_t madeUpWeights = 0;
-  if (mayRun) {
+  // measure (liveness{scratch=measured}), made when first needed. A .gir
+  // carries no weights: seeded stand-ins take their place, and a note says so.
+  optimizer.analyses().setExecutionContextProvider([&]() -> absl::StatusOr<ExecutionContext> {
     auto device = chosenDevice();
     if (!device.ok())
-      return fail(std::string(device.status().message()), kBadInput);
-    madeUpWeights = fillMissingWeights(*graph, model->weights, seed);
+      return device.status();
+    if (size_t made = fillMissingWeights(*graph, model->weights, seed))
+      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
+                   << " inputs; using seeded random ones\n";
     ExecutionContext context;
     context.weights = &model->weights;
     context.inputs = model->exampleInputs.empty() ? makeExampleInputs(*graph, seed) : model->exampleInputs;
     context.device = *device;
     context.seed = seed;
-    optimizer.analyses().setExecutionContext(std::move(context));
-  }
-  auto noteMadeUpWeights = [&, noted = false]() mutable {
-    if (madeUpWeights && !noted)
-      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << madeUpWeights
-                   << " inputs; using seeded random ones\n";
-    noted = true;
-  };
+    return context;
+  });
   if (!optimizer.passes().empty()) {
     auto changed = optimizer.run(*graph);
     if (!changed.ok())
       return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
     if (printStats)
       optimizer.printStatistics(llvm::errs());
-    if (optimizer.analyses().isCached(MeasuredScratchAnalysis::analysisName()))
-      noteMadeUpWeights();
   }
 
   bool writeGraph = emitText || !outputPath.empty();
@@ -290,8 +281,10 @@ int main(int argc, char **argv) {
   }
 
   if (runSteps > 0 || verifyOutputs) {
-    noteMadeUpWeights();
-    const ExecutionContext &context = *optimizer.analyses().executionContext();
+    auto made = optimizer.analyses().executionContext();
+    if (!made.ok())
+      return fail(std::string(made.status().message()), kBadInput);
+    const ExecutionContext &context = **made;
     const std::vector<at::Tensor> &inputs = context.inputs;
     c10::Device device = context.device;
     if (verifyOutputs) {

@@ -15,6 +15,7 @@
 #include "graphopt/IR/Graph.h"
 #include "graphopt/Pass/ExecutionContext.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,11 +63,32 @@ public:
   /// How many times an analysis was computed (not served from the cache).
   size_t computations() const { return computations_; }
 
-  /// What analyses that measure the graph need to run it (null: not given).
+  /// What analyses that measure the graph need to run it.
   void setExecutionContext(ExecutionContext context) {
     context_ = std::make_unique<ExecutionContext>(std::move(context));
   }
-  const ExecutionContext *executionContext() const { return context_.get(); }
+  /// The same, made only when first asked for: preparing it may cost (seeded
+  /// stand-in weights for a whole model) and most pipelines never run the graph.
+  using ContextProvider = std::function<absl::StatusOr<ExecutionContext>()>;
+  void setExecutionContextProvider(ContextProvider provider) {
+    context_.reset();
+    provider_ = std::move(provider);
+  }
+  /// The context, making it on first use; an error when none was given or
+  /// making it failed.
+  absl::StatusOr<const ExecutionContext *> executionContext() {
+    if (!context_ && provider_) {
+      auto made = provider_();
+      if (!made.ok())
+        return made.status();
+      context_ = std::make_unique<ExecutionContext>(std::move(*made));
+      provider_ = nullptr;
+    }
+    if (!context_)
+      return absl::FailedPreconditionError("no weights and example inputs were given to run the graph with");
+    return context_.get();
+  }
+  bool hasExecutionContext() const { return context_ || provider_; }
 
 private:
   struct Cached {
@@ -76,6 +98,7 @@ private:
   std::map<std::string, Cached> results_;
   size_t computations_ = 0;
   std::unique_ptr<ExecutionContext> context_;
+  ContextProvider provider_;
 };
 
 } // namespace graphopt
