@@ -241,9 +241,9 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
-  return writeFilesAtomically({{path("liveness_values.csv"), std::move(values)},
-                               {path("liveness_timeline.csv"), std::move(timeline)},
-                               {path("liveness.json"), std::move(os.str())}});
+  return writeFilesAtomically({{path("liveness_values.csv"), values},
+                               {path("liveness_timeline.csv"), timeline},
+                               {path("liveness.json"), os.str()}});
 }
 
 } // namespace

@@ -60,9 +60,10 @@ absl::Status GraphOptimizer::failure(const Graph &before, size_t passIndex,
       absl::StrAppend(&command, " --report-dir '", options_.reportDir, "'");
     llvm::SmallString<256> scriptPath(options_.reproducerDir);
     llvm::sys::path::append(scriptPath, "reproduce.sh");
+    std::string graphText = printGraphToString(before);
+    std::string script = absl::StrCat("#!/bin/sh\n", command, "\n");
     absl::Status written =
-        writeFilesAtomically({{graphPath.str().str(), printGraphToString(before)},
-                              {scriptPath.str().str(), absl::StrCat("#!/bin/sh\n", command, "\n")}});
+        writeFilesAtomically({{graphPath.str().str(), graphText}, {scriptPath.str().str(), script}});
     absl::StrAppend(&message, written.ok() ? absl::StrCat("\nreproduce with: ", command)
                                            : absl::StrCat("\n(no reproducer: ", written.message(), ")"));
   }

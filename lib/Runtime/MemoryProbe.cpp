@@ -74,12 +74,23 @@ NodeProfiler::NodeProfiler(c10::Device device) : device_(device) {
     cpu_ = &TrackingCpuAllocator::install();
 }
 
+namespace {
+
+#ifdef GRAPHOPT_WITH_CUDA
+/// The caching allocator's count of allocated bytes on `device` (current and peak).
+c10::CachingAllocator::Stat cudaAllocatedBytes(c10::Device device) {
+  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+}
+#endif
+
+} // namespace
+
 int64_t NodeProfiler::currentBytes() const {
   if (cpu_)
     return cpu_->currentBytes();
 #ifdef GRAPHOPT_WITH_CUDA
-  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index() < 0 ? 0 : device_.index());
-  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+  return cudaAllocatedBytes(device_).current;
 #else
   return 0;
 #endif
@@ -89,8 +100,7 @@ int64_t NodeProfiler::peakBytes() const {
   if (cpu_)
     return cpu_->peakBytes();
 #ifdef GRAPHOPT_WITH_CUDA
-  auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_.index() < 0 ? 0 : device_.index());
-  return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  return cudaAllocatedBytes(device_).peak;
 #else
   return 0;
 #endif

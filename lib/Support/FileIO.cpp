@@ -61,10 +61,10 @@ absl::StatusOr<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::Str
 } // namespace
 
 absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents) {
-  return writeFilesAtomically({{path.str(), contents.str()}});
+  return writeFilesAtomically({{path.str(), contents}});
 }
 
-absl::Status writeFilesAtomically(const std::vector<std::pair<std::string, std::string>> &files) {
+absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files) {
   std::vector<std::string> temporaries;
   auto removeTemporaries = [&] {
     for (const std::string &tmp : temporaries)
@@ -84,13 +84,13 @@ absl::Status writeFilesAtomically(const std::vector<std::pair<std::string, std::
     temporaries.push_back(*tmp);
   }
   for (size_t i = 0; i < files.size(); ++i) {
-    if (std::error_code ec = llvm::sys::fs::rename(temporaries[i], files[i].first)) {
+    if (std::error_code ec = llvm::sys::fs::rename(temporaries[i], files[i].path)) {
       // Undo what was renamed: no file of the set is left half-updated.
       for (size_t j = 0; j < i; ++j)
-        llvm::sys::fs::remove(files[j].first);
+        llvm::sys::fs::remove(files[j].path);
       temporaries.erase(temporaries.begin(), temporaries.begin() + i);
       removeTemporaries();
-      return absl::UnavailableError(absl::StrCat(files[i].first, ": cannot rename into place: ",
+      return absl::UnavailableError(absl::StrCat(files[i].path, ": cannot rename into place: ",
                                                  ec.message()));
     }
   }

@@ -69,10 +69,10 @@ int64_t measuredPeak(ImportedModel &model) {
   return profiler.runPeakBytes();
 }
 
-double sumOf(const LivenessResult &r) {
-  double sum = 0;
+int64_t sumOf(const LivenessResult &r) {
+  int64_t sum = 0;
   for (int64_t b : r.breakdown)
-    sum += static_cast<double>(b);
+    sum += b;
   return sum;
 }
 

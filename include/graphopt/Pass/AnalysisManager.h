@@ -88,7 +88,6 @@ public:
       return absl::FailedPreconditionError("no weights and example inputs were given to run the graph with");
     return context_.get();
   }
-  bool hasExecutionContext() const { return context_ || provider_; }
 
 private:
   struct Cached {

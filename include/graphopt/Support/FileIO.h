@@ -3,11 +3,10 @@
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <string>
-#include <utility>
-#include <vector>
 
 namespace graphopt {
 
@@ -21,6 +20,10 @@ absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents)
 /// Writes a set of (path, contents) files that belong together (a pass's
 /// reports): all are written to temporaries first and renamed into place only
 /// when every one was written, so a failure leaves none of them behind.
-absl::Status writeFilesAtomically(const std::vector<std::pair<std::string, std::string>> &files);
+struct FileToWrite {
+  std::string path;
+  llvm::StringRef contents; ///< must outlive the call
+};
+absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files);
 
 } // namespace graphopt
