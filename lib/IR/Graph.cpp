@@ -256,7 +256,7 @@ void Graph::eraseOutput(unsigned i) {
 Node *Graph::createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> args,
                         llvm::ArrayRef<ValueType> outputTypes, Phase phase,
                         llvm::ArrayRef<std::string> outputNames, Node *insertBefore) {
-  Node *node = new Node(this, op, phase);
+  Node *node = new Node(this, op, phase, nextNodeId_++);
   node->args_.assign(args.begin(), args.end());
   for (unsigned i = 0; i < node->args_.size(); ++i)
     node->addUses(i);

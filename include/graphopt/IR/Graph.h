@@ -169,6 +169,9 @@ public:
   llvm::SmallVector<Value *, 2> outputs() const;
 
   Graph *graph() const { return graph_; }
+  /// A number unique within the graph, given in creation order and never
+  /// reused, below Graph::nodeIdBound(): analyses index NodeMap with it.
+  unsigned id() const { return id_; }
 
   /// Moves this node right before `other` (same graph) or to the end if null.
   void moveBefore(Node *other);
@@ -178,13 +181,15 @@ public:
 
 private:
   friend class Graph;
-  Node(Graph *graph, c10::OperatorHandle op, Phase phase) : graph_(graph), op_(std::move(op)), phase_(phase) {}
+  Node(Graph *graph, c10::OperatorHandle op, Phase phase, unsigned id)
+      : graph_(graph), op_(std::move(op)), phase_(phase), id_(id) {}
   void addUses(unsigned argIndex);
   void dropUses(unsigned argIndex);
 
   Graph *graph_;
   c10::OperatorHandle op_;
   Phase phase_;
+  unsigned id_;
   llvm::SmallVector<Argument, 4> args_;
   llvm::SmallVector<std::unique_ptr<Value>, 1> outputs_;
 };
@@ -265,6 +270,8 @@ public:
   size_t numValues() const;
   /// Every Value::id() of this graph is below this.
   unsigned valueIdBound() const { return nextValueId_; }
+  /// Every Node::id() of this graph is below this.
+  unsigned nodeIdBound() const { return nextNodeId_; }
 
 private:
   friend class Value;
@@ -282,6 +289,7 @@ private:
   llvm::StringMap<unsigned> nameCounts_;
   llvm::StringMap<unsigned> nextSuffix_;
   unsigned nextValueId_ = 0;
+  unsigned nextNodeId_ = 0;
 };
 
 } // namespace graphopt
