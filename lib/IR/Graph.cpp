@@ -4,6 +4,8 @@
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/STLExtras.h>
 
+#include <atomic>
+
 namespace graphopt {
 
 // --- names of enums ----------------------------------------------------------
@@ -167,7 +169,10 @@ std::string Node::describe() const {
 
 // --- Graph -------------------------------------------------------------------
 
-Graph::Graph(std::string name) : name_(std::move(name)) {}
+Graph::Graph(std::string name) : name_(std::move(name)) {
+  static std::atomic<uint64_t> nextUid{1};
+  uid_ = nextUid.fetch_add(1, std::memory_order_relaxed);
+}
 
 Graph::~Graph() {
   // Delete back to front: no node outlives a user, so no dangling-use asserts.

@@ -38,7 +38,7 @@ std::string GraphOptimizer::pipelineText() const {
   return printPipeline(entries);
 }
 
-absl::Status GraphOptimizer::failure(const Graph &before, size_t passIndex,
+absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
                                      const absl::Status &cause) {
   std::vector<std::string> done;
   for (size_t i = 0; i < passIndex; ++i)
@@ -47,26 +47,38 @@ absl::Status GraphOptimizer::failure(const Graph &before, size_t passIndex,
       "pass '", passes_[passIndex]->name().str(), "' failed",
       done.empty() ? " (the first pass)" : absl::StrCat(" after ", absl::StrJoin(done, ", ")), ": ",
       cause.message());
-  if (!options_.reproducerDir.empty()) {
-    // The graph as the failing pass saw it, and the command that replays it.
-    llvm::sys::fs::create_directories(options_.reproducerDir);
+  if (options_.reproducerDir.empty())
+    return absl::Status(cause.code(), message);
+  // The pipeline up to the failing pass, replayed on the pipeline's input.
+  llvm::sys::fs::create_directories(options_.reproducerDir);
+  std::vector<PipelineEntry> prefix;
+  for (size_t i = 0; i <= passIndex; ++i)
+    prefix.push_back({passes_[i]->name().str(), passes_[i]->options()});
+  std::vector<FileToWrite> files;
+  std::string graphText, input;
+  if (start) {
     llvm::SmallString<256> graphPath(options_.reproducerDir);
     llvm::sys::path::append(graphPath, "reproducer.gir");
-    std::vector<PipelineEntry> failing = {{passes_[passIndex]->name().str(), passes_[passIndex]->options()}};
-    std::string command = absl::StrCat("graph-opt ", graphPath.str().str(), " -passes='",
-                                       printPipeline(failing), "' --verify-each -S");
-    // A pass that failed writing its reports fails again only with them.
-    if (!options_.reportDir.empty())
-      absl::StrAppend(&command, " --report-dir '", options_.reportDir, "'");
-    llvm::SmallString<256> scriptPath(options_.reproducerDir);
-    llvm::sys::path::append(scriptPath, "reproduce.sh");
-    std::string graphText = printGraphToString(before);
-    std::string script = absl::StrCat("#!/bin/sh\n", command, "\n");
-    absl::Status written =
-        writeFilesAtomically({{graphPath.str().str(), graphText}, {scriptPath.str().str(), script}});
-    absl::StrAppend(&message, written.ok() ? absl::StrCat("\nreproduce with: ", command)
-                                           : absl::StrCat("\n(no reproducer: ", written.message(), ")"));
+    graphText = printGraphToString(*start);
+    input = graphPath.str().str();
+    files.push_back({input, graphText});
+  } else {
+    llvm::SmallString<256> absolute(options_.inputPath);
+    llvm::sys::fs::make_absolute(absolute);
+    input = absolute.str().str();
   }
+  std::string command = absl::StrCat("graph-opt '", input, "' -passes='", printPipeline(prefix),
+                                     "' --verify-each -S");
+  // A pass that failed writing its reports fails again only with them.
+  if (!options_.reportDir.empty())
+    absl::StrAppend(&command, " --report-dir '", options_.reportDir, "'");
+  llvm::SmallString<256> scriptPath(options_.reproducerDir);
+  llvm::sys::path::append(scriptPath, "reproduce.sh");
+  std::string script = absl::StrCat("#!/bin/sh\n", command, "\n");
+  files.push_back({scriptPath.str().str(), script});
+  absl::Status written = writeFilesAtomically(files);
+  absl::StrAppend(&message, written.ok() ? absl::StrCat("\nreproduce with: ", command)
+                                         : absl::StrCat("\n(no reproducer: ", written.message(), ")"));
   return absl::Status(cause.code(), message);
 }
 
@@ -74,28 +86,36 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   llvm::raw_ostream &out = options_.out ? *options_.out : llvm::errs();
   bool anyChange = false;
   timings_.clear();
+  // A reproducer needs the pipeline's input: the caller's file, or one copy.
+  std::unique_ptr<Graph> start;
+  if (!options_.reproducerDir.empty() && options_.inputPath.empty() && !passes_.empty())
+    start = graph.clone();
+  using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < passes_.size(); ++i) {
     OptimizationPass &pass = *passes_[i];
     pass.setReportDirectory(options_.reportDir);
-    // Keep the input of this pass for a reproducer, only when one is wanted.
-    std::unique_ptr<Graph> before = options_.reproducerDir.empty() ? nullptr : graph.clone();
-    auto start = std::chrono::steady_clock::now();
-    auto fail = [&](const absl::Status &st) { return failure(before ? *before : graph, i, st); };
+    auto begin = Clock::now();
+    auto fail = [&](const absl::Status &st) { return failure(start.get(), i, st); };
     if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
       return fail(st);
     absl::StatusOr<bool> changed = pass.transform(graph, analyses_);
     if (!changed.ok())
       return fail(changed.status());
     if (*changed)
-      analyses_.invalidate();
+      analyses_.invalidate(graph, pass.preservedAnalyses());
     if (absl::Status st = pass.verify(graph); !st.ok())
       return fail(absl::Status(st.code(), absl::StrCat("its own verification failed: ", st.message())));
+    auto passEnd = Clock::now();
     if (*changed || options_.verifyEach)
       if (absl::Status st = verifyGraph(graph); !st.ok())
         return fail(absl::Status(st.code(), absl::StrCat("the graph it left does not verify: ",
                                                           st.message())));
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    timings_.push_back({pass.name().str(), seconds, *changed});
+    PassTiming timing;
+    timing.pass = pass.name().str();
+    timing.seconds = std::chrono::duration<double>(passEnd - begin).count();
+    timing.verifySeconds = std::chrono::duration<double>(Clock::now() - passEnd).count();
+    timing.changed = *changed;
+    timings_.push_back(timing);
     anyChange |= *changed;
     if (options_.printAfterAll || options_.printAfter.count(pass.name().str())) {
       out << "# graph after " << pass.name() << (*changed ? "" : " (unchanged)") << "\n";
@@ -108,26 +128,28 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
 }
 
 void GraphOptimizer::printTimings(llvm::raw_ostream &os) const {
-  double total = 0;
-  for (const PassTiming &t : timings_)
-    total += t.seconds;
+  double total = 0, verifying = 0;
+  for (const PassTiming &t : timings_) {
+    total += t.seconds + t.verifySeconds;
+    verifying += t.verifySeconds;
+  }
   os << "===-------------------------------------------------------------------------===\n"
      << "                          pass execution timing report\n"
      << "===-------------------------------------------------------------------------===\n";
-  os << llvm::format("  total: %.4f s\n", total);
-  os << "    wall (s)   share   changed  pass\n";
+  os << llvm::format("  total: %.4f s (structural verifier: %.4f s)\n", total, verifying);
+  os << "    wall (s)   share   verify (s)  changed  pass\n";
   for (const PassTiming &t : timings_)
-    os << llvm::format("  %10.4f  %5.1f%%   %-7s  %s\n", t.seconds,
-                       total > 0 ? 100 * t.seconds / total : 0.0, t.changed ? "yes" : "no",
-                       t.pass.c_str());
+    os << llvm::format("  %10.4f  %5.1f%%   %10.4f  %-7s  %s\n", t.seconds,
+                       total > 0 ? 100 * t.seconds / total : 0.0, t.verifySeconds,
+                       t.changed ? "yes" : "no", t.pass.c_str());
 }
 
 void GraphOptimizer::printStatistics(llvm::raw_ostream &os) const {
   os << "statistics:\n";
   for (const auto &p : passes_)
-    for (const auto &[name, value] : p->statistics())
-      os << llvm::format("  %10lld  %s - %s\n", static_cast<long long>(value), p->name().str().c_str(),
-                         name.c_str());
+    for (const auto &[name, stat] : p->statistics())
+      os << llvm::format("  %10lld  %s - %s\n", static_cast<long long>(stat.value),
+                         p->name().str().c_str(), name.c_str());
 }
 
 } // namespace graphopt

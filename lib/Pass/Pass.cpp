@@ -10,10 +10,34 @@
 namespace graphopt {
 
 absl::Status OptimizationPass::setOptions(const PassOptions &options) {
-  if (options.empty())
-    return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("pass '", name().str(), "' has no option '",
-                                                 options.front().first, "'"));
+  for (PassOptionBase *o : declaredOptions_)
+    o->reset();
+  for (const auto &[key, value] : options) {
+    auto it = std::find_if(declaredOptions_.begin(), declaredOptions_.end(),
+                           [&](const PassOptionBase *o) { return o->name() == key; });
+    if (it == declaredOptions_.end()) {
+      std::vector<std::string> known;
+      for (const PassOptionBase *o : declaredOptions_)
+        known.push_back(absl::StrCat(o->name().str(), "=", o->accepts()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pass '", name().str(), "' has no option '", key, "'",
+          known.empty() ? "; it takes none" : absl::StrCat("; it has: ", absl::StrJoin(known, "; "))));
+    }
+    if (absl::Status st = (*it)->parse(value); !st.ok())
+      return absl::InvalidArgumentError(absl::StrCat("pass '", name().str(), "': option '", key,
+                                                     "' ", st.message(), ", got '", value, "'"));
+  }
+  if (absl::Status st = validateOptions(); !st.ok())
+    return absl::InvalidArgumentError(absl::StrCat("pass '", name().str(), "': ", st.message()));
+  return absl::OkStatus();
+}
+
+PassOptions OptimizationPass::options() const {
+  PassOptions out;
+  for (const PassOptionBase *o : declaredOptions_)
+    if (!o->isDefault())
+      out.emplace_back(o->name().str(), o->print());
+  return out;
 }
 
 PassRegistry &PassRegistry::instance() {

@@ -97,6 +97,14 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
                                                  WeightStore &weights,
                                                  llvm::ArrayRef<at::Tensor> userInputs,
                                                  const VerifierOptions &options) {
+  return verifyRewrite(original, rewritten, weights, userInputs, userInputs, options);
+}
+
+absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Graph &rewritten,
+                                                 WeightStore &weights,
+                                                 llvm::ArrayRef<at::Tensor> originalInputs,
+                                                 llvm::ArrayRef<at::Tensor> rewrittenInputs,
+                                                 const VerifierOptions &options) {
   VerificationReport report;
   report.gpuAvailable = at::hasCUDA();
   report.device = options.device ? *options.device
@@ -108,10 +116,10 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
   auto runBoth = [&](bool keepAll) -> absl::StatusOr<std::pair<ExecutionResult, ExecutionResult>> {
     exec.keepAllValues = keepAll;
     Executor a(original, weights, exec), b(rewritten, weights, exec);
-    auto ra = a.run(userInputs);
+    auto ra = a.run(originalInputs);
     if (!ra.ok())
       return absl::Status(ra.status().code(), absl::StrCat("original graph: ", ra.status().message()));
-    auto rb = b.run(userInputs);
+    auto rb = b.run(rewrittenInputs);
     if (!rb.ok())
       return absl::Status(rb.status().code(), absl::StrCat("rewritten graph: ", rb.status().message()));
     return std::make_pair(std::move(*ra), std::move(*rb));

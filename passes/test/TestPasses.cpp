@@ -6,6 +6,9 @@
 //   test-fail         returns an error, to exercise failure reports and reproducers.
 //   test-count        counts nodes per phase into statistics (an analysis-only pass
 //                     with an option: phase=forward|backward|optimizer|all).
+//   test-erase-unused-inputs
+//                     erases user inputs nothing reads: a pass that changes the
+//                     graph's inputs, which --verify and --run must follow.
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/Pass/PassRegistry.h"
@@ -46,28 +49,39 @@ public:
   static llvm::StringRef passDescription() { return "test only: count nodes of a phase"; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
-  absl::Status setOptions(const PassOptions &options) override {
-    for (const auto &[key, value] : options) {
-      if (key != "phase")
-        return absl::InvalidArgumentError(absl::StrCat("pass 'test-count' has no option '", key, "'"));
-      if (value != "all" && !parsePhaseName(value))
-        return absl::InvalidArgumentError(absl::StrCat(
-            "pass 'test-count': option 'phase' must be forward, backward, optimizer or all, got '",
-            value, "'"));
-      phase_ = value;
-    }
-    return absl::OkStatus();
-  }
-  PassOptions options() const override { return {{"phase", phase_}}; }
   absl::Status analyze(const Graph &graph, AnalysisManager &) override {
     for (const Node &n : graph.nodes())
-      if (phase_ == "all" || phaseName(n.phase()) == phase_)
-        addStatistic(absl::StrCat("nodes in phase ", phase_));
+      if (phase_.get() == "all" || phaseName(n.phase()) == phase_.get())
+        addStatistic(absl::StrCat("nodes in phase ", phase_.get()));
     return absl::OkStatus();
   }
 
 private:
-  std::string phase_ = "all";
+  PassOption<std::string> phase_{this, "phase", "the phase whose nodes are counted", "all",
+                                 {{"forward", "forward"},
+                                  {"backward", "backward"},
+                                  {"optimizer", "optimizer"},
+                                  {"all", "all"}}};
+};
+
+class TestEraseUnusedInputsPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-erase-unused-inputs"; }
+  static llvm::StringRef passDescription() { return "test only: erase user inputs nothing reads"; }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    bool changed = false;
+    for (unsigned i = graph.inputs().size(); i-- > 0;) {
+      const GraphInput &in = graph.inputs()[i];
+      if (in.role != InputRole::UserInput || in.value->hasUses())
+        continue;
+      if (absl::Status st = graph.eraseInput(i); !st.ok())
+        return st;
+      changed = true;
+    }
+    return changed;
+  }
 };
 
 } // namespace
@@ -75,5 +89,6 @@ private:
 GRAPHOPT_REGISTER_TEST_PASS(TestBreakNamesPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestFailPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestCountPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestEraseUnusedInputsPass);
 
 } // namespace graphopt

@@ -12,12 +12,13 @@
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
-#include "Liveness.h"
+#include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 #include "graphopt/Runtime/OutputVerifier.h"
+#include "graphopt/Support/Bytes.h"
 #include "graphopt/Support/FileIO.h"
 
 #include <ATen/Context.h>
@@ -125,12 +126,7 @@ absl::StatusOr<c10::Device> chosenDevice() {
       absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
 }
 
-std::string mib(int64_t bytes) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  return os.str();
-}
+std::string mib(int64_t bytes) { return formatMiB(bytes); }
 
 /// --run N: executes the graph N times and prints what each step measured.
 int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor> inputs,
@@ -206,8 +202,13 @@ int main(int argc, char **argv) {
     return kBadInput;
 
   if (listPasses) {
-    for (const PassRegistry::Entry *e : PassRegistry::instance().entries())
+    for (const PassRegistry::Entry *e : PassRegistry::instance().entries()) {
       llvm::outs() << llvm::format("  %-20s %s\n", e->name.c_str(), e->description.c_str());
+      std::unique_ptr<OptimizationPass> pass = e->create();
+      for (const PassOptionBase *o : pass->declaredOptions())
+        llvm::outs() << "      " << o->name() << "=<" << o->accepts() << ">  (default "
+                     << o->printDefault() << ")  " << o->help() << "\n";
+    }
     return kOk;
   }
   if (inputPath.empty())
@@ -219,6 +220,9 @@ int main(int argc, char **argv) {
   optimizerOptions.timePasses = timePasses;
   optimizerOptions.reproducerDir = reproducerDir;
   optimizerOptions.reportDir = reportDir;
+  // A reproducer replays the pipeline on the input file; stdin is copied.
+  if (inputPath != "-")
+    optimizerOptions.inputPath = inputPath;
   if (reproducerDir.empty()) {
     llvm::SmallString<256> tmp;
     llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, tmp);
@@ -248,18 +252,26 @@ int main(int argc, char **argv) {
   std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
 
   // What running the graph takes, for --run, --verify and the analyses that
-  // measure (liveness{scratch=measured}), made when first needed. A .gir
-  // carries no weights: seeded stand-ins take their place, and a note says so.
-  optimizer.analyses().setExecutionContextProvider([&]() -> absl::StatusOr<ExecutionContext> {
+  // measure (liveness{scratch=measured}), made when first needed, for the
+  // model as read (its inputs, kept apart: a pass may change the graph's).
+  // A .gir carries no weights: seeded stand-ins take their place, and a note
+  // says so. Each graph that runs takes the example inputs its inputs name.
+  auto signature = std::make_shared<Graph>(graph->name().str());
+  for (const GraphInput &in : graph->inputs())
+    signature->addInput(in.value->name(), in.value->type(), in.role, in.target);
+  optimizer.analyses().setExecutionContextProvider([&, signature]() -> absl::StatusOr<ExecutionContext> {
     auto device = chosenDevice();
     if (!device.ok())
       return device.status();
-    if (size_t made = fillMissingWeights(*graph, model->weights, seed))
+    if (size_t made = fillMissingWeights(*signature, model->weights, seed))
       llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
                    << " inputs; using seeded random ones\n";
     ExecutionContext context;
     context.weights = &model->weights;
-    context.inputs = model->exampleInputs.empty() ? makeExampleInputs(*graph, seed) : model->exampleInputs;
+    context.inputs = model->exampleInputs.empty() ? makeExampleInputs(*signature, seed) : model->exampleInputs;
+    for (const GraphInput &in : signature->inputs())
+      if (in.role == InputRole::UserInput && in.value->isTensor())
+        context.inputNames.push_back(in.value->name().str());
     context.device = *device;
     context.seed = seed;
     return context;
@@ -285,13 +297,19 @@ int main(int argc, char **argv) {
     if (!made.ok())
       return fail(std::string(made.status().message()), kBadInput);
     const ExecutionContext &context = **made;
-    const std::vector<at::Tensor> &inputs = context.inputs;
+    auto inputs = context.inputsFor(*graph);
+    if (!inputs.ok())
+      return fail(absl::StrCat(inputPath.getValue(), ": ", inputs.status().message()), kBadInput);
     c10::Device device = context.device;
     if (verifyOutputs) {
       VerifierOptions vopts;
       vopts.device = device;
       vopts.seed = seed;
-      auto report = verifyRewrite(*original, *graph, model->weights, inputs, vopts);
+      auto originalInputs = context.inputsFor(*original);
+      if (!originalInputs.ok())
+        return fail(absl::StrCat(inputPath.getValue(), ": ", originalInputs.status().message()),
+                    kBadInput);
+      auto report = verifyRewrite(*original, *graph, model->weights, *originalInputs, *inputs, vopts);
       if (!report.ok())
         return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
       llvm::outs().flush(); // keep the summary before the report
@@ -300,12 +318,10 @@ int main(int argc, char **argv) {
         return kVerificationFailed;
     }
     // The liveness analysis, when the pipeline computed it, is still cached.
-    const LivenessResult *liveness = nullptr;
-    if (optimizer.analyses().isCached(LivenessAnalysis::analysisName()))
-      if (auto r = optimizer.analyses().get<LivenessAnalysis>(*graph); r.ok())
-        liveness = *r;
+    const LivenessResult *liveness =
+        optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph);
     if (runSteps > 0)
-      if (int rc = runGraph(*graph, *model, inputs, device, liveness); rc != kOk)
+      if (int rc = runGraph(*graph, *model, *inputs, device, liveness); rc != kOk)
         return rc;
   }
 

@@ -2,6 +2,7 @@
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/Bytes.h"
 
 #include <gtest/gtest.h>
 
@@ -38,7 +39,7 @@ public:
   llvm::StringRef name() const override { return change_ ? "erase-last" : "read-count"; }
   llvm::StringRef description() const override { return "test"; }
   absl::Status analyze(const Graph &g, AnalysisManager &am) override {
-    auto r = am.get<NodeCount>(g);
+    auto r = am.getResult<NodeCount>(g);
     if (!r.ok())
       return r.status();
     seen = **r;
@@ -138,7 +139,7 @@ TEST(GraphOptimizerTest, BuildsFromTextAndReportsTheFailingPass) {
   EXPECT_NE(r.status().message().find("pass 'test-fail' failed after test-count: deliberate failure"),
             absl::string_view::npos)
       << r.status().message();
-  EXPECT_EQ(opt.passes()[0]->statistics().at("nodes in phase forward"), 2);
+  EXPECT_EQ(opt.passes()[0]->statistics().at("nodes in phase forward").value, 2);
   EXPECT_FALSE(opt.addPipeline("test-count{phase=sideways}").ok());
 }
 
@@ -156,4 +157,219 @@ TEST(GraphOptimizerTest, VerifyEachCatchesASilentBreakage) {
   auto r = checked.run(*g2);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("value name is not unique"), absl::string_view::npos);
+}
+
+// --- typed, keyed, preservable analyses ---------------------------------------
+
+namespace {
+
+/// A base analysis, and one computed from it (it asks the manager for it).
+struct BaseCount {
+  static llvm::StringRef analysisName() { return "base-count"; }
+  using Result = size_t;
+  static inline int runs = 0;
+  static absl::StatusOr<size_t> run(const Graph &g) {
+    ++runs;
+    return g.numNodes();
+  }
+};
+struct Derived {
+  static llvm::StringRef analysisName() { return "derived"; }
+  using Result = size_t;
+  struct Options {
+    size_t factor = 1;
+    std::string cacheKey() const { return std::to_string(factor); }
+  };
+  static inline int runs = 0;
+  static absl::StatusOr<size_t> run(const Graph &g, AnalysisManager &am, const Options &o) {
+    ++runs;
+    auto base = am.getResult<BaseCount>(g);
+    if (!base.ok())
+      return base.status();
+    return **base * o.factor;
+  }
+};
+/// Unrelated to the others.
+struct Other {
+  static llvm::StringRef analysisName() { return "other"; }
+  using Result = int;
+  static absl::StatusOr<int> run(const Graph &) { return 7; }
+};
+
+} // namespace
+
+TEST(AnalysisManagerTest, OptionsArePartOfTheKey) {
+  auto g = smallGraph();
+  AnalysisManager am;
+  Derived::runs = 0;
+  auto one = am.getResult<Derived>(*g, {1});
+  auto three = am.getResult<Derived>(*g, {3});
+  ASSERT_TRUE(one.ok() && three.ok());
+  EXPECT_EQ(**one, 2u);
+  EXPECT_EQ(**three, 6u);
+  EXPECT_EQ(Derived::runs, 2);
+  auto again = am.getResult<Derived>(*g, {3});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *three);
+  EXPECT_EQ(Derived::runs, 2);
+  EXPECT_TRUE(am.isCached<Derived>(*g, {1}));
+  EXPECT_FALSE(am.isCached<Derived>(*g, {2}));
+  EXPECT_EQ(*am.getLatestCachedResult<Derived>(*g), 6u);
+}
+
+TEST(AnalysisManagerTest, ResultsBelongToOneGraphNotAnAddress) {
+  auto g = smallGraph();
+  AnalysisManager am;
+  ASSERT_TRUE(am.getResult<BaseCount>(*g).ok());
+  EXPECT_TRUE(am.isCached<BaseCount>(*g));
+  auto copy = g->clone();
+  EXPECT_NE(copy->uid(), g->uid());
+  EXPECT_FALSE(am.isCached<BaseCount>(*copy));
+  // A graph made where a destroyed one lived is another graph.
+  uint64_t oldUid = g->uid();
+  g.reset();
+  auto fresh = smallGraph();
+  EXPECT_NE(fresh->uid(), oldUid);
+  EXPECT_FALSE(am.isCached<BaseCount>(*fresh));
+}
+
+TEST(AnalysisManagerTest, InvalidationFollowsPreservationAndDependants) {
+  auto g = smallGraph();
+  AnalysisManager am;
+  ASSERT_TRUE(am.getResult<Derived>(*g, {2}).ok()); // computes BaseCount too
+  ASSERT_TRUE(am.getResult<Other>(*g).ok());
+  ASSERT_EQ(am.numCached(), 3u);
+
+  am.invalidate(*g, PreservedAnalyses::all());
+  EXPECT_EQ(am.numCached(), 3u);
+
+  // Derived preserved, but what it was computed from is not: both go.
+  am.invalidate(*g, PreservedAnalyses::none().preserve<Derived>().preserve<Other>());
+  EXPECT_FALSE(am.isCached<BaseCount>(*g));
+  EXPECT_FALSE(am.isCached<Derived>(*g, {2}));
+  EXPECT_TRUE(am.isCached<Other>(*g));
+
+  // The base preserved, the derived one not: only the derived one goes.
+  ASSERT_TRUE(am.getResult<Derived>(*g, {2}).ok());
+  am.invalidate(*g, PreservedAnalyses::none().preserve<BaseCount>());
+  EXPECT_TRUE(am.isCached<BaseCount>(*g));
+  EXPECT_FALSE(am.isCached<Derived>(*g, {2}));
+  EXPECT_FALSE(am.isCached<Other>(*g));
+}
+
+namespace {
+/// Adds a dead node (a change) and preserves what it is told to.
+class AddNodePass : public OptimizationPass {
+public:
+  explicit AddNodePass(PreservedAnalyses preserved) : preserved_(std::move(preserved)) {}
+  llvm::StringRef name() const override { return "add-node"; }
+  llvm::StringRef description() const override { return "test"; }
+  absl::StatusOr<bool> transform(Graph &g, AnalysisManager &) override {
+    auto n = g.createNode("aten::relu", {Argument::value(g.inputs()[0].value)},
+                          {ValueType::ofTensor(TensorType::contiguous(c10::kFloat, {2}))});
+    if (!n.ok())
+      return n.status();
+    return true;
+  }
+  PreservedAnalyses preservedAnalyses() const override { return preserved_; }
+
+private:
+  PreservedAnalyses preserved_;
+};
+} // namespace
+
+TEST(GraphOptimizerTest, APassThatPreservesAnAnalysisLeavesItCached) {
+  auto g = smallGraph();
+  GraphOptimizer keeps;
+  keeps.addPass(std::make_unique<AddNodePass>(PreservedAnalyses::none().preserve<BaseCount>()));
+  ASSERT_TRUE(keeps.analyses().getResult<Derived>(*g, {1}).ok());
+  ASSERT_TRUE(keeps.run(*g).ok());
+  EXPECT_TRUE(keeps.analyses().isCached<BaseCount>(*g));
+  EXPECT_FALSE(keeps.analyses().isCached<Derived>(*g, {1}));
+
+  GraphOptimizer drops;
+  drops.addPass(std::make_unique<AddNodePass>(PreservedAnalyses::none()));
+  ASSERT_TRUE(drops.analyses().getResult<Derived>(*g, {1}).ok());
+  ASSERT_TRUE(drops.run(*g).ok());
+  EXPECT_EQ(drops.analyses().numCached(), 0u);
+}
+
+TEST(GraphOptimizerTest, GaugesAreSetAndCountersSummedAcrossRuns) {
+  auto g = smallGraph();
+  GraphOptimizer opt;
+  ASSERT_TRUE(opt.addPipeline("liveness,test-count").ok());
+  ASSERT_TRUE(opt.run(*g).ok());
+  int64_t peak = opt.passes()[0]->statistics().at("peak bytes (simulated)").value;
+  ASSERT_TRUE(opt.run(*g).ok());
+  EXPECT_EQ(opt.passes()[0]->statistics().at("peak bytes (simulated)").value, peak);
+  EXPECT_TRUE(opt.passes()[0]->statistics().at("peak bytes (simulated)").gauge);
+  EXPECT_EQ(opt.passes()[1]->statistics().at("nodes in phase all").value, 4);
+}
+
+// --- typed options ---------------------------------------------------------------
+
+namespace {
+enum class Mode { Fast, Exact };
+class OptionsPass : public OptimizationPass {
+public:
+  llvm::StringRef name() const override { return "opts"; }
+  llvm::StringRef description() const override { return "test"; }
+  PassOption<bool> flag{this, "flag", "a flag", false};
+  PassOption<int64_t> count{this, "count", "a count", 3};
+  PassOption<double> ratio{this, "ratio", "a ratio", 0.5};
+  PassOption<Mode> mode{this, "mode", "a mode", Mode::Fast, {{"fast", Mode::Fast}, {"exact", Mode::Exact}}};
+  PassOption<MemoryAmount> budget{this, "budget", "memory", MemoryAmount::percent(100)};
+};
+} // namespace
+
+TEST(PassOptionTest, ParsesValidatesAndPrintsBack) {
+  OptionsPass p;
+  EXPECT_TRUE(p.options().empty()); // all defaults
+  ASSERT_TRUE(p.setOptions({{"mode", "exact"}, {"budget", "1.5GiB"}, {"flag", "true"}, {"ratio", "0.25"}}).ok());
+  EXPECT_TRUE(p.flag);
+  EXPECT_EQ(p.mode.get(), Mode::Exact);
+  EXPECT_EQ(p.budget.get().byteValue(), int64_t(3) << 29);
+  // Declaration order, non-default only, and it parses back to the same.
+  PassOptions printed = p.options();
+  EXPECT_EQ(printed, (PassOptions{{"flag", "true"}, {"ratio", "0.25"}, {"mode", "exact"}, {"budget", "1536MiB"}}));
+  OptionsPass q;
+  ASSERT_TRUE(q.setOptions(printed).ok());
+  EXPECT_EQ(q.options(), printed);
+
+  auto error = [](const PassOptions &o) {
+    OptionsPass r;
+    absl::Status st = r.setOptions(o);
+    return std::string(st.message());
+  };
+  EXPECT_EQ(error({{"mode", "slow"}}), "pass 'opts': option 'mode' must be fast or exact, got 'slow'");
+  EXPECT_EQ(error({{"count", "x"}}), "pass 'opts': option 'count' must be an integer, got 'x'");
+  EXPECT_EQ(error({{"flag", "maybe"}}), "pass 'opts': option 'flag' must be true or false, got 'maybe'");
+  EXPECT_NE(error({{"budget", "12 parsecs"}}).find("pass 'opts': option 'budget' '12 parsecs': unknown unit 'parsecs'"),
+            std::string::npos)
+      << error({{"budget", "12 parsecs"}});
+  EXPECT_NE(error({{"colour", "red"}}).find("pass 'opts' has no option 'colour'; it has: flag=true|false"),
+            std::string::npos);
+}
+
+TEST(PassOptionTest, MemoryAmountsParseInOnePlace) {
+  auto bytes = [](const char *s) {
+    auto m = MemoryAmount::parse(s);
+    EXPECT_TRUE(m.ok()) << s << ": " << m.status().message();
+    return m.ok() ? m->resolve(1000) : -1;
+  };
+  EXPECT_EQ(bytes("4096"), 4096);
+  EXPECT_EQ(bytes("4096B"), 4096);
+  EXPECT_EQ(bytes("2GiB"), int64_t(2) << 30);
+  EXPECT_EQ(bytes("1.5 GB"), 1500000000);
+  EXPECT_EQ(bytes("512KiB"), 512 * 1024);
+  EXPECT_EQ(bytes("60%"), 600);
+  EXPECT_EQ(bytes("12.5%"), 125);
+  for (const char *bad : {"", "%", "-1GiB", "2 parsecs", "GiB", "1e400", "abc%"})
+    EXPECT_FALSE(MemoryAmount::parse(bad).ok()) << bad;
+  EXPECT_EQ(MemoryAmount::parse("60%")->str(), "60%");
+  EXPECT_EQ(MemoryAmount::parse("2GiB")->str(), "2GiB");
+  EXPECT_EQ(MemoryAmount::parse("1000")->str(), "1000");
+  EXPECT_EQ(formatBytes(512), "512 B");
+  EXPECT_EQ(formatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(formatBytes(int64_t(3) << 30), "3.00 GiB");
 }

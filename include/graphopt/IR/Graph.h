@@ -223,6 +223,9 @@ public:
 
   llvm::StringRef name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
+  /// A number no other Graph of this process has had or will have (a clone
+  /// gets a new one): caches key on it, since an address can be reused.
+  uint64_t uid() const { return uid_; }
 
   /// A deep copy with the same names. `valueMap`, if given, maps old values to new.
   std::unique_ptr<Graph> clone(llvm::DenseMap<const Value *, Value *> *valueMap = nullptr) const;
@@ -281,6 +284,7 @@ private:
   void removeOutputUse(unsigned i);
 
   std::string name_;
+  uint64_t uid_;
   std::vector<std::unique_ptr<Value>> inputValues_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;

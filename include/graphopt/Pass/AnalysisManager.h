@@ -1,65 +1,150 @@
-//===- AnalysisManager.h - Cached analysis results ---------------*- C++ -*-===//
+//===- AnalysisManager.h - Typed, keyed, preservable analysis results -*- C++ -*-===//
 //
-// An analysis is a struct with
-//   static llvm::StringRef analysisName();
-//   using Result = ...;
-//   static absl::StatusOr<Result> run(const Graph &graph);
-// or, for an analysis that builds on others or needs to run the graph,
-//   static absl::StatusOr<Result> run(const Graph &graph, AnalysisManager &analyses);
-// `get<A>(graph)` computes it once and caches the result until a pass changes
-// the graph, when the GraphOptimizer calls `invalidate()`.
+// An analysis is a struct (LLVM's new pass manager is the model):
+//
+//   struct LivenessAnalysis {
+//     static llvm::StringRef analysisName() { return "liveness"; }
+//     using Result = LivenessResult;
+//     struct Options {                         // optional
+//       bool measuredScratch = false;
+//       std::string cacheKey() const;          // equal keys: the same result
+//     };
+//     static absl::StatusOr<Result> run(const Graph &, AnalysisManager &, const Options &);
+//   };
+//
+// `run` may also be `run(const Graph &)` or `run(const Graph &, AnalysisManager &)`
+// for an analysis without options. A result is requested by type and options,
+//
+//   auto live = am.getResult<LivenessAnalysis>(graph, {/*measuredScratch=*/true});
+//
+// and cached per graph identity (Graph::uid(), not its address), analysis and
+// options key. An analysis depends on every analysis it requests from the
+// manager while it runs; the manager records that, and drops a result with
+// the ones it was computed from. After a pass changed the graph the optimizer
+// calls `invalidate(graph, preserved)`: every result not preserved goes, and
+// its dependants with it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "graphopt/IR/Graph.h"
 #include "graphopt/Pass/ExecutionContext.h"
+#include "graphopt/Pass/PreservedAnalyses.h"
+
+#include <absl/strings/str_cat.h>
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace graphopt {
 
 class AnalysisManager;
 
 namespace detail {
+template <typename A, typename = void> struct HasOptions : std::false_type {};
+template <typename A> struct HasOptions<A, std::void_t<typename A::Options>> : std::true_type {};
+
 template <typename A, typename = void> struct RunsWithAnalyses : std::false_type {};
 template <typename A>
 struct RunsWithAnalyses<A, std::void_t<decltype(A::run(std::declval<const Graph &>(),
                                                        std::declval<AnalysisManager &>()))>>
     : std::true_type {};
+
+/// The options type of an analysis, or an empty one.
+struct NoOptions {
+  std::string cacheKey() const { return ""; }
+};
+template <typename A, bool = HasOptions<A>::value> struct OptionsOf {
+  using type = NoOptions;
+};
+template <typename A> struct OptionsOf<A, true> {
+  using type = typename A::Options;
+};
 } // namespace detail
+
+template <typename A> using AnalysisOptions = typename detail::OptionsOf<A>::type;
 
 class AnalysisManager {
 public:
-  template <typename A> absl::StatusOr<const typename A::Result *> get(const Graph &graph) {
-    std::string key = A::analysisName().str();
-    auto it = results_.find(key);
-    if (it != results_.end() && it->second.graph == &graph)
+  /// The result of analysis A with `options` on `graph`, computed on first
+  /// request and cached until invalidated. An error from the analysis is
+  /// returned and not cached.
+  template <typename A>
+  absl::StatusOr<const typename A::Result *> getResult(const Graph &graph,
+                                                       const AnalysisOptions<A> &options = {}) {
+    Key key{graph.uid(), analysisID<A>(), options.cacheKey()};
+    if (auto it = results_.find(key); it != results_.end()) {
+      recordDependant(it->second);
       return static_cast<const typename A::Result *>(it->second.result.get());
+    }
+    for (const Key &k : computing_)
+      if (k == key)
+        return absl::InternalError(absl::StrCat("analysis '", A::analysisName().str(),
+                                                "' depends on itself"));
+    computing_.push_back(key);
     absl::StatusOr<typename A::Result> result = [&] {
-      if constexpr (detail::RunsWithAnalyses<A>::value)
+      if constexpr (detail::HasOptions<A>::value)
+        return A::run(graph, *this, options);
+      else if constexpr (detail::RunsWithAnalyses<A>::value)
         return A::run(graph, *this);
       else
         return A::run(graph);
     }();
+    computing_.pop_back();
     if (!result.ok())
       return result.status();
     ++computations_;
-    auto stored = std::make_shared<typename A::Result>(std::move(*result));
-    results_[key] = {&graph, stored};
-    return stored.get();
+    Entry &e = results_[key];
+    e.name = A::analysisName().str();
+    e.result = std::make_shared<typename A::Result>(std::move(*result));
+    e.sequence = ++sequence_;
+    recordDependant(e);
+    return static_cast<const typename A::Result *>(e.result.get());
   }
 
-  /// Drops every cached result (the graph changed).
-  void invalidate() { results_.clear(); }
-  /// Drops one cached result (its inputs changed, e.g. a measurement was added).
-  void invalidate(llvm::StringRef analysisName) { results_.erase(analysisName.str()); }
-  bool isCached(llvm::StringRef analysisName) const { return results_.count(analysisName.str()) != 0; }
+  /// The cached result, or null; never computes.
+  template <typename A>
+  const typename A::Result *getCachedResult(const Graph &graph,
+                                            const AnalysisOptions<A> &options = {}) const {
+    auto it = results_.find(Key{graph.uid(), analysisID<A>(), options.cacheKey()});
+    return it == results_.end() ? nullptr
+                                : static_cast<const typename A::Result *>(it->second.result.get());
+  }
+  template <typename A>
+  bool isCached(const Graph &graph, const AnalysisOptions<A> &options = {}) const {
+    return getCachedResult<A>(graph, options) != nullptr;
+  }
+  /// The most recently computed cached result of A on `graph`, whatever its
+  /// options (e.g. the liveness the pipeline computed, for the driver's report).
+  template <typename A> const typename A::Result *getLatestCachedResult(const Graph &graph) const {
+    const Entry *latest = nullptr;
+    for (const auto &[key, entry] : results_)
+      if (key.graph == graph.uid() && key.analysis == analysisID<A>() &&
+          (!latest || entry.sequence > latest->sequence))
+        latest = &entry;
+    return latest ? static_cast<const typename A::Result *>(latest->result.get()) : nullptr;
+  }
+
+  /// Drops every result on `graph` that `preserved` does not keep, and every
+  /// result computed from one dropped.
+  void invalidate(const Graph &graph, const PreservedAnalyses &preserved);
+  /// Drops every result on `graph`.
+  void invalidate(const Graph &graph) { invalidate(graph, PreservedAnalyses::none()); }
+  /// Drops one analysis's results on `graph` (all options), with their dependants.
+  template <typename A> void invalidateAnalysis(const Graph &graph) {
+    dropWhere([&](const Key &k) { return k.graph == graph.uid() && k.analysis == analysisID<A>(); });
+  }
+  /// Drops everything.
+  void clear() { results_.clear(); }
+
+  /// How many results are cached (all graphs).
+  size_t numCached() const { return results_.size(); }
   /// How many times an analysis was computed (not served from the cache).
   size_t computations() const { return computations_; }
 
@@ -76,26 +161,39 @@ public:
   }
   /// The context, making it on first use; an error when none was given or
   /// making it failed.
-  absl::StatusOr<const ExecutionContext *> executionContext() {
-    if (!context_ && provider_) {
-      auto made = provider_();
-      if (!made.ok())
-        return made.status();
-      context_ = std::make_unique<ExecutionContext>(std::move(*made));
-      provider_ = nullptr;
-    }
-    if (!context_)
-      return absl::FailedPreconditionError("no weights and example inputs were given to run the graph with");
-    return context_.get();
-  }
+  absl::StatusOr<const ExecutionContext *> executionContext();
 
 private:
-  struct Cached {
-    const Graph *graph;
-    std::shared_ptr<void> result;
+  struct Key {
+    uint64_t graph;
+    AnalysisID analysis;
+    std::string options;
+    bool operator==(const Key &o) const {
+      return graph == o.graph && analysis == o.analysis && options == o.options;
+    }
+    bool operator<(const Key &o) const {
+      return std::tie(graph, analysis, options) < std::tie(o.graph, o.analysis, o.options);
+    }
   };
-  std::map<std::string, Cached> results_;
+  struct Entry {
+    std::string name;
+    std::shared_ptr<void> result;
+    uint64_t sequence = 0;
+    std::set<Key> dependants; ///< results computed from this one
+  };
+
+  /// While an analysis runs, the results it asks for gain it as a dependant.
+  void recordDependant(Entry &requested) {
+    if (!computing_.empty())
+      requested.dependants.insert(computing_.back());
+  }
+  /// Drops the entries `pred` selects and, transitively, their dependants.
+  void dropWhere(const std::function<bool(const Key &)> &pred);
+
+  std::map<Key, Entry> results_;
+  std::vector<Key> computing_; ///< the analyses being computed, innermost last
   size_t computations_ = 0;
+  uint64_t sequence_ = 0;
   std::unique_ptr<ExecutionContext> context_;
   ContextProvider provider_;
 };

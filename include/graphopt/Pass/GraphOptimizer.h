@@ -2,10 +2,14 @@
 //
 // Runs each pass as analyze -> transform -> the pass's verify -> the
 // structural verifier (always after a change; after every pass with
-// verifyEach). Instrumentation: print the graph after every pass or after
-// named ones, time the passes, collect statistics. A failure says which pass
-// failed after which passes and, given a reproducer directory, writes the
-// graph as it was before the failing pass plus a script that replays it.
+// verifyEach). After a change, the cached analyses the pass did not preserve
+// are dropped. Instrumentation: print the graph after every pass or after
+// named ones, time the passes (apart from the verifier), collect statistics.
+// A failure says which pass failed after which passes and, given a reproducer
+// directory, writes a script that replays the pipeline up to and including
+// the failing pass on the pipeline's input: the input file when the caller
+// names it (nothing is copied while passes run), otherwise one copy of the
+// graph taken when the pipeline starts.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,6 +30,9 @@ struct OptimizerOptions {
   bool timePasses = false;
   /// Where to write a reproducer when a pass fails ("" = nowhere).
   std::string reproducerDir;
+  /// The file the graph was read from, which a reproducer replays the
+  /// pipeline on; "" = keep a copy of the graph as the pipeline starts.
+  std::string inputPath;
   /// Where passes write their reports ("" = nowhere).
   std::string reportDir;
   /// Where instrumentation output goes (graphs, timing); stderr by default.
@@ -34,7 +41,8 @@ struct OptimizerOptions {
 
 struct PassTiming {
   std::string pass;
-  double seconds = 0;
+  double seconds = 0;       ///< analyze, transform and the pass's own verify
+  double verifySeconds = 0; ///< the structural verifier after it
   bool changed = false;
 };
 
@@ -58,7 +66,7 @@ public:
   void printStatistics(llvm::raw_ostream &os) const;
 
 private:
-  absl::Status failure(const Graph &before, size_t passIndex, const absl::Status &cause);
+  absl::Status failure(const Graph *start, size_t passIndex, const absl::Status &cause);
 
   OptimizerOptions options_;
   std::vector<std::unique_ptr<OptimizationPass>> passes_;

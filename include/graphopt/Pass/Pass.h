@@ -2,15 +2,20 @@
 //
 // A pass is one small class: `analyze` reads the graph (and may request
 // cached analyses), `transform` rewrites it and says whether it changed
-// anything, `verify` checks the pass's own postconditions. An analysis-only
-// pass keeps the default transform, which changes nothing. Options come from
-// the pipeline text (`checkpoint{budget=60%}`); statistics are counters the
-// pass bumps and --stats prints.
+// anything, `verify` checks the pass's own postconditions. After a change the
+// pass says which analyses it preserved (`preservedAnalyses`; none by
+// default). An analysis-only pass keeps the default transform, which changes
+// nothing. Options are typed members (PassOption<T>, PassOption.h) that the
+// infrastructure fills from the pipeline text (`checkpoint{budget=60%}`);
+// statistics are counters (summed) or gauges (the last value) that
+// --pass-stats prints.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "graphopt/IR/Graph.h"
+#include "graphopt/Pass/PassOption.h"
+#include "graphopt/Pass/PreservedAnalyses.h"
 
 #include <absl/status/statusor.h>
 #include <llvm/ADT/StringRef.h>
@@ -18,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace graphopt {
 
@@ -33,31 +39,57 @@ public:
   virtual llvm::StringRef name() const = 0;
   virtual llvm::StringRef description() const = 0;
 
-  /// Takes the pipeline's options; the default accepts none. An error names the option.
-  virtual absl::Status setOptions(const PassOptions &options);
-  /// The options as the pipeline would write them (for printing pipelines).
-  virtual PassOptions options() const { return {}; }
+  /// Fills the declared options from the pipeline's key=value pairs, then
+  /// calls validateOptions(). An error names the pass and the option.
+  absl::Status setOptions(const PassOptions &options);
+  /// The options as the pipeline would write them: the non-default ones, in
+  /// declaration order (for printing pipelines and reproducers).
+  PassOptions options() const;
+  /// Every declared option (for --list-passes).
+  llvm::ArrayRef<PassOptionBase *> declaredOptions() const { return declaredOptions_; }
 
   virtual absl::Status analyze(const Graph &graph, AnalysisManager &analyses) {
     return absl::OkStatus();
   }
   /// Returns whether the graph changed.
   virtual absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) { return false; }
+  /// Asked after a transform that changed the graph: the cached analyses that
+  /// are still right. Results not preserved, and results computed from them,
+  /// are dropped.
+  virtual PreservedAnalyses preservedAnalyses() const { return PreservedAnalyses::none(); }
   /// The pass's own postconditions, checked after transform.
   virtual absl::Status verify(const Graph &graph) { return absl::OkStatus(); }
 
-  const std::map<std::string, int64_t> &statistics() const { return statistics_; }
+  struct Statistic {
+    int64_t value = 0;
+    bool gauge = false; ///< set, not summed: a level (peak bytes), not a count
+  };
+  const std::map<std::string, Statistic> &statistics() const { return statistics_; }
 
   /// Where the pass may write reports (CSV, JSON); "" for none (--report-dir).
   void setReportDirectory(std::string dir) { reportDirectory_ = std::move(dir); }
   const std::string &reportDirectory() const { return reportDirectory_; }
 
 protected:
-  void addStatistic(const std::string &name, int64_t delta = 1) { statistics_[name] += delta; }
+  /// Cross-option checks after all options were read (e.g. "a needs b").
+  virtual absl::Status validateOptions() { return absl::OkStatus(); }
+  /// A count: summed over every run of the pass.
+  void addStatistic(const std::string &name, int64_t delta = 1) {
+    Statistic &s = statistics_[name];
+    s.value += delta;
+  }
+  /// A level (peak bytes, a ratio in permille): the last value set.
+  void setStatistic(const std::string &name, int64_t value) {
+    Statistic &s = statistics_[name];
+    s.value = value;
+    s.gauge = true;
+  }
 
 private:
-  std::map<std::string, int64_t> statistics_;
+  friend class PassOptionBase;
+  std::map<std::string, Statistic> statistics_;
   std::string reportDirectory_;
+  std::vector<PassOptionBase *> declaredOptions_;
 };
 
 } // namespace graphopt

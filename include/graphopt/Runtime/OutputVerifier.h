@@ -65,5 +65,12 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
                                                  WeightStore &weights,
                                                  llvm::ArrayRef<at::Tensor> userInputs,
                                                  const VerifierOptions &options = {});
+/// The same where a pass changed the user inputs: each graph takes its own
+/// (the same tensors, matched by name: ExecutionContext::inputsFor).
+absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Graph &rewritten,
+                                                 WeightStore &weights,
+                                                 llvm::ArrayRef<at::Tensor> originalInputs,
+                                                 llvm::ArrayRef<at::Tensor> rewrittenInputs,
+                                                 const VerifierOptions &options = {});
 
 } // namespace graphopt

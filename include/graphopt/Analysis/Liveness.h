@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/IR/IRMap.h"
 #include "graphopt/Pass/AnalysisManager.h"
-#include "graphopt/Pass/Pass.h"
 
 #include <llvm/Support/raw_ostream.h>
 
@@ -40,6 +40,16 @@ struct ValueLiveness {
 
 struct LivenessResult {
   std::vector<ValueLiveness> values; ///< in Graph::allValues() order
+  /// Each value's entry in `values`, and each node's rank (its index in the
+  /// node list when the analysis ran, which indexes `timeline` and `scratch`).
+  ValueMap<int32_t> slot;
+  NodeMap<int64_t> rank;
+  /// The entry of `v` (a value of the analysed graph), or null.
+  const ValueLiveness *lookup(const Value *v) const {
+    int32_t s = slot.lookup(v);
+    return s < 0 ? nullptr : &values[s];
+  }
+
   /// Bytes live while each node runs (its inputs, its outputs, all else
   /// alive, and its scratch when measured).
   std::vector<int64_t> timeline;
@@ -55,33 +65,23 @@ struct LivenessResult {
 struct LivenessAnalysis {
   static llvm::StringRef analysisName() { return "liveness"; }
   using Result = LivenessResult;
-  /// The simulation itself; `scratch` (per node, or empty) adds operator scratch.
+  enum class Scratch : uint8_t {
+    None,     ///< the graph alone: runs nothing
+    Measured, ///< plus operator scratch memory, measured (MeasuredScratchAnalysis)
+  };
+  struct Options {
+    Scratch scratch = Scratch::None;
+    std::string cacheKey() const { return scratch == Scratch::Measured ? "scratch=measured" : ""; }
+  };
+  /// The simulation itself; `scratch` (per node rank, or empty) adds operator scratch.
   static absl::StatusOr<LivenessResult> compute(const Graph &graph, llvm::ArrayRef<int64_t> scratch = {});
-  /// Through the AnalysisManager: with the measured scratch if that is cached.
-  static absl::StatusOr<LivenessResult> run(const Graph &graph, AnalysisManager &analyses);
+  /// Through the AnalysisManager; with Scratch::Measured it depends on the
+  /// MeasuredScratchAnalysis (which runs the graph).
+  static absl::StatusOr<LivenessResult> run(const Graph &graph, AnalysisManager &analyses,
+                                            const Options &options);
 };
 
 /// The breakdown at the peak and the `top` largest activations, for people.
 void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &result, size_t top = 10);
-
-/// The analysis as a pass: computes it and, with a report directory, writes
-/// liveness_values.csv, liveness_timeline.csv and liveness.json there.
-/// Option `scratch=none|measured` (default none): measure operator scratch
-/// memory by running the graph, and add it to the timeline.
-class LivenessPass : public OptimizationPass {
-public:
-  absl::Status setOptions(const PassOptions &options) override;
-  PassOptions options() const override;
-  static llvm::StringRef passName() { return "liveness"; }
-  static llvm::StringRef passDescription() {
-    return "activation lifetimes, simulated memory timeline and peak, breakdown at the peak";
-  }
-  llvm::StringRef name() const override { return passName(); }
-  llvm::StringRef description() const override { return passDescription(); }
-  absl::Status analyze(const Graph &graph, AnalysisManager &analyses) override;
-
-private:
-  bool measureScratch_ = false;
-};
 
 } // namespace graphopt

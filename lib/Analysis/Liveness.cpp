@@ -1,19 +1,12 @@
 //===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
-#include "Liveness.h"
-#include "MeasuredScratch.h"
+#include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/MeasuredScratch.h"
 
-#include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/IR/SchemaUtils.h"
-#include "graphopt/Pass/PassRegistry.h"
-#include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/DenseMap.h>
-#include <llvm/Support/JSON.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Format.h>
-#include <llvm/Support/FormatVariadic.h>
-#include <llvm/Support/Path.h>
 
 namespace graphopt {
 
@@ -65,10 +58,11 @@ private:
 
 } // namespace
 
-absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, AnalysisManager &analyses) {
-  if (!analyses.isCached(MeasuredScratchAnalysis::analysisName()))
+absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, AnalysisManager &analyses,
+                                                     const Options &options) {
+  if (options.scratch == Scratch::None)
     return compute(graph);
-  auto scratch = analyses.get<MeasuredScratchAnalysis>(graph);
+  auto scratch = analyses.getResult<MeasuredScratchAnalysis>(graph);
   if (!scratch.ok())
     return scratch.status();
   return compute(graph, (*scratch)->bytes);
@@ -89,6 +83,10 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   for (size_t i = 0; i < all.size(); ++i)
     slot[all[i]->id()] = static_cast<uint32_t>(i);
   r.values.resize(all.size());
+  r.slot = ValueMap<int32_t>(graph, -1);
+  for (size_t i = 0; i < all.size(); ++i)
+    r.slot[all[i]] = static_cast<int32_t>(i);
+  r.rank = NodeMap<int64_t>(graph, -1);
   std::vector<uint32_t> storageOf(all.size()); // slot of the value owning the storage
   for (size_t i = 0; i < all.size(); ++i) {
     r.values[i].value = all[i];
@@ -101,6 +99,7 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   std::vector<uint8_t> madeInForward(all.size(), 0);
   int64_t k = 0;
   for (const Node &n : graph.nodes()) {
+    r.rank[&n] = k;
     for (const Value *v : n.operandValues()) {
       ValueLiveness &l = info(v);
       if (n.phase() == Phase::Forward) {
@@ -204,50 +203,6 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   return r;
 }
 
-namespace {
-
-absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
-  auto path = [&](const char *file) {
-    llvm::SmallString<256> p(dir);
-    llvm::sys::path::append(p, file);
-    return std::string(p.str());
-  };
-  std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
-                       "last_backward_use,freed_after\n";
-  for (const ValueLiveness &l : r.values)
-    absl::StrAppend(&values, l.value->name().str(), ",", memoryKindName(l.kind).str(), ",", l.bytes,
-                    ",", l.storage->name().str(), ",", l.created, ",", l.lastForwardUse, ",",
-                    l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, "\n");
-  std::string timeline = "node,index,phase,live_bytes,scratch_bytes\n";
-  int64_t i = 0;
-  for (const Node &n : graph.nodes()) {
-    absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
-                    phaseName(n.phase()).str(), ",", r.timeline[i], ",",
-                    r.scratch.empty() ? 0 : r.scratch[i], "\n");
-    ++i;
-  }
-  llvm::json::Object breakdown;
-  for (int kind = 0; kind < kNumMemoryKinds; ++kind)
-    breakdown[memoryKindName(static_cast<MemoryKind>(kind))] = r.breakdown[kind];
-  llvm::json::Object summary{{"graph", graph.name()},
-                             {"nodes", static_cast<int64_t>(graph.numNodes())},
-                             {"input_bytes", r.inputBytes},
-                             {"peak_bytes", r.peakBytes},
-                             {"peak_node", r.peakNode},
-                             {"scratch", r.scratch.empty() ? "none" : "measured"},
-                             {"breakdown_at_peak", std::move(breakdown)}};
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
-  return writeFilesAtomically({{path("liveness_values.csv"), values},
-                               {path("liveness_timeline.csv"), timeline},
-                               {path("liveness.json"), os.str()}});
-}
-
-} // namespace
-
 void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t top) {
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
   os << llvm::format("simulated peak: %.2f MiB (%.2f MiB above weights and inputs)",
@@ -277,48 +232,5 @@ void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t 
                        static_cast<long long>(acts[i]->created),
                        static_cast<long long>(acts[i]->freedAfter));
 }
-
-absl::Status LivenessPass::setOptions(const PassOptions &options) {
-  for (const auto &[key, value] : options) {
-    if (key != "scratch")
-      return absl::InvalidArgumentError(absl::StrCat("pass 'liveness' has no option '", key,
-                                                     "'; it has: scratch=none|measured"));
-    if (value != "none" && value != "measured")
-      return absl::InvalidArgumentError(absl::StrCat(
-          "pass 'liveness': option 'scratch' must be none or measured, got '", value, "'"));
-    measureScratch_ = value == "measured";
-  }
-  return absl::OkStatus();
-}
-
-PassOptions LivenessPass::options() const {
-  if (!measureScratch_)
-    return {};
-  return {{"scratch", "measured"}};
-}
-
-absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses) {
-  if (measureScratch_) {
-    auto scratch = analyses.get<MeasuredScratchAnalysis>(graph);
-    if (!scratch.ok())
-      return absl::Status(scratch.status().code(),
-                          absl::StrCat("liveness{scratch=measured}: ", scratch.status().message()));
-    // A liveness result cached before the measurement does not include it.
-    if (analyses.isCached(LivenessAnalysis::analysisName()))
-      if (auto cached = analyses.get<LivenessAnalysis>(graph); cached.ok() && (*cached)->scratch.empty())
-        analyses.invalidate(LivenessAnalysis::analysisName());
-  }
-  auto r = analyses.get<LivenessAnalysis>(graph);
-  if (!r.ok())
-    return r.status();
-  addStatistic("peak bytes (simulated)", (*r)->peakBytes);
-  if (!(*r)->scratch.empty() && (*r)->peakNode >= 0)
-    addStatistic("scratch bytes at the peak (measured)", (*r)->scratch[(*r)->peakNode]);
-  if (!reportDirectory().empty())
-    return writeReports(graph, **r, reportDirectory());
-  return absl::OkStatus();
-}
-
-GRAPHOPT_REGISTER_PASS(LivenessPass);
 
 } // namespace graphopt

@@ -1,5 +1,5 @@
 //===- MeasuredScratch.cpp - Operator scratch memory, measured ------------===//
-#include "MeasuredScratch.h"
+#include "graphopt/Analysis/MeasuredScratch.h"
 
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -16,6 +16,9 @@ absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
         "measuring operator scratch memory runs the graph: ",
         made.ok() ? "no weights were given" : std::string(made.status().message())));
   const ExecutionContext *context = *made;
+  auto inputs = context->inputsFor(graph);
+  if (!inputs.ok())
+    return inputs.status();
   ExecutionOptions options;
   options.device = context->device;
   options.seed = context->seed;
@@ -30,7 +33,7 @@ absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
   constexpr unsigned kRuns = 3;
   for (unsigned run = 0; run < kRuns; ++run) {
     profiler.beginRun();
-    auto outputs = executor.run(context->inputs);
+    auto outputs = executor.run(*inputs);
     if (!outputs.ok())
       return absl::Status(outputs.status().code(),
                           absl::StrCat("measuring operator scratch memory: ", outputs.status().message()));

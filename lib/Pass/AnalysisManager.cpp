@@ -1,0 +1,65 @@
+//===- AnalysisManager.cpp - Invalidation and the execution context -------===//
+#include "graphopt/Pass/AnalysisManager.h"
+
+#include <algorithm>
+
+namespace graphopt {
+
+void AnalysisManager::invalidate(const Graph &graph, const PreservedAnalyses &preserved) {
+  if (preserved.areAllPreserved())
+    return;
+  dropWhere([&](const Key &k) { return k.graph == graph.uid() && !preserved.isPreserved(k.analysis); });
+}
+
+void AnalysisManager::dropWhere(const std::function<bool(const Key &)> &pred) {
+  std::vector<Key> work;
+  for (const auto &[key, entry] : results_)
+    if (pred(key))
+      work.push_back(key);
+  while (!work.empty()) {
+    Key key = std::move(work.back());
+    work.pop_back();
+    auto it = results_.find(key);
+    if (it == results_.end())
+      continue; // dropped already, through another path
+    for (const Key &dependant : it->second.dependants)
+      work.push_back(dependant);
+    results_.erase(it);
+  }
+}
+
+absl::StatusOr<const ExecutionContext *> AnalysisManager::executionContext() {
+  if (!context_ && provider_) {
+    auto made = provider_();
+    if (!made.ok())
+      return made.status();
+    context_ = std::make_unique<ExecutionContext>(std::move(*made));
+    provider_ = nullptr;
+  }
+  if (!context_)
+    return absl::FailedPreconditionError("no weights and example inputs were given to run the graph with");
+  return context_.get();
+}
+
+} // namespace graphopt
+
+namespace graphopt {
+
+absl::StatusOr<std::vector<at::Tensor>> ExecutionContext::inputsFor(const Graph &graph) const {
+  if (inputNames.empty())
+    return inputs;
+  std::vector<at::Tensor> out;
+  for (const GraphInput &in : graph.inputs()) {
+    if (in.role != InputRole::UserInput)
+      continue;
+    auto it = std::find(inputNames.begin(), inputNames.end(), in.value->name().str());
+    if (it == inputNames.end() || static_cast<size_t>(it - inputNames.begin()) >= inputs.size())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "graph @", graph.name().str(), " takes user input %", in.value->name().str(),
+          ", which the model as read did not have, so there is no example value for it"));
+    out.push_back(inputs[it - inputNames.begin()]);
+  }
+  return out;
+}
+
+} // namespace graphopt

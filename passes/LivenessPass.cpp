@@ -1,0 +1,77 @@
+//===- LivenessPass.cpp - The liveness analysis as a pass -----------------===//
+#include "LivenessPass.h"
+
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/Path.h>
+
+namespace graphopt {
+
+namespace {
+
+absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
+  auto path = [&](const char *file) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, file);
+    return std::string(p.str());
+  };
+  std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
+                       "last_backward_use,freed_after\n";
+  for (const ValueLiveness &l : r.values)
+    absl::StrAppend(&values, l.value->name().str(), ",", memoryKindName(l.kind).str(), ",", l.bytes,
+                    ",", l.storage->name().str(), ",", l.created, ",", l.lastForwardUse, ",",
+                    l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, "\n");
+  std::string timeline = "node,index,phase,live_bytes,scratch_bytes\n";
+  int64_t i = 0;
+  for (const Node &n : graph.nodes()) {
+    absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
+                    phaseName(n.phase()).str(), ",", r.timeline[i], ",",
+                    r.scratch.empty() ? 0 : r.scratch[i], "\n");
+    ++i;
+  }
+  llvm::json::Object breakdown;
+  for (int kind = 0; kind < kNumMemoryKinds; ++kind)
+    breakdown[memoryKindName(static_cast<MemoryKind>(kind))] = r.breakdown[kind];
+  llvm::json::Object summary{{"graph", graph.name()},
+                             {"nodes", static_cast<int64_t>(graph.numNodes())},
+                             {"input_bytes", r.inputBytes},
+                             {"peak_bytes", r.peakBytes},
+                             {"peak_node", r.peakNode},
+                             {"scratch", r.scratch.empty() ? "none" : "measured"},
+                             {"breakdown_at_peak", std::move(breakdown)}};
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
+  return writeFilesAtomically({{path("liveness_values.csv"), values},
+                               {path("liveness_timeline.csv"), timeline},
+                               {path("liveness.json"), os.str()}});
+}
+
+} // namespace
+
+absl::Status LivenessPass::analyze(const Graph &graph, AnalysisManager &analyses) {
+  auto r = analyses.getResult<LivenessAnalysis>(graph, {scratch_.get()});
+  if (!r.ok()) {
+    if (scratch_.get() == Scratch::Measured)
+      return absl::Status(r.status().code(),
+                          absl::StrCat("liveness{scratch=measured}: ", r.status().message()));
+    return r.status();
+  }
+  setStatistic("peak bytes (simulated)", (*r)->peakBytes);
+  if (!(*r)->scratch.empty() && (*r)->peakNode >= 0)
+    setStatistic("scratch bytes at the peak (measured)", (*r)->scratch[(*r)->peakNode]);
+  if (!reportDirectory().empty())
+    return writeReports(graph, **r, reportDirectory());
+  return absl::OkStatus();
+}
+
+GRAPHOPT_REGISTER_PASS(LivenessPass);
+
+} // namespace graphopt
