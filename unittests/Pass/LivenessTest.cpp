@@ -78,10 +78,11 @@ int64_t sumOf(const LivenessResult &r) {
 
 // From the graph alone, the simulation sees what the graph holds between
 // operators, not an operator's internal scratch memory (oneDNN's reordered
-// weights and workspaces: 68 KB in one convolution_backward of
-// resnet18-train). So the graph-only peak is a lower bound of the measured
-// one, and close: within 5% on 7 of the 8 tiny training graphs, 7.7% under on
-// resnet18-train.
+// weights and workspaces). So the graph-only peak is a lower bound of the
+// measured one. How far below depends on the kernels oneDNN picks for the
+// machine's CPU: 0.92 of the measured peak on resnet18-train on one machine,
+// 0.45 on another (larger convolution workspaces), so no ratio is asserted
+// here; with the scratch measured the two agree (the next test).
 TEST_P(LivenessZooTest, GraphOnlyPeakBoundsTheMeasuredPeakFromBelow) {
   ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   auto model = importPt2(zooDir() + "/" + GetParam() + ".pt2");
@@ -93,8 +94,8 @@ TEST_P(LivenessZooTest, GraphOnlyPeakBoundsTheMeasuredPeakFromBelow) {
 
   double simulated = static_cast<double>(r->peakBytes - r->inputBytes);
   double measured = static_cast<double>(measuredPeak(*model));
-  EXPECT_LE(simulated, measured);
-  EXPECT_GE(simulated / measured, 0.90) << "simulated " << simulated << " bytes, measured " << measured;
+  EXPECT_LE(simulated, measured) << "simulated " << simulated << " bytes, measured " << measured;
+  EXPECT_GT(simulated, 0);
 }
 
 // With the operators' scratch memory measured per node (separate runs) and
