@@ -156,7 +156,7 @@ void NodeProfiler::attach(Executor &executor) {
         p.outputBytes += static_cast<int64_t>(s.nbytes());
     }
   };
-  executor.setHooks(std::move(hooks));
+  executor.addHooks(std::move(hooks));
 }
 
 } // namespace graphopt

@@ -5,7 +5,9 @@
 // exactly (thread safe; its DataPtr context equals the data pointer, as
 // oneDNN's raw_allocate requires; the null pointer of a zero-byte allocation
 // is accepted by its deleter). CUDA: the caching allocator's device stats
-// (current and peak allocated bytes, peak reset per node) and CUDA events.
+// (current and peak allocated bytes, peak reset per node); times are host
+// clock readings taken after a device synchronization before and after each
+// node (on CUDA), so they cover the node's kernels.
 //
 // NodeProfiler hooks an Executor and records, per node: time, bytes live
 // before it, the peak during it, the bytes of its outputs and the level it
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -72,6 +75,7 @@ class NodeProfiler {
 public:
   /// On CPU installs the tracking allocator; on CUDA uses the caching allocator's stats.
   explicit NodeProfiler(c10::Device device);
+  /// Adds the profiler's hooks to `executor` (beside any others it has).
   void attach(Executor &executor);
 
   const std::vector<NodeProfile> &profiles() const { return profiles_; }
