@@ -385,6 +385,34 @@ TEST(FreePolicyTest, EachValueIsFreedAfterItsLastUse) {
   EXPECT_EQ(policy.lastUser(*g->inputs()[0].value)->output()->name(), "c");
 }
 
+TEST(ProfileRunsTest, RunsNTimesAndStopsAtTheFirstError) {
+  auto g = parse(kChain);
+  WeightStore w;
+  fillMissingWeights(*g, w, 0);
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  std::vector<double> losses;
+  absl::Status st = profileRuns(*g, w, inputs, {}, 3, [&](const ProfiledRun &run) {
+    EXPECT_EQ(run.index, losses.size());
+    EXPECT_EQ(run.profiler->profiles().size(), g->numNodes());
+    EXPECT_GT(run.seconds, 0.0);
+    losses.push_back(run.result->outputs[0].item().toDouble());
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(losses.size(), 3u);
+  EXPECT_EQ(losses[0], losses[2]);
+  unsigned calls = 0;
+  st = profileRuns(*g, w, inputs, {}, 3, [&](const ProfiledRun &) {
+    ++calls;
+    return absl::CancelledError("enough");
+  });
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(calls, 1u);
+  WeightStore empty;
+  st = profileRuns(*g, empty, inputs, {}, 1, [](const ProfiledRun &) { return absl::OkStatus(); });
+  EXPECT_FALSE(st.ok());
+}
+
 TEST(ExecutorTest, ALoneTensorListResultSpreadsOverTheOutputs) {
   auto g = parse(R"(graph @unbind {
   input %x : f32[3, 2] user_input
