@@ -22,28 +22,24 @@ absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
   ExecutionOptions options;
   options.device = context->device;
   options.seed = context->seed;
-  NodeProfiler profiler(context->device);
-  Executor executor(graph, *context->weights, options);
-  profiler.attach(executor);
 
   MeasuredScratch result;
   result.device = context->device.str();
   result.bytes.assign(graph.numNodes(), 0);
   // The warm-up run's one-time allocations (kernel caches) are not per step.
   constexpr unsigned kRuns = 3;
-  for (unsigned run = 0; run < kRuns; ++run) {
-    profiler.beginRun();
-    auto outputs = executor.run(*inputs);
-    if (!outputs.ok())
-      return absl::Status(outputs.status().code(),
-                          absl::StrCat("measuring operator scratch memory: ", outputs.status().message()));
-    if (run == 0)
-      continue;
-    const std::vector<NodeProfile> &profiles = profiler.profiles();
-    for (size_t i = 0; i < profiles.size() && i < result.bytes.size(); ++i)
-      result.bytes[i] = std::max(result.bytes[i], profiles[i].scratchBytes());
-    ++result.runs;
-  }
+  absl::Status st = profileRuns(
+      graph, *context->weights, *inputs, options, kRuns, [&](const ProfiledRun &run) {
+        if (run.index == 0)
+          return absl::OkStatus();
+        const std::vector<NodeProfile> &profiles = run.profiler->profiles();
+        for (size_t i = 0; i < profiles.size() && i < result.bytes.size(); ++i)
+          result.bytes[i] = std::max(result.bytes[i], profiles[i].scratchBytes());
+        ++result.runs;
+        return absl::OkStatus();
+      });
+  if (!st.ok())
+    return absl::Status(st.code(), absl::StrCat("measuring operator scratch memory: ", st.message()));
   return result;
 }
 

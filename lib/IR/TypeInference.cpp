@@ -2,6 +2,7 @@
 #include "graphopt/IR/TypeInference.h"
 
 #include "graphopt/IR/IValueConversion.h"
+#include "graphopt/IR/NodeResults.h"
 #include "graphopt/IR/SchemaUtils.h"
 
 #include <ATen/ops/empty_strided.h>
@@ -102,17 +103,11 @@ absl::Status inferNodeTypes(Node &node) {
   if (absl::Status meta = runOnStandIns(node, c10::Device(at::kMeta), stack, device); !meta.ok())
     if (absl::Status cpu = runOnStandIns(node, c10::Device(at::kCPU), stack, device); !cpu.ok())
       return cpu;
+  // One result per output, a lone Tensor[] spread as the executor spreads it.
+  llvm::SmallVector<c10::IValue, 4> results;
+  spreadResults(node.schema(), stack, results);
   std::vector<ValueType> types;
-  for (const c10::IValue &r : stack) {
-    if (r.isTensorList()) {
-      for (const at::Tensor &t : r.toTensorList().vec()) {
-        auto type = typeOfResult(node, t, device);
-        if (!type.ok())
-          return type.status();
-        types.push_back(*type);
-      }
-      continue;
-    }
+  for (const c10::IValue &r : results) {
     auto type = typeOfResult(node, r, device);
     if (!type.ok())
       return type.status();

@@ -2,7 +2,8 @@
 #include "graphopt/Runtime/Executor.h"
 
 #include "graphopt/IR/IValueConversion.h"
-#include "graphopt/IR/SchemaUtils.h"
+#include "graphopt/IR/NodeResults.h"
+#include "graphopt/IR/OpEffects.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
@@ -57,60 +58,19 @@ Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions op
 absl::Status Executor::prepare() {
   if (prepared_)
     return absl::OkStatus();
-  // Slots: inputs first, then node outputs in order.
-  for (const Value *v : graph_.allValues())
-    slot_[v] = static_cast<unsigned>(slot_.size());
-  values_.assign(slot_.size(), c10::IValue());
-  isGraphOutput_.assign(slot_.size(), false);
-  for (const GraphOutput &out : graph_.outputs())
-    isGraphOutput_[slot_.lookup(out.value)] = true;
+  values_.assign(graph_.valueIdBound(), c10::IValue());
+  freePolicy_ = computeFreePolicy(graph_);
 
-  // Last use of each value, in node order; values nobody reads die at once.
-  std::vector<int64_t> lastUse(slot_.size(), -1);
-  size_t index = 0;
-  for (const Node &n : graph_.nodes()) {
-    for (Value *v : n.operandValues())
-      lastUse[slot_.lookup(v)] = static_cast<int64_t>(index);
-    ++index;
-  }
-  freeAfter_.assign(graph_.numNodes(), {});
-  index = 0;
-  for (const Node &n : graph_.nodes()) {
-    for (unsigned i = 0; i < n.numOutputs(); ++i) {
-      unsigned s = slot_.lookup(n.output(i));
-      if (lastUse[s] < 0)
-        freeAfter_[index].push_back(s); // never read: drop right after the node
-    }
-    ++index;
-  }
-  for (unsigned s = 0; s < lastUse.size(); ++s)
-    if (lastUse[s] >= 0)
-      freeAfter_[lastUse[s]].push_back(s);
-
-  // Buffers an operator writes in place (a `Tensor(a!)` argument in its
-  // schema): the run mutates the device copy, which writeBackBuffers syncs.
-  mutatedInPlace_.assign(graph_.inputs().size(), false);
-  for (const Node &n : graph_.nodes()) {
-    const auto &schemaArgs = n.schema().arguments();
-    for (unsigned i = 0; i < n.numArgs() && i < schemaArgs.size(); ++i) {
-      const c10::AliasInfo *alias = schemaArgs[i].alias_info();
-      if (!alias || !alias->isWrite())
-        continue;
-      auto mark = [&](const Value *v) {
-        if (v && v->isGraphInput())
-          mutatedInPlace_[v->index()] = true;
-      };
-      const Argument &a = n.arg(i);
-      if (a.isValue())
-        mark(a.getValue());
-      else if (a.isList())
-        for (const Value *v : a.getList())
-          mark(v);
-    }
-  }
+  // Inputs some node writes in place, directly or through a view (a
+  // `Tensor(a!)` argument in its schema, OpEffects): unless the caller keeps
+  // updates, the run works on a private copy restored after every run.
+  mutatedInputs_ = mutatedGraphInputs(graph_);
+  isMutated_.assign(graph_.inputs().size(), 0);
+  for (unsigned i : mutatedInputs_)
+    isMutated_[i] = 1;
 
   // Weights: looked up by target, moved to the device once.
-  deviceWeights_.assign(graph_.inputs().size(), at::Tensor());
+  std::vector<at::Tensor> weights(graph_.inputs().size());
   for (unsigned i = 0; i < graph_.inputs().size(); ++i) {
     const GraphInput &in = graph_.inputs()[i];
     if (in.role == InputRole::UserInput)
@@ -125,22 +85,26 @@ absl::Status Executor::prepare() {
       return absl::FailedPreconditionError(absl::StrCat(
           "weight '", in.target, "' is ", shapeOf(*w), " but graph input %", in.value->name().str(),
           " expects ", c10::toString(want.dtype), "[", absl::StrJoin(want.sizes, ", "), "]"));
-    deviceWeights_[i] = w->device() == options_.device ? *w : w->to(options_.device);
+    weights[i] = w->device() == options_.device ? *w : w->to(options_.device);
+    if (isMutated_[i] && !options_.keepUpdates && weights[i].is_same(*w))
+      weights[i] = w->clone(); // the store is never written
   }
+  deviceWeights_ = std::move(weights);
+  boundUserInputs_.assign(graph_.inputs().size(), at::Tensor());
   prepared_ = true;
   return absl::OkStatus();
 }
 
 absl::StatusOr<c10::IValue> Executor::argumentValue(const Node &node, unsigned i) const {
   auto fromTable = [this](const Value *v) -> absl::StatusOr<c10::IValue> {
-    return values_[slot_.lookup(v)];
+    return values_[v->id()];
   };
   // Wrapped numbers stay on the CPU, as PyTorch makes them; factory calls that
   // name the export's device run on ours.
   return argumentToIValue(node, i, fromTable, c10::Device(c10::DeviceType::CPU), options_.device);
 }
 
-absl::Status Executor::runNode(const Node &node, size_t index) {
+absl::Status Executor::runNode(const Node &node) {
   torch::jit::Stack stack;
   stack.reserve(node.numArgs());
   for (unsigned i = 0; i < node.numArgs(); ++i) {
@@ -149,8 +113,9 @@ absl::Status Executor::runNode(const Node &node, size_t index) {
       return v.status();
     stack.push_back(std::move(*v));
   }
-  if (hooks_.before)
-    hooks_.before(node);
+  for (const ExecutionHooks &h : hooks_)
+    if (h.before)
+      h.before(node);
   try {
     node.op().callBoxed(stack);
   } catch (const c10::Error &e) {
@@ -164,38 +129,36 @@ absl::Status Executor::runNode(const Node &node, size_t index) {
                                             ") failed with inputs ", absl::StrJoin(shapes, ", "),
                                             ": ", e.what_without_backtrace()));
   }
-  // Results in schema order; a Tensor[] result spreads over the outputs.
-  unsigned out = 0;
-  for (c10::IValue &r : stack) {
-    if (r.isTensorList() && returnsTensorList(node.schema())) {
-      for (const at::Tensor &t : r.toTensorList().vec())
-        if (out < node.numOutputs())
-          values_[slot_.lookup(node.output(out++))] = t;
-    } else if (out < node.numOutputs()) {
-      values_[slot_.lookup(node.output(out++))] = std::move(r);
-    }
-  }
-  if (out != node.numOutputs())
-    return absl::InternalError(absl::StrCat("node ", node.describe(), " returned ", out,
+  // Results in schema order, spread over the outputs as type inference does.
+  llvm::SmallVector<c10::IValue, 4> results;
+  spreadResults(node.schema(), stack, results);
+  if (results.size() != node.numOutputs())
+    return absl::InternalError(absl::StrCat("node ", node.describe(), " returned ", results.size(),
                                             " results for ", node.numOutputs(), " outputs"));
-  if (hooks_.after) {
-    std::vector<c10::IValue> outs;
-    for (unsigned i = 0; i < node.numOutputs(); ++i)
-      outs.push_back(values_[slot_.lookup(node.output(i))]);
-    hooks_.after(node, outs);
-  }
+  for (unsigned i = 0; i < node.numOutputs(); ++i)
+    values_[node.output(i)->id()] = results[i];
+  for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h)
+    if (h->after)
+      h->after(node, results);
   if (!options_.keepAllValues)
-    for (unsigned s : freeAfter_[index])
-      if (!isGraphOutput_[s])
-        values_[s] = c10::IValue();
+    for (const Value *v : freePolicy_.freedAfter(node))
+      values_[v->id()] = c10::IValue();
   return absl::OkStatus();
 }
 
-void Executor::writeBackBuffers(llvm::ArrayRef<at::Tensor> outputs) {
-  // Buffers mutated in place: the store sees it already unless the device copy is separate.
+void Executor::keepUpdates(llvm::ArrayRef<at::Tensor> userInputs, llvm::ArrayRef<at::Tensor> outputs) {
+  // Inputs written in place: the store (or the caller's tensor) sees it
+  // already unless the device copy is separate.
+  size_t next = 0;
   for (unsigned i = 0; i < graph_.inputs().size(); ++i) {
     const GraphInput &in = graph_.inputs()[i];
-    if (!mutatedInPlace_[i] || in.role == InputRole::UserInput)
+    if (in.role == InputRole::UserInput) {
+      const at::Tensor &given = userInputs[next++];
+      if (isMutated_[i] && !given.is_same(boundUserInputs_[i]))
+        given.copy_(boundUserInputs_[i]);
+      continue;
+    }
+    if (!isMutated_[i])
       continue;
     at::Tensor *stored = weights_.lookup(in.target);
     if (stored && !stored->is_same(deviceWeights_[i]))
@@ -218,6 +181,27 @@ void Executor::writeBackBuffers(llvm::ArrayRef<at::Tensor> outputs) {
   }
 }
 
+void Executor::restoreState(ExecutionResult *result) {
+  for (unsigned i : mutatedInputs_) {
+    const GraphInput &in = graph_.inputs()[i];
+    // A user input written in place was a private copy, dropped with the run.
+    if (in.role == InputRole::UserInput)
+      continue;
+    at::Tensor &working = deviceWeights_[i];
+    // Results that share the working copy's storage keep what the run left.
+    if (result) {
+      for (at::Tensor &t : result->outputs)
+        if (t.defined() && t.is_alias_of(working))
+          t = t.clone();
+      for (auto &[v, iv] : result->values)
+        if (iv.isTensor() && iv.toTensor().defined() && iv.toTensor().is_alias_of(working))
+          iv = iv.toTensor().clone();
+    }
+    if (const at::Tensor *stored = weights_.lookup(in.target))
+      working.copy_(*stored);
+  }
+}
+
 absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
   if (absl::Status st = prepare(); !st.ok())
     return st;
@@ -225,46 +209,56 @@ absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInp
   size_t next = 0;
   for (unsigned i = 0; i < graph_.inputs().size(); ++i) {
     const GraphInput &in = graph_.inputs()[i];
-    unsigned s = slot_.lookup(in.value);
+    const Value *value = in.value;
     if (in.role != InputRole::UserInput) {
-      values_[s] = deviceWeights_[i];
+      values_[value->id()] = deviceWeights_[i];
       continue;
     }
     if (next >= userInputs.size())
-      return absl::InvalidArgumentError(absl::StrCat("missing user input %", in.value->name().str(),
+      return absl::InvalidArgumentError(absl::StrCat("missing user input %", value->name().str(),
                                                      ": ", userInputs.size(), " given"));
     const at::Tensor &t = userInputs[next++];
-    const TensorType &want = in.value->tensorType();
+    const TensorType &want = value->tensorType();
     if (!t.defined() || t.scalar_type() != want.dtype || !llvm::equal(t.sizes(), want.sizes))
       return absl::InvalidArgumentError(absl::StrCat(
-          "user input %", in.value->name().str(), " expects ", c10::toString(want.dtype), "[",
+          "user input %", value->name().str(), " expects ", c10::toString(want.dtype), "[",
           absl::StrJoin(want.sizes, ", "), "], got ", t.defined() ? shapeOf(t) : "an undefined tensor"));
-    values_[s] = t.device() == options_.device ? t : t.to(options_.device);
+    at::Tensor bound = t.device() == options_.device ? t : t.to(options_.device);
+    // The caller's tensor is not written unless updates are kept.
+    if (isMutated_[i] && !options_.keepUpdates && bound.is_same(t))
+      bound = t.clone();
+    boundUserInputs_[i] = bound;
+    values_[value->id()] = std::move(bound);
   }
   if (next != userInputs.size())
     return absl::InvalidArgumentError(absl::StrCat("the graph takes ", next, " user inputs, ",
                                                    userInputs.size(), " given"));
 
   seedGenerators(options_.seed);
-  size_t index = 0;
   for (const Node &n : graph_.nodes()) {
-    if (absl::Status st = runNode(n, index++); !st.ok()) {
+    if (absl::Status st = runNode(n); !st.ok()) {
       std::fill(values_.begin(), values_.end(), c10::IValue());
+      std::fill(boundUserInputs_.begin(), boundUserInputs_.end(), at::Tensor());
+      if (!options_.keepUpdates)
+        restoreState(nullptr);
       return st;
     }
   }
 
   ExecutionResult result;
   for (const GraphOutput &out : graph_.outputs()) {
-    const c10::IValue &v = values_[slot_.lookup(out.value)];
+    const c10::IValue &v = values_[out.value->id()];
     result.outputs.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
   }
-  if (options_.writeBackBuffers)
-    writeBackBuffers(result.outputs);
   if (options_.keepAllValues)
     for (const Value *v : graph_.allValues())
-      result.values.emplace_back(v, values_[slot_.lookup(v)]);
+      result.values.emplace_back(v, values_[v->id()]);
   std::fill(values_.begin(), values_.end(), c10::IValue());
+  if (options_.keepUpdates)
+    keepUpdates(userInputs, result.outputs);
+  else
+    restoreState(&result);
+  std::fill(boundUserInputs_.begin(), boundUserInputs_.end(), at::Tensor());
   return result;
 }
 

@@ -156,7 +156,36 @@ void NodeProfiler::attach(Executor &executor) {
         p.outputBytes += static_cast<int64_t>(s.nbytes());
     }
   };
-  executor.setHooks(std::move(hooks));
+  executor.addHooks(std::move(hooks));
+}
+
+absl::Status profileRuns(const Graph &graph, WeightStore &weights,
+                         llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
+                         llvm::ArrayRef<ExecutionHooks> extraHooks) {
+  NodeProfiler profiler(options.device);
+  Executor executor(graph, weights, options);
+  for (const ExecutionHooks &h : extraHooks)
+    executor.addHooks(h);
+  profiler.attach(executor);
+  if (absl::Status st = executor.prepare(); !st.ok())
+    return st;
+  for (unsigned i = 0; i < runs; ++i) {
+    profiler.beginRun();
+    auto start = std::chrono::steady_clock::now();
+    auto result = executor.run(inputs);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok())
+      return result.status();
+    ProfiledRun run;
+    run.index = i;
+    run.seconds = seconds;
+    run.result = &*result;
+    run.profiler = &profiler;
+    if (absl::Status st = onRun(run); !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
 }
 
 } // namespace graphopt

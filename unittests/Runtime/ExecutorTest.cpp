@@ -2,11 +2,15 @@
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/FreePolicy.h"
 #include "graphopt/Runtime/MemoryProbe.h"
+#include "graphopt/Runtime/OutputVerifier.h"
 
 #include <ATen/Context.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
@@ -148,7 +152,7 @@ TEST(ExecutorTest, AnOperatorThatThrowsNamesTheNodeAndItsInputShapes) {
   EXPECT_CONTAINS(r.status().message(), "cannot be multiplied");
 }
 
-TEST(ExecutorTest, BufferMutationsAreWrittenBack) {
+TEST(ExecutorTest, BufferMutationsAreWrittenBackWhenUpdatesAreKept) {
   auto g = parse(R"(graph @bn {
   input %count : i64[] buffer "bn.num_batches_tracked"
   input %x : f32[2] user_input
@@ -160,7 +164,7 @@ TEST(ExecutorTest, BufferMutationsAreWrittenBack) {
   WeightStore w;
   w.set("bn.num_batches_tracked", at::zeros({}, at::kLong));
   ExecutionOptions o;
-  o.writeBackBuffers = true;
+  o.keepUpdates = true;
   Executor ex(*g, w, o);
   for (int i = 0; i < 3; ++i)
     ASSERT_TRUE(ex.run({at::ones({2})}).ok());
@@ -186,7 +190,7 @@ TEST(TrackingAllocatorTest, CountsExactlyAndHandlesZeroBytes) {
   EXPECT_EQ(t.currentBytes(), before);
 }
 
-TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStore) {
+TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStoreWhenUpdatesAreKept) {
   // aten::add_.Tensor writes its `self` (Tensor(a!)): the buffer itself changes.
   auto g = parse(R"(graph @inplace {
   input %count : f32[2] buffer "counter"
@@ -198,7 +202,7 @@ TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStore) {
   WeightStore w;
   w.set("counter", at::zeros({2}));
   ExecutionOptions o;
-  o.writeBackBuffers = true;
+  o.keepUpdates = true;
   Executor ex(*g, w, o);
   ASSERT_TRUE(ex.run({at::ones({2})}).ok());
   ASSERT_TRUE(ex.run({at::ones({2})}).ok());
@@ -223,4 +227,202 @@ TEST(ExecutorTest, RunsOnCudaWhenAGpuIsPresent) {
   EXPECT_TRUE(b->outputs[0].is_cuda());
   EXPECT_NEAR(a->outputs[0].item().toDouble(), b->outputs[0].cpu().item().toDouble(), 1e-2);
   EXPECT_GT(profiler.runPeakBytes(), 0);
+}
+
+namespace {
+/// A buffer updated in place (aten::add_ writes its self), read afterwards, and
+/// the updated buffer itself a graph output.
+const char *kInPlaceBuffer = R"(graph @inplace {
+  input %count : f32[2] buffer "counter"
+  input %x : f32[2] user_input
+  %same = aten::add_.Tensor(%count, %x) : f32[2]
+  %y = aten::mul.Tensor(%same, %x) : f32[2]
+  output %y user_output
+  output %same user_output
+})";
+} // namespace
+
+TEST(ExecutorTest, EveryRunStartsFromTheSameState) {
+  auto g = parse(kInPlaceBuffer);
+  WeightStore w;
+  w.set("counter", at::ones({2}));
+  at::Tensor before = w.lookup("counter")->clone();
+  at::Tensor stored = *w.lookup("counter");
+  Executor ex(*g, w);
+  at::Tensor x = at::ones({2});
+  auto first = ex.run({x});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto second = ex.run({x});
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_EQ(ex.mutatedInputs().size(), 1u);
+  EXPECT_EQ(ex.mutatedInputs()[0], 0u);
+  // Both runs see counter = 1: y = (1 + 1) * 1 = 2, and the updated buffer is returned as 2.
+  for (const auto *r : {&*first, &*second}) {
+    EXPECT_TRUE(at::equal(r->outputs[0], at::full({2}, 2.0f)));
+    EXPECT_TRUE(at::equal(r->outputs[1], at::full({2}, 2.0f)));
+  }
+  // The store is unchanged (same tensor, same contents); so is the caller's input.
+  EXPECT_TRUE(w.lookup("counter")->is_same(stored));
+  EXPECT_TRUE(at::equal(*w.lookup("counter"), before));
+  EXPECT_TRUE(at::equal(x, at::ones({2})));
+}
+
+TEST(ExecutorTest, BufferMutationOutputsAreNotWrittenBackByDefault) {
+  auto g = parse(R"(graph @bn {
+  input %count : i64[] buffer "bn.num_batches_tracked"
+  %next = aten::add.Tensor(%count, 1) : i64[]
+  output %next buffer_mutation "bn.num_batches_tracked"
+})");
+  WeightStore w;
+  w.set("bn.num_batches_tracked", at::zeros({}, at::kLong));
+  Executor ex(*g, w);
+  for (int i = 0; i < 3; ++i) {
+    auto r = ex.run({});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->outputs[0].item().toLong(), 1);
+  }
+  EXPECT_EQ(w.lookup("bn.num_batches_tracked")->item().toLong(), 0);
+}
+
+TEST(ExecutorTest, AUserInputWrittenInPlaceIsNotTheCallersTensor) {
+  auto g = parse(R"(graph @copy {
+  input %x : f32[2] user_input
+  %twice = aten::mul.Scalar(%x, 2.0) : f32[2]
+  %same = aten::copy_(%x, %twice) : f32[2]
+  output %same user_output
+})");
+  WeightStore w;
+  at::Tensor x = at::ones({2});
+  Executor ex(*g, w);
+  auto r = ex.run({x});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(at::equal(r->outputs[0], at::full({2}, 2.0f)));
+  EXPECT_TRUE(at::equal(x, at::ones({2})));
+  // Kept updates write the caller's tensor.
+  ExecutionOptions keep;
+  keep.keepUpdates = true;
+  Executor training(*g, w, keep);
+  ASSERT_TRUE(training.run({x}).ok());
+  EXPECT_TRUE(at::equal(x, at::full({2}, 2.0f)));
+}
+
+TEST(ExecutorTest, AnInPlaceBufferUpdateVerifiesBitwiseAgainstItself) {
+  auto g = parse(kInPlaceBuffer);
+  auto copy = g->clone();
+  WeightStore w;
+  w.set("counter", at::ones({2}));
+  at::Tensor before = w.lookup("counter")->clone();
+  VerifierOptions options;
+  options.device = c10::Device(c10::DeviceType::CPU);
+  auto report = verifyRewrite(*g, *copy, w, {at::ones({2})}, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_TRUE(report->passed);
+  for (const auto &c : report->outputs)
+    EXPECT_EQ(c.maxAbsError, 0.0) << c.label;
+  EXPECT_TRUE(at::equal(*w.lookup("counter"), before));
+}
+
+TEST(ExecutorTest, HookSetsNestAndAllRun) {
+  auto g = parse(kChain);
+  WeightStore w;
+  fillMissingWeights(*g, w, 0);
+  Executor ex(*g, w);
+  std::vector<std::string> events;
+  auto named = [&events](std::string name) {
+    ExecutionHooks h;
+    h.before = [&events, name](const Node &) { events.push_back(name + " before"); };
+    h.after = [&events, name](const Node &, llvm::ArrayRef<c10::IValue> outs) {
+      EXPECT_EQ(outs.size(), 1u);
+      events.push_back(name + " after");
+    };
+    return h;
+  };
+  ex.addHooks(named("outer"));
+  NodeProfiler profiler(c10::Device(c10::DeviceType::CPU));
+  profiler.attach(ex);
+  ex.addHooks(named("inner"));
+  EXPECT_EQ(ex.numHookSets(), 3u);
+  profiler.beginRun();
+  ASSERT_TRUE(ex.run(makeExampleInputs(*g, 0)).ok());
+  ASSERT_EQ(events.size(), 4u * g->numNodes());
+  EXPECT_EQ(events[0], "outer before");
+  EXPECT_EQ(events[1], "inner before");
+  EXPECT_EQ(events[2], "inner after");
+  EXPECT_EQ(events[3], "outer after");
+  EXPECT_EQ(profiler.profiles().size(), g->numNodes());
+  EXPECT_GT(profiler.runPeakBytes(), 0);
+}
+
+TEST(FreePolicyTest, EachValueIsFreedAfterItsLastUse) {
+  auto g = parse(R"(graph @chain {
+  input %w : f32[4, 4] parameter "w"
+  input %x : f32[4, 4] user_input
+  input %unused : f32[4] user_input
+  %a = aten::mm(%x, %w) : f32[4, 4]
+  %dead = aten::relu(%a) : f32[4, 4]
+  %b = aten::relu(%a) : f32[4, 4]
+  %c = aten::mm(%b, %w) : f32[4, 4]
+  %e = aten::add.Tensor(%c, %c) : f32[4, 4]
+  output %e user_output
+  output %c user_output
+})");
+  FreePolicy policy = computeFreePolicy(*g);
+  auto names = [&](const char *node) {
+    std::vector<std::string> out;
+    for (const Node &n : g->nodes())
+      if (n.output()->name() == node)
+        for (const Value *v : policy.freedAfter(n))
+          out.push_back(v->name().str());
+    return out;
+  };
+  EXPECT_EQ(names("a"), std::vector<std::string>{"x"});
+  EXPECT_EQ(names("dead"), std::vector<std::string>{"dead"}); // never read
+  EXPECT_EQ(names("b"), std::vector<std::string>{"a"});
+  EXPECT_EQ(names("c"), (std::vector<std::string>{"b", "w"}));
+  EXPECT_TRUE(names("e").empty()); // %c and %e are graph outputs: kept
+  const Value *unused = g->inputs()[2].value;
+  EXPECT_EQ(policy.lastUser(*unused), nullptr);
+  EXPECT_EQ(policy.lastUser(*g->inputs()[0].value)->output()->name(), "c");
+}
+
+TEST(ProfileRunsTest, RunsNTimesAndStopsAtTheFirstError) {
+  auto g = parse(kChain);
+  WeightStore w;
+  fillMissingWeights(*g, w, 0);
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  std::vector<double> losses;
+  absl::Status st = profileRuns(*g, w, inputs, {}, 3, [&](const ProfiledRun &run) {
+    EXPECT_EQ(run.index, losses.size());
+    EXPECT_EQ(run.profiler->profiles().size(), g->numNodes());
+    EXPECT_GT(run.seconds, 0.0);
+    losses.push_back(run.result->outputs[0].item().toDouble());
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(losses.size(), 3u);
+  EXPECT_EQ(losses[0], losses[2]);
+  unsigned calls = 0;
+  st = profileRuns(*g, w, inputs, {}, 3, [&](const ProfiledRun &) {
+    ++calls;
+    return absl::CancelledError("enough");
+  });
+  EXPECT_EQ(st.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(calls, 1u);
+  WeightStore empty;
+  st = profileRuns(*g, empty, inputs, {}, 1, [](const ProfiledRun &) { return absl::OkStatus(); });
+  EXPECT_FALSE(st.ok());
+}
+
+TEST(ExecutorTest, ALoneTensorListResultSpreadsOverTheOutputs) {
+  auto g = parse(R"(graph @unbind {
+  input %x : f32[3, 2] user_input
+  %a, %b, %c = aten::unbind.int(%x) : f32[2], f32[2], f32[2]
+  output %c user_output
+})");
+  WeightStore w;
+  Executor ex(*g, w);
+  at::Tensor x = at::arange(6, at::kFloat).reshape({3, 2});
+  auto r = ex.run({x});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(at::equal(r->outputs[0], x[2]));
 }

@@ -4,15 +4,18 @@
 // dispatcher with a schema-ordered IValue stack; values live in a table and
 // each is freed right after its last use, so the memory a run takes follows
 // the graph's liveness. Weights and user inputs are moved to the device once.
-// The RNG is seeded per run, so two runs with one seed are bitwise identical.
-// Hooks before and after every node serve instrumentation (memory and time
-// probes, the verifier's divergence search).
+// The RNG is seeded per run, and inputs the graph writes in place are restored
+// after it (unless ExecutionOptions::keepUpdates), so every run starts from the
+// same state and two runs with one seed are bitwise identical. Hooks before and
+// after every node serve instrumentation (memory and time probes, the
+// verifier's divergence search); several sets can be attached together.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/WeightStore.h"
+#include "graphopt/Runtime/FreePolicy.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
@@ -29,8 +32,13 @@ struct ExecutionOptions {
   /// Keep every value until the run ends (for comparing intermediates) instead
   /// of freeing each after its last use.
   bool keepAllValues = false;
-  /// Write buffer-mutation outputs back into the WeightStore's buffers.
-  bool writeBackBuffers = false;
+  /// Keep what a run changes, as a training loop does: in-place writes to
+  /// weights and user inputs stay, and buffer-mutation outputs are copied into
+  /// their buffers (in the copies the next run reads and in the WeightStore).
+  /// Off by default: every run starts from the same state and leaves the
+  /// WeightStore and the caller's inputs as they were, so running a graph
+  /// twice, or two graphs one after the other, gives the same results.
+  bool keepUpdates = false;
 };
 
 /// Called before and after each node; `after` sees the node's outputs.
@@ -48,39 +56,57 @@ struct ExecutionResult {
 
 class Executor {
 public:
-  /// `weights` must outlive the executor; it is written to only with writeBackBuffers.
+  /// `weights` must outlive the executor; it is written to only with keepUpdates.
   Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options = {});
 
-  void setHooks(ExecutionHooks hooks) { hooks_ = std::move(hooks); }
+  /// Adds a set of hooks. Several sets nest: `before` hooks run in the order
+  /// they were added, `after` hooks in the reverse order, so the set added
+  /// last sits closest to the operator (add a time probe last to time the
+  /// operator alone).
+  void addHooks(ExecutionHooks hooks) { hooks_.push_back(std::move(hooks)); }
+  void clearHooks() { hooks_.clear(); }
+  size_t numHookSets() const { return hooks_.size(); }
+
+  /// The one-time work before the first run: the free policy, the operator
+  /// effects, weights looked up and moved to the device, private copies of
+  /// the weights the graph writes in place. run() calls it when needed; call
+  /// it first to keep that work (and its memory) out of a measured run.
+  absl::Status prepare();
 
   /// Runs the graph once. `userInputs` are the user_input graph inputs in
   /// order; each must have its input's dtype and sizes.
   absl::StatusOr<ExecutionResult> run(llvm::ArrayRef<at::Tensor> userInputs);
 
+  /// The graph inputs the graph writes in place (by input index), after prepare().
+  llvm::ArrayRef<unsigned> mutatedInputs() const { return mutatedInputs_; }
+
   const Graph &graph() const { return graph_; }
   const ExecutionOptions &options() const { return options_; }
 
 private:
-  absl::Status prepare();
   absl::StatusOr<c10::IValue> argumentValue(const Node &node, unsigned i) const;
-  absl::Status runNode(const Node &node, size_t index);
-  void writeBackBuffers(llvm::ArrayRef<at::Tensor> outputs);
+  absl::Status runNode(const Node &node);
+  void keepUpdates(llvm::ArrayRef<at::Tensor> userInputs, llvm::ArrayRef<at::Tensor> outputs);
+  void restoreState(ExecutionResult *result);
 
   const Graph &graph_;
   WeightStore &weights_;
   ExecutionOptions options_;
-  ExecutionHooks hooks_;
+  std::vector<ExecutionHooks> hooks_;
   bool prepared_ = false;
 
-  llvm::DenseMap<const Value *, unsigned> slot_; ///< value -> index into values_
+  /// The value table, indexed by Value::id().
   std::vector<c10::IValue> values_;
-  /// For each node, the operand slots whose last use it is.
-  std::vector<llvm::SmallVector<unsigned, 4>> freeAfter_;
-  std::vector<bool> isGraphOutput_;
-  /// Weights on the execution device, by input index (moved once).
+  /// Which values to drop after each node (computeFreePolicy).
+  FreePolicy freePolicy_;
+  /// Weights on the execution device, by input index (moved once); a private
+  /// copy for a weight the graph writes in place unless keepUpdates.
   std::vector<at::Tensor> deviceWeights_;
-  /// Inputs some operator writes in place, by input index (schema alias info).
-  std::vector<bool> mutatedInPlace_;
+  /// Graph inputs some node writes in place (OpEffects), by input index.
+  llvm::SmallVector<unsigned, 4> mutatedInputs_;
+  std::vector<uint8_t> isMutated_;
+  /// This run's device copies of user inputs, by input index.
+  std::vector<at::Tensor> boundUserInputs_;
 };
 
 } // namespace graphopt

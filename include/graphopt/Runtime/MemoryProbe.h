@@ -5,11 +5,14 @@
 // exactly (thread safe; its DataPtr context equals the data pointer, as
 // oneDNN's raw_allocate requires; the null pointer of a zero-byte allocation
 // is accepted by its deleter). CUDA: the caching allocator's device stats
-// (current and peak allocated bytes, peak reset per node) and CUDA events.
+// (current and peak allocated bytes, peak reset per node); times are host
+// clock readings taken after a device synchronization before and after each
+// node (on CUDA), so they cover the node's kernels.
 //
 // NodeProfiler hooks an Executor and records, per node: time, bytes live
 // before it, the peak during it, the bytes of its outputs and the level it
-// left (so the scratch memory it held only while running).
+// left (so the scratch memory it held only while running). profileRuns is
+// the one loop that runs a graph N times under a NodeProfiler.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,9 +20,11 @@
 #include "graphopt/Runtime/Executor.h"
 
 #include <c10/core/Allocator.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -72,6 +77,7 @@ class NodeProfiler {
 public:
   /// On CPU installs the tracking allocator; on CUDA uses the caching allocator's stats.
   explicit NodeProfiler(c10::Device device);
+  /// Adds the profiler's hooks to `executor` (beside any others it has).
   void attach(Executor &executor);
 
   const std::vector<NodeProfile> &profiles() const { return profiles_; }
@@ -92,5 +98,23 @@ private:
   int64_t runPeak_ = 0;
   std::chrono::steady_clock::time_point start_;
 };
+
+/// What profileRuns hands its callback after each run.
+struct ProfiledRun {
+  unsigned index = 0;   ///< 0 for the first run
+  double seconds = 0;   ///< wall time of the run (Executor::run)
+  const ExecutionResult *result = nullptr;
+  const NodeProfiler *profiler = nullptr; ///< this run's per-node profiles and peak
+};
+
+/// Runs `graph` `runs` times on one Executor (prepared before the first
+/// measured window, so weights moved to the device are not counted) with a
+/// NodeProfiler attached, starting a new profile before each run and calling
+/// `onRun` after it. Stops at the first error, from a run or from `onRun`,
+/// and returns it. `extraHooks`, if any, are attached before the profiler.
+absl::Status profileRuns(const Graph &graph, WeightStore &weights,
+                         llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
+                         llvm::ArrayRef<ExecutionHooks> extraHooks = {});
 
 } // namespace graphopt

@@ -1,0 +1,298 @@
+//===- OpEffects.cpp - What an operator does besides computing results ----===//
+#include "graphopt/IR/OpEffects.h"
+
+#include "graphopt/IR/NodeResults.h"
+
+#include <ATen/core/enum_tag.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/StringSet.h>
+#include <torch/csrc/utils/schema_info.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+namespace graphopt {
+
+namespace {
+
+/// Operators that act outside the graph although their schema does not say so.
+bool hasSideEffects(const c10::FunctionSchema &schema) {
+  static const llvm::StringSet<> namespaces = {
+      "c10d", "_c10d_functional", "_c10d_functional_autograd", "c10d_functional", "profiler",
+  };
+  static const llvm::StringSet<> operators = {
+      "aten::_assert_async",
+      "aten::_assert_scalar",
+      "aten::_assert_tensor_metadata",
+      "aten::_functional_assert_async",
+      "aten::_functional_assert_scalar",
+      "aten::_functional_sym_constrain_range",
+      "aten::_functional_sym_constrain_range_for_size",
+      "aten::_print",
+      "aten::record_stream",
+      "aten::sym_constrain_range",
+      "aten::sym_constrain_range_for_size",
+  };
+  llvm::StringRef name = schema.name();
+  if (operators.contains(name))
+    return true;
+  auto [ns, rest] = name.split("::");
+  return !rest.empty() && namespaces.contains(ns);
+}
+
+OpEffects computeEffects(const c10::OperatorHandle &op) {
+  const c10::FunctionSchema &schema = op.schema();
+  const auto &args = schema.arguments();
+  OpEffects e;
+  for (unsigned i = 0; i < args.size(); ++i)
+    if (schema.is_mutable({c10::SchemaArgType::input, i}))
+      e.writes.push_back(i);
+
+  torch::utils::SchemaInfo info(schema);
+  e.returnAliases.resize(schema.returns().size());
+  for (unsigned r = 0; r < schema.returns().size(); ++r)
+    for (unsigned i = 0; i < args.size(); ++i) {
+      // may_contain_alias also sees list returns of views (aten::split's
+      // `Tensor(a)[]` from `Tensor(a -> *) self`), which may_alias misses.
+      bool alias = false;
+      try {
+        alias = info.may_contain_alias({c10::SchemaArgType::output, r}, {c10::SchemaArgType::input, i});
+      } catch (const std::exception &) {
+        alias = schema.may_alias({c10::SchemaArgType::output, r}, {c10::SchemaArgType::input, i});
+      }
+      if (alias)
+        e.returnAliases[r].push_back(i);
+    }
+
+  // Writes that depend on a training flag (aten::batch_norm's running
+  // statistics): SchemaInfo knows them once told the flag is set.
+  for (unsigned i = 0; i < args.size(); ++i) {
+    if ((args[i].name() == "training" || args[i].name() == "train") &&
+        args[i].type()->kind() == c10::TypeKind::BoolType) {
+      e.trainingArg = static_cast<int>(i);
+      break;
+    }
+  }
+  if (e.trainingArg >= 0) {
+    try {
+      torch::utils::SchemaInfo training(schema);
+      training.addArgumentValue(args[e.trainingArg].name(), c10::IValue(true));
+      for (unsigned i = 0; i < args.size(); ++i)
+        if (!e.writesArg(i) && training.is_mutable({c10::SchemaArgType::input, i}))
+          e.writesWhenTraining.push_back(i);
+    } catch (const std::exception &) {
+      // SchemaInfo could not answer: only the annotated writes are known.
+    }
+    if (e.writesWhenTraining.empty())
+      e.trainingArg = -1;
+  }
+
+  e.random = op.hasTag(at::Tag::nondeterministic_seeded);
+  e.sideEffects = hasSideEffects(schema) || (schema.returns().empty() && e.writes.empty());
+  return e;
+}
+
+void appendUnique(llvm::SmallVectorImpl<Value *> &out, Value *v) {
+  if (v && std::find(out.begin(), out.end(), v) == out.end())
+    out.push_back(v);
+}
+
+void appendArgumentValues(const Argument &a, llvm::SmallVectorImpl<Value *> &out) {
+  if (a.isValue())
+    appendUnique(out, a.getValue());
+  else if (a.isList())
+    for (Value *v : a.getList())
+      appendUnique(out, v);
+}
+
+uint64_t bitsOf(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  return bits;
+}
+
+} // namespace
+
+bool OpEffects::mayAlias() const {
+  return std::any_of(returnAliases.begin(), returnAliases.end(),
+                     [](const auto &args) { return !args.empty(); });
+}
+
+bool OpEffects::writesArg(unsigned arg) const {
+  return std::find(writes.begin(), writes.end(), arg) != writes.end();
+}
+
+llvm::ArrayRef<unsigned> OpEffects::aliasesOfReturn(unsigned ret) const {
+  return ret < returnAliases.size() ? llvm::ArrayRef<unsigned>(returnAliases[ret])
+                                    : llvm::ArrayRef<unsigned>();
+}
+
+const OpEffects &opEffects(const c10::OperatorHandle &op) {
+  // Keyed by the registered schema, which lives as long as the operator's registration.
+  static std::mutex mutex;
+  static llvm::DenseMap<const c10::FunctionSchema *, std::unique_ptr<OpEffects>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<OpEffects> &slot = cache[&op.schema()];
+  if (!slot)
+    slot = std::make_unique<OpEffects>(computeEffects(op));
+  return *slot;
+}
+
+bool writesArgument(const Node &node, unsigned arg) {
+  const OpEffects &e = opEffects(node);
+  if (e.writesArg(arg))
+    return true;
+  if (std::find(e.writesWhenTraining.begin(), e.writesWhenTraining.end(), arg) ==
+      e.writesWhenTraining.end())
+    return false;
+  if (e.trainingArg < 0 || static_cast<unsigned>(e.trainingArg) >= node.numArgs())
+    return true;
+  const Argument &flag = node.arg(e.trainingArg);
+  if (flag.isConstant() && flag.getConstant().kind() == ConstantKind::Bool)
+    return flag.getConstant().asBool();
+  return true; // not known before the run: assume it trains
+}
+
+llvm::SmallVector<Value *, 2> writtenValues(const Node &node) {
+  llvm::SmallVector<Value *, 2> out;
+  const OpEffects &e = opEffects(node);
+  if (!e.mayWrite())
+    return out;
+  for (unsigned i = 0; i < node.numArgs(); ++i)
+    if (writesArgument(node, i))
+      appendArgumentValues(node.arg(i), out);
+  return out;
+}
+
+llvm::SmallVector<Value *, 2> aliasedOperands(const Node &node, unsigned out) {
+  llvm::SmallVector<Value *, 2> result;
+  const OpEffects &e = opEffects(node);
+  for (unsigned i : e.aliasesOfReturn(returnIndexOfOutput(node.schema(), out)))
+    if (i < node.numArgs())
+      appendArgumentValues(node.arg(i), result);
+  llvm::erase_if(result, [](Value *v) { return !v->isTensor(); });
+  return result;
+}
+
+llvm::SmallVector<const Value *, 2> storageRoots(const Value *v) {
+  llvm::SmallVector<const Value *, 2> roots;
+  llvm::SmallPtrSet<const Value *, 8> seen;
+  llvm::SmallVector<const Value *, 4> work{v};
+  while (!work.empty()) {
+    const Value *cur = work.pop_back_val();
+    if (!seen.insert(cur).second)
+      continue;
+    llvm::SmallVector<Value *, 2> bases;
+    if (const Node *def = cur->definingNode())
+      bases = aliasedOperands(*def, cur->index());
+    if (bases.empty())
+      roots.push_back(cur);
+    else
+      work.append(bases.begin(), bases.end());
+  }
+  return roots;
+}
+
+bool writesGraphInput(const Node &node) {
+  for (Value *w : writtenValues(node))
+    for (const Value *root : storageRoots(w))
+      if (root->isGraphInput())
+        return true;
+  return false;
+}
+
+bool hasExternalEffect(const Node &node) {
+  return opEffects(node).sideEffects || writesGraphInput(node);
+}
+
+bool isPure(const Node &node) { return opEffects(node).isPure(); }
+
+llvm::SmallVector<unsigned, 4> mutatedGraphInputs(const Graph &graph) {
+  std::vector<uint8_t> mutated(graph.inputs().size(), 0);
+  for (const Node &n : graph.nodes())
+    for (Value *w : writtenValues(n))
+      for (const Value *root : storageRoots(w))
+        if (root->isGraphInput() && root->index() < mutated.size())
+          mutated[root->index()] = 1;
+  llvm::SmallVector<unsigned, 4> result;
+  for (unsigned i = 0; i < mutated.size(); ++i)
+    if (mutated[i])
+      result.push_back(i);
+  return result;
+}
+
+// --- hashing -----------------------------------------------------------------
+
+llvm::hash_code hash_value(const Constant &c) {
+  auto kind = static_cast<unsigned>(c.kind());
+  switch (c.kind()) {
+  case ConstantKind::None:
+    return llvm::hash_combine(kind);
+  case ConstantKind::Bool:
+    return llvm::hash_combine(kind, c.asBool());
+  case ConstantKind::Int:
+    return llvm::hash_combine(kind, c.asInt());
+  case ConstantKind::Float:
+    return llvm::hash_combine(kind, bitsOf(c.asFloat()));
+  case ConstantKind::String:
+    return llvm::hash_combine(kind, llvm::StringRef(c.asString()));
+  case ConstantKind::IntList:
+    return llvm::hash_combine(kind, llvm::hash_combine_range(c.asIntList().begin(), c.asIntList().end()));
+  case ConstantKind::FloatList: {
+    llvm::hash_code h = llvm::hash_combine(kind, c.asFloatList().size());
+    for (double d : c.asFloatList())
+      h = llvm::hash_combine(h, bitsOf(d));
+    return h;
+  }
+  case ConstantKind::BoolList: {
+    llvm::hash_code h = llvm::hash_combine(kind, c.asBoolList().size());
+    for (bool b : c.asBoolList())
+      h = llvm::hash_combine(h, b);
+    return h;
+  }
+  case ConstantKind::Dtype:
+    return llvm::hash_combine(kind, static_cast<int>(c.asDtype()));
+  case ConstantKind::Layout:
+    return llvm::hash_combine(kind, static_cast<int>(c.asLayout()));
+  case ConstantKind::MemoryFormat:
+    return llvm::hash_combine(kind, static_cast<int>(c.asMemoryFormat()));
+  case ConstantKind::Device:
+    return llvm::hash_combine(kind, static_cast<int>(c.asDevice().type()),
+                              static_cast<int>(c.asDevice().index()));
+  default:
+    // A kind added later: equal constants have equal kinds, so this stays consistent.
+    return llvm::hash_combine(kind);
+  }
+}
+
+bool sameArgument(const Argument &a, const Argument &b) {
+  if (a.kind() != b.kind())
+    return false;
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    return a.getValue() == b.getValue();
+  case Argument::Kind::Constant:
+    return a.getConstant() == b.getConstant();
+  case Argument::Kind::ValueList:
+    return llvm::equal(a.getList(), b.getList());
+  }
+  return false;
+}
+
+llvm::hash_code hash_value(const Argument &a) {
+  auto kind = static_cast<unsigned>(a.kind());
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    return llvm::hash_combine(kind, a.getValue());
+  case Argument::Kind::Constant:
+    return llvm::hash_combine(kind, hash_value(a.getConstant()));
+  case Argument::Kind::ValueList:
+    return llvm::hash_combine(kind, llvm::hash_combine_range(a.getList().begin(), a.getList().end()));
+  }
+  return llvm::hash_combine(kind);
+}
+
+} // namespace graphopt
