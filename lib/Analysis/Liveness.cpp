@@ -2,7 +2,8 @@
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 
-#include "graphopt/IR/SchemaUtils.h"
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Runtime/FreePolicy.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/DenseMap.h>
@@ -17,44 +18,14 @@ llvm::StringRef memoryKindName(MemoryKind kind) {
 
 namespace {
 
-/// For each return of a schema, the arguments whose storage it may share:
-/// the schema says so with matching alias sets (`t(Tensor(a) self) -> Tensor(a)`).
-/// FunctionSchema::may_alias copies both Arguments on every call, so the
-/// answer is kept per operator for the run.
-class AliasTable {
-public:
-  llvm::ArrayRef<llvm::SmallVector<unsigned, 1>> aliasedArgs(const c10::FunctionSchema &schema) {
-    auto [it, inserted] = table_.try_emplace(&schema);
-    if (inserted) {
-      it->second.resize(schema.returns().size());
-      for (size_t ret = 0; ret < schema.returns().size(); ++ret)
-        for (size_t i = 0; i < schema.arguments().size(); ++i)
-          if (schema.may_alias({c10::SchemaArgType::output, ret}, {c10::SchemaArgType::input, i}))
-            it->second[ret].push_back(static_cast<unsigned>(i));
-    }
-    return it->second;
-  }
-
-  /// The tensor operand of `node` whose storage output `out` shares, if any.
-  const Value *aliasedOperand(const Node &node, unsigned out) {
-    const c10::FunctionSchema &schema = node.schema();
-    auto byReturn = aliasedArgs(schema);
-    size_t ret = returnsTensorList(schema) ? 0 : out;
-    if (ret >= byReturn.size())
-      return nullptr;
-    for (unsigned i : byReturn[ret]) {
-      if (i >= node.numArgs())
-        break;
-      const Argument &a = node.arg(i);
-      if (a.isValue() && a.getValue() && a.getValue()->isTensor())
-        return a.getValue();
-    }
-    return nullptr;
-  }
-
-private:
-  llvm::DenseMap<const c10::FunctionSchema *, std::vector<llvm::SmallVector<unsigned, 1>>> table_;
-};
+/// The tensor operand whose storage output `out` of `node` shares, if any
+/// (OpEffects: views, in-place results).
+const Value *aliasedTensorOperand(const Node &node, unsigned out) {
+  for (const Value *v : aliasedOperands(node, out))
+    if (v && v->isTensor())
+      return v;
+  return nullptr;
+}
 
 } // namespace
 
@@ -95,7 +66,6 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot[v->id()]]; };
 
   // Creation, uses by phase, storage sharing.
-  AliasTable aliases;
   std::vector<uint8_t> madeInForward(all.size(), 0);
   int64_t k = 0;
   for (const Node &n : graph.nodes()) {
@@ -114,22 +84,24 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
       uint32_t out = slot[n.output(o)->id()];
       r.values[out].created = k;
       madeInForward[out] = n.phase() == Phase::Forward;
-      if (const Value *base = aliases.aliasedOperand(n, o))
+      if (const Value *base = aliasedTensorOperand(n, o))
         storageOf[out] = storageOf[slot[base->id()]];
     }
     ++k;
   }
 
-  // Bytes and the end of each storage's life: the last use of any value in it,
-  // the end for graph outputs and inputs, right after creation if never read.
+  // Bytes and the end of each storage's life: when the executor drops the last
+  // value in it (the shared free policy: after its last use, right after
+  // creation if never read), the end for graph outputs and inputs.
   std::vector<uint8_t> isOutput(all.size(), 0);
   for (const GraphOutput &out : graph.outputs())
     isOutput[slot[out.value->id()]] = 1;
+  FreePolicy frees = computeFreePolicy(graph);
   std::vector<int64_t> end(all.size(), -1); // by storage slot
   for (size_t i = 0; i < all.size(); ++i) {
     ValueLiveness &l = r.values[i];
-    int64_t lastUse = std::max(l.lastForwardUse, l.lastBackwardUse);
-    int64_t e = isOutput[i] || l.value->isGraphInput() ? numNodes : std::max(lastUse, l.created);
+    const Node *dropper = frees.lastUser(*l.value);
+    int64_t e = isOutput[i] || l.value->isGraphInput() || !dropper ? numNodes : r.rank[dropper];
     end[storageOf[i]] = std::max(end[storageOf[i]], e);
     l.storage = all[storageOf[i]];
     if (storageOf[i] == i && l.value->isTensor())

@@ -2,10 +2,12 @@
 //
 // For every value: where it is created, its last forward use, its first and
 // last backward use, the bytes it owns (views own none: they share their
-// base's storage, found through the schema's alias information) and its kind.
-// A memory timeline under the executor's policy (each value freed after its
-// last use, a storage when its last value goes; graph inputs held throughout;
-// graph outputs kept to the end), its peak, and what is live at the peak.
+// base's storage, found through the operator effects, IR/OpEffects.h) and its
+// kind. A memory timeline under the executor's own free policy
+// (Runtime/FreePolicy.h: each value dropped after its last use, a storage when
+// its last value goes; graph inputs held throughout; graph outputs kept to the
+// end), its peak, and what is live at the peak. Results are looked up by value
+// (`lookup`) and node (`rank`), not by position.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
