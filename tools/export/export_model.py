@@ -28,10 +28,12 @@ gradient". In train mode the exporter therefore *unties* them before export: eve
 of a shared Parameter after the first gets its own ``nn.Parameter`` holding a clone of the
 same initial values (see ``untie_shared_parameters``), and each copy gets its own gradient
 (the training step is then that of the untied model: the two copies drift apart after the
-first optimizer step). An alias that forward never reads once untied (BERT-MLM's
-``cls.predictions.bias``, which is only read as ``cls.predictions.decoder.bias``) is removed
-instead, since it would be a parameter without a gradient. The facts file lists the pairs
-under ``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped NAME: ..."]``.
+first optimizer step). A Parameter with any number of aliases gives one pair per alias,
+each naming the first name as the original. A name that forward never reads once untied
+(BERT-MLM's ``cls.predictions.bias``, which is only read as ``cls.predictions.decoder.bias``)
+is removed instead, once, since it would be a parameter without a gradient. The facts file
+lists the pairs under ``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped
+NAME: ..."]`` (the note on the first pair that names the dropped parameter).
 Eval exports keep the ties: there, ``torch.export`` lifts one placeholder per name (both
 ``PARAMETER`` inputs), and the archive's weights config points both names at one weight
 file (see docs/Pt2ArchiveFormat.md, "Shared storage").
@@ -658,6 +660,9 @@ def train_step_module(built: Built):
 def drop_parameter(model, name: str) -> None:
     owner_path, _, attr = name.rpartition(".")
     owner = model.get_submodule(owner_path) if owner_path else model
+    if attr not in owner._parameters:
+        raise RuntimeError(f"cannot drop parameter {name}: it is not a parameter of "
+                           f"{type(owner).__name__} (dropped already?)")
     delattr(owner, attr)
 
 
@@ -688,10 +693,13 @@ def build_for_facts(facts: dict):
     recorded = facts.get("untied", [])
     if [e[:2] for e in untied] != [e[:2] for e in recorded]:
         raise RuntimeError(f"{name}: untied {untied}, the facts record {recorded}")
+    dropped: set[str] = set()
     for entry in recorded:
         for note in entry[2:]:
-            if note.startswith("dropped "):
-                drop_parameter(built.model, note[len("dropped "):].split(":")[0])
+            param = note[len("dropped "):].split(":")[0]
+            if note.startswith("dropped ") and param not in dropped:
+                drop_parameter(built.model, param)
+                dropped.add(param)
     return step, built
 
 
@@ -726,12 +734,17 @@ def export_program(spec: ModelSpec, built: Built, mode: str):
         # An alias that forward never reads (BERT-MLM's cls.predictions.bias is only read
         # through cls.predictions.decoder.bias) would be a parameter without a gradient
         # once untied: drop it from the module and export again.
+        # A name can be in several pairs (T5's shared.weight is the original of three
+        # aliases: encoder and decoder embed_tokens and lm_head): drop it once, noted on
+        # the first pair that names it.
         prefix = _module_prefix(step, model)
         unused = _unused_parameters(ep)
+        dropped: set[str] = set()
         for entry in untied:
             for name in entry[:2]:
-                if prefix + name in unused:
+                if prefix + name in unused and name not in dropped:
                     drop_parameter(model, name)
+                    dropped.add(name)
                     entry.append(f"dropped {name}: unused by forward once untied")
         if any(len(entry) > 2 for entry in untied):
             ep = torch.export.export(step, built.train_args)
