@@ -79,8 +79,10 @@ struct InlinedWrapper {
 };
 constexpr llvm::StringLiteral kHigherOrderPrefix = "torch.ops.higher_order.";
 const InlinedWrapper kInlinedWrappers[] = {
-    {"wrap_with_set_grad_enabled", 1}, // (enabled, body, *operands)
-    {"wrap_with_autocast", 4},         // (device_type, dtype, enabled, cache_enabled, body, *operands)
+    // (enabled, body, *operands)
+    {"wrap_with_set_grad_enabled", 1},
+    // (device_type, dtype, enabled, cache_enabled, body, *operands)
+    {"wrap_with_autocast", 4},
 };
 
 absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
