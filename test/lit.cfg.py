@@ -18,3 +18,5 @@ config.substitutions.append(("%examples", os.path.join(config.graphopt_src_root,
 # The tiny model zoo and the broken inputs made from it (ctest fixtures export them).
 config.substitutions.append(("%zoo", config.graphopt_zoo_dir))
 config.substitutions.append(("%bad", config.graphopt_bad_inputs_dir))
+# Archives with higher-order ops (test/Inputs/make_hop_inputs.py).
+config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))

@@ -18,14 +18,14 @@
 namespace graphopt::test {
 
 inline const std::vector<std::string> &zooModels() {
-  static const std::vector<std::string> models = {"mlp",       "cnn",  "resnet18", "resnet50",
-                                                  "resnet152", "bert", "bert-mlm", "gpt2"};
+  static const std::vector<std::string> models = {
+      "mlp", "cnn", "resnet18", "resnet50", "resnet152", "bert", "bert-mlm", "gpt2", "llama", "t5"};
   return models;
 }
 
 /// The models whose training graphs hold dropout (exported also without it).
 inline bool hasDropout(const std::string &model) {
-  return model == "bert" || model == "bert-mlm" || model == "gpt2";
+  return model == "bert" || model == "bert-mlm" || model == "gpt2" || model == "t5";
 }
 
 /// "<model>-<suffix>" for every zoo model.

@@ -5,7 +5,9 @@
 // inputs and outputs with roles, every call_function node becomes a Node
 // resolved to its operator overload, arguments the export left at their
 // schema default are filled from the schema, and tensor metadata becomes
-// TensorType.
+// TensorType. The higher-order wrappers that only set a mode around a body
+// subgraph (wrap_with_set_grad_enabled; wrap_with_autocast where its casts are
+// explicit in the body) are inlined; every other higher-order op is an error.
 //
 //===----------------------------------------------------------------------===//
 #include "Pt2Graph.h"
@@ -15,6 +17,7 @@
 #include "graphopt/IR/TypeInference.h"
 
 #include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/StringMap.h>
 
 namespace graphopt::serde {
@@ -26,7 +29,7 @@ using Tag = ts::Argument::Tag;
 class GraphBuilder {
 public:
   GraphBuilder(const ts::ExportedProgram &ep, llvm::StringRef where)
-      : ep_(ep), graph_(ep.get_graph_module().get_graph()), where_(where.str()) {}
+      : ep_(ep), graph_(&ep.get_graph_module().get_graph()), where_(where.str()) {}
 
   absl::StatusOr<std::unique_ptr<Graph>> build(llvm::StringRef name);
 
@@ -35,13 +38,16 @@ private:
     return absl::InvalidArgumentError(absl::StrCat(where_, ": ", message.str()));
   }
   absl::Status nodeError(const ts::Node &n, llvm::StringRef message) const {
-    return error(absl::StrCat("node '", n.get_name().value_or("?"), "' (", n.get_target(),
-                              "): ", message.str()));
+    return error(absl::StrCat("node '", n.get_name().value_or("?"), "' (", n.get_target(), ")",
+                              context_, ": ", message.str()));
   }
 
   absl::StatusOr<ValueType> tensorType(const std::string &name) const;
   absl::Status addInputs();
   absl::Status addNode(const ts::Node &n);
+  absl::Status inlineHigherOrder(const ts::Node &n);
+  absl::Status checkNoImplicitCast(const ts::Node &n, Node &node);
+  void countDefinitions(const ts::Graph &g, bool top);
   absl::StatusOr<Argument> convertArgument(const ts::Node &n, const ts::Argument &a,
                                            const c10::Argument &schemaArg);
   absl::StatusOr<Value *> lookup(const ts::Node *n, const std::string &name) const;
@@ -49,15 +55,38 @@ private:
   void assignPhases();
 
   const ts::ExportedProgram &ep_;
-  const ts::Graph &graph_;
+  const ts::Graph *graph_; ///< the graph whose nodes are being added (a body while inlining)
   std::string where_;
   std::unique_ptr<Graph> g_;
-  llvm::StringMap<Value *> values_;
+  llvm::StringMap<Value *> topValues_;
+  llvm::StringMap<Value *> *values_ = &topValues_; ///< serialized name -> value, this scope
   Value *loss_ = nullptr;
+
+  // Inlining state. A body's values keep their serialized names where these are
+  // defined once in the whole archive, else they get the prefix "<wrapper>." (a
+  // '.' never occurs in an FX name, so the prefixed names cannot collide).
+  llvm::StringMap<unsigned> definitions_;
+  std::string prefix_;  ///< "" at top level, "outer.inner." in nested bodies
+  std::string context_; ///< ", in the body of ..." for error messages
+  /// Set inside the body of an enabled wrap_with_autocast: the wrapper's description.
+  std::optional<std::string> autocast_;
+};
+
+/// The higher-order ops the importer inlines: their operand layout.
+struct InlinedWrapper {
+  llvm::StringRef name;
+  unsigned bodyIndex; ///< positional input holding the body graph; the operands follow it
+};
+constexpr llvm::StringLiteral kHigherOrderPrefix = "torch.ops.higher_order.";
+const InlinedWrapper kInlinedWrappers[] = {
+    // (enabled, body, *operands)
+    {"wrap_with_set_grad_enabled", 1},
+    // (device_type, dtype, enabled, cache_enabled, body, *operands)
+    {"wrap_with_autocast", 4},
 };
 
 absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
-  const auto &metas = graph_.get_tensor_values();
+  const auto &metas = graph_->get_tensor_values();
   auto it = metas.find(name);
   if (it == metas.end())
     return error(absl::StrCat("tensor '", name, "' has no entry in tensor_values"));
@@ -92,8 +121,8 @@ absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) cons
 }
 
 absl::StatusOr<Value *> GraphBuilder::lookup(const ts::Node *n, const std::string &name) const {
-  auto it = values_.find(name);
-  if (it != values_.end())
+  auto it = values_->find(name);
+  if (it != values_->end())
     return it->second;
   std::string msg = absl::StrCat("uses '", name, "', which is not defined before it");
   return n ? nodeError(*n, msg) : error(absl::StrCat("an output ", msg));
@@ -142,7 +171,7 @@ absl::Status GraphBuilder::addInputs() {
     Value *v = g_->addInput(name, std::move(*type), role, target);
     if (v->name() != name)
       return error(absl::StrCat("input name '", name, "' is not unique"));
-    values_[name] = v;
+    (*values_)[name] = v;
   }
   return absl::OkStatus();
 }
@@ -290,6 +319,8 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
 }
 
 absl::Status GraphBuilder::addNode(const ts::Node &n) {
+  if (llvm::StringRef(n.get_target()).startswith(kHigherOrderPrefix))
+    return inlineHigherOrder(n);
   auto opName = operatorName(n.get_target());
   if (!opName)
     return nodeError(n, "only calls of registered operators (torch.ops.*) are supported");
@@ -326,12 +357,12 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
   // Outputs: one value per tensor (a Tensor[] return lists several). A result
   // nothing reads may be missing from tensor_values ("<node>_unused_<i>"): its
   // type is inferred below. A None result is an undefined tensor.
-  std::vector<std::string> names;
+  std::vector<std::string> names; // serialized names, the keys of values_
   std::vector<ValueType> types;
   bool needsInference = false;
   auto addTensor = [&](const std::string &name) -> absl::Status {
     names.push_back(name);
-    if (!graph_.get_tensor_values().count(name)) {
+    if (!graph_->get_tensor_values().count(name)) {
       types.push_back(ValueType::unknownTensor());
       needsInference = true;
       return absl::OkStatus();
@@ -370,11 +401,18 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     if (!st.ok())
       return st;
   }
-  Node *node = g_->createNode(*op, args, types, Phase::Forward, names);
+  // In an inlined body a name defined more than once in the archive gets the
+  // wrapper's prefix.
+  std::vector<std::string> hints = names;
+  if (!prefix_.empty())
+    for (std::string &h : hints)
+      if (definitions_.lookup(h) != 1)
+        h = absl::StrCat(prefix_, h);
+  Node *node = g_->createNode(*op, args, types, Phase::Forward, hints);
   for (unsigned i = 0; i < node->numOutputs(); ++i) {
-    if (node->output(i)->name() != names[i] && types[i].kind != ValueKind::None)
+    if (node->output(i)->name() != hints[i] && types[i].kind != ValueKind::None)
       return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));
-    values_[node->output(i)->name()] = node->output(i);
+    (*values_)[names[i]] = node->output(i);
   }
   if (needsInference) {
     if (absl::Status st = inferNodeTypes(*node); !st.ok())
@@ -384,7 +422,205 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       if (types[i].isKnown())
         node->output(i)->setType(types[i]);
   }
+  if (autocast_)
+    return checkNoImplicitCast(n, *node);
   return absl::OkStatus();
+}
+
+/// Inside an enabled autocast region the recorded result dtypes are autocast's:
+/// the body is only exact without autocast if every node computes, from its
+/// operands' dtypes alone, the dtypes the export recorded (the casts autocast
+/// implies are explicit `aten::to` / `_to_copy` nodes of the body).
+absl::Status GraphBuilder::checkNoImplicitCast(const ts::Node &n, Node &node) {
+  std::vector<ValueType> recorded;
+  for (unsigned i = 0; i < node.numOutputs(); ++i)
+    recorded.push_back(node.output(i)->type());
+  absl::Status inferred = inferNodeTypes(node);
+  std::string mismatch;
+  for (unsigned i = 0; inferred.ok() && i < node.numOutputs() && mismatch.empty(); ++i) {
+    const ValueType &want = recorded[i], &got = node.output(i)->type();
+    if (want.isTensor() && want.isKnown() && got.isTensor() && got.isKnown() &&
+        want.tensor.dtype != got.tensor.dtype)
+      mismatch = absl::StrCat("its result '", node.output(i)->name().str(), "' is ",
+                              c10::toString(want.tensor.dtype), " under autocast, but ",
+                              node.opName(), " computes ", c10::toString(got.tensor.dtype),
+                              " from its operands");
+  }
+  for (unsigned i = 0; i < node.numOutputs(); ++i)
+    node.output(i)->setType(recorded[i]);
+  if (!inferred.ok())
+    mismatch = absl::StrCat(node.opName(), " does not run on its operands without autocast (",
+                            inferred.message(), ")");
+  if (mismatch.empty())
+    return absl::OkStatus();
+  return nodeError(n, absl::StrCat(
+      "cannot inline ", *autocast_, ": autocast casts implicitly here and the body does not "
+      "hold the casts (", mismatch, "); export the model without torch.autocast, or with "
+      "the casts written out (.to(dtype))"));
+}
+
+/// wrap_with_set_grad_enabled(enabled, body, *operands) and
+/// wrap_with_autocast(device_type, dtype, enabled, cache_enabled, body, *operands):
+/// the body's nodes are added in place of the call, with the body's inputs bound
+/// to the operands and the call's results to the body's outputs. Grad mode means
+/// nothing in an explicit graph; autocast is inlined when it is disabled or when
+/// its casts are explicit in the body (checkNoImplicitCast).
+absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
+  llvm::StringRef hop = llvm::StringRef(n.get_target()).drop_front(kHigherOrderPrefix.size());
+  const InlinedWrapper *wrapper = nullptr;
+  for (const InlinedWrapper &w : kInlinedWrappers)
+    if (w.name == hop)
+      wrapper = &w;
+  if (!wrapper)
+    return nodeError(n, absl::StrCat(
+        "the higher-order operator ", n.get_target(), " is not supported: graph-opt inlines "
+        "only wrap_with_set_grad_enabled and wrap_with_autocast (control flow such as cond, "
+        "map or while_loop, and other higher-order ops, cannot be imported; see "
+        "docs/Importing.md)"));
+  std::string hopName = n.get_name().value_or(hop.str());
+  const std::vector<ts::NamedArgument> &inputs = n.get_inputs();
+  for (const ts::NamedArgument &na : inputs)
+    if (na.get_kind() == static_cast<int64_t>(ts::ArgumentKind::KEYWORD))
+      return nodeError(n, absl::StrCat("keyword argument '", na.get_name(), "' is not expected"));
+  if (inputs.size() <= wrapper->bodyIndex ||
+      inputs[wrapper->bodyIndex].get_arg().tag() != Tag::AS_GRAPH)
+    return nodeError(n, absl::StrCat("expected the body graph as argument ", wrapper->bodyIndex));
+  const ts::Graph &body = *inputs[wrapper->bodyIndex].get_arg().get_as_graph().get_graph();
+  std::string bodyName = inputs[wrapper->bodyIndex].get_arg().get_as_graph().get_name();
+
+  // An enabled autocast region: its body must hold its casts explicitly.
+  std::optional<std::string> autocast = autocast_;
+  if (hop == "wrap_with_autocast") {
+    const ts::Argument &enabled = inputs[2].get_arg();
+    if (enabled.tag() != Tag::AS_BOOL)
+      return nodeError(n, "argument 2 (enabled) is not a bool");
+    if (!enabled.get_as_bool()) {
+      autocast.reset(); // a disabled region casts nothing, even inside an enabled one
+    } else if (!autocast) {
+      std::string device = inputs[0].get_arg().tag() == Tag::AS_STRING
+                               ? inputs[0].get_arg().get_as_string()
+                               : std::string("?");
+      std::string dtype = "the default dtype";
+      if (inputs[1].get_arg().tag() == Tag::AS_SCALAR_TYPE)
+        if (auto t = toScalarType(inputs[1].get_arg().get_as_scalar_type()))
+          dtype = c10::toString(*t);
+      autocast = absl::StrCat("wrap_with_autocast node '", hopName, "' (device '", device,
+                              "', ", dtype, ")");
+    }
+  } else if (inputs[0].get_arg().tag() != Tag::AS_BOOL) {
+    return nodeError(n, "argument 0 (enabled) is not a bool");
+  }
+
+  // Bind the body's inputs to the call's operands.
+  size_t numOperands = inputs.size() - wrapper->bodyIndex - 1;
+  if (body.get_inputs().size() != numOperands)
+    return nodeError(n, absl::StrCat("the body '", bodyName, "' has ", body.get_inputs().size(),
+                                     " inputs for ", numOperands, " operands"));
+  llvm::StringMap<Value *> scope;
+  llvm::DenseSet<Value *> operands;
+  for (size_t i = 0; i < numOperands; ++i) {
+    const ts::Argument &operand = inputs[wrapper->bodyIndex + 1 + i].get_arg();
+    const ts::Argument &param = body.get_inputs()[i];
+    if (operand.tag() != Tag::AS_TENSOR || param.tag() != Tag::AS_TENSOR)
+      return nodeError(n, absl::StrCat("operand ", i, " is not a tensor (serde tag ",
+                                       static_cast<int>(operand.tag()), ")"));
+    auto v = lookup(&n, operand.get_as_tensor().get_name());
+    if (!v.ok())
+      return v.status();
+    scope[param.get_as_tensor().get_name()] = *v;
+    operands.insert(*v);
+  }
+
+  // Add the body's nodes in the body's scope.
+  const ts::Graph *savedGraph = graph_;
+  llvm::StringMap<Value *> *savedValues = values_;
+  std::string savedPrefix = prefix_, savedContext = context_;
+  std::optional<std::string> savedAutocast = autocast_;
+  graph_ = &body;
+  values_ = &scope;
+  prefix_ = absl::StrCat(prefix_, hopName, ".");
+  context_ = absl::StrCat(", in the body '", bodyName, "' of ", hop.str(), " node '", hopName,
+                          "'", context_);
+  autocast_ = autocast;
+  absl::Status st;
+  for (const ts::Node &inner : body.get_nodes())
+    if (st = addNode(inner); !st.ok())
+      break;
+  std::vector<Value *> results;
+  for (size_t i = 0; st.ok() && i < body.get_outputs().size(); ++i) {
+    const ts::Argument &out = body.get_outputs()[i];
+    if (out.tag() != Tag::AS_TENSOR) {
+      st = nodeError(n, absl::StrCat("output ", i, " of the body is not a tensor (serde tag ",
+                                     static_cast<int>(out.tag()), ")"));
+      break;
+    }
+    auto v = lookup(nullptr, out.get_as_tensor().get_name());
+    if (!v.ok())
+      st = v.status();
+    else
+      results.push_back(*v);
+  }
+  graph_ = savedGraph;
+  values_ = savedValues;
+  prefix_ = savedPrefix;
+  context_ = savedContext;
+  autocast_ = savedAutocast;
+  if (!st.ok())
+    return st;
+
+  // Bind the call's results to the body's outputs. A body value gets the call's
+  // result name (what the rest of the graph, and the signature, call it).
+  std::vector<std::string> resultNames;
+  for (const ts::Argument &out : n.get_outputs()) {
+    if (out.tag() == Tag::AS_TENSOR) {
+      resultNames.push_back(out.get_as_tensor().get_name());
+    } else if (out.tag() == Tag::AS_TENSORS) {
+      for (const auto &t : out.get_as_tensors())
+        resultNames.push_back(t.get_name());
+    } else {
+      return nodeError(n, absl::StrCat("a result of serde tag ", static_cast<int>(out.tag()),
+                                       " is not supported"));
+    }
+  }
+  if (resultNames.size() != results.size())
+    return nodeError(n, absl::StrCat("the call has ", resultNames.size(), " results, its body '",
+                                     bodyName, "' returns ", results.size()));
+  llvm::DenseSet<Value *> renamed;
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value *v = results[i];
+    const std::string &name = resultNames[i];
+    if (values_->count(name))
+      return nodeError(n, absl::StrCat("result name '", name, "' is defined twice"));
+    (*values_)[name] = v;
+    if (!operands.count(v) && !renamed.count(v) && !g_->countName(name)) {
+      v->setName(name);
+      renamed.insert(v);
+    }
+  }
+  return absl::OkStatus();
+}
+
+/// How often each name is defined: the top-level inputs and every node's
+/// results, in the graph and in every body (recursively). Body inputs are not
+/// definitions: they are bound to the call's operands.
+void GraphBuilder::countDefinitions(const ts::Graph &g, bool top) {
+  auto define = [&](const ts::Argument &a) {
+    if (a.tag() == Tag::AS_TENSOR)
+      ++definitions_[a.get_as_tensor().get_name()];
+    else if (a.tag() == Tag::AS_TENSORS)
+      for (const auto &t : a.get_as_tensors())
+        ++definitions_[t.get_name()];
+  };
+  if (top)
+    for (const ts::Argument &a : g.get_inputs())
+      define(a);
+  for (const ts::Node &n : g.get_nodes()) {
+    for (const ts::Argument &a : n.get_outputs())
+      define(a);
+    for (const ts::NamedArgument &na : n.get_inputs())
+      if (na.get_arg().tag() == Tag::AS_GRAPH)
+        countDefinitions(*na.get_arg().get_as_graph().get_graph(), false);
+  }
 }
 
 absl::Status GraphBuilder::addOutputs() {
@@ -453,9 +689,10 @@ void GraphBuilder::assignPhases() {
 
 absl::StatusOr<std::unique_ptr<Graph>> GraphBuilder::build(llvm::StringRef name) {
   g_ = std::make_unique<Graph>(name.str());
+  countDefinitions(*graph_, /*top=*/true);
   if (absl::Status st = addInputs(); !st.ok())
     return st;
-  for (const ts::Node &n : graph_.get_nodes())
+  for (const ts::Node &n : graph_->get_nodes())
     if (absl::Status st = addNode(n); !st.ok())
       return st;
   if (absl::Status st = addOutputs(); !st.ok())

@@ -9,12 +9,16 @@ PyTorch, which the executor must match within float tolerance. It covers every a
 without random operators:
 
 - every ``*-eval.pt2``: ``model.eval()`` forward (dropout inactive);
-- every train archive whose graph has no random operator (mlp, cnn and the ResNets, and the
-  ``*-train-nodrop.pt2`` of the text models, exported with ``--no-dropout``): the training
-  wrapper's loss, ``loss.backward()``.
+- every train archive whose graph has no random operator (mlp, cnn, the ResNets and llama,
+  and the ``*-train-nodrop.pt2`` of bert, bert-mlm, gpt2 and t5, exported with
+  ``--no-dropout``): the training wrapper's loss, ``loss.backward()``.
 
 Train archives with active dropout (``bert-train.pt2``, ...) are skipped: eager dropout draws
 its masks differently from the graph.
+
+Eval graphs may hold higher-order wrappers (llama's rotary embedding runs under
+``@torch.no_grad()``: ``wrap_with_set_grad_enabled``); ``torch.fx.Interpreter`` runs their
+bodies, as graph-opt's importer inlines them.
 
 For each archive the module is rebuilt with export_model.py's own code
 (``export_model.build_for_facts`` on the archive's ``.facts.json``: same builder, sizes,

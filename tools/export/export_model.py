@@ -21,24 +21,30 @@ Two forms per model:
     joint export runs the core ATen decompositions).
 
 Tied weights (GPT-2's ``lm_head.weight`` is ``transformer.wte.weight``; BERT-MLM's decoder
-weight is the word embedding and its decoder bias is ``cls.predictions.bias``) are a known
+weight is the word embedding and its decoder bias is ``cls.predictions.bias``; Llama's
+``lm_head.weight`` is ``model.embed_tokens.weight``; T5's ``shared.weight`` is also
+``encoder.embed_tokens.weight``, ``decoder.embed_tokens.weight`` and ``lm_head.weight``) are a known
 limitation of joint export: ``torch.export`` lifts one placeholder for the shared Parameter,
 and ``_export_forward_backward`` then fails with "Found a parameter that did not receive a
 gradient". In train mode the exporter therefore *unties* them before export: every alias
 of a shared Parameter after the first gets its own ``nn.Parameter`` holding a clone of the
 same initial values (see ``untie_shared_parameters``), and each copy gets its own gradient
 (the training step is then that of the untied model: the two copies drift apart after the
-first optimizer step). An alias that forward never reads once untied (BERT-MLM's
-``cls.predictions.bias``, which is only read as ``cls.predictions.decoder.bias``) is removed
-instead, since it would be a parameter without a gradient. The facts file lists the pairs
-under ``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped NAME: ..."]``.
+first optimizer step). A Parameter with any number of aliases gives one pair per alias,
+each naming the first name as the original. A name that forward never reads once untied
+(BERT-MLM's ``cls.predictions.bias``, which is only read as ``cls.predictions.decoder.bias``;
+T5's ``shared.weight``, read only through the embed_tokens modules) is removed instead, once,
+since it would be a parameter without a gradient. The facts file lists the pairs under
+``"untied"`` as ``[alias, original]`` or ``[alias, original, "dropped NAME: ..."]`` (the note
+on the first pair that names the dropped parameter).
 Eval exports keep the ties: there, ``torch.export`` lifts one placeholder per name (both
 ``PARAMETER`` inputs), and the archive's weights config points both names at one weight
 file (see docs/Pt2ArchiveFormat.md, "Shared storage").
 
 ``--no-dropout``: every dropout probability of the text models' configs is 0 (BERT's
 ``hidden_dropout_prob``, ``attention_probs_dropout_prob`` and ``classifier_dropout``; GPT-2's
-``resid_pdrop``, ``embd_pdrop``, ``attn_pdrop`` and ``summary_first_dropout``), so their
+``resid_pdrop``, ``embd_pdrop``, ``attn_pdrop`` and ``summary_first_dropout``; T5's
+``dropout_rate``; Llama has none), so their
 training graph draws no random numbers and can be compared with eager PyTorch
 (test/Inputs/make_eager_references.py); the other models have no dropout and are unchanged.
 The exporter fails if the graph still has a random operator (``aten::native_dropout``; in
@@ -60,7 +66,12 @@ what ``models/model.json`` holds (the serializer folds getitems into the produce
 ``outputs``; compare importer node counts with ``num_op_nodes``: a ``torch.export.load``
 round trip adds getitems for ``None`` outputs, so Python's own count changes after
 reloading). ``operators`` is keyed ``ns::name`` or ``ns::name.overload`` (``.default`` is
-left out).
+left out). Higher-order ops (``torch.ops.higher_order.*``, e.g. the
+``wrap_with_set_grad_enabled`` of a ``@torch.no_grad()`` function in an eval graph) are
+counted in ``higher_order_ops`` (name -> calls, bodies included); ``num_inlined_op_nodes``
+and ``inlined_operators`` describe the graph as graph-opt imports it, with the body of each
+``wrap_with_set_grad_enabled`` / ``wrap_with_autocast`` in place of the call (equal to
+``num_op_nodes`` and ``operators`` when there is none).
 
 TorchScript (``-o FILE.pt``): in eval mode the eval module is traced with
 ``torch.jit.trace`` on the example inputs (``--script``: ``torch.jit.script`` instead, for
@@ -535,6 +546,124 @@ def build_gpt2(sizes: Sizes) -> Built:
     )
 
 
+def _causal_lm_loss(logits, labels):
+    """Next-token cross-entropy: logits at position t predict labels at t+1."""
+    torch = _torch()
+    shift_logits = logits[:, :-1, :].reshape(-1, logits.size(-1))
+    shift_labels = labels[:, 1:].reshape(-1)
+    return torch.nn.functional.cross_entropy(shift_logits, shift_labels)
+
+
+def build_llama(sizes: Sizes) -> Built:
+    """A Llama decoder: RMSNorm, rotary position embeddings, SwiGLU MLP, and the input
+    embedding tied to the LM head (``tie_word_embeddings=True``).
+
+    Its rotary embedding computes cos/sin under ``@torch.no_grad()``, which the eval export
+    (training IR) keeps as a ``torch.ops.higher_order.wrap_with_set_grad_enabled`` call
+    around a body subgraph: graph-opt's importer inlines it. The joint training export
+    decomposes the wrapper away. Llama has no dropout (``attention_dropout`` is 0).
+    """
+    torch = _torch()
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if sizes.tiny:
+        cfg = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                   num_attention_heads=2, num_key_value_heads=2,
+                   max_position_embeddings=max(64, sizes.seq_len))
+    else:  # a small Llama (about 100M parameters)
+        cfg = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048,
+                   num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,
+                   max_position_embeddings=2048)
+    if sizes.seq_len > cfg["max_position_embeddings"]:
+        raise UsageError(f"--seq-len {sizes.seq_len} exceeds Llama's max_position_embeddings "
+                         f"({cfg['max_position_embeddings']})")
+    cfg.update(tie_word_embeddings=True, attention_dropout=0.0, use_cache=False,
+               bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    config = LlamaConfig(**cfg)
+    config._attn_implementation = "eager"
+    model = LlamaForCausalLM(config)
+    if model.lm_head.weight is not model.model.embed_tokens.weight:
+        raise RuntimeError("LlamaForCausalLM did not tie lm_head to embed_tokens")
+    g = _data_generator(_SEED)
+    ids = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
+
+    class LlamaLogits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids):
+            return self.model(input_ids=input_ids, use_cache=False).logits
+
+    class LlamaTrainStep(torch.nn.Module):
+        """forward(input_ids, labels) -> (next-token cross-entropy,)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, labels):
+            logits = self.model(input_ids=input_ids, use_cache=False).logits
+            return (_causal_lm_loss(logits, labels),)
+
+    return Built(model, (ids,), (ids, ids.clone()), LlamaLogits, LlamaTrainStep,
+                 {"transformers": "LlamaForCausalLM", "attn": "eager", **cfg})
+
+
+def build_t5(sizes: Sizes) -> Built:
+    """T5 encoder-decoder (``T5ForConditionalGeneration``): relative position buckets,
+    cross-attention, and one embedding ``shared.weight`` tied to the encoder's and the
+    decoder's ``embed_tokens`` and to ``lm_head`` (four names, one Parameter). Dropout 0.1
+    (``dropout_rate``), 0 with --no-dropout. The decoder reads ``labels`` shifted right
+    (``decoder_input_ids``); the source and target sequences have the same length."""
+    torch = _torch()
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    if sizes.tiny:
+        cfg = dict(vocab_size=96, d_model=32, d_kv=16, d_ff=64, num_layers=2,
+                   num_decoder_layers=2, num_heads=2, relative_attention_num_buckets=8,
+                   relative_attention_max_distance=16)
+    else:  # t5-small
+        cfg = dict(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6,
+                   num_decoder_layers=6, num_heads=8, relative_attention_num_buckets=32,
+                   relative_attention_max_distance=128)
+    cfg.update(dropout_rate=0.1 if _DROPOUT else 0.0, tie_word_embeddings=True,
+               use_cache=False, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+    config = T5Config(**cfg)
+    config._attn_implementation = "eager"
+    model = T5ForConditionalGeneration(config)
+    g, ids, mask = _text_inputs(sizes, config.vocab_size)
+    labels = torch.randint(2, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
+    decoder_ids = model._shift_right(labels)
+
+    class T5Logits(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, attention_mask, decoder_input_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              decoder_input_ids=decoder_input_ids, use_cache=False).logits
+
+    class T5TrainStep(torch.nn.Module):
+        """forward(input_ids, attention_mask, decoder_input_ids, labels) -> (cross-entropy,)"""
+
+        def __init__(self, m):
+            super().__init__()
+            self.model = m
+
+        def forward(self, input_ids, attention_mask, decoder_input_ids, labels):
+            logits = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                decoder_input_ids=decoder_input_ids, use_cache=False).logits
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+            return (loss,)
+
+    return Built(model, (ids, mask, decoder_ids), (ids, mask, decoder_ids, labels), T5Logits,
+                 T5TrainStep, {"transformers": "T5ForConditionalGeneration", "attn": "eager",
+                               **cfg})
+
+
 _IMG_DEFAULT = {"batch": 8, "image_size": 224}
 _IMG_TINY = {"batch": 2, "image_size": 32}
 _TXT_DEFAULT = {"batch": 8, "seq_len": 128}
@@ -597,6 +726,22 @@ MODELS: dict[str, ModelSpec] = {
         _TXT_TINY,
         build_gpt2,
     ),
+    "llama": ModelSpec(
+        "transformers LlamaForCausalLM, ~100M config, rotary embeddings (eval graph: "
+        "wrap_with_set_grad_enabled), tied lm_head untied in train",
+        "text",
+        _TXT_DEFAULT,
+        {"batch": 2, "seq_len": 8},
+        build_llama,
+    ),
+    "t5": ModelSpec(
+        "transformers T5ForConditionalGeneration, t5-small config, dropout 0.1 (shared "
+        "embedding tied 4 ways, untied in train)",
+        "text",
+        _TXT_DEFAULT,
+        {"batch": 2, "seq_len": 8},
+        build_t5,
+    ),
 }
 
 
@@ -658,6 +803,9 @@ def train_step_module(built: Built):
 def drop_parameter(model, name: str) -> None:
     owner_path, _, attr = name.rpartition(".")
     owner = model.get_submodule(owner_path) if owner_path else model
+    if attr not in owner._parameters:
+        raise RuntimeError(f"cannot drop parameter {name}: it is not a parameter of "
+                           f"{type(owner).__name__} (dropped already?)")
     delattr(owner, attr)
 
 
@@ -688,10 +836,13 @@ def build_for_facts(facts: dict):
     recorded = facts.get("untied", [])
     if [e[:2] for e in untied] != [e[:2] for e in recorded]:
         raise RuntimeError(f"{name}: untied {untied}, the facts record {recorded}")
+    dropped: set[str] = set()
     for entry in recorded:
         for note in entry[2:]:
-            if note.startswith("dropped "):
-                drop_parameter(built.model, note[len("dropped "):].split(":")[0])
+            param = note[len("dropped "):].split(":")[0]
+            if note.startswith("dropped ") and param not in dropped:
+                drop_parameter(built.model, param)
+                dropped.add(param)
     return step, built
 
 
@@ -726,12 +877,17 @@ def export_program(spec: ModelSpec, built: Built, mode: str):
         # An alias that forward never reads (BERT-MLM's cls.predictions.bias is only read
         # through cls.predictions.decoder.bias) would be a parameter without a gradient
         # once untied: drop it from the module and export again.
+        # A name can be in several pairs (T5's shared.weight is the original of three
+        # aliases: encoder and decoder embed_tokens and lm_head): drop it once, noted on
+        # the first pair that names it.
         prefix = _module_prefix(step, model)
         unused = _unused_parameters(ep)
+        dropped: set[str] = set()
         for entry in untied:
             for name in entry[:2]:
-                if prefix + name in unused:
+                if prefix + name in unused and name not in dropped:
                     drop_parameter(model, name)
+                    dropped.add(name)
                     entry.append(f"dropped {name}: unused by forward once untied")
         if any(len(entry) > 2 for entry in untied):
             ep = torch.export.export(step, built.train_args)
@@ -815,6 +971,34 @@ def _shared_storage_groups(ep) -> list[list[str]]:
     return [names for names in groups.values() if len(names) > 1]
 
 
+# The higher-order ops graph-opt's importer inlines, and the position of their body graph.
+INLINED_HIGHER_ORDER = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+
+
+def _inlined_operators(graph, owner, operators: dict, hops: dict) -> int:
+    """Counts the operator calls of ``graph`` as graph-opt imports it: the body of each
+    inlined higher-order wrapper (``INLINED_HIGHER_ORDER``) in place of the call, read
+    recursively from ``owner`` (the GraphModule holding the body submodules). Adds to
+    ``operators`` (keyed like the facts' ``operators``) and ``hops`` (higher-order op
+    name -> calls, at any depth) and returns the number of operator calls."""
+    torch = _torch()
+    count = 0
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is operator.getitem:
+            continue
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            name = node.target.name()
+            hops[name] = hops.get(name, 0) + 1
+            if name in INLINED_HIGHER_ORDER:
+                body = getattr(owner, node.args[INLINED_HIGHER_ORDER[name]].target)
+                count += _inlined_operators(body.graph, body, operators, hops)
+                continue
+        key = _qualified_op_name(node.target)
+        operators[key] = operators.get(key, 0) + 1
+        count += 1
+    return count
+
+
 def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, untied) -> dict:
     torch = _torch()
     from torch._export.serde.schema import SCHEMA_VERSION
@@ -864,6 +1048,10 @@ def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, un
     def count(kind, table):
         return sum(1 for e in table if e["kind"] == kind)
 
+    inlined_operators: dict[str, int] = {}
+    higher_order: dict[str, int] = {}
+    inlined = _inlined_operators(ep.graph, ep.graph_module, inlined_operators, higher_order)
+
     return {
         "model": model_name,
         "mode": mode,
@@ -873,6 +1061,9 @@ def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, un
         "num_op_nodes": num_nodes - getitems,
         "getitem_nodes": getitems,
         "operators": dict(sorted(operators.items())),
+        "higher_order_ops": dict(sorted(higher_order.items())),
+        "num_inlined_op_nodes": inlined,
+        "inlined_operators": dict(sorted(inlined_operators.items())),
         "inputs": inputs,
         "outputs": outputs,
         "num_parameters": count("parameter", inputs),
@@ -1253,7 +1444,7 @@ def parse_args(argv):
     p.add_argument("--mode", choices=["train", "eval"], help="joint training step or inference")
     p.add_argument("--batch", type=int, help="batch size")
     p.add_argument("--image-size", type=int, help="image side (image models; MLP input is SxS)")
-    p.add_argument("--seq-len", type=int, help="sequence length (bert, bert-mlm, gpt2)")
+    p.add_argument("--seq-len", type=int, help="sequence length (text models)")
     p.add_argument("--tiny", action="store_true", help="small configuration for tests")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0)")
     p.add_argument("--no-dropout", action="store_true",

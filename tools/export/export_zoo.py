@@ -4,11 +4,11 @@
 Writes DIR/<model>-<mode>.pt2 and DIR/<model>-<mode>.facts.json for each; the training step
 without dropout (export_model.py --no-dropout: no random op in the graph, for comparisons
 with eager PyTorch) as DIR/<model>-train-nodrop.pt2 and DIR/<model>-train-nodrop.facts.json
-for each model of --nodrop (default: the text models, bert, bert-mlm, gpt2); and TorchScript
-modules (eval only): DIR/<model>-eval.pt (traced) with DIR/<model>-eval-ts.facts.json for
-each model of --torchscript, DIR/<model>-scripted.pt (torch.jit.script) with
-DIR/<model>-scripted-ts.facts.json for each model of --scripted. Prints one line per export
-with its node count and time, and exits 1 if any export failed.
+for each model of --nodrop (default: the text models with dropout: bert, bert-mlm, gpt2,
+t5); and TorchScript modules (eval only): DIR/<model>-eval.pt (traced) with
+DIR/<model>-eval-ts.facts.json for each model of --torchscript, DIR/<model>-scripted.pt
+(torch.jit.script) with DIR/<model>-scripted-ts.facts.json for each model of --scripted.
+Prints one line per export with its node count and time, and exits 1 if any export failed.
 
 An export is skipped ("cached") when its archive and facts file exist and the stamp
 DIR/.stamps/<archive name>.sha256 holds the same fingerprint: the sha256 of
@@ -102,9 +102,9 @@ def main(argv=None) -> int:
     p.add_argument("--scripted", default="mlp,cnn",
                    help="comma-separated models to also export with torch.jit.script, "
                    "DIR/<model>-scripted.pt (default: mlp,cnn; '' for none)")
-    p.add_argument("--nodrop", default="bert,bert-mlm,gpt2",
+    p.add_argument("--nodrop", default="bert,bert-mlm,gpt2,t5",
                    help="comma-separated models to also export in train mode with "
-                   "--no-dropout, DIR/<model>-train-nodrop.pt2 (default: bert,bert-mlm,gpt2; "
+                   "--no-dropout, DIR/<model>-train-nodrop.pt2 (default: bert,bert-mlm,gpt2,t5; "
                    "'' for none)")
     p.add_argument("--full", action="store_true", help="default sizes instead of --tiny")
     p.add_argument("--force", action="store_true", help="export even where the stamp matches")
