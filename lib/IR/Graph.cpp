@@ -1,9 +1,12 @@
 //===- Graph.cpp - Graph, Node, Value -------------------------------------===//
 #include "graphopt/IR/Graph.h"
 
+#include "graphopt/IR/IRMap.h"
+
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/STLExtras.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace graphopt {
@@ -60,32 +63,51 @@ void Value::setName(llvm::StringRef name) {
   graph_->nameAdded(name_);
 }
 
-void Value::removeUse(const Use &use) {
+bool Value::removeUse(const Use &use) {
   auto it = llvm::find(uses_, use);
-  assert(it != uses_.end() && "removing a use that is not recorded");
+  if (it == uses_.end()) {
+    ++graph_->useListInconsistencies_;
+    return false;
+  }
   uses_.erase(it);
+  return true;
 }
 
 void Value::replaceAllUsesWith(Value *to) {
-  assert(to != this && to->graph_ == graph_);
+  replaceUsesWithIf(to, [](const Use &) { return true; });
+}
+
+unsigned Value::replaceUsesWithIf(Value *to, llvm::function_ref<bool(const Use &)> pred) {
+  if (!to || to == this || to->graph_ != graph_)
+    return 0;
   // setArg/setOutputValue edit uses_, so work on a copy.
   llvm::SmallVector<Use, 4> uses(uses_.begin(), uses_.end());
+  unsigned replaced = 0;
   for (const Use &u : uses) {
+    if (!pred(u))
+      continue;
     if (!u.user) {
+      if (graph_->outputs_[u.argIndex].value != this)
+        continue;
       graph_->setOutputValue(u.argIndex, to);
+      ++replaced;
       continue;
     }
     const Argument &a = u.user->arg(u.argIndex);
     if (a.isValue()) {
+      if (a.getValue() != this)
+        continue;
       u.user->setArg(u.argIndex, Argument::value(to));
     } else {
+      if (u.elemIndex >= a.getList().size() || a.getList()[u.elemIndex] != this)
+        continue;
       llvm::SmallVector<Value *, 4> elems(a.getList().begin(), a.getList().end());
-      for (Value *&e : elems)
-        if (e == this)
-          e = to;
+      elems[u.elemIndex] = to;
       u.user->setArg(u.argIndex, Argument::list(elems));
     }
+    ++replaced;
   }
+  return replaced;
 }
 
 // --- Node --------------------------------------------------------------------
@@ -146,13 +168,84 @@ llvm::SmallVector<Value *, 2> Node::outputs() const {
   return outs;
 }
 
-void Node::moveBefore(Node *other) {
+void Node::insertInto(Node *before) {
   auto &list = graph_->nodes_;
-  list.remove(*this);
-  if (other)
-    list.insert(other->getIterator(), *this);
+  if (before) {
+    list.insert(before->getIterator(), *this);
+    graph_->orderValid_ = false;
+    return;
+  }
+  // Appending keeps the numbering valid: the common case stays O(1).
+  if (graph_->orderValid_)
+    order_ = list.empty() ? 0 : list.back().order_ + 1;
+  list.push_back(*this);
+}
+
+absl::Status Node::moveBefore(Node *other) {
+  if (other == this)
+    return absl::OkStatus();
+  if (other && other->graph_ != graph_)
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot move node ", describe(), " before node ", other->describe(),
+                     ": that node belongs to another graph"));
+  auto next = std::next(getIterator());
+  if (next == graph_->nodes_.end() ? other == nullptr : &*next == other)
+    return absl::OkStatus(); // already there
+  graph_->nodes_.remove(*this);
+  insertInto(other);
+  return absl::OkStatus();
+}
+
+bool Node::comesBefore(const Node *other) const {
+  if (!other || other == this || other->graph_ != graph_)
+    return false;
+  if (!graph_->orderValid_)
+    graph_->renumber();
+  return order_ < other->order_;
+}
+
+void markRecomputeOf(Node &clone, const Value &original) {
+  clone.setAttr(kRecomputeOfAttr, Constant::ofString(original.name().str()));
+}
+
+// --- InsertionPoint ----------------------------------------------------------
+
+Graph *InsertionPoint::graph() const { return before_ ? before_->graph() : graph_; }
+
+Phase InsertionPoint::phase() const {
+  if (phase_)
+    return *phase_;
+  if (before_)
+    return before_->phase();
+  return graph_ && !graph_->nodes().empty() ? graph_->nodes().back().phase() : Phase::Forward;
+}
+
+namespace {
+auto attrLowerBound(llvm::ArrayRef<Node::Attribute> attrs, llvm::StringRef key) {
+  return std::lower_bound(attrs.begin(), attrs.end(), key,
+                          [](const Node::Attribute &a, llvm::StringRef k) { return a.first < k; });
+}
+} // namespace
+
+const Constant *Node::attr(llvm::StringRef key) const {
+  auto it = attrLowerBound(attrs_, key);
+  return it != attrs_.end() && it->first == key ? &it->second : nullptr;
+}
+
+void Node::setAttr(llvm::StringRef key, Constant value) {
+  auto pos = attrLowerBound(attrs_, key) - attrs_.begin();
+  if (pos < static_cast<ptrdiff_t>(attrs_.size()) && attrs_[pos].first == key)
+    attrs_[pos].second = std::move(value);
   else
-    list.push_back(*this);
+    attrs_.insert(attrs_.begin() + pos, Attribute(key.str(), std::move(value)));
+}
+
+bool Node::removeAttr(llvm::StringRef key) {
+  auto pos = attrLowerBound(attrs_, key) - attrs_.begin();
+  if (pos >= static_cast<ptrdiff_t>(attrs_.size()) || attrs_[pos].first != key)
+    return false;
+  attrs_.erase(attrs_.begin() + pos);
+  return true;
 }
 
 std::string Node::describe() const {
@@ -230,12 +323,47 @@ absl::Status Graph::eraseInput(unsigned i) {
   if (v->hasUses())
     return absl::FailedPreconditionError(
         absl::StrCat("cannot erase graph input %", v->name().str(), ": it still has uses"));
+  for (const GraphInput &in : inputs_)
+    if (in.tiedTo == v)
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot erase graph input %", v->name().str(), ": input %",
+                       in.value->name().str(), " is tied to it"));
   nameRemoved(v->name());
   inputs_.erase(inputs_.begin() + i);
   inputValues_.erase(inputValues_.begin() + i);
   for (unsigned j = i; j < inputs_.size(); ++j)
     inputs_[j].value->index_ = j;
   return absl::OkStatus();
+}
+
+absl::Status Graph::tieInput(unsigned i, Value *to) {
+  if (i >= inputs_.size())
+    return absl::OutOfRangeError(absl::StrCat("graph @", name_, " has no input ", i));
+  GraphInput &in = inputs_[i];
+  if (!to) {
+    in.tiedTo = nullptr;
+    return absl::OkStatus();
+  }
+  std::string what = absl::StrCat("cannot tie graph input %", in.value->name().str(), " to %",
+                                  to->name().str());
+  if (to->graph() != this || !to->isGraphInput() || to->index() >= inputs_.size() ||
+      inputs_[to->index()].value != to)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not an input of this graph"));
+  if (to->index() >= i)
+    return absl::InvalidArgumentError(absl::StrCat(what, ": it must be an earlier input"));
+  if (inputs_[to->index()].tiedTo)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": it is tied to %", inputs_[to->index()].tiedTo->name().str(), " itself; tie to that"));
+  in.tiedTo = to;
+  return absl::OkStatus();
+}
+
+const Value *Graph::storageOwner(const Value *input) const {
+  if (!input || input->graph() != this || !input->isGraphInput() ||
+      input->index() >= inputs_.size() || inputs_[input->index()].value != input)
+    return input;
+  const Value *to = inputs_[input->index()].tiedTo;
+  return to ? to : input;
 }
 
 void Graph::addOutput(Value *value, OutputRole role, std::string target) {
@@ -275,12 +403,89 @@ Node *Graph::createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> 
     node->outputs_.push_back(
         std::unique_ptr<Value>(new Value(this, std::move(name), outputTypes[i], node, i, nextValueId_++)));
   }
-  if (insertBefore)
-    nodes_.insert(insertBefore->getIterator(), *node);
-  else
-    nodes_.push_back(*node);
+  node->insertInto(insertBefore);
   ++numNodes_;
   return node;
+}
+
+absl::StatusOr<Node *> Graph::createNode(const c10::OperatorHandle &op,
+                                         llvm::ArrayRef<Argument> args,
+                                         llvm::ArrayRef<ValueType> outputTypes,
+                                         const InsertionPoint &where,
+                                         llvm::ArrayRef<std::string> outputNames) {
+  if (where.graph() != this)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot create a ", op.operator_name().name, " node in graph @", name_,
+        ": the insertion point is in another graph"));
+  return createNode(op, args, outputTypes, where.phase(), outputNames, where.insertBefore());
+}
+
+absl::StatusOr<Node *> Graph::createNode(llvm::StringRef qualifiedOpName,
+                                         llvm::ArrayRef<Argument> args,
+                                         llvm::ArrayRef<ValueType> outputTypes,
+                                         const InsertionPoint &where,
+                                         llvm::ArrayRef<std::string> outputNames) {
+  auto op = resolveOperator(qualifiedOpName);
+  if (!op.ok())
+    return op.status();
+  return createNode(*op, args, outputTypes, where, outputNames);
+}
+
+absl::StatusOr<Node *> Graph::cloneNode(const Node &node, ValueMap<Value *> &map,
+                                        const InsertionPoint &where) {
+  if (where.graph() != this)
+    return absl::InvalidArgumentError(absl::StrCat("cannot clone node ", node.describe(),
+                                                   " into graph @", name_,
+                                                   ": the insertion point is in another graph"));
+  auto remap = [&](Value *v) -> absl::StatusOr<Value *> {
+    if (!v)
+      return v;
+    if (Value *mapped = map.lookup(v))
+      return mapped;
+    if (v->graph() == this)
+      return v;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot clone node ", node.describe(), " into graph @", name_, ": its operand %",
+        v->name().str(), " belongs to another graph and has no entry in the value map"));
+  };
+  llvm::SmallVector<Argument, 8> args;
+  for (const Argument &a : node.args_) {
+    if (a.isValue()) {
+      auto v = remap(a.getValue());
+      if (!v.ok())
+        return v.status();
+      args.push_back(Argument::value(*v));
+    } else if (a.isList()) {
+      llvm::SmallVector<Value *, 4> elems;
+      for (Value *e : a.getList()) {
+        auto v = remap(e);
+        if (!v.ok())
+          return v.status();
+        elems.push_back(*v);
+      }
+      args.push_back(Argument::list(elems));
+    } else {
+      args.push_back(a);
+    }
+  }
+  llvm::SmallVector<ValueType, 2> types;
+  std::vector<std::string> names;
+  for (const auto &o : node.outputs_) {
+    types.push_back(o->type());
+    names.push_back(o->name().str());
+  }
+  Node *copy = createNode(node.op_, args, types, where.phase(), names, where.insertBefore());
+  copy->attrs_ = node.attrs_;
+  for (unsigned i = 0; i < node.outputs_.size(); ++i)
+    map[node.outputs_[i].get()] = copy->output(i);
+  return copy;
+}
+
+void Graph::renumber() const {
+  uint64_t n = 0;
+  for (const Node &node : nodes_)
+    node.order_ = n++;
+  orderValid_ = true;
 }
 
 absl::StatusOr<Node *> Graph::createNode(llvm::StringRef qualifiedOpName,
@@ -339,8 +544,11 @@ std::unique_ptr<Graph> Graph::clone(llvm::DenseMap<const Value *, Value *> *valu
     newV->setName(oldV->name());
     map[oldV] = newV;
   };
-  for (const GraphInput &in : inputs_)
+  for (const GraphInput &in : inputs_) {
     copyValue(g->addInput(in.value->name(), in.value->type(), in.role, in.target), in.value);
+    if (in.tiedTo)
+      g->inputs_.back().tiedTo = map.lookup(in.tiedTo);
+  }
   for (const Node &n : nodes_) {
     llvm::SmallVector<Argument, 8> args;
     for (const Argument &a : n.args_) {
@@ -359,6 +567,7 @@ std::unique_ptr<Graph> Graph::clone(llvm::DenseMap<const Value *, Value *> *valu
     for (const auto &o : n.outputs_)
       types.push_back(o->type());
     Node *copy = g->createNode(n.op_, args, types, n.phase_);
+    copy->attrs_ = n.attrs_;
     for (unsigned i = 0; i < n.outputs_.size(); ++i)
       copyValue(copy->output(i), n.outputs_[i].get());
   }

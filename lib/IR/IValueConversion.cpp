@@ -89,7 +89,7 @@ std::optional<Constant> constantFromIValue(const c10::IValue &v, const c10::Type
 absl::StatusOr<c10::IValue>
 argumentToIValue(const Node &node, unsigned i,
                  llvm::function_ref<absl::StatusOr<c10::IValue>(const Value *)> valueOf,
-                 c10::Device numberDevice, c10::Device device) {
+                 c10::Device numberDevice, c10::Device device, DeviceConstants replace) {
   const Argument &a = node.arg(i);
   ArgForm form = argFormOf(node.schema().arguments()[i].real_type());
   switch (a.kind()) {
@@ -132,7 +132,8 @@ argumentToIValue(const Node &node, unsigned i,
       t.unsafeGetTensorImpl()->set_wrapped_number(true);
       return c10::IValue(t);
     }
-    if (c.kind() == ConstantKind::Device)
+    if (c.kind() == ConstantKind::Device &&
+        (c.isExecutionDevice() || replace == DeviceConstants::All))
       return c10::IValue(device);
     return constantToIValue(c);
   }

@@ -68,6 +68,9 @@ private:
   absl::StatusOr<double> parseFloatToken();
   absl::StatusOr<ParsedArg> parseArgValue();
   absl::StatusOr<graphopt::Constant> parseScalarConstant();
+  absl::StatusOr<c10::Device> parseDeviceRest(const Token &t);
+  absl::StatusOr<std::vector<Node::Attribute>> parseAttrDict();
+  absl::StatusOr<graphopt::Constant> constantList(const ParsedArg &parsed);
   absl::StatusOr<Argument> toArgument(ParsedArg parsed, const c10::Argument &schemaArg);
   absl::StatusOr<graphopt::Value *> lookupValue(const Token &ref);
   absl::Status checkNewName(const Token &ref);
@@ -210,8 +213,26 @@ absl::Status Parser::parseInput() {
     target = tok_.text;
     consume();
   }
+  Value *tiedTo = nullptr;
+  if (isIdent("tied")) {
+    consume();
+    Token ref = tok_;
+    if (ref.kind != Token::ValueRef)
+      return expected("the name of the earlier input it is tied to, like '%wte_weight'");
+    GRAPHOPT_ASSIGN_OR_RETURN(to, lookupValue(ref));
+    consume();
+    if (!to->isGraphInput())
+      return errorAt(ref, absl::StrCat("an input can only be tied to an earlier graph input; %",
+                                       ref.text, " is a node's result"));
+    tiedTo = to;
+  }
   Value *v = graph_->addInput(name.text, std::move(type), *role, std::move(target));
   values_[name.text] = v;
+  if (tiedTo) {
+    absl::Status st = graph_->tieInput(v->index(), tiedTo);
+    if (!st.ok())
+      return errorAt(name, std::string(st.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -324,7 +345,7 @@ absl::StatusOr<ValueType> Parser::parseType() {
         t.strides.assign(strides.begin(), strides.end());
       } else {
         GRAPHOPT_ASSIGN_OR_RETURN(dev, parseScalarConstant());
-        if (dev.kind() != ConstantKind::Device)
+        if (dev.kind() != ConstantKind::Device || dev.isExecutionDevice())
           return errorAt(key, "expected a device (cpu, cuda:0, ...)");
         t.device = dev.asDevice();
       }
@@ -332,6 +353,23 @@ absl::StatusOr<ValueType> Parser::parseType() {
     consume();
   }
   return ValueType::ofTensor(std::move(t));
+}
+
+/// A device whose type name `t` was just read: `cpu`, `cuda`, `cuda:0`, ...
+absl::StatusOr<c10::Device> Parser::parseDeviceRest(const Token &t) {
+  std::string device = t.text;
+  if (tok_.kind == Token::Colon) { // cuda:0
+    consume();
+    if (tok_.kind != Token::Int)
+      return expected("a device index");
+    device += ":" + tok_.text;
+    consume();
+  }
+  try {
+    return c10::Device(device);
+  } catch (const c10::Error &) {
+    return errorAt(t, absl::StrCat("expected a constant, found '", device, "'"));
+  }
 }
 
 /// A literal that is not a list: None, true/false, numbers, strings, dtypes,
@@ -367,19 +405,20 @@ absl::StatusOr<Constant> Parser::parseScalarConstant() {
       return Constant::ofLayout(*l);
     if (auto m = parseMemoryFormatName(s))
       return Constant::ofMemoryFormat(*m);
-    std::string device = t.text;
-    if (tok_.kind == Token::Colon) { // cuda:0
+    if (s == "exec_device") { // exec_device or exec_device(cuda:0)
+      if (tok_.kind != Token::LParen)
+        return Constant::ofExecutionDevice();
       consume();
-      if (tok_.kind != Token::Int)
-        return expected("a device index");
-      device += ":" + tok_.text;
+      Token devTok = tok_;
+      if (devTok.kind != Token::Ident)
+        return expected("the model's device (cpu, cuda:0, ...)");
       consume();
+      GRAPHOPT_ASSIGN_OR_RETURN(dev, parseDeviceRest(devTok));
+      GRAPHOPT_RETURN_IF_ERROR(expect(Token::RParen, "')' after the model's device"));
+      return Constant::ofExecutionDevice(dev);
     }
-    try {
-      return Constant::ofDevice(c10::Device(device));
-    } catch (const c10::Error &) {
-      return errorAt(t, absl::StrCat("expected a constant, found '", device, "'"));
-    }
+    GRAPHOPT_ASSIGN_OR_RETURN(dev, parseDeviceRest(t));
+    return Constant::ofDevice(dev);
   }
   default:
     return expected("an argument (a %value, a list or a constant)");
@@ -450,7 +489,18 @@ absl::StatusOr<Argument> Parser::toArgument(ParsedArg parsed, const c10::Argumen
     }
     return Argument::list(elems);
   }
-  // A list of literals: ints, floats (ints allowed among them) or bools.
+  GRAPHOPT_ASSIGN_OR_RETURN(list, constantList(parsed));
+  if (form == ArgForm::Scalar) {
+    auto coerced = coerceConstant(list, schemaArg.real_type());
+    if (coerced.ok())
+      return Argument::constant(*coerced);
+  }
+  return Argument::constant(std::move(list));
+}
+
+/// A list of literals: ints, floats (ints allowed among them) or bools; `[]`
+/// is an empty int list.
+absl::StatusOr<Constant> Parser::constantList(const ParsedArg &parsed) {
   bool allInt = true, allNumber = true, allBool = true;
   for (const auto &e : parsed.elems) {
     ConstantKind k = e.constant.kind();
@@ -459,6 +509,9 @@ absl::StatusOr<Argument> Parser::toArgument(ParsedArg parsed, const c10::Argumen
     allBool &= k == ConstantKind::Bool;
   }
   Constant list;
+  for (const auto &e : parsed.elems)
+    if (e.value)
+      return errorAt(parsed.loc, "a list of literals may not hold %values");
   if (allInt) {
     std::vector<int64_t> v;
     for (const auto &e : parsed.elems)
@@ -478,12 +531,37 @@ absl::StatusOr<Argument> Parser::toArgument(ParsedArg parsed, const c10::Argumen
   } else {
     return errorAt(parsed.loc, "a list must hold only ints, only floats or only bools");
   }
-  if (form == ArgForm::Scalar) {
-    auto coerced = coerceConstant(list, schemaArg.real_type());
-    if (coerced.ok())
-      return Argument::constant(*coerced);
+  return list;
+}
+
+/// '{' key '=' constant (',' key '=' constant)* '}' after a node's arguments.
+absl::StatusOr<std::vector<Node::Attribute>> Parser::parseAttrDict() {
+  consume(); // {
+  std::vector<Node::Attribute> attrs;
+  llvm::StringMap<bool> seen;
+  while (tok_.kind != Token::RBrace) {
+    if (!attrs.empty())
+      GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' or '}' in the attributes"));
+    Token key = tok_;
+    if ((key.kind != Token::Ident && key.kind != Token::String) ||
+        llvm::StringRef(key.text).contains("::"))
+      return expected("an attribute name (an identifier or a string)");
+    if (!seen.insert({key.text, true}).second)
+      return errorAt(key, absl::StrCat("duplicate attribute '", key.text, "'"));
+    consume();
+    GRAPHOPT_RETURN_IF_ERROR(expect(Token::Equal, "'=' after the attribute name"));
+    if (tok_.kind == Token::ValueRef)
+      return errorAt(tok_, "an attribute holds a constant, not a %value");
+    GRAPHOPT_ASSIGN_OR_RETURN(parsed, parseArgValue());
+    if (parsed.kind == ParsedArg::List) {
+      GRAPHOPT_ASSIGN_OR_RETURN(list, constantList(parsed));
+      attrs.emplace_back(key.text, std::move(list));
+    } else {
+      attrs.emplace_back(key.text, std::move(parsed.constant));
+    }
   }
-  return Argument::constant(std::move(list));
+  consume(); // }
+  return attrs;
 }
 
 absl::Status Parser::parseNode() {
@@ -555,6 +633,11 @@ absl::Status Parser::parseNode() {
   }
   Token closeParen = tok_;
   consume();
+  std::vector<Node::Attribute> attrs;
+  if (tok_.kind == Token::LBrace) {
+    GRAPHOPT_ASSIGN_OR_RETURN(parsedAttrs, parseAttrDict());
+    attrs = std::move(parsedAttrs);
+  }
 
   std::vector<Argument> args;
   for (size_t i = 0; i < schemaArgs.size(); ++i) {
@@ -604,6 +687,8 @@ absl::Status Parser::parseNode() {
   for (const Token &t : outNames)
     names.push_back(t.text);
   Node *node = graph_->createNode(*op, args, types, phase_, names);
+  for (auto &[key, value] : attrs)
+    node->setAttr(key, std::move(value));
   for (unsigned i = 0; i < node->numOutputs(); ++i)
     values_[names[i]] = node->output(i);
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 
 #include <llvm/Support/Format.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -63,6 +64,17 @@ void printArgument(llvm::raw_ostream &os, const Argument &a) {
   }
 }
 
+/// An attribute key: bare when it reads back as one identifier token, quoted otherwise.
+void printAttrKey(llvm::raw_ostream &os, llvm::StringRef key) {
+  bool bare = !key.empty() && (std::isalpha(static_cast<unsigned char>(key[0])) || key[0] == '_');
+  for (char c : key)
+    bare &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  if (bare)
+    os << key;
+  else
+    printString(os, key);
+}
+
 void printInts(llvm::raw_ostream &os, llvm::ArrayRef<int64_t> ints) {
   printList<int64_t>(os, ints, [&](int64_t v) { os << v; });
 }
@@ -105,7 +117,14 @@ void printConstant(llvm::raw_ostream &os, const Constant &c) {
   case ConstantKind::Dtype: os << dtypeName(c.asDtype()); return;
   case ConstantKind::Layout: os << layoutName(c.asLayout()); return;
   case ConstantKind::MemoryFormat: os << memoryFormatName(c.asMemoryFormat()); return;
-  case ConstantKind::Device: os << c.asDevice().str(); return;
+  case ConstantKind::Device:
+    if (!c.isExecutionDevice())
+      os << c.asDevice().str();
+    else if (c.asDevice().is_cpu())
+      os << "exec_device";
+    else
+      os << "exec_device(" << c.asDevice().str() << ')';
+    return;
   }
 }
 
@@ -169,6 +188,19 @@ void printNode(llvm::raw_ostream &os, const Node &node) {
   }
   os << ')';
 
+  if (!node.attrs().empty()) {
+    os << " {";
+    bool firstAttr = true;
+    for (const auto &[key, value] : node.attrs()) {
+      os << (firstAttr ? "" : ", ");
+      firstAttr = false;
+      printAttrKey(os, key);
+      os << " = ";
+      printConstant(os, value);
+    }
+    os << '}';
+  }
+
   if (node.numOutputs()) {
     os << " : ";
     for (unsigned i = 0; i < node.numOutputs(); ++i) {
@@ -189,6 +221,8 @@ void printGraph(llvm::raw_ostream &os, const Graph &graph) {
       os << ' ';
       printString(os, in.target);
     }
+    if (in.tiedTo)
+      os << " tied %" << in.tiedTo->name();
     os << '\n';
   }
   std::optional<Phase> current;

@@ -19,6 +19,10 @@ GraphSummary summarizeGraph(const Graph &graph) {
   }
   for (const GraphInput &in : graph.inputs()) {
     ++s.inputsPerRole[static_cast<size_t>(in.role)];
+    if (in.tiedTo) { // its storage is counted with the input it is tied to
+      ++s.tiedInputs;
+      continue;
+    }
     if (in.role == InputRole::Parameter && in.value->isTensor() && in.value->type().isKnown()) {
       s.parameterElements += in.value->tensorType().numel();
       s.parameterBytes += in.value->tensorType().storageBytes();
@@ -55,7 +59,11 @@ void printSummary(llvm::raw_ostream &os, const GraphSummary &s) {
     os << (p ? ", " : " ") << phaseName(static_cast<Phase>(p)) << ' ' << s.nodesPerPhase[p];
   os << '\n';
   os << "  parameters: " << s.inputsPerRole[static_cast<size_t>(InputRole::Parameter)] << " ("
-     << s.parameterElements << " elements, " << humanBytes(s.parameterBytes) << ")\n";
+     << s.parameterElements << " elements, " << humanBytes(s.parameterBytes);
+  if (s.tiedInputs)
+    os << "; " << s.tiedInputs << " tied input" << (s.tiedInputs == 1 ? ", its" : "s, their")
+       << " storage counted once";
+  os << ")\n";
   os << "  inputs:";
   for (size_t r = 0; r < s.inputsPerRole.size(); ++r)
     os << (r ? ", " : " ") << inputRoleName(static_cast<InputRole>(r)) << ' ' << s.inputsPerRole[r];

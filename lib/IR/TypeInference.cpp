@@ -21,14 +21,17 @@ at::Tensor standIn(const TensorType &t, c10::Device on) {
   return x;
 }
 
-/// The stand-in IValue of argument `i`; `device` becomes the device of the
-/// first tensor operand (or device constant): where the real outputs live.
+/// The stand-in IValue of argument `i`; `device` becomes the first device
+/// constant (`_to_copy(x, device=cuda:1)`; the execution device stands for the
+/// model's device), else the device of the first tensor operand: where the
+/// real outputs live.
 absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::Device on,
-                                            c10::Device &device, bool &sawDevice) {
+                                            c10::Device &device, bool &sawDevice,
+                                            bool &sawDeviceConstant) {
   const Argument &a = node.arg(i);
-  if (!sawDevice && a.isConstant() && a.getConstant().kind() == ConstantKind::Device) {
+  if (!sawDeviceConstant && a.isConstant() && a.getConstant().kind() == ConstantKind::Device) {
     device = a.getConstant().asDevice();
-    sawDevice = true;
+    sawDevice = sawDeviceConstant = true;
   }
   auto standInOf = [&](const Value *v) -> absl::StatusOr<c10::IValue> {
     if (!v->type().isKnown())
@@ -45,7 +48,7 @@ absl::StatusOr<c10::IValue> toStandInIValue(const Node &node, unsigned i, c10::D
     return c10::IValue(standIn(v->tensorType(), on));
   };
   // Compute on the stand-in device; the real outputs keep `device`.
-  return argumentToIValue(node, i, standInOf, on, on);
+  return argumentToIValue(node, i, standInOf, on, on, DeviceConstants::All);
 }
 
 absl::StatusOr<ValueType> typeOfResult(const Node &node, const c10::IValue &v, c10::Device device) {
@@ -74,9 +77,9 @@ namespace {
 absl::Status runOnStandIns(const Node &node, c10::Device on, torch::jit::Stack &stack,
                            c10::Device &device) {
   stack.clear();
-  bool sawDevice = false;
+  bool sawDevice = false, sawDeviceConstant = false;
   for (unsigned i = 0; i < node.numArgs(); ++i) {
-    auto v = toStandInIValue(node, i, on, device, sawDevice);
+    auto v = toStandInIValue(node, i, on, device, sawDevice, sawDeviceConstant);
     if (!v.ok())
       return v.status();
     stack.push_back(std::move(*v));

@@ -65,10 +65,34 @@ private:
         report(nullptr, absl::StrCat("graph input %", in.value->name().str(), " is ",
                                      in.role == InputRole::OptimizerState ? "an " : "a ",
                                      inputRoleName(in.role).str(), " but names no target"));
+      if (in.tiedTo)
+        checkTie(in);
       if (!in.target.empty())
         inputsByTarget_[in.target] = &in;
       inputsByName_[in.value->name()] = &in;
     }
+  }
+
+  /// A tied input names an earlier, untied input with the same storage span.
+  void checkTie(const GraphInput &in) {
+    const Value *to = in.tiedTo;
+    std::string what = absl::StrCat("graph input %", in.value->name().str(), " is tied to %",
+                                    to->name().str());
+    auto inputs = graph_.inputs();
+    if (to->graph() != &graph_ || !to->isGraphInput() || to->index() >= inputs.size() ||
+        inputs[to->index()].value != to || to->index() >= in.value->index()) {
+      report(nullptr, absl::StrCat(what, ", which is not an earlier input of this graph"));
+      return;
+    }
+    if (inputs[to->index()].tiedTo)
+      report(nullptr, absl::StrCat(what, ", which is tied itself (tie to the first input)"));
+    if (!in.value->isTensor() || !to->isTensor() || !in.value->type().isKnown() ||
+        !to->type().isKnown())
+      return; // reported by checkType, or not a tensor: nothing to compare
+    int64_t a = in.value->tensorType().storageBytes(), b = to->tensorType().storageBytes();
+    if (a != b)
+      report(nullptr, absl::StrCat(what, ", but they span ", a, " and ", b,
+                                   " storage bytes (tied inputs share one storage)"));
   }
 
   void checkOperand(const Node &n, const Value *v, unsigned argIndex) {
@@ -216,6 +240,10 @@ private:
     if (recorded != operandCount)
       report(nullptr, absl::StrCat("use lists record ", recorded, " uses but the graph has ",
                                    operandCount, " operands"));
+    if (unsigned n = graph_.useListInconsistencies())
+      report(nullptr, absl::StrCat("use lists were found inconsistent ", n,
+                                   n == 1 ? " time" : " times",
+                                   " while editing (a use to remove was not recorded)"));
   }
 
   const Graph &graph_;

@@ -20,6 +20,8 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/StringMap.h>
 
+#include <cctype>
+
 namespace graphopt::serde {
 
 namespace {
@@ -70,6 +72,8 @@ private:
   std::string context_; ///< ", in the body of ..." for error messages
   /// Set inside the body of an enabled wrap_with_autocast: the wrapper's description.
   std::optional<std::string> autocast_;
+  /// The device the model was exported on: its weights' (else its inputs').
+  c10::Device modelDevice_{c10::DeviceType::CPU};
 };
 
 /// The higher-order ops the importer inlines: their operand layout.
@@ -84,6 +88,12 @@ const InlinedWrapper kInlinedWrappers[] = {
     // (device_type, dtype, enabled, cache_enabled, body, *operands)
     {"wrap_with_autocast", 4},
 };
+
+/// Whether a device constant names `model`'s device ("cuda" matches "cuda:0").
+bool isModelDevice(c10::Device d, c10::Device model) {
+  return d.type() == model.type() &&
+         (d.index() == model.index() || !d.has_index() || !model.has_index());
+}
 
 absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
   const auto &metas = graph_->get_tensor_values();
@@ -130,6 +140,7 @@ absl::StatusOr<Value *> GraphBuilder::lookup(const ts::Node *n, const std::strin
 
 absl::Status GraphBuilder::addInputs() {
   using ITag = ts::InputSpec::Tag;
+  bool sawWeight = false, sawInput = false;
   for (const ts::InputSpec &spec : ep_.get_graph_module().get_signature().get_input_specs()) {
     std::string name, target;
     InputRole role = InputRole::UserInput;
@@ -168,12 +179,113 @@ absl::Status GraphBuilder::addInputs() {
     auto type = tensorType(name);
     if (!type.ok())
       return type.status();
+    // The first weight's device; the first input's if there are no weights.
+    bool weight = role != InputRole::UserInput;
+    if (type->isTensor() && (weight ? !sawWeight : !sawWeight && !sawInput)) {
+      modelDevice_ = type->tensor.device;
+      (weight ? sawWeight : sawInput) = true;
+    }
     Value *v = g_->addInput(name, std::move(*type), role, target);
     if (v->name() != name)
       return error(absl::StrCat("input name '", name, "' is not unique"));
     (*values_)[name] = v;
   }
   return absl::OkStatus();
+}
+
+/// "L['self'].layer1[0].conv1" (strict export) or "layer1.0.conv1"
+/// (non-strict) -> "layer1.0.conv1".
+std::string normalizeModulePath(llvm::StringRef path) {
+  path = path.trim();
+  for (llvm::StringRef root : {"L['self']", "L[\"self\"]", "self"})
+    if (path.consume_front(root))
+      break;
+  std::string out;
+  while (!path.empty()) {
+    if (path.consume_front(".")) {
+      continue;
+    }
+    std::string part;
+    if (path.startswith("[")) {
+      size_t close = path.find(']');
+      if (close == llvm::StringRef::npos)
+        break;
+      part = path.slice(1, close).trim("'\"").str();
+      path = path.drop_front(close + 1);
+    } else {
+      size_t end = path.find_first_of(".[");
+      part = path.take_front(end).str();
+      path = path.drop_front(part.size());
+    }
+    if (!out.empty())
+      out += '.';
+    out += part;
+  }
+  return out;
+}
+
+/// The innermost module's path from `nn_module_stack` ("key,path,type"
+/// entries joined by ';', outermost first); "" for the root module or none.
+std::string innermostModule(llvm::StringRef stack) {
+  llvm::SmallVector<llvm::StringRef, 8> entries;
+  stack.split(entries, ';', -1, /*KeepEmpty=*/false);
+  if (entries.empty())
+    return "";
+  llvm::StringRef entry = entries.back();
+  // The key has no commas; the type is after the last one; the path between.
+  size_t first = entry.find(','), last = entry.rfind(',');
+  if (first == llvm::StringRef::npos || first == last)
+    return "";
+  return normalizeModulePath(entry.slice(first + 1, last));
+}
+
+/// The source line a report should name, from a `stack_trace` (frames
+/// outermost first, each 'File "<path>", line <n>, in <function>'): the last
+/// frame outside PyTorch itself (torch.nn's module wrappers say nothing about
+/// the model), else the last frame; "" if there is none. Frames of generated
+/// code (`File "<eval_with_key>..."`) are skipped. The path is shortened
+/// to what follows "site-packages/" (an installed package's files), otherwise
+/// kept as written: "torchvision/models/resnet.py:92", "/home/me/model.py:42".
+std::string sourceLine(llvm::StringRef trace) {
+  std::string last, lastOutsideTorch;
+  for (size_t at = trace.find("File \""); at != llvm::StringRef::npos;
+       at = trace.find("File \"", at + 1)) {
+    llvm::StringRef rest = trace.drop_front(at + 6);
+    size_t quote = rest.find("\", line ");
+    if (quote == llvm::StringRef::npos)
+      continue;
+    llvm::StringRef file = rest.take_front(quote);
+    llvm::StringRef line = rest.drop_front(quote + 8).take_while(
+        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    // Generated code ("<eval_with_key>.13 from ...", what joint graphs record)
+    // is no place in the model.
+    if (file.empty() || line.empty() || file.startswith("<"))
+      continue;
+    size_t pkg = file.rfind("site-packages/");
+    llvm::StringRef shown = pkg == llvm::StringRef::npos ? file : file.drop_front(pkg + 14);
+    last = absl::StrCat(shown.str(), ":", line.str());
+    bool inTorch = shown.startswith("torch/") || file.contains("/torch/nn/") ||
+                   file.contains("/torch/_") || file.contains("/torch/autograd/");
+    if (!inTorch)
+      lastOutsideTorch = last;
+  }
+  return lastOutsideTorch.empty() ? last : lastOutsideTorch;
+}
+
+/// Keeps what torch.export recorded that reports need: the module path
+/// (attribute `module`) and the source line (attribute `source`).
+void copyMetadata(const ts::Node &n, Node &node) {
+  const auto &meta = n.get_metadata();
+  if (auto it = meta.find("nn_module_stack"); it != meta.end()) {
+    std::string module = innermostModule(it->second);
+    if (!module.empty())
+      node.setAttr("module", Constant::ofString(std::move(module)));
+  }
+  if (auto it = meta.find("stack_trace"); it != meta.end()) {
+    std::string source = sourceLine(it->second);
+    if (!source.empty())
+      node.setAttr("source", Constant::ofString(std::move(source)));
+  }
 }
 
 /// The c10 name of a serialized target: "torch.ops.aten.add.Tensor" ->
@@ -288,7 +400,9 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
     auto d = toDevice(a.get_as_device());
     if (!d)
       return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown device"));
-    return constant(Constant::ofDevice(*d));
+    // The model's own device means "where the graph runs"; another is explicit.
+    return constant(isModelDevice(*d, modelDevice_) ? Constant::ofExecutionDevice(modelDevice_)
+                                                    : Constant::ofDevice(*d));
   }
   case Tag::AS_SYM_INT: {
     const auto &s = a.get_as_sym_int();
@@ -409,6 +523,7 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       if (definitions_.lookup(h) != 1)
         h = absl::StrCat(prefix_, h);
   Node *node = g_->createNode(*op, args, types, Phase::Forward, hints);
+  copyMetadata(n, *node);
   for (unsigned i = 0; i < node->numOutputs(); ++i) {
     if (node->output(i)->name() != hints[i] && types[i].kind != ValueKind::None)
       return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));

@@ -27,6 +27,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cstring>
+#include <map>
 
 namespace graphopt {
 
@@ -254,6 +255,29 @@ absl::Status Pt2Reader::checkWeights(const Graph &g, const WeightStore &store) {
   return absl::OkStatus();
 }
 
+/// Inputs whose weights share one storage (tied weights: the archive stores
+/// it once) are tied in the graph to the first of them, so that the sharing
+/// is visible to analyses. Only views of the same bytes are tied (same offset
+/// and span); a partial overlap is left untied.
+void tieSharedWeights(Graph &g, const WeightStore &store) {
+  std::map<const c10::StorageImpl *, const GraphInput *> first;
+  for (unsigned i = 0; i < g.inputs().size(); ++i) {
+    const GraphInput &in = g.inputs()[i];
+    if (in.role == InputRole::UserInput || !in.value->isTensor())
+      continue;
+    const at::Tensor *t = store.lookup(in.target);
+    if (!t || !t->defined() || !t->has_storage())
+      continue;
+    auto [it, inserted] = first.emplace(t->storage().unsafeGetStorageImpl(), &in);
+    if (inserted)
+      continue;
+    const at::Tensor *owner = store.lookup(it->second->target);
+    if (owner->storage_offset() == t->storage_offset() &&
+        it->second->value->tensorType().storageBytes() == in.value->tensorType().storageBytes())
+      (void)g.tieInput(i, it->second->value);
+  }
+}
+
 absl::StatusOr<ImportedModel> Pt2Reader::read() {
   if (!llvm::sys::fs::exists(path_))
     return absl::NotFoundError(absl::StrCat(path_, ": no such file"));
@@ -335,6 +359,7 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
     return st;
   if (st = checkWeights(*model.graph, model.weights); !st.ok())
     return st;
+  tieSharedWeights(*model.graph, model.weights);
   if (st = loadExampleInputs(absl::StrCat("data/sample_inputs/", modelName, ".pt"), model); !st.ok())
     return st;
   return model;

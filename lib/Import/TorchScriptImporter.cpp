@@ -86,6 +86,8 @@ private:
   std::map<std::string, at::Tensor> parameters_, buffers_;
   std::map<std::string, Value *> weightInputs_;
   unsigned tensorConstants_ = 0;
+  /// The device the model was saved on: its weights' (else its inputs').
+  c10::Device modelDevice_{c10::DeviceType::CPU};
 };
 
 Value *TorchScriptLowering::weightInput(const std::string &fqn, const at::Tensor &t, InputRole role) {
@@ -151,6 +153,11 @@ absl::Status TorchScriptLowering::lowerConstant(const jit::Node *n) {
   auto c = constantFromIValue(*iv, out->type());
   if (!c)
     return nodeError(n, absl::StrCat("constant of type ", out->type()->str(), " is not supported"));
+  // The model's own device means "where the graph runs"; another is explicit.
+  if (c->kind() == ConstantKind::Device && c->asDevice().type() == modelDevice_.type() &&
+      (c->asDevice().index() == modelDevice_.index() || !c->asDevice().has_index() ||
+       !modelDevice_.has_index()))
+    c = Constant::ofExecutionDevice(modelDevice_);
   constants_[out] = std::move(*c);
   return absl::OkStatus();
 }
@@ -297,6 +304,16 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
     parameters_[p.name] = p.value;
   for (const auto &b : module_.named_buffers(/*recurse=*/true))
     buffers_[b.name] = b.value;
+  if (!parameters_.empty())
+    modelDevice_ = parameters_.begin()->second.device();
+  else if (!buffers_.empty())
+    modelDevice_ = buffers_.begin()->second.device();
+  else
+    for (const ValueType &t : inputTypes)
+      if (t.isTensor() && t.isKnown()) {
+        modelDevice_ = t.tensor.device;
+        break;
+      }
 
   // Scripted modules check ranks and flags (`if input.dim() != 4: raise`,
   // `if self.training`). Freezing an eval-mode copy turns non-parameter

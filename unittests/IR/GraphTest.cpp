@@ -181,11 +181,11 @@ TEST(GraphTest, InsertBeforeAndMove) {
   Node *neg = unwrap(t.g.createNode("aten::neg", {Argument::value(t.x)}, {f32({2, 3})},
                                     Phase::Forward, {"neg"}, /*insertBefore=*/t.relu));
   EXPECT_EQ(&t.g.nodes().front(), neg);
-  neg->moveBefore(nullptr);
+  ASSERT_TRUE(neg->moveBefore(nullptr).ok());
   EXPECT_EQ(&t.g.nodes().back(), neg);
-  t.add->moveBefore(t.relu); // now add reads relu before it is defined
+  ASSERT_TRUE(t.add->moveBefore(t.relu).ok()); // now add reads relu before it is defined
   EXPECT_FALSE(verifyGraph(t.g).ok());
-  t.relu->moveBefore(t.add);
+  ASSERT_TRUE(t.relu->moveBefore(t.add).ok());
   EXPECT_TRUE(verifyGraph(t.g).ok());
 }
 

@@ -307,3 +307,152 @@ TEST(PrinterParserTest, ParseGraphFileReportsMissingFile) {
   EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(g.status().message().find("/nonexistent/dir/x.gir"), absl::string_view::npos);
 }
+
+TEST(PrinterParserTest, AttributesRoundTripSortedWithEscapes) {
+  ReluAddGraph t;
+  t.relu->setAttr("source", Constant::ofString("model.py:42"));
+  t.relu->setAttr("module", Constant::ofString("layer1.0.\"conv\"\\1\n\t\x01\xc3\xa9"));
+  t.relu->setAttr("weird key!", Constant::ofInt(-3));
+  t.relu->setAttr("sizes", Constant::ofIntList({1, 2}));
+  t.relu->setAttr("scales", Constant::ofFloatList({1.0, 0.5}));
+  t.relu->setAttr("flags", Constant::ofBoolList({true, false}));
+  t.relu->setAttr("empty", Constant::ofIntList({}));
+  t.relu->setAttr("dt", Constant::ofDtype(c10::ScalarType::Half));
+  t.relu->setAttr("dev", Constant::ofDevice(c10::Device("cuda:1")));
+  t.relu->setAttr("nothing", Constant::none());
+  t.relu->setAttr("x", Constant::ofFloat(2.0));
+  t.relu->setAttr("x", Constant::ofBool(true)); // replaces
+  ASSERT_NE(t.relu->attr("x"), nullptr);
+  EXPECT_EQ(*t.relu->attr("x"), Constant::ofBool(true));
+  EXPECT_EQ(t.relu->attr("absent"), nullptr);
+  EXPECT_TRUE(t.relu->removeAttr("nothing"));
+  EXPECT_FALSE(t.relu->removeAttr("nothing"));
+  // Sorted iteration.
+  std::vector<std::string> keys;
+  for (const auto &[k, v] : t.relu->attrs())
+    keys.push_back(k);
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(keys.size(), 10u);
+
+  std::string text = printGraphToString(t.g);
+  EXPECT_NE(text.find("%relu = aten::relu(%x) {dev = cuda:1, dt = f16, empty = [], flags = [true, "
+                      "false], module = \"layer1.0.\\\"conv\\\"\\\\1\\n\\t\\x01\\xc3\\xa9\", "
+                      "scales = [1.0, 0.5], sizes = [1, 2], source = \"model.py:42\", "
+                      "\"weird key!\" = -3, x = true} : f32[2, 3]"),
+            std::string::npos)
+      << text;
+  expectRoundTrip(t.g);
+  auto back = parseOk(text);
+  const Node &relu = back->nodes().front();
+  EXPECT_EQ(relu.attrs(), t.relu->attrs());
+
+  // Graph::clone copies attributes.
+  auto copy = t.g.clone();
+  EXPECT_EQ(copy->nodes().front().attrs(), t.relu->attrs());
+}
+
+TEST(PrinterParserTest, AttributeErrors) {
+  const char *head = "graph @g {\n  input %x : f32[2] user_input\n";
+  auto err = [&](const std::string &node) { return parseError(std::string(head) + node + "\n}\n"); };
+  EXPECT_NE(err("  %y = aten::relu(%x) {a = 1, a = 2} : f32[2]")
+                .find("test.gir:3:31: duplicate attribute 'a'"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {a 1} : f32[2]")
+                .find("test.gir:3:26: expected '=' after the attribute name, found '1'"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {a = %x} : f32[2]")
+                .find("test.gir:3:28: an attribute holds a constant, not a %value"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {1 = 2} : f32[2]")
+                .find("test.gir:3:24: expected an attribute name"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {a = 1 b = 2} : f32[2]")
+                .find("test.gir:3:30: expected ',' or '}' in the attributes"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {a = [1, true]} : f32[2]")
+                .find("a list must hold only ints, only floats or only bools"),
+            std::string::npos);
+  EXPECT_NE(err("  %y = aten::relu(%x) {a = 1").find("test.gir:5:1: expected '}' to close the graph"), std::string::npos);
+}
+
+TEST(PrinterParserTest, ExecutionDeviceRoundTrips) {
+  auto g = parseOk(R"(graph @g {
+  input %x : f32[2, 3] user_input
+  %a = aten::_to_copy(%x, device=exec_device) : f32[2, 3]
+  %b = aten::_to_copy(%x, device=exec_device(cuda:0)) : f32[2, 3]{device=cuda:0}
+  %c = aten::_to_copy(%x, device=cpu) : f32[2, 3]
+  output %a user_output
+  output %b user_output
+  output %c user_output
+}
+)");
+  EXPECT_TRUE(constantArg(*g, 0, 3).isExecutionDevice());
+  EXPECT_EQ(constantArg(*g, 0, 3).asDevice(), c10::Device("cpu"));
+  EXPECT_TRUE(constantArg(*g, 1, 3).isExecutionDevice());
+  EXPECT_EQ(constantArg(*g, 1, 3).asDevice(), c10::Device("cuda:0"));
+  EXPECT_FALSE(constantArg(*g, 2, 3).isExecutionDevice());
+  std::string text = printGraphToString(*g);
+  EXPECT_NE(text.find("device=exec_device) :"), std::string::npos) << text;
+  EXPECT_NE(text.find("device=exec_device(cuda:0)) :"), std::string::npos) << text;
+  EXPECT_NE(text.find("device=cpu) :"), std::string::npos) << text;
+  expectRoundTrip(*g);
+  // A type's device is always explicit.
+  EXPECT_NE(parseError("graph @g {\n  input %x : f32[2]{device=exec_device} user_input\n}\n")
+                .find("test.gir:2:21: expected a device"),
+            std::string::npos);
+}
+
+TEST(PrinterParserTest, TiedInputsRoundTripVerifyAndClone) {
+  const char *text = R"(graph @tied {
+  input %wte : f32[10, 4] parameter "wte.weight"
+  input %x : i64[2] user_input
+  input %lm_head : f32[10, 4] parameter "lm_head.weight" tied %wte
+forward:
+  %e = aten::embedding(%wte, %x) : f32[2, 4]
+  %t = aten::t(%lm_head) : f32[4, 10]{strides=[1, 4]}
+  %y = aten::mm(%e, %t) : f32[2, 10]
+  output %y user_output
+}
+)";
+  auto g = parseOk(text);
+  EXPECT_EQ(printGraphToString(*g), text);
+  EXPECT_TRUE(verifyGraph(*g).ok()) << verifyGraph(*g).message();
+  const GraphInput &lm = g->inputs()[2];
+  EXPECT_EQ(lm.tiedTo, g->inputs()[0].value);
+  EXPECT_EQ(g->storageOwner(lm.value), g->inputs()[0].value);
+  EXPECT_EQ(g->storageOwner(g->inputs()[0].value), g->inputs()[0].value);
+  auto copy = g->clone();
+  EXPECT_EQ(printGraphToString(*copy), text);
+  EXPECT_EQ(copy->inputs()[2].tiedTo, copy->inputs()[0].value);
+  // Erasing an input others are tied to is refused.
+  Graph h;
+  Value *a = h.addInput("a", f32({3}), InputRole::Parameter, "a");
+  Value *b = h.addInput("b", f32({3}), InputRole::Parameter, "b");
+  Value *c = h.addInput("c", f32({3}), InputRole::Parameter, "c");
+  EXPECT_FALSE(h.tieInput(0, b).ok()); // not earlier
+  EXPECT_FALSE(h.tieInput(1, b).ok()); // itself
+  EXPECT_FALSE(h.tieInput(1, g->inputs()[0].value).ok()); // another graph
+  ASSERT_TRUE(h.tieInput(1, a).ok());
+  EXPECT_FALSE(h.tieInput(2, b).ok()); // b is tied itself
+  EXPECT_FALSE(h.eraseInput(0).ok());
+  ASSERT_TRUE(h.tieInput(1, nullptr).ok());
+  EXPECT_TRUE(h.eraseInput(0).ok());
+  (void)c;
+
+  // Parse errors: not an earlier input, tied to a tied input.
+  EXPECT_NE(parseError("graph @g {\n  input %a : f32[2] parameter \"a\" tied %b\n}\n")
+                .find("test.gir:2:40: use of undefined value %b"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph @g {\n  input %a : f32[2] parameter \"a\"\n  input %b : f32[2] "
+                       "parameter \"b\" tied %a\n  input %c : f32[2] parameter \"c\" tied %b\n}\n")
+                .find("test.gir:4:9: cannot tie graph input %c to %b: it is tied to %a itself"),
+            std::string::npos);
+  // The verifier checks the storage size.
+  auto bad = parseOk("graph @g {\n  input %a : f32[2] parameter \"a\"\n  input %b : f32[3] "
+                     "parameter \"b\" tied %a\n}\n");
+  auto st = verifyGraph(*bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("graph input %b is tied to %a, but they span 12 and 8 storage bytes"),
+            std::string::npos)
+      << st.message();
+}

@@ -123,3 +123,68 @@ TEST(IValueConversionTest, RoundTripsEveryConstantKind) {
   EXPECT_EQ(schemaDefault(add.schema().arguments()[2]), Constant::ofInt(1));
   EXPECT_FALSE(schemaDefault(add.schema().arguments()[0]).has_value());
 }
+
+// An explicit device is passed as written; only the symbolic execution device
+// becomes the device the graph runs on (no GPU is needed to name cuda:0).
+TEST(IValueConversionTest, ExplicitDevicesStayTheExecutionDeviceIsReplaced) {
+  Graph g;
+  Value *x = g.addInput("x", f32({2, 3}), InputRole::UserInput);
+  auto copyTo = [&](Constant device) {
+    auto op = unwrap(resolveOperator("aten::_to_copy"));
+    std::vector<Argument> args;
+    for (const c10::Argument &a : op.schema().arguments())
+      args.push_back(a.name() == "self"     ? Argument::value(x)
+                     : a.name() == "device" ? Argument::constant(device)
+                                            : Argument::constant(*schemaDefault(a)));
+    return g.createNode(op, args, {f32({2, 3})});
+  };
+  Node *explicitCpu = copyTo(Constant::ofDevice(c10::Device("cpu")));
+  Node *symbolic = copyTo(Constant::ofExecutionDevice());
+  Node *explicitCuda1 = copyTo(Constant::ofDevice(c10::Device("cuda:1")));
+  unsigned deviceArg = 0;
+  while (explicitCpu->schema().arguments()[deviceArg].name() != "device")
+    ++deviceArg;
+  auto valueOf = [](const Value *) -> absl::StatusOr<c10::IValue> { return c10::IValue(); };
+  c10::Device cuda0("cuda:0"), cpu("cpu");
+  auto deviceOf = [&](Node *n, DeviceConstants replace = DeviceConstants::ExecutionDeviceOnly) {
+    auto v = argumentToIValue(*n, deviceArg, valueOf, cpu, cuda0, replace);
+    EXPECT_TRUE(v.ok()) << v.status().message();
+    return v.ok() && v->isDevice() ? v->toDevice() : c10::Device(c10::DeviceType::Meta);
+  };
+  EXPECT_EQ(deviceOf(explicitCpu), cpu);
+  EXPECT_EQ(deviceOf(symbolic), cuda0);
+  EXPECT_EQ(deviceOf(explicitCuda1), c10::Device("cuda:1"));
+  // Type inference computes everything on one stand-in device.
+  EXPECT_EQ(deviceOf(explicitCpu, DeviceConstants::All), cuda0);
+
+  // The execution device is a device constant that remembers the model's device.
+  Constant exec = Constant::ofExecutionDevice();
+  EXPECT_EQ(exec.kind(), ConstantKind::Device);
+  EXPECT_TRUE(exec.isExecutionDevice());
+  EXPECT_FALSE(Constant::ofDevice(cpu).isExecutionDevice());
+  EXPECT_EQ(exec.asDevice(), cpu);
+  EXPECT_NE(exec, Constant::ofDevice(cpu));
+  EXPECT_EQ(Constant::ofExecutionDevice(cuda0).asDevice(), cuda0);
+  EXPECT_NE(Constant::ofExecutionDevice(cuda0), exec);
+  EXPECT_TRUE(verifyGraph(g).ok()) << verifyGraph(g).message();
+}
+
+// Outputs of a copy to the execution device are typed on the model's device.
+TEST(TypeInferenceTest, ExecutionDeviceTypesOnTheModelsDevice) {
+  Graph g;
+  Value *x = g.addInput("x", f32({2, 3}), InputRole::UserInput);
+  auto op = unwrap(resolveOperator("aten::_to_copy"));
+  auto make = [&](Constant device) {
+    std::vector<Argument> args;
+    for (const c10::Argument &a : op.schema().arguments())
+      args.push_back(a.name() == "self"     ? Argument::value(x)
+                     : a.name() == "device" ? Argument::constant(device)
+                                            : Argument::constant(*schemaDefault(a)));
+    Node *n = g.createNode(op, args, {ValueType::unknownTensor()});
+    EXPECT_TRUE(inferNodeTypes(*n).ok());
+    return n->output()->tensorType().device;
+  };
+  EXPECT_EQ(make(Constant::ofExecutionDevice()), c10::Device("cpu"));
+  EXPECT_EQ(make(Constant::ofExecutionDevice(c10::Device("cuda:0"))), c10::Device("cuda:0"));
+  EXPECT_EQ(make(Constant::ofDevice(c10::Device("cuda:1"))), c10::Device("cuda:1"));
+}

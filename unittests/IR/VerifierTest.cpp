@@ -37,7 +37,7 @@ TEST(VerifierTest, ValidGraphPasses) {
 
 TEST(VerifierTest, DefinitionBeforeUse) {
   ReluAddGraph t;
-  t.add->moveBefore(t.relu);
+  ASSERT_TRUE(t.add->moveBefore(t.relu).ok());
   auto diags = collectVerifierDiagnostics(t.g);
   ASSERT_EQ(diags.size(), 1u);
   EXPECT_EQ(diags[0].node, t.add);

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
+#include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Support/FileIO.h"
@@ -155,6 +156,24 @@ TEST_P(Pt2ZooTest, ImportsVerifiesRoundTripsAndMatchesPython) {
     expectTensorType(*go.value, out, what);
   }
 
+  // Tied inputs are exactly the weights that share storage with an earlier one.
+  for (const GraphInput &in : g.inputs()) {
+    if (!in.tiedTo)
+      continue;
+    const GraphInput &owner = g.inputs()[in.tiedTo->index()];
+    const at::Tensor *a = model->weights.lookup(in.target), *b = model->weights.lookup(owner.target);
+    ASSERT_TRUE(a && b) << in.target;
+    EXPECT_TRUE(a->storage().is_alias_of(b->storage())) << in.target << " tied to " << owner.target;
+  }
+
+  // The device the model was exported on (cpu) is the symbolic execution
+  // device, never an explicit one: the graph runs wherever it is run.
+  for (const Node &n : g.nodes())
+    for (const Argument &a : n.args())
+      if (a.isConstant() && a.getConstant().kind() == ConstantKind::Device) {
+        EXPECT_TRUE(a.getConstant().isExecutionDevice()) << n.describe();
+      }
+
   // A joint graph has a backward phase after the loss; an inference graph none.
   bool train = llvm::StringRef(GetParam()).endswith("-train");
   size_t backward = 0;
@@ -168,6 +187,96 @@ TEST_P(Pt2ZooTest, ImportsVerifiesRoundTripsAndMatchesPython) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, Pt2ZooTest, testing::ValuesIn(zooArchives({"eval", "train"})),
                          ArchiveName());
+
+/// The node in `g` whose first output is named `name`, or null.
+const Node *nodeNamed(const Graph &g, llvm::StringRef name) {
+  for (const Node &n : g.nodes())
+    if (n.numOutputs() && n.output()->name() == name)
+      return &n;
+  return nullptr;
+}
+
+// What torch.export records for reports (nn_module_stack, stack_trace) is kept
+// as the attributes `module` and `source`.
+TEST(Pt2ZooMetadataTest, NodesCarryTheirModuleAndSourceLine) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  auto model = importPt2(zooDir() + "/resnet18-eval.pt2");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Graph &g = *model->graph;
+  // The first convolution of the first residual block.
+  const Node *conv = nullptr;
+  for (const Node &n : g.nodes())
+    if (const Constant *m = n.attr("module");
+        m && m->asString() == "layer1.0.conv1" && n.opName().find("conv") != std::string::npos) {
+      conv = &n;
+      break;
+    }
+  ASSERT_NE(conv, nullptr) << "no convolution with module layer1.0.conv1";
+  const Constant *source = conv->attr("source");
+  ASSERT_NE(source, nullptr);
+  // The line in the model (torchvision's resnet.py), not inside torch.nn.
+  EXPECT_TRUE(llvm::StringRef(source->asString()).startswith("torchvision/models/resnet.py:"))
+      << source->asString();
+  // The stem convolution belongs to the root's child conv1.
+  const Node *stem = nodeNamed(g, "conv2d");
+  ASSERT_NE(stem, nullptr);
+  ASSERT_NE(stem->attr("module"), nullptr);
+  EXPECT_EQ(stem->attr("module")->asString(), "conv1");
+  // Attributes survive the text form.
+  EXPECT_NE(printGraphToString(g).find("module = \"layer1.0.conv1\""), std::string::npos);
+  expectRoundTrip(g);
+
+  // Joint graphs record only generated code ("<eval_with_key>"): no source
+  // line, and no module stack: missing metadata is no attribute.
+  auto train = importPt2(zooDir() + "/resnet18-train.pt2");
+  ASSERT_TRUE(train.ok()) << train.status().message();
+  for (const Node &n : train->graph->nodes())
+    if (const Constant *s = n.attr("source")) {
+      EXPECT_FALSE(llvm::StringRef(s->asString()).startswith("<")) << n.describe();
+    }
+}
+
+// GPT-2 ties its output projection to the token embedding; the archive stores
+// the storage once and the graph shows the tie.
+TEST(Pt2ZooTiesTest, Gpt2EvalTiesTheOutputEmbedding) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  auto model = importPt2(zooDir() + "/gpt2-eval.pt2");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Graph &g = *model->graph;
+  const GraphInput *wte = nullptr, *lmHead = nullptr;
+  size_t tied = 0;
+  for (const GraphInput &in : g.inputs()) {
+    if (llvm::StringRef(in.target).endswith("transformer.wte.weight"))
+      wte = &in;
+    if (llvm::StringRef(in.target).endswith("lm_head.weight"))
+      lmHead = &in;
+    tied += in.tiedTo != nullptr;
+  }
+  ASSERT_TRUE(wte && lmHead);
+  EXPECT_EQ(lmHead->tiedTo, wte->value);
+  EXPECT_EQ(wte->tiedTo, nullptr);
+  EXPECT_EQ(g.storageOwner(lmHead->value), wte->value);
+  EXPECT_EQ(tied, 1u);
+  std::string text = printGraphToString(g);
+  EXPECT_NE(text.find(absl::StrCat("parameter \"", lmHead->target, "\" tied %",
+                                   wte->value->name().str(), "\n")),
+            std::string::npos);
+  expectRoundTrip(g);
+  EXPECT_TRUE(verifyGraph(g).ok()) << verifyGraph(g).message();
+  EXPECT_TRUE(verifyGraph(*g.clone()).ok());
+  EXPECT_EQ(g.clone()->inputs()[lmHead->value->index()].tiedTo->name(), wte->value->name());
+  // The summary counts the shared storage once.
+  GraphSummary s = summarizeGraph(g);
+  EXPECT_EQ(s.tiedInputs, 1u);
+  EXPECT_EQ(s.parameterBytes + lmHead->value->tensorType().storageBytes(),
+            [&] {
+              int64_t all = 0;
+              for (const GraphInput &in : g.inputs())
+                if (in.role == InputRole::Parameter)
+                  all += in.value->tensorType().storageBytes();
+              return all;
+            }());
+}
 
 class TorchScriptZooTest : public testing::TestWithParam<std::string> {};
 

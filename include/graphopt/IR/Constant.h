@@ -65,7 +65,17 @@ public:
   static Constant ofMemoryFormat(c10::MemoryFormat v) {
     return Constant(Payload(std::in_place_index<10>, v));
   }
-  static Constant ofDevice(c10::Device v) { return Constant(Payload(std::in_place_index<11>, v)); }
+  static Constant ofDevice(c10::Device v) {
+    return Constant(Payload(std::in_place_index<11>, DeviceValue{v, false}));
+  }
+  /// The symbolic execution device: "whatever device the graph runs on". The
+  /// executor passes the device it runs on wherever this appears; an explicit
+  /// device (ofDevice) is passed as written. `modelDevice` is the device the
+  /// graph's types assume (the device the model was exported on, normally cpu):
+  /// type inference and asDevice() use it. Its kind is Device.
+  static Constant ofExecutionDevice(c10::Device modelDevice = c10::Device(c10::DeviceType::CPU)) {
+    return Constant(Payload(std::in_place_index<11>, DeviceValue{modelDevice, true}));
+  }
 
   ConstantKind kind() const { return static_cast<ConstantKind>(payload_.index()); }
   bool isNone() const { return kind() == ConstantKind::None; }
@@ -80,7 +90,12 @@ public:
   c10::ScalarType asDtype() const { return std::get<8>(payload_); }
   c10::Layout asLayout() const { return std::get<9>(payload_); }
   c10::MemoryFormat asMemoryFormat() const { return std::get<10>(payload_); }
-  c10::Device asDevice() const { return std::get<11>(payload_); }
+  /// The device; for the execution device, the model's device it stands for.
+  c10::Device asDevice() const { return std::get<11>(payload_).device; }
+  /// Whether this is the symbolic execution device (see ofExecutionDevice).
+  bool isExecutionDevice() const {
+    return kind() == ConstantKind::Device && std::get<11>(payload_).symbolic;
+  }
 
   /// Structural equality; floats compare by bit pattern, so NaN equals NaN and
   /// 0.0 differs from -0.0 (what CSE and exact round trips need).
@@ -88,10 +103,17 @@ public:
   bool operator!=(const Constant &other) const { return !(*this == other); }
 
 private:
+  struct DeviceValue {
+    c10::Device device;
+    bool symbolic;
+    bool operator==(const DeviceValue &o) const {
+      return device == o.device && symbolic == o.symbolic;
+    }
+  };
   using Payload =
       std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>,
                    std::vector<double>, std::vector<bool>, c10::ScalarType, c10::Layout,
-                   c10::MemoryFormat, c10::Device>;
+                   c10::MemoryFormat, DeviceValue>;
   explicit Constant(Payload p) : payload_(std::move(p)) {}
   Payload payload_;
 };

@@ -21,11 +21,14 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/iterator_range.h>
 #include <llvm/ADT/simple_ilist.h>
 
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,8 @@ namespace graphopt {
 class Graph;
 class Node;
 class Value;
+template <typename T> class ValueMap;
+class IRTestAccess; // unittests only
 
 /// The part of a training step a node belongs to. Nodes appear in this order.
 enum class Phase : uint8_t { Forward, Backward, Optimizer };
@@ -94,15 +99,25 @@ public:
   bool hasUses() const { return !uses_.empty(); }
   /// Points every use of this value (node arguments and graph outputs) at `to`.
   void replaceAllUsesWith(Value *to);
+  /// Points the uses for which `pred` holds at `to` (a graph output is a use
+  /// with a null user; a list argument has one use per element); returns how
+  /// many it redirected. `to` must be another value of the same graph.
+  unsigned replaceUsesWithIf(Value *to, llvm::function_ref<bool(const Use &)> pred);
 
 private:
   friend class Graph;
   friend class Node;
+  friend class IRTestAccess;
   Value(Graph *graph, std::string name, ValueType type, Node *def, unsigned index, unsigned id)
       : graph_(graph), name_(std::move(name)), type_(std::move(type)), def_(def),
         index_(index), id_(id) {}
   void addUse(const Use &use) { uses_.push_back(use); }
-  void removeUse(const Use &use);
+  /// Forgets one recorded use. A use that is not recorded means the use lists
+  /// are already inconsistent: nothing is removed, the graph counts the event
+  /// (Graph::useListInconsistencies, which the verifier reports) and false is
+  /// returned; memory is never corrupted (no assert either, so release and
+  /// debug builds behave alike).
+  bool removeUse(const Use &use);
 
   Graph *graph_;
   std::string name_;
@@ -173,8 +188,33 @@ public:
   /// reused, below Graph::nodeIdBound(): analyses index NodeMap with it.
   unsigned id() const { return id_; }
 
-  /// Moves this node right before `other` (same graph) or to the end if null.
-  void moveBefore(Node *other);
+  /// Moves this node right before `other`, or to the end if `other` is null.
+  /// Moving a node before itself changes nothing (OK); `other` in another
+  /// graph is an error that changes nothing. Phases are not changed: set the
+  /// phase yourself if the node crosses a phase boundary.
+  absl::Status moveBefore(Node *other);
+
+  /// Whether this node comes strictly before `other` in the node list (false
+  /// for the node itself and for nodes of other graphs). Amortised O(1): the
+  /// graph keeps order numbers, renumbered lazily after insertions in the
+  /// middle and moves (like LLVM's Instruction::comesBefore).
+  bool comesBefore(const Node *other) const;
+
+  // --- attributes -----------------------------------------------------------
+  /// A small dictionary of typed facts about the node that are not operator
+  /// arguments: where it came from (`module`, `source`), what a rewrite made
+  /// it for (`recompute_of`). Keys are kept sorted, so iteration and printing
+  /// are deterministic. Attributes never change what the node computes.
+  using Attribute = std::pair<std::string, Constant>;
+  /// The attribute `key`, or null if the node has none.
+  const Constant *attr(llvm::StringRef key) const;
+  bool hasAttr(llvm::StringRef key) const { return attr(key) != nullptr; }
+  /// Sets (adds or replaces) the attribute `key`.
+  void setAttr(llvm::StringRef key, Constant value);
+  /// Removes the attribute `key`; returns whether it was there.
+  bool removeAttr(llvm::StringRef key);
+  /// All attributes, sorted by key.
+  llvm::ArrayRef<Attribute> attrs() const { return attrs_; }
 
   /// A short description for messages: "%y = aten::relu" or "aten::foo (node 12)".
   std::string describe() const;
@@ -183,6 +223,7 @@ private:
   friend class Graph;
   Node(Graph *graph, c10::OperatorHandle op, Phase phase, unsigned id)
       : graph_(graph), op_(std::move(op)), phase_(phase), id_(id) {}
+  void insertInto(Node *before); ///< links into graph_'s list (end if null)
   void addUses(unsigned argIndex);
   void dropUses(unsigned argIndex);
 
@@ -190,8 +231,10 @@ private:
   c10::OperatorHandle op_;
   Phase phase_;
   unsigned id_;
+  mutable uint64_t order_ = 0; ///< position number, valid while graph_->orderValid_
   llvm::SmallVector<Argument, 4> args_;
   llvm::SmallVector<std::unique_ptr<Value>, 1> outputs_;
+  llvm::SmallVector<Attribute, 0> attrs_; ///< sorted by key
 };
 
 struct GraphInput {
@@ -199,6 +242,10 @@ struct GraphInput {
   InputRole role;
   /// The parameter, buffer or optimizer-state name (e.g. "layer1.0.conv1.weight").
   std::string target;
+  /// An earlier graph input whose storage this one shares (tied weights, such
+  /// as GPT-2's input and output embeddings), or null. Set with
+  /// Graph::tieInput; the storage is counted once (Graph::storageOwner).
+  Value *tiedTo = nullptr;
 };
 
 struct GraphOutput {
@@ -206,6 +253,53 @@ struct GraphOutput {
   OutputRole role;
   /// The parameter (Gradient), input (InputGradient) or buffer (BufferMutation) name.
   std::string target;
+};
+
+/// Where a rewrite creates nodes: before a given node, or at the end of a
+/// graph. It also fixes the phase of what it creates: the explicit phase if one
+/// is given, else the phase of the neighbouring node (the node it inserts
+/// before; at the end, the last node; forward in an empty graph), read when
+/// the node is created.
+class InsertionPoint {
+public:
+  static InsertionPoint before(Node *node, std::optional<Phase> phase = std::nullopt) {
+    return InsertionPoint(nullptr, node, phase);
+  }
+  static InsertionPoint atEnd(Graph &graph, std::optional<Phase> phase = std::nullopt) {
+    return InsertionPoint(&graph, nullptr, phase);
+  }
+  /// The graph it inserts into.
+  Graph *graph() const;
+  /// The node it inserts before, or null for the end.
+  Node *insertBefore() const { return before_; }
+  /// The phase a node created here gets (see above).
+  Phase phase() const;
+  std::optional<Phase> explicitPhase() const { return phase_; }
+  InsertionPoint withPhase(Phase p) const { return InsertionPoint(graph_, before_, p); }
+
+private:
+  InsertionPoint(Graph *g, Node *before, std::optional<Phase> p)
+      : graph_(g), before_(before), phase_(p) {}
+  Graph *graph_;
+  Node *before_;
+  std::optional<Phase> phase_;
+};
+
+/// The name of the attribute a rewrite puts on a node it made to recompute a
+/// value instead of keeping it alive: the original value's name (a string).
+inline constexpr llvm::StringLiteral kRecomputeOfAttr = "recompute_of";
+/// Marks `clone` as recomputing `original` (attribute recompute_of).
+void markRecomputeOf(Node &clone, const Value &original);
+
+/// The nodes of a graph as a range (range-for, begin/end, front/back, empty).
+/// The list itself stays private to the Graph: nodes are added, moved and
+/// removed only through Graph and Node, which keep use lists and order right.
+template <typename It> class NodeRange : public llvm::iterator_range<It> {
+public:
+  using llvm::iterator_range<It>::iterator_range;
+  decltype(auto) front() const { return *this->begin(); }
+  decltype(auto) back() const { return *std::prev(this->end()); }
+  bool empty() const { return this->begin() == this->end(); }
 };
 
 /// Looks up "ns::name.overload" (or "ns::name" for the default overload) in the
@@ -235,8 +329,15 @@ public:
   Value *addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
                   std::string target = "");
   llvm::ArrayRef<GraphInput> inputs() const { return inputs_; }
-  /// Removes input `i`; refuses while it has uses.
+  /// Removes input `i`; refuses while it has uses or another input is tied to it.
   absl::Status eraseInput(unsigned i);
+  /// Records that input `i` shares its storage with the earlier input `to`
+  /// (null: unties). `to` must be an earlier input of this graph that is not
+  /// tied itself; the verifier checks that both span the same storage bytes.
+  absl::Status tieInput(unsigned i, Value *to);
+  /// The input whose storage graph input `input` uses: the input it is tied
+  /// to, or itself. Count an input's storage only where this is the input itself.
+  const Value *storageOwner(const Value *input) const;
 
   void addOutput(Value *value, OutputRole role, std::string target = "");
   llvm::ArrayRef<GraphOutput> outputs() const { return outputs_; }
@@ -256,11 +357,34 @@ public:
                                     Phase phase = Phase::Forward,
                                     llvm::ArrayRef<std::string> outputNames = {},
                                     Node *insertBefore = nullptr);
+  /// Creates a node at `where` (which also gives its phase, see
+  /// InsertionPoint). An insertion point in another graph is an error.
+  absl::StatusOr<Node *> createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> args,
+                                    llvm::ArrayRef<ValueType> outputTypes,
+                                    const InsertionPoint &where,
+                                    llvm::ArrayRef<std::string> outputNames = {});
+  absl::StatusOr<Node *> createNode(llvm::StringRef qualifiedOpName, llvm::ArrayRef<Argument> args,
+                                    llvm::ArrayRef<ValueType> outputTypes,
+                                    const InsertionPoint &where,
+                                    llvm::ArrayRef<std::string> outputNames = {});
+  /// Copies `node` (of this graph or another) to `where`: the same operator,
+  /// constants, output types and attributes; the phase from `where`. Each
+  /// operand is replaced by its entry in `map` if it has one; an unmapped
+  /// operand is used as is when it is a value of this graph, and is an error
+  /// (changing nothing) when it belongs to another graph. Each output's clone
+  /// is recorded in `map` (keyed by the original's id, so use one map per
+  /// source graph) and gets a fresh name derived from the original's
+  /// (`h` -> `h_1`).
+  absl::StatusOr<Node *> cloneNode(const Node &node, ValueMap<Value *> &map,
+                                   const InsertionPoint &where);
   /// Deletes `node`; refuses (and changes nothing) while any output has uses.
   absl::Status eraseNode(Node *node);
 
-  NodeList &nodes() { return nodes_; }
-  const NodeList &nodes() const { return nodes_; }
+  using node_iterator = NodeList::iterator;
+  using const_node_iterator = NodeList::const_iterator;
+  /// The nodes in execution order.
+  NodeRange<node_iterator> nodes() { return {nodes_.begin(), nodes_.end()}; }
+  NodeRange<const_node_iterator> nodes() const { return {nodes_.begin(), nodes_.end()}; }
   size_t numNodes() const { return numNodes_; }
 
   // --- names ----------------------------------------------------------------
@@ -275,6 +399,9 @@ public:
   unsigned valueIdBound() const { return nextValueId_; }
   /// Every Node::id() of this graph is below this.
   unsigned nodeIdBound() const { return nextNodeId_; }
+  /// How often an edit found the use lists inconsistent (a use to remove that
+  /// was not recorded); the verifier reports a non-zero count.
+  unsigned useListInconsistencies() const { return useListInconsistencies_; }
 
 private:
   friend class Value;
@@ -294,6 +421,10 @@ private:
   llvm::StringMap<unsigned> nextSuffix_;
   unsigned nextValueId_ = 0;
   unsigned nextNodeId_ = 0;
+  unsigned useListInconsistencies_ = 0;
+  /// Whether every node's order_ increases along the list (see comesBefore).
+  mutable bool orderValid_ = true;
+  void renumber() const;
 };
 
 } // namespace graphopt

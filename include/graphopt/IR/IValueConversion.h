@@ -24,14 +24,25 @@ c10::IValue constantToIValue(const Constant &c);
 /// (optionally wrapped in Optional) says so; nullopt for what a Constant cannot hold.
 std::optional<Constant> constantFromIValue(const c10::IValue &v, const c10::TypePtr &type);
 
+/// Which device constants argumentToIValue replaces by the run's device.
+enum class DeviceConstants : uint8_t {
+  /// Only the symbolic execution device (Constant::ofExecutionDevice);
+  /// explicit devices are passed as written. What an executor wants.
+  ExecutionDeviceOnly,
+  /// Every device constant (type inference computes all on one stand-in device).
+  All,
+};
+
 /// The IValue of argument `i` of `node` for a boxed call: each Value's comes
 /// from `valueOf`; `Tensor[]` and `Tensor?[]` lists become typed lists; a
 /// number in a Tensor position becomes a wrapped number (a 0-d tensor on
-/// `numberDevice`, as PyTorch's argument parser makes it); a device constant
-/// becomes `device` (a graph names the device it was exported on).
+/// `numberDevice`, as PyTorch's argument parser makes it); the symbolic
+/// execution device becomes `device`, an explicit device stays as written
+/// (unless `replace` is All).
 absl::StatusOr<c10::IValue>
 argumentToIValue(const Node &node, unsigned i,
                  llvm::function_ref<absl::StatusOr<c10::IValue>(const Value *)> valueOf,
-                 c10::Device numberDevice, c10::Device device);
+                 c10::Device numberDevice, c10::Device device,
+                 DeviceConstants replace = DeviceConstants::ExecutionDeviceOnly);
 
 } // namespace graphopt

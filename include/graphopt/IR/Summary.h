@@ -19,7 +19,8 @@ struct GraphSummary {
   std::array<size_t, 5> inputsPerRole{}; ///< indexed by InputRole
   std::array<size_t, 5> outputsPerRole{}; ///< indexed by OutputRole
   int64_t parameterElements = 0;
-  int64_t parameterBytes = 0;
+  int64_t parameterBytes = 0; ///< tied inputs' shared storage counted once
+  size_t tiedInputs = 0;      ///< inputs that share an earlier input's storage
   std::map<std::string, size_t> operatorCounts; ///< by qualified operator name
 };
 
