@@ -64,6 +64,11 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
     storageOf[i] = static_cast<uint32_t>(i);
   }
   auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot[v->id()]]; };
+  // Tied graph inputs (one storage under two parameter names) live in the
+  // storage of the input they are tied to: counted once.
+  for (const GraphInput &in : graph.inputs())
+    if (const Value *owner = graph.storageOwner(in.value); owner != in.value)
+      storageOf[slot[in.value->id()]] = slot[owner->id()];
 
   // Creation, uses by phase, storage sharing.
   std::vector<uint8_t> madeInForward(all.size(), 0);

@@ -261,7 +261,7 @@ llvm::hash_code hash_value(const Constant &c) {
     return llvm::hash_combine(kind, static_cast<int>(c.asMemoryFormat()));
   case ConstantKind::Device:
     return llvm::hash_combine(kind, static_cast<int>(c.asDevice().type()),
-                              static_cast<int>(c.asDevice().index()));
+                              static_cast<int>(c.asDevice().index()), c.isExecutionDevice());
   default:
     // A kind added later: equal constants have equal kinds, so this stays consistent.
     return llvm::hash_combine(kind);

@@ -594,42 +594,37 @@ absl::Status Parser::parseNode() {
 
   // Arguments: positional ones first, then name=value.
   GRAPHOPT_RETURN_IF_ERROR(expect(Token::LParen, "'(' after the operator name"));
-  std::vector<std::optional<ParsedArg>> slots(schemaArgs.size());
-  size_t positional = 0;
-  bool sawKeyword = false;
+  ArgumentSlots slots(schema);
+  bool sawKeyword = false, first = true;
   while (tok_.kind != Token::RParen) {
-    if (positional || sawKeyword) {
+    if (!first) {
       GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' or ')'"));
       if (tok_.kind == Token::RParen)
         return expected("an argument after ','");
     }
+    first = false;
     Token start = tok_;
-    size_t slot;
+    absl::StatusOr<unsigned> slot;
     // name=value: an identifier directly followed by '='.
     Lexer probe = lex_;
     Token after = probe.next();
     if (start.kind == Token::Ident && after.kind == Token::Equal) {
       sawKeyword = true;
-      auto it = std::find_if(schemaArgs.begin(), schemaArgs.end(),
-                             [&](const c10::Argument &a) { return a.name() == start.text; });
-      if (it == schemaArgs.end())
-        return errorAt(start, absl::StrCat(opTok.text, " has no argument named '", start.text,
-                                           "'; its schema is ", c10::toString(schema)));
-      slot = it - schemaArgs.begin();
-      if (slots[slot])
-        return errorAt(start, absl::StrCat("argument '", start.text, "' given twice"));
+      slot = slots.named(start.text);
+      if (!slot.ok())
+        return errorAt(start, std::string(slot.status().message()));
       consume();
       consume();
     } else {
       if (sawKeyword)
         return errorAt(start, "positional argument after a keyword argument");
-      if (positional >= schemaArgs.size() || schemaArgs[positional].kwarg_only())
-        return errorAt(start, absl::StrCat("too many positional arguments for ", opTok.text,
-                                           "; its schema is ", c10::toString(schema)));
-      slot = positional++;
+      slot = slots.positional();
+      if (!slot.ok())
+        return errorAt(start, std::string(slot.status().message()));
     }
     GRAPHOPT_ASSIGN_OR_RETURN(parsed, parseArgValue());
-    slots[slot] = std::move(parsed);
+    GRAPHOPT_ASSIGN_OR_RETURN(a, toArgument(std::move(parsed), schemaArgs[*slot]));
+    slots.set(*slot, std::move(a));
   }
   Token closeParen = tok_;
   consume();
@@ -638,25 +633,10 @@ absl::Status Parser::parseNode() {
     GRAPHOPT_ASSIGN_OR_RETURN(parsedAttrs, parseAttrDict());
     attrs = std::move(parsedAttrs);
   }
-
-  std::vector<Argument> args;
-  for (size_t i = 0; i < schemaArgs.size(); ++i) {
-    if (slots[i]) {
-      GRAPHOPT_ASSIGN_OR_RETURN(a, toArgument(std::move(*slots[i]), schemaArgs[i]));
-      args.push_back(std::move(a));
-      continue;
-    }
-    if (!schemaArgs[i].default_value())
-      return errorAt(closeParen, absl::StrCat("missing argument '", schemaArgs[i].name(),
-                                              "' of ", opTok.text, "; its schema is ",
-                                              c10::toString(schema)));
-    auto def = schemaDefault(schemaArgs[i]);
-    if (!def)
-      return errorAt(closeParen, absl::StrCat("the default of argument '", schemaArgs[i].name(),
-                                              "' of ", opTok.text,
-                                              " cannot be represented; write it out"));
-    args.push_back(Argument::constant(*def));
-  }
+  auto filled = slots.finish();
+  if (!filled.ok())
+    return errorAt(closeParen, std::string(filled.status().message()));
+  std::vector<Argument> args = std::move(*filled);
 
   // Results: their count must fit the schema; types are optional.
   const auto &returns = schema.returns();

@@ -6,6 +6,8 @@
 #include <ATen/core/jit_type.h>
 #include <absl/strings/str_cat.h>
 
+#include <algorithm>
+
 namespace graphopt {
 
 namespace {
@@ -288,6 +290,73 @@ bool isSchemaDefault(const Argument &arg, const c10::Argument &schemaArg) {
     return false;
   auto def = schemaDefault(schemaArg);
   return def && *def == arg.getConstant();
+}
+
+// --- ArgumentSlots ---------------------------------------------------------------
+
+ArgumentSlots::ArgumentSlots(const c10::FunctionSchema &schema)
+    : schema_(schema), slots_(schema.arguments().size()) {}
+
+std::string ArgumentSlots::opName() const {
+  const auto &n = schema_.operator_name();
+  return n.overload_name.empty() ? n.name : absl::StrCat(n.name, ".", n.overload_name);
+}
+
+absl::StatusOr<unsigned> ArgumentSlots::positional() {
+  const auto &args = schema_.arguments();
+  if (nextPositional_ >= args.size() || args[nextPositional_].kwarg_only())
+    return absl::InvalidArgumentError(absl::StrCat("too many positional arguments for ", opName(),
+                                                   "; its schema is ", c10::toString(schema_)));
+  unsigned slot = nextPositional_++;
+  if (slots_[slot])
+    return absl::InvalidArgumentError(
+        absl::StrCat("argument '", args[slot].name(), "' given twice"));
+  return slot;
+}
+
+absl::StatusOr<unsigned> ArgumentSlots::named(llvm::StringRef name) {
+  const auto &args = schema_.arguments();
+  auto it = std::find_if(args.begin(), args.end(),
+                         [&](const c10::Argument &a) { return a.name() == name; });
+  if (it == args.end())
+    return absl::InvalidArgumentError(absl::StrCat(opName(), " has no argument named '", name.str(),
+                                                   "'; its schema is ", c10::toString(schema_)));
+  unsigned slot = static_cast<unsigned>(it - args.begin());
+  if (slots_[slot])
+    return absl::InvalidArgumentError(absl::StrCat("argument '", name.str(), "' given twice"));
+  return slot;
+}
+
+void ArgumentSlots::set(unsigned slot, Argument arg) {
+  if (arg.isConstant()) {
+    auto coerced = coerceConstant(arg.getConstant(), schema_.arguments()[slot].real_type());
+    if (coerced.ok())
+      arg = Argument::constant(std::move(*coerced));
+  }
+  slots_[slot] = std::move(arg);
+}
+
+absl::StatusOr<std::vector<Argument>> ArgumentSlots::finish() const {
+  const auto &args = schema_.arguments();
+  std::vector<Argument> out;
+  out.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (slots_[i]) {
+      out.push_back(*slots_[i]);
+      continue;
+    }
+    if (!args[i].default_value())
+      return absl::InvalidArgumentError(absl::StrCat("missing argument '", args[i].name(), "' of ",
+                                                     opName(), "; its schema is ",
+                                                     c10::toString(schema_)));
+    auto def = schemaDefault(args[i]);
+    if (!def)
+      return absl::InvalidArgumentError(absl::StrCat("the default of argument '", args[i].name(),
+                                                     "' of ", opName(),
+                                                     " cannot be represented; write it out"));
+    out.push_back(Argument::constant(std::move(*def)));
+  }
+  return out;
 }
 
 } // namespace graphopt

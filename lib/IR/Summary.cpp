@@ -1,5 +1,6 @@
 //===- Summary.cpp - A short human-readable description of a graph --------===//
 #include "graphopt/IR/Summary.h"
+#include "graphopt/Support/Bytes.h"
 
 #include <llvm/Support/Format.h>
 
@@ -33,24 +34,6 @@ GraphSummary summarizeGraph(const Graph &graph) {
   return s;
 }
 
-namespace {
-std::string humanBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (u == 0)
-    os << bytes << " B";
-  else
-    os << llvm::format("%.1f %s", v, units[u]);
-  return os.str();
-}
-} // namespace
 
 void printSummary(llvm::raw_ostream &os, const GraphSummary &s) {
   os << "graph @" << s.name << ": " << s.numNodes << " nodes, " << s.numValues << " values\n";
@@ -59,7 +42,7 @@ void printSummary(llvm::raw_ostream &os, const GraphSummary &s) {
     os << (p ? ", " : " ") << phaseName(static_cast<Phase>(p)) << ' ' << s.nodesPerPhase[p];
   os << '\n';
   os << "  parameters: " << s.inputsPerRole[static_cast<size_t>(InputRole::Parameter)] << " ("
-     << s.parameterElements << " elements, " << humanBytes(s.parameterBytes);
+     << s.parameterElements << " elements, " << formatBytes(s.parameterBytes);
   if (s.tiedInputs)
     os << "; " << s.tiedInputs << " tied input" << (s.tiedInputs == 1 ? ", its" : "s, their")
        << " storage counted once";

@@ -443,30 +443,20 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     return nodeError(n, std::string(op.status().message()));
   const auto &schemaArgs = op->schema().arguments();
 
-  std::vector<std::optional<Argument>> slots(schemaArgs.size());
+  ArgumentSlots slots(op->schema());
   for (const ts::NamedArgument &na : n.get_inputs()) {
-    auto it = std::find_if(schemaArgs.begin(), schemaArgs.end(),
-                           [&](const c10::Argument &a) { return a.name() == na.get_name(); });
-    if (it == schemaArgs.end())
-      return nodeError(n, absl::StrCat("argument '", na.get_name(), "' is not in the schema ",
-                                       c10::toString(op->schema())));
-    auto arg = convertArgument(n, na.get_arg(), *it);
+    auto slot = slots.named(na.get_name());
+    if (!slot.ok())
+      return nodeError(n, std::string(slot.status().message()));
+    auto arg = convertArgument(n, na.get_arg(), schemaArgs[*slot]);
     if (!arg.ok())
       return arg.status();
-    slots[it - schemaArgs.begin()] = std::move(*arg);
+    slots.set(*slot, std::move(*arg));
   }
-  std::vector<Argument> args;
-  for (size_t i = 0; i < schemaArgs.size(); ++i) {
-    if (slots[i]) {
-      args.push_back(std::move(*slots[i]));
-      continue;
-    }
-    auto def = schemaDefault(schemaArgs[i]);
-    if (!def)
-      return nodeError(n, absl::StrCat("argument '", schemaArgs[i].name(),
-                                       "' is missing and has no default"));
-    args.push_back(Argument::constant(*def));
-  }
+  auto filled = slots.finish();
+  if (!filled.ok())
+    return nodeError(n, std::string(filled.status().message()));
+  std::vector<Argument> args = std::move(*filled);
 
   // Outputs: one value per tensor (a Tensor[] return lists several). A result
   // nothing reads may be missing from tensor_values ("<node>_unused_<i>"): its

@@ -229,13 +229,18 @@ absl::Status TorchScriptLowering::lowerOperator(const jit::Node *n) {
   const auto &schemaArgs = handle->schema().arguments();
   if (n->inputs().size() != schemaArgs.size())
     return nodeError(n, "argument count differs from the operator schema");
-  std::vector<Argument> args;
-  for (size_t i = 0; i < schemaArgs.size(); ++i) {
+  // TorchScript passes every schema argument, keyword-only ones included, in order.
+  ArgumentSlots slots(handle->schema());
+  for (unsigned i = 0; i < schemaArgs.size(); ++i) {
     auto a = argumentFor(n, n->input(i), schemaArgs[i]);
     if (!a.ok())
       return a.status();
-    args.push_back(std::move(*a));
+    slots.set(i, std::move(*a));
   }
+  auto filled = slots.finish();
+  if (!filled.ok())
+    return nodeError(n, std::string(filled.status().message()));
+  std::vector<Argument> args = std::move(*filled);
   // Outputs: a Tensor[] result becomes as many outputs as its ListUnpack has.
   std::vector<const jit::Value *> outs;
   bool listResult = returnsTensorList(handle->schema());

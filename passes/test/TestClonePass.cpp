@@ -25,31 +25,17 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
 
-  absl::Status setOptions(const PassOptions &options) override {
-    for (const auto &[key, value] : options) {
-      if (key != "value")
-        return absl::InvalidArgumentError(
-            absl::StrCat("pass 'test-clone-to-backward' has no option '", key, "'"));
-      value_ = value;
-    }
-    if (value_.empty())
-      return absl::InvalidArgumentError(
-          "pass 'test-clone-to-backward' needs the option value=NAME (a forward value)");
-    return absl::OkStatus();
-  }
-  PassOptions options() const override { return {{"value", value_}}; }
-
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
     Value *target = nullptr;
     for (Value *v : graph.allValues())
-      if (v->name() == value_)
+      if (v->name() == value_.get())
         target = v;
     if (!target)
-      return absl::NotFoundError(absl::StrCat("no value named %", value_));
+      return absl::NotFoundError(absl::StrCat("no value named %", value_.get()));
     Node *def = target->definingNode();
     if (!def || def->phase() != Phase::Forward)
       return absl::InvalidArgumentError(
-          absl::StrCat("%", value_, " is not the result of a forward node"));
+          absl::StrCat("%", value_.get(), " is not the result of a forward node"));
     // The first backward node that reads the value (uses are unordered).
     Node *first = nullptr;
     for (const Use &u : target->uses())
@@ -71,8 +57,15 @@ public:
     return true;
   }
 
+protected:
+  absl::Status validateOptions() override {
+    if (value_.get().empty())
+      return absl::InvalidArgumentError("needs the option value=NAME (a forward value)");
+    return absl::OkStatus();
+  }
+
 private:
-  std::string value_;
+  PassOption<std::string> value_{this, "value", "the forward value to recompute", ""};
 };
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "graphopt/Runtime/MemoryProbe.h"
 #include "../ZooArchives.h"
 
+#include <absl/strings/str_replace.h>
 #include <gtest/gtest.h>
 
 using namespace graphopt;
@@ -177,3 +178,27 @@ forward:
 
 INSTANTIATE_TEST_SUITE_P(Zoo, LivenessZooTest, testing::ValuesIn(zooArchives({"train"})),
                          ArchiveName());
+
+// Tied inputs (one storage under two parameter names) are counted once: in the
+// input bytes, and so in the peak and the breakdown.
+TEST(LivenessTest, TiedInputsAreCountedOnce) {
+  const char *text = R"(graph @g {
+  input %wte : f32[16, 8] parameter "wte.weight"
+  input %head : f32[16, 8] parameter "lm_head.weight"TIE
+forward:
+  %b = aten::add.Tensor(%wte, %head) : f32[16, 8]
+  output %b user_output
+})";
+  auto untied = parseGraph(absl::StrReplaceAll(text, {{"TIE", ""}}));
+  auto tied = parseGraph(absl::StrReplaceAll(text, {{"TIE", " tied %wte"}}));
+  ASSERT_TRUE(untied.ok()) << untied.status().message();
+  ASSERT_TRUE(tied.ok()) << tied.status().message();
+  auto a = LivenessAnalysis::compute(**untied);
+  auto b = LivenessAnalysis::compute(**tied);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->inputBytes - b->inputBytes, 16 * 8 * 4);
+  EXPECT_EQ(a->peakBytes - b->peakBytes, 16 * 8 * 4);
+  EXPECT_EQ(b->breakdown[static_cast<int>(MemoryKind::Param)], 16 * 8 * 4);
+  EXPECT_EQ(sumOf(*b), b->peakBytes);
+  EXPECT_EQ(b->lookup((*tied)->inputs()[1].value)->storage, (*tied)->inputs()[0].value);
+}

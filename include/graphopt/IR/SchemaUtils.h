@@ -11,6 +11,9 @@
 
 #include <ATen/core/function_schema.h>
 
+#include <optional>
+#include <vector>
+
 namespace graphopt {
 
 /// How an IR argument must look for a given schema argument type.
@@ -49,5 +52,40 @@ std::optional<ValueKind> returnValueKind(const c10::Argument &ret);
 
 /// True for a single `Tensor[]` return: the node has any number of tensor outputs.
 bool returnsTensorList(const c10::FunctionSchema &schema);
+
+/// Builds the one-Argument-per-schema-argument list a Node needs, the same way
+/// for the parser, the importers and passes: positional arguments fill the
+/// schema in order (not its keyword-only ones), named ones go by name, each at
+/// most once; constants are coerced to their argument's type where lossless
+/// (coerceConstant); arguments not given take their schema default.
+///
+///   ArgumentSlots slots(op.schema());
+///   slots.set(*slots.positional(), Argument::value(x));
+///   slots.set(*slots.named("dim"), Argument::constant(Constant::ofInt(1)));
+///   auto args = slots.finish(); // dim's neighbours from their defaults
+///
+/// Errors say what is wrong and print the schema; callers add the location.
+class ArgumentSlots {
+public:
+  explicit ArgumentSlots(const c10::FunctionSchema &schema);
+
+  /// The slot of the next positional argument.
+  absl::StatusOr<unsigned> positional();
+  /// The slot of the argument called `name`.
+  absl::StatusOr<unsigned> named(llvm::StringRef name);
+  /// Puts `arg` in `slot` (coercing a constant where lossless).
+  void set(unsigned slot, Argument arg);
+  bool isSet(unsigned slot) const { return slots_[slot].has_value(); }
+  const c10::Argument &schemaArgument(unsigned slot) const { return schema_.arguments()[slot]; }
+
+  /// Every argument in schema order, the ones not given from their defaults.
+  absl::StatusOr<std::vector<Argument>> finish() const;
+
+private:
+  std::string opName() const;
+  const c10::FunctionSchema &schema_;
+  std::vector<std::optional<Argument>> slots_;
+  unsigned nextPositional_ = 0;
+};
 
 } // namespace graphopt
