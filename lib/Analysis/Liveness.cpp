@@ -85,11 +85,12 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
         l.lastBackwardUse = k;
       }
     }
+    bool mayAlias = opEffects(n).mayAlias();
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
       uint32_t out = slot[n.output(o)->id()];
       r.values[out].created = k;
       madeInForward[out] = n.phase() == Phase::Forward;
-      if (const Value *base = aliasedTensorOperand(n, o))
+      if (const Value *base = mayAlias ? aliasedTensorOperand(n, o) : nullptr)
         storageOf[out] = storageOf[slot[base->id()]];
     }
     ++k;
@@ -101,11 +102,11 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   std::vector<uint8_t> isOutput(all.size(), 0);
   for (const GraphOutput &out : graph.outputs())
     isOutput[slot[out.value->id()]] = 1;
-  FreePolicy frees = computeFreePolicy(graph);
+  ValueMap<const Node *> lastUser = computeLastUsers(graph);
   std::vector<int64_t> end(all.size(), -1); // by storage slot
   for (size_t i = 0; i < all.size(); ++i) {
     ValueLiveness &l = r.values[i];
-    const Node *dropper = frees.lastUser(*l.value);
+    const Node *dropper = lastUser.lookup(l.value);
     int64_t e = isOutput[i] || l.value->isGraphInput() || !dropper ? numNodes : r.rank[dropper];
     end[storageOf[i]] = std::max(end[storageOf[i]], e);
     l.storage = all[storageOf[i]];

@@ -3,21 +3,32 @@
 
 namespace graphopt {
 
+ValueMap<const Node *> computeLastUsers(const Graph &graph) {
+  ValueMap<const Node *> lastUser(graph, nullptr);
+  // The last reader of each value: later nodes overwrite earlier ones. An
+  // output nobody reads is dropped right after its node (its reader is never
+  // later than its definition, so one pass settles both).
+  for (const Node &n : graph.nodes()) {
+    for (const Argument &a : n.args()) {
+      if (a.isValue() && a.getValue())
+        lastUser[a.getValue()] = &n;
+      else if (a.isList())
+        for (const Value *v : a.getList())
+          if (v)
+            lastUser[v] = &n;
+    }
+    for (unsigned i = 0; i < n.numOutputs(); ++i)
+      lastUser[n.output(i)] = &n;
+  }
+  for (const GraphOutput &out : graph.outputs())
+    lastUser[out.value] = nullptr;
+  return lastUser;
+}
+
 FreePolicy computeFreePolicy(const Graph &graph) {
   FreePolicy policy;
   policy.freedAfter_ = NodeMap<llvm::SmallVector<const Value *, 4>>(graph);
-  policy.lastUser_ = ValueMap<const Node *>(graph, nullptr);
-
-  // The last reader of each value: later nodes overwrite earlier ones.
-  for (const Node &n : graph.nodes())
-    for (const Value *v : n.operandValues())
-      policy.lastUser_[v] = &n;
-  for (const Node &n : graph.nodes())
-    for (unsigned i = 0; i < n.numOutputs(); ++i)
-      if (!policy.lastUser_.lookup(n.output(i)))
-        policy.lastUser_[n.output(i)] = &n; // never read: dropped right after its node
-  for (const GraphOutput &out : graph.outputs())
-    policy.lastUser_[out.value] = nullptr;
+  policy.lastUser_ = computeLastUsers(graph);
 
   for (const Node &n : graph.nodes()) {
     auto &list = policy.freedAfter_[&n];

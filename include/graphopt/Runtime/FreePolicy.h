@@ -45,5 +45,7 @@ private:
 
 /// The free-after-last-use policy of `graph`, for its current node order.
 FreePolicy computeFreePolicy(const Graph &graph);
+/// Only FreePolicy::lastUser, for every value (cheaper: no per-node lists).
+ValueMap<const Node *> computeLastUsers(const Graph &graph);
 
 } // namespace graphopt
