@@ -535,9 +535,11 @@ size_t Graph::numValues() const {
   return n;
 }
 
-std::unique_ptr<Graph> Graph::clone(llvm::DenseMap<const Value *, Value *> *valueMap) const {
+std::unique_ptr<Graph> Graph::clone(ValueMap<Value *> *valueMap) const {
   auto g = std::make_unique<Graph>(name_);
-  llvm::DenseMap<const Value *, Value *> localMap;
+  ValueMap<Value *> localMap;
+  if (!valueMap)
+    localMap = ValueMap<Value *>(*this, nullptr);
   auto &map = valueMap ? *valueMap : localMap;
   auto copyValue = [&](Value *newV, const Value *oldV) {
     // Keep the exact name even if the original graph (wrongly) had duplicates.

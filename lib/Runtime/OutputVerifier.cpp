@@ -1,6 +1,7 @@
 //===- OutputVerifier.cpp - Proving a rewritten graph computes the same ---===//
 #include "graphopt/Runtime/OutputVerifier.h"
 
+#include "graphopt/IR/IRMap.h"
 #include "graphopt/Runtime/Executor.h"
 
 #include <ATen/Context.h>
@@ -164,7 +165,7 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
   llvm::StringMap<const c10::IValue *> rewrittenValues;
   for (const auto &[v, iv] : all->second.values)
     rewrittenValues[v->name()] = &iv;
-  llvm::DenseMap<const Value *, const c10::IValue *> originalValues;
+  ValueMap<const c10::IValue *> originalValues(original, nullptr);
   for (const auto &[v, iv] : all->first.values)
     originalValues[v] = &iv;
   for (const Node &n : original.nodes()) {

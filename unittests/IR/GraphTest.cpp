@@ -1,6 +1,7 @@
 //===- GraphTest.cpp - Graph, Node, Value, TensorType, Constant -----------===//
 #include "TestGraphs.h"
 
+#include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
 
@@ -191,13 +192,13 @@ TEST(GraphTest, InsertBeforeAndMove) {
 
 TEST(GraphTest, CloneIsDeepAndIdentical) {
   ReluAddGraph t;
-  llvm::DenseMap<const Value *, Value *> map;
+  ValueMap<Value *> map(t.g);
   auto copy = t.g.clone(&map);
   EXPECT_EQ(printGraphToString(*copy), printGraphToString(t.g));
   EXPECT_TRUE(verifyGraph(*copy).ok());
-  ASSERT_TRUE(map.count(t.x));
-  EXPECT_NE(map[t.x], t.x);
-  EXPECT_EQ(map[t.x]->graph(), copy.get());
+  ASSERT_NE(map.lookup(t.x), nullptr);
+  EXPECT_NE(map.lookup(t.x), t.x);
+  EXPECT_EQ(map.lookup(t.x)->graph(), copy.get());
   // Editing the copy leaves the original alone.
   copy->nodes().front().output()->setName("renamed");
   EXPECT_EQ(t.relu->output()->name(), "relu");

@@ -322,7 +322,7 @@ public:
   uint64_t uid() const { return uid_; }
 
   /// A deep copy with the same names. `valueMap`, if given, maps old values to new.
-  std::unique_ptr<Graph> clone(llvm::DenseMap<const Value *, Value *> *valueMap = nullptr) const;
+  std::unique_ptr<Graph> clone(ValueMap<Value *> *valueMap = nullptr) const;
 
   // --- inputs and outputs ---------------------------------------------------
   /// Adds a graph input; `nameHint` is made unique if it is taken.
