@@ -336,25 +336,29 @@ absl::Status Graph::eraseInput(unsigned i) {
   return absl::OkStatus();
 }
 
-absl::Status Graph::tieInput(unsigned i, Value *to) {
+absl::Status Graph::checkTie(unsigned i, const Value *to) const {
   if (i >= inputs_.size())
     return absl::OutOfRangeError(absl::StrCat("graph @", name_, " has no input ", i));
-  GraphInput &in = inputs_[i];
-  if (!to) {
-    in.tiedTo = nullptr;
-    return absl::OkStatus();
-  }
-  std::string what = absl::StrCat("cannot tie graph input %", in.value->name().str(), " to %",
-                                  to->name().str());
+  std::string what = absl::StrCat("cannot tie graph input %", inputs_[i].value->name().str(),
+                                  " to %", to->name().str());
   if (to->graph() != this || !to->isGraphInput() || to->index() >= inputs_.size() ||
       inputs_[to->index()].value != to)
     return absl::InvalidArgumentError(absl::StrCat(what, ": not an input of this graph"));
   if (to->index() >= i)
     return absl::InvalidArgumentError(absl::StrCat(what, ": it must be an earlier input"));
-  if (inputs_[to->index()].tiedTo)
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": it is tied to %", inputs_[to->index()].tiedTo->name().str(), " itself; tie to that"));
-  in.tiedTo = to;
+  if (const Value *next = inputs_[to->index()].tiedTo)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": it is tied to %", next->name().str(), " itself; tie to that"));
+  return absl::OkStatus();
+}
+
+absl::Status Graph::tieInput(unsigned i, Value *to) {
+  if (i >= inputs_.size())
+    return absl::OutOfRangeError(absl::StrCat("graph @", name_, " has no input ", i));
+  if (to)
+    if (absl::Status st = checkTie(i, to); !st.ok())
+      return st;
+  inputs_[i].tiedTo = to;
   return absl::OkStatus();
 }
 
@@ -431,34 +435,22 @@ absl::StatusOr<Node *> Graph::createNode(llvm::StringRef qualifiedOpName,
   return createNode(*op, args, outputTypes, where, outputNames);
 }
 
-absl::StatusOr<Node *> Graph::cloneNode(const Node &node, ValueMap<Value *> &map,
-                                        const InsertionPoint &where) {
-  if (where.graph() != this)
-    return absl::InvalidArgumentError(absl::StrCat("cannot clone node ", node.describe(),
-                                                   " into graph @", name_,
-                                                   ": the insertion point is in another graph"));
-  auto remap = [&](Value *v) -> absl::StatusOr<Value *> {
-    if (!v)
-      return v;
-    if (Value *mapped = map.lookup(v))
-      return mapped;
-    if (v->graph() == this)
-      return v;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot clone node ", node.describe(), " into graph @", name_, ": its operand %",
-        v->name().str(), " belongs to another graph and has no entry in the value map"));
-  };
+namespace {
+/// `node`'s arguments with each value operand replaced by `remap(v)` (null
+/// stays null): the one operand-remapping rule of clone and cloneNode.
+absl::StatusOr<llvm::SmallVector<Argument, 8>>
+remapArguments(const Node &node, llvm::function_ref<absl::StatusOr<Value *>(Value *)> remap) {
   llvm::SmallVector<Argument, 8> args;
-  for (const Argument &a : node.args_) {
+  for (const Argument &a : node.args()) {
     if (a.isValue()) {
-      auto v = remap(a.getValue());
+      auto v = a.getValue() ? remap(a.getValue()) : absl::StatusOr<Value *>(nullptr);
       if (!v.ok())
         return v.status();
       args.push_back(Argument::value(*v));
     } else if (a.isList()) {
       llvm::SmallVector<Value *, 4> elems;
       for (Value *e : a.getList()) {
-        auto v = remap(e);
+        auto v = e ? remap(e) : absl::StatusOr<Value *>(nullptr);
         if (!v.ok())
           return v.status();
         elems.push_back(*v);
@@ -468,14 +460,41 @@ absl::StatusOr<Node *> Graph::cloneNode(const Node &node, ValueMap<Value *> &map
       args.push_back(a);
     }
   }
+  return args;
+}
+} // namespace
+
+Node *Graph::copyNode(const Node &node, llvm::ArrayRef<Argument> args, Phase phase,
+                      Node *insertBefore) {
   llvm::SmallVector<ValueType, 2> types;
   std::vector<std::string> names;
   for (const auto &o : node.outputs_) {
     types.push_back(o->type());
     names.push_back(o->name().str());
   }
-  Node *copy = createNode(node.op_, args, types, where.phase(), names, where.insertBefore());
+  Node *copy = createNode(node.op_, args, types, phase, names, insertBefore);
   copy->attrs_ = node.attrs_;
+  return copy;
+}
+
+absl::StatusOr<Node *> Graph::cloneNode(const Node &node, ValueMap<Value *> &map,
+                                        const InsertionPoint &where) {
+  if (where.graph() != this)
+    return absl::InvalidArgumentError(absl::StrCat("cannot clone node ", node.describe(),
+                                                   " into graph @", name_,
+                                                   ": the insertion point is in another graph"));
+  auto args = remapArguments(node, [&](Value *v) -> absl::StatusOr<Value *> {
+    if (Value *mapped = map.lookup(v))
+      return mapped;
+    if (v->graph() == this)
+      return v;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot clone node ", node.describe(), " into graph @", name_, ": its operand %",
+        v->name().str(), " belongs to another graph and has no entry in the value map"));
+  });
+  if (!args.ok())
+    return args.status();
+  Node *copy = copyNode(node, *args, where.phase(), where.insertBefore());
   for (unsigned i = 0; i < node.outputs_.size(); ++i)
     map[node.outputs_[i].get()] = copy->output(i);
   return copy;
@@ -552,30 +571,45 @@ std::unique_ptr<Graph> Graph::clone(ValueMap<Value *> *valueMap) const {
       g->inputs_.back().tiedTo = map.lookup(in.tiedTo);
   }
   for (const Node &n : nodes_) {
-    llvm::SmallVector<Argument, 8> args;
-    for (const Argument &a : n.args_) {
-      if (a.isValue()) {
-        args.push_back(Argument::value(a.getValue() ? map.lookup(a.getValue()) : nullptr));
-      } else if (a.isList()) {
-        llvm::SmallVector<Value *, 4> elems;
-        for (Value *v : a.getList())
-          elems.push_back(v ? map.lookup(v) : nullptr);
-        args.push_back(Argument::list(elems));
-      } else {
-        args.push_back(a);
-      }
-    }
-    llvm::SmallVector<ValueType, 2> types;
-    for (const auto &o : n.outputs_)
-      types.push_back(o->type());
-    Node *copy = g->createNode(n.op_, args, types, n.phase_);
-    copy->attrs_ = n.attrs_;
+    // An operand not mapped (a graph that does not verify) becomes null, for
+    // the verifier to report on the copy too.
+    auto args = remapArguments(n, [&](Value *v) -> absl::StatusOr<Value *> { return map.lookup(v); });
+    Node *copy = g->copyNode(n, *args, n.phase_, nullptr);
     for (unsigned i = 0; i < n.outputs_.size(); ++i)
       copyValue(copy->output(i), n.outputs_[i].get());
   }
   for (const GraphOutput &out : outputs_)
     g->addOutput(map.lookup(out.value), out.role, out.target);
   return g;
+}
+
+// --- Argument ----------------------------------------------------------------
+
+bool sameArgument(const Argument &a, const Argument &b) {
+  if (a.kind() != b.kind())
+    return false;
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    return a.getValue() == b.getValue();
+  case Argument::Kind::Constant:
+    return a.getConstant() == b.getConstant();
+  case Argument::Kind::ValueList:
+    return llvm::equal(a.getList(), b.getList());
+  }
+  return false;
+}
+
+llvm::hash_code hash_value(const Argument &a) {
+  auto kind = static_cast<unsigned>(a.kind());
+  switch (a.kind()) {
+  case Argument::Kind::Value:
+    return llvm::hash_combine(kind, a.getValue());
+  case Argument::Kind::Constant:
+    return llvm::hash_combine(kind, hash_value(a.getConstant()));
+  case Argument::Kind::ValueList:
+    return llvm::hash_combine(kind, llvm::hash_combine_range(a.getList().begin(), a.getList().end()));
+  }
+  return llvm::hash_combine(kind);
 }
 
 } // namespace graphopt

@@ -10,7 +10,6 @@
 #include <torch/csrc/utils/schema_info.h>
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <mutex>
 
@@ -106,12 +105,6 @@ void appendArgumentValues(const Argument &a, llvm::SmallVectorImpl<Value *> &out
   else if (a.isList())
     for (Value *v : a.getList())
       appendUnique(out, v);
-}
-
-uint64_t bitsOf(double d) {
-  uint64_t bits;
-  std::memcpy(&bits, &d, sizeof bits);
-  return bits;
 }
 
 } // namespace
@@ -222,77 +215,6 @@ llvm::SmallVector<unsigned, 4> mutatedGraphInputs(const Graph &graph) {
     if (mutated[i])
       result.push_back(i);
   return result;
-}
-
-// --- hashing -----------------------------------------------------------------
-
-llvm::hash_code hash_value(const Constant &c) {
-  auto kind = static_cast<unsigned>(c.kind());
-  switch (c.kind()) {
-  case ConstantKind::None:
-    return llvm::hash_combine(kind);
-  case ConstantKind::Bool:
-    return llvm::hash_combine(kind, c.asBool());
-  case ConstantKind::Int:
-    return llvm::hash_combine(kind, c.asInt());
-  case ConstantKind::Float:
-    return llvm::hash_combine(kind, bitsOf(c.asFloat()));
-  case ConstantKind::String:
-    return llvm::hash_combine(kind, llvm::StringRef(c.asString()));
-  case ConstantKind::IntList:
-    return llvm::hash_combine(kind, llvm::hash_combine_range(c.asIntList().begin(), c.asIntList().end()));
-  case ConstantKind::FloatList: {
-    llvm::hash_code h = llvm::hash_combine(kind, c.asFloatList().size());
-    for (double d : c.asFloatList())
-      h = llvm::hash_combine(h, bitsOf(d));
-    return h;
-  }
-  case ConstantKind::BoolList: {
-    llvm::hash_code h = llvm::hash_combine(kind, c.asBoolList().size());
-    for (bool b : c.asBoolList())
-      h = llvm::hash_combine(h, b);
-    return h;
-  }
-  case ConstantKind::Dtype:
-    return llvm::hash_combine(kind, static_cast<int>(c.asDtype()));
-  case ConstantKind::Layout:
-    return llvm::hash_combine(kind, static_cast<int>(c.asLayout()));
-  case ConstantKind::MemoryFormat:
-    return llvm::hash_combine(kind, static_cast<int>(c.asMemoryFormat()));
-  case ConstantKind::Device:
-    return llvm::hash_combine(kind, static_cast<int>(c.asDevice().type()),
-                              static_cast<int>(c.asDevice().index()), c.isExecutionDevice());
-  default:
-    // A kind added later: equal constants have equal kinds, so this stays consistent.
-    return llvm::hash_combine(kind);
-  }
-}
-
-bool sameArgument(const Argument &a, const Argument &b) {
-  if (a.kind() != b.kind())
-    return false;
-  switch (a.kind()) {
-  case Argument::Kind::Value:
-    return a.getValue() == b.getValue();
-  case Argument::Kind::Constant:
-    return a.getConstant() == b.getConstant();
-  case Argument::Kind::ValueList:
-    return llvm::equal(a.getList(), b.getList());
-  }
-  return false;
-}
-
-llvm::hash_code hash_value(const Argument &a) {
-  auto kind = static_cast<unsigned>(a.kind());
-  switch (a.kind()) {
-  case Argument::Kind::Value:
-    return llvm::hash_combine(kind, a.getValue());
-  case Argument::Kind::Constant:
-    return llvm::hash_combine(kind, hash_value(a.getConstant()));
-  case Argument::Kind::ValueList:
-    return llvm::hash_combine(kind, llvm::hash_combine_range(a.getList().begin(), a.getList().end()));
-  }
-  return llvm::hash_combine(kind);
 }
 
 } // namespace graphopt

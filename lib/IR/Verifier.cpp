@@ -73,25 +73,21 @@ private:
     }
   }
 
-  /// A tied input names an earlier, untied input with the same storage span.
+  /// A tied input names an earlier, untied input (the rule Graph::tieInput
+  /// enforces) with the same storage span.
   void checkTie(const GraphInput &in) {
     const Value *to = in.tiedTo;
-    std::string what = absl::StrCat("graph input %", in.value->name().str(), " is tied to %",
-                                    to->name().str());
-    auto inputs = graph_.inputs();
-    if (to->graph() != &graph_ || !to->isGraphInput() || to->index() >= inputs.size() ||
-        inputs[to->index()].value != to || to->index() >= in.value->index()) {
-      report(nullptr, absl::StrCat(what, ", which is not an earlier input of this graph"));
+    if (absl::Status st = graph_.checkTie(in.value->index(), to); !st.ok()) {
+      report(nullptr, std::string(st.message()));
       return;
     }
-    if (inputs[to->index()].tiedTo)
-      report(nullptr, absl::StrCat(what, ", which is tied itself (tie to the first input)"));
     if (!in.value->isTensor() || !to->isTensor() || !in.value->type().isKnown() ||
         !to->type().isKnown())
       return; // reported by checkType, or not a tensor: nothing to compare
     int64_t a = in.value->tensorType().storageBytes(), b = to->tensorType().storageBytes();
     if (a != b)
-      report(nullptr, absl::StrCat(what, ", but they span ", a, " and ", b,
+      report(nullptr, absl::StrCat("graph input %", in.value->name().str(), " is tied to %",
+                                   to->name().str(), ", but they span ", a, " and ", b,
                                    " storage bytes (tied inputs share one storage)"));
   }
 

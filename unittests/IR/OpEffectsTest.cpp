@@ -1,5 +1,6 @@
 //===- OpEffectsTest.cpp - Operator effects, result spreading, hashing ----===//
 #include "graphopt/IR/NodeResults.h"
+#include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/TypeInference.h"
@@ -184,7 +185,7 @@ TEST(OpEffectsTest, WritesToGraphInputsAreExternalEffects) {
 TEST(NodeResultsTest, OnlyALoneTensorListSpreads) {
   auto unbind = resolveOperator("aten::unbind.int");
   ASSERT_TRUE(unbind.ok());
-  EXPECT_TRUE(spreadsTensorList(unbind->schema()));
+  EXPECT_TRUE(returnsTensorList(unbind->schema()));
   EXPECT_EQ(returnIndexOfOutput(unbind->schema(), 2), 0u);
   torch::jit::Stack stack{c10::IValue(c10::List<at::Tensor>({at::ones({1}), at::ones({1}), at::ones({1})}))};
   llvm::SmallVector<c10::IValue, 4> outs;
@@ -195,7 +196,7 @@ TEST(NodeResultsTest, OnlyALoneTensorListSpreads) {
   // Several returns, lists among them: one output per return, lists kept whole.
   auto adam = resolveOperator("aten::_fused_adam");
   ASSERT_TRUE(adam.ok());
-  EXPECT_FALSE(spreadsTensorList(adam->schema()));
+  EXPECT_FALSE(returnsTensorList(adam->schema()));
   EXPECT_EQ(returnIndexOfOutput(adam->schema(), 2), 2u);
   torch::jit::Stack lists;
   for (size_t i = 0; i < adam->schema().returns().size(); ++i)
@@ -207,7 +208,7 @@ TEST(NodeResultsTest, OnlyALoneTensorListSpreads) {
 
   auto dropout = resolveOperator("aten::native_dropout");
   ASSERT_TRUE(dropout.ok());
-  EXPECT_FALSE(spreadsTensorList(dropout->schema()));
+  EXPECT_FALSE(returnsTensorList(dropout->schema()));
   EXPECT_EQ(returnIndexOfOutput(dropout->schema(), 1), 1u);
 }
 

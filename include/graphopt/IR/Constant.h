@@ -13,6 +13,7 @@
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/Hashing.h>
 #include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
@@ -117,5 +118,9 @@ private:
   explicit Constant(Payload p) : payload_(std::move(p)) {}
   Payload payload_;
 };
+
+/// Consistent with Constant::operator==: floats hash by bit pattern (value
+/// numbering, CSE).
+llvm::hash_code hash_value(const Constant &c);
 
 } // namespace graphopt

@@ -159,6 +159,12 @@ private:
   llvm::SmallVector<Value *, 2> list_;
 };
 
+/// Structural equality of arguments: the same Value (by identity), equal
+/// constants, or lists of the same Values (null for None) in order.
+bool sameArgument(const Argument &a, const Argument &b);
+/// Consistent with sameArgument (value numbering, CSE).
+llvm::hash_code hash_value(const Argument &a);
+
 class Node : public llvm::ilist_node<Node> {
 public:
   ~Node();
@@ -274,8 +280,6 @@ public:
   Node *insertBefore() const { return before_; }
   /// The phase a node created here gets (see above).
   Phase phase() const;
-  std::optional<Phase> explicitPhase() const { return phase_; }
-  InsertionPoint withPhase(Phase p) const { return InsertionPoint(graph_, before_, p); }
 
 private:
   InsertionPoint(Graph *g, Node *before, std::optional<Phase> p)
@@ -335,6 +339,9 @@ public:
   /// (null: unties). `to` must be an earlier input of this graph that is not
   /// tied itself; the verifier checks that both span the same storage bytes.
   absl::Status tieInput(unsigned i, Value *to);
+  /// Why input `i` may not be tied to `to` (not an earlier input of this
+  /// graph, or tied itself), or OK: the rule tieInput and the verifier share.
+  absl::Status checkTie(unsigned i, const Value *to) const;
   /// The input whose storage graph input `input` uses: the input it is tied
   /// to, or itself. Count an input's storage only where this is the input itself.
   const Value *storageOwner(const Value *input) const;
@@ -407,6 +414,8 @@ private:
   friend class Value;
   friend class Node;
   void nameAdded(llvm::StringRef name) { ++nameCounts_[name]; }
+  /// A node like `node` (operator, output types, name hints, attributes) with `args`.
+  Node *copyNode(const Node &node, llvm::ArrayRef<Argument> args, Phase phase, Node *insertBefore);
   void nameRemoved(llvm::StringRef name);
   void removeOutputUse(unsigned i);
 

@@ -5,8 +5,8 @@
 // has one output per schema return, except that an operator whose only return
 // is a `Tensor[]` (aten::split, aten::unbind, the _foreach_ ops) has one output
 // per element of that list. A `Tensor[]` among several returns is not spread.
-// The parser and the verifier count outputs by the same rule
-// (returnsTensorList in SchemaUtils.h).
+// The parser and the verifier count outputs by the same rule: the test is
+// returnsTensorList (SchemaUtils.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,9 +17,6 @@
 #include <llvm/ADT/SmallVector.h>
 
 namespace graphopt {
-
-/// True when the results of `schema` spread over the outputs: its only return is a `Tensor[]`.
-bool spreadsTensorList(const c10::FunctionSchema &schema);
 
 /// The schema return that node output `out` comes from: 0 for every output of
 /// a spread `Tensor[]`, `out` otherwise.

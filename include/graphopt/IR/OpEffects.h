@@ -26,8 +26,8 @@
 // to a graph input, directly or through a view of it, e.g. `copy_` into an
 // input).
 //
-// hash_value for Constant and Argument (llvm::hash_code, consistent with
-// Constant::operator== and sameArgument) serves value numbering (CSE).
+// (hash_value for Constant and Argument, for value numbering, lives beside
+// their equality: Constant.h, Graph.h.)
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,7 +35,6 @@
 #include "graphopt/IR/Graph.h"
 
 #include <llvm/ADT/ArrayRef.h>
-#include <llvm/ADT/Hashing.h>
 #include <llvm/ADT/SmallVector.h>
 
 namespace graphopt {
@@ -101,15 +100,5 @@ bool isPure(const Node &node);
 /// The indices of the graph inputs a run of `graph` writes in place (directly
 /// or through views), in input order. Buffer-mutation outputs are not writes.
 llvm::SmallVector<unsigned, 4> mutatedGraphInputs(const Graph &graph);
-
-// --- hashing (value numbering) ----------------------------------------------
-
-/// Consistent with Constant::operator==: floats hash by bit pattern.
-llvm::hash_code hash_value(const Constant &c);
-/// Structural equality of arguments: the same Value (by identity), equal
-/// constants, or lists of the same Values (null for None) in order.
-bool sameArgument(const Argument &a, const Argument &b);
-/// Consistent with sameArgument.
-llvm::hash_code hash_value(const Argument &a);
 
 } // namespace graphopt
