@@ -48,11 +48,8 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
                                             " nodes, the graph has ", numNodes));
   r.scratch.assign(scratch.begin(), scratch.end());
   std::vector<Value *> all = graph.allValues();
-  // Value ids index plain vectors: no pointer hashing, and ids grow along the
-  // graph, so the lookups stay close together in memory.
-  std::vector<uint32_t> slot(graph.valueIdBound(), 0);
-  for (size_t i = 0; i < all.size(); ++i)
-    slot[all[i]->id()] = static_cast<uint32_t>(i);
+  // Value ids index plain vectors (ValueMap): no pointer hashing, and ids grow
+  // along the graph, so the lookups stay close together in memory.
   r.values.resize(all.size());
   r.slot = ValueMap<int32_t>(graph, -1);
   for (size_t i = 0; i < all.size(); ++i)
@@ -63,12 +60,13 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
     r.values[i].value = all[i];
     storageOf[i] = static_cast<uint32_t>(i);
   }
-  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot[v->id()]]; };
+  auto slot = [&](const Value *v) { return static_cast<uint32_t>(r.slot.lookup(v)); };
+  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot(v)]; };
   // Tied graph inputs (one storage under two parameter names) live in the
   // storage of the input they are tied to: counted once.
   for (const GraphInput &in : graph.inputs())
     if (const Value *owner = graph.storageOwner(in.value); owner != in.value)
-      storageOf[slot[in.value->id()]] = slot[owner->id()];
+      storageOf[slot(in.value)] = slot(owner);
 
   // Creation, uses by phase, storage sharing.
   std::vector<uint8_t> madeInForward(all.size(), 0);
@@ -87,27 +85,25 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
     }
     bool mayAlias = opEffects(n).mayAlias();
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
-      uint32_t out = slot[n.output(o)->id()];
+      uint32_t out = slot(n.output(o));
       r.values[out].created = k;
       madeInForward[out] = n.phase() == Phase::Forward;
       if (const Value *base = mayAlias ? aliasedTensorOperand(n, o) : nullptr)
-        storageOf[out] = storageOf[slot[base->id()]];
+        storageOf[out] = storageOf[slot(base)];
     }
     ++k;
   }
 
   // Bytes and the end of each storage's life: when the executor drops the last
   // value in it (the shared free policy: after its last use, right after
-  // creation if never read), the end for graph outputs and inputs.
-  std::vector<uint8_t> isOutput(all.size(), 0);
-  for (const GraphOutput &out : graph.outputs())
-    isOutput[slot[out.value->id()]] = 1;
+  // creation if never read), the end for graph inputs and for graph outputs
+  // (which it never drops).
   ValueMap<const Node *> lastUser = computeLastUsers(graph);
   std::vector<int64_t> end(all.size(), -1); // by storage slot
   for (size_t i = 0; i < all.size(); ++i) {
     ValueLiveness &l = r.values[i];
     const Node *dropper = lastUser.lookup(l.value);
-    int64_t e = isOutput[i] || l.value->isGraphInput() || !dropper ? numNodes : r.rank[dropper];
+    int64_t e = l.value->isGraphInput() || !dropper ? numNodes : r.rank.lookup(dropper);
     end[storageOf[i]] = std::max(end[storageOf[i]], e);
     l.storage = all[storageOf[i]];
     if (storageOf[i] == i && l.value->isTensor())
@@ -120,7 +116,7 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   std::vector<uint8_t> isGradient(all.size(), 0); // by storage slot
   for (const GraphOutput &out : graph.outputs())
     if (out.role == OutputRole::Gradient || out.role == OutputRole::InputGradient)
-      isGradient[storageOf[slot[out.value->id()]]] = 1;
+      isGradient[storageOf[slot(out.value)]] = 1;
   for (const GraphInput &in : graph.inputs()) {
     ValueLiveness &l = info(in.value);
     l.kind = in.role == InputRole::Parameter        ? MemoryKind::Param

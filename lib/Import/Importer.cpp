@@ -42,6 +42,13 @@ size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t see
   return made;
 }
 
+Constant importedDeviceConstant(c10::Device device, c10::Device modelDevice) {
+  bool sameDevice = device.type() == modelDevice.type() &&
+                    (device.index() == modelDevice.index() || !device.has_index() ||
+                     !modelDevice.has_index());
+  return sameDevice ? Constant::ofExecutionDevice(modelDevice) : Constant::ofDevice(device);
+}
+
 absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options) {
   llvm::StringRef ext = llvm::sys::path::extension(path);
   if (ext == ".pt2")

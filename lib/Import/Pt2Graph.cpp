@@ -13,6 +13,7 @@
 #include "Pt2Graph.h"
 
 #include "SerdeEnums.h"
+#include "graphopt/Import/Importer.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"
 
@@ -88,12 +89,6 @@ const InlinedWrapper kInlinedWrappers[] = {
     // (device_type, dtype, enabled, cache_enabled, body, *operands)
     {"wrap_with_autocast", 4},
 };
-
-/// Whether a device constant names `model`'s device ("cuda" matches "cuda:0").
-bool isModelDevice(c10::Device d, c10::Device model) {
-  return d.type() == model.type() &&
-         (d.index() == model.index() || !d.has_index() || !model.has_index());
-}
 
 absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
   const auto &metas = graph_->get_tensor_values();
@@ -400,9 +395,7 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
     auto d = toDevice(a.get_as_device());
     if (!d)
       return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown device"));
-    // The model's own device means "where the graph runs"; another is explicit.
-    return constant(isModelDevice(*d, modelDevice_) ? Constant::ofExecutionDevice(modelDevice_)
-                                                    : Constant::ofDevice(*d));
+    return constant(importedDeviceConstant(*d, modelDevice_));
   }
   case Tag::AS_SYM_INT: {
     const auto &s = a.get_as_sym_int();

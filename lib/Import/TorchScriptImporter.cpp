@@ -153,11 +153,8 @@ absl::Status TorchScriptLowering::lowerConstant(const jit::Node *n) {
   auto c = constantFromIValue(*iv, out->type());
   if (!c)
     return nodeError(n, absl::StrCat("constant of type ", out->type()->str(), " is not supported"));
-  // The model's own device means "where the graph runs"; another is explicit.
-  if (c->kind() == ConstantKind::Device && c->asDevice().type() == modelDevice_.type() &&
-      (c->asDevice().index() == modelDevice_.index() || !c->asDevice().has_index() ||
-       !modelDevice_.has_index()))
-    c = Constant::ofExecutionDevice(modelDevice_);
+  if (c->kind() == ConstantKind::Device)
+    c = importedDeviceConstant(c->asDevice(), modelDevice_);
   constants_[out] = std::move(*c);
   return absl::OkStatus();
 }

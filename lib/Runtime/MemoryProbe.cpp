@@ -161,12 +161,9 @@ void NodeProfiler::attach(Executor &executor) {
 
 absl::Status profileRuns(const Graph &graph, WeightStore &weights,
                          llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
-                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
-                         llvm::ArrayRef<ExecutionHooks> extraHooks) {
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun) {
   NodeProfiler profiler(options.device);
   Executor executor(graph, weights, options);
-  for (const ExecutionHooks &h : extraHooks)
-    executor.addHooks(h);
   profiler.attach(executor);
   if (absl::Status st = executor.prepare(); !st.ok())
     return st;

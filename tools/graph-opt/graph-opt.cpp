@@ -22,6 +22,7 @@
 #include "graphopt/Support/FileIO.h"
 
 #include <ATen/Context.h>
+#include <cmath>
 #include <map>
 #include <unistd.h>
 #include <llvm/Support/Format.h>
@@ -126,8 +127,6 @@ absl::StatusOr<c10::Device> chosenDevice() {
       absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
 }
 
-std::string mib(int64_t bytes) { return formatMiB(bytes); }
-
 /// --run N: executes the graph N times and prints what each step measured.
 int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor> inputs,
              c10::Device device, const LivenessResult *liveness) {
@@ -149,7 +148,7 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
         llvm::outs() << llvm::format("  step %u: %.2f ms", run.index + 1, run.seconds * 1e3);
         if (loss >= 0)
           llvm::outs() << llvm::format(", loss %.6f", run.result->outputs[loss].item().toDouble());
-        llvm::outs() << ", peak memory " << mib(run.profiler->runPeakBytes())
+        llvm::outs() << ", peak memory " << formatMiB(run.profiler->runPeakBytes())
                      << " above weights and inputs\n";
         measuredPeak = run.profiler->runPeakBytes();
         lastProfiles = run.profiler->profiles();
@@ -159,22 +158,21 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
   if (liveness) {
     int64_t simulated = liveness->peakBytes - liveness->inputBytes;
-    llvm::outs() << "peak memory above weights and inputs: measured " << mib(measuredPeak)
-                 << ", simulated by liveness " << mib(simulated)
+    llvm::outs() << "peak memory above weights and inputs: measured " << formatMiB(measuredPeak)
+                 << ", simulated by liveness " << formatMiB(simulated)
                  << llvm::format(" (simulated/measured %.3f)\n",
                                  measuredPeak ? static_cast<double>(simulated) / measuredPeak : 0.0);
     if (!liveness->scratch.empty())
       llvm::outs() << "  (the simulation includes operator scratch memory measured by liveness{scratch=measured})\n";
-    else if (measuredPeak > 0 && simulated < measuredPeak &&
-             static_cast<double>(measuredPeak - simulated) > 0.05 * measuredPeak)
-      llvm::outs() << llvm::format(
-          "note: the simulated peak is %.1f%% below the measured one: the graph-only simulation "
-          "misses operator scratch memory (workspaces, reordered copies); "
-          "-passes='liveness{scratch=measured}' measures it\n",
-          100.0 * static_cast<double>(measuredPeak - simulated) / measuredPeak);
-    else if (measuredPeak > 0 && static_cast<double>(simulated - measuredPeak) > 0.05 * measuredPeak)
-      llvm::outs() << llvm::format("note: the simulated peak is %.1f%% above the measured one\n",
-                                   100.0 * static_cast<double>(simulated - measuredPeak) / measuredPeak);
+    else if (double gap = measuredPeak ? static_cast<double>(simulated - measuredPeak) / measuredPeak : 0;
+             std::abs(gap) > 0.05)
+      llvm::outs() << llvm::format("note: the simulated peak is %.1f%% %s the measured one%s\n",
+                                   100 * std::abs(gap), static_cast<const char *>(gap < 0 ? "below" : "above"),
+                                   static_cast<const char *>(
+                                       gap < 0 ? ": the graph-only simulation misses operator "
+                                                 "scratch memory (workspaces, reordered copies); "
+                                                 "-passes='liveness{scratch=measured}' measures it"
+                                               : ""));
     printLivenessReport(llvm::outs(), *liveness);
   }
   if (topOperators > 0) {

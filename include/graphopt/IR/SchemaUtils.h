@@ -75,8 +75,6 @@ public:
   absl::StatusOr<unsigned> named(llvm::StringRef name);
   /// Puts `arg` in `slot` (coercing a constant where lossless).
   void set(unsigned slot, Argument arg);
-  bool isSet(unsigned slot) const { return slots_[slot].has_value(); }
-  const c10::Argument &schemaArgument(unsigned slot) const { return schema_.arguments()[slot]; }
 
   /// Every argument in schema order, the ones not given from their defaults.
   absl::StatusOr<std::vector<Argument>> finish() const;

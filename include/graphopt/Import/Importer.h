@@ -43,6 +43,12 @@ struct ImportOptions {
   std::vector<ValueType> inputTypes;
 };
 
+/// The constant for a device an exported program names: the symbolic
+/// execution device where it names the model's own device (`cuda` matches
+/// `cuda:0`), "wherever the graph runs"; an explicit device otherwise. Both
+/// importers use this rule.
+Constant importedDeviceConstant(c10::Device device, c10::Device modelDevice);
+
 /// Reads `path` by its extension (.pt2, .pt, .gir).
 absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options = {});
 

@@ -136,10 +136,6 @@ public:
   void invalidate(const Graph &graph, const PreservedAnalyses &preserved);
   /// Drops every result on `graph`.
   void invalidate(const Graph &graph) { invalidate(graph, PreservedAnalyses::none()); }
-  /// Drops one analysis's results on `graph` (all options), with their dependants.
-  template <typename A> void invalidateAnalysis(const Graph &graph) {
-    dropWhere([&](const Key &k) { return k.graph == graph.uid() && k.analysis == analysisID<A>(); });
-  }
   /// Drops everything.
   void clear() { results_.clear(); }
 

@@ -64,7 +64,6 @@ public:
   /// last sits closest to the operator (add a time probe last to time the
   /// operator alone).
   void addHooks(ExecutionHooks hooks) { hooks_.push_back(std::move(hooks)); }
-  void clearHooks() { hooks_.clear(); }
   size_t numHookSets() const { return hooks_.size(); }
 
   /// The one-time work before the first run: the free policy, the operator

@@ -111,10 +111,9 @@ struct ProfiledRun {
 /// measured window, so weights moved to the device are not counted) with a
 /// NodeProfiler attached, starting a new profile before each run and calling
 /// `onRun` after it. Stops at the first error, from a run or from `onRun`,
-/// and returns it. `extraHooks`, if any, are attached before the profiler.
+/// and returns it.
 absl::Status profileRuns(const Graph &graph, WeightStore &weights,
                          llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
-                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
-                         llvm::ArrayRef<ExecutionHooks> extraHooks = {});
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun);
 
 } // namespace graphopt

@@ -2,7 +2,8 @@
 //
 // Runs the original and the rewritten graph with the same weights, inputs and
 // RNG seed, each from the same state (the executor restores what a run writes
-// in place, so neither sees the other's updates) (on CUDA when a GPU is present, otherwise on CPU, and says which),
+// in place, so neither sees the other's updates), on CUDA when a GPU is
+// present, otherwise on CPU, and says which;
 // compares every output by role and name with dtype-aware tolerances (exact
 // for integers and bools), and on a failure names the first node, in
 // execution order, whose value diverges among the values both graphs share.
