@@ -177,6 +177,33 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   return r;
 }
 
+std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &r) {
+  const int64_t numNodes = static_cast<int64_t>(r.timeline.size());
+  std::vector<std::array<int64_t, kNumMemoryKinds>> delta(numNodes + 1);
+  std::array<int64_t, kNumMemoryKinds> inputs{};
+  for (const ValueLiveness &l : r.values) {
+    if (!l.bytes)
+      continue;
+    int kind = static_cast<int>(l.kind);
+    if (l.created < 0) {
+      inputs[kind] += l.bytes;
+      continue;
+    }
+    delta[l.created][kind] += l.bytes;
+    delta[std::min(l.freedAfter, numNodes - 1) + 1][kind] -= l.bytes;
+  }
+  std::vector<std::array<int64_t, kNumMemoryKinds>> live(numNodes);
+  std::array<int64_t, kNumMemoryKinds> now = inputs;
+  for (int64_t i = 0; i < numNodes; ++i) {
+    for (int k = 0; k < kNumMemoryKinds; ++k)
+      now[k] += delta[i][k];
+    live[i] = now;
+    if (!r.scratch.empty())
+      live[i][static_cast<int>(MemoryKind::Scratch)] = r.scratch[i];
+  }
+  return live;
+}
+
 void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &r, size_t top) {
   auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
   os << llvm::format("simulated peak: %.2f MiB (%.2f MiB above weights and inputs)",

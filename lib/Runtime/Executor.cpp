@@ -105,6 +105,10 @@ absl::StatusOr<c10::IValue> Executor::argumentValue(const Node &node, unsigned i
 }
 
 absl::Status Executor::runNode(const Node &node) {
+  // Hooks bracket everything the node costs: its arguments, the call, its results.
+  for (const ExecutionHooks &h : hooks_)
+    if (h.before)
+      h.before(node);
   torch::jit::Stack stack;
   stack.reserve(node.numArgs());
   for (unsigned i = 0; i < node.numArgs(); ++i) {
@@ -113,9 +117,6 @@ absl::Status Executor::runNode(const Node &node) {
       return v.status();
     stack.push_back(std::move(*v));
   }
-  for (const ExecutionHooks &h : hooks_)
-    if (h.before)
-      h.before(node);
   try {
     node.op().callBoxed(stack);
   } catch (const c10::Error &e) {

@@ -2,11 +2,13 @@
 #include "graphopt/Runtime/MemoryProbe.h"
 
 #include <c10/core/CPUAllocator.h>
-#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/STLExtras.h>
 
 #ifdef GRAPHOPT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace graphopt {
@@ -69,10 +71,28 @@ void TrackingCpuAllocator::copy_data(void *dest, const void *src, std::size_t co
 
 // --- NodeProfiler ------------------------------------------------------------
 
+/// A start and an end event per node of a run, kept across runs (an event is
+/// created once, on its first record).
+struct CudaNodeEvents {
+#ifdef GRAPHOPT_WITH_CUDA
+  std::vector<std::pair<c10::cuda::CUDAEvent, c10::cuda::CUDAEvent>> events;
+  c10::cuda::CUDAEvent &at(size_t i, bool end) {
+    while (events.size() <= i)
+      events.emplace_back(c10::cuda::CUDAEvent(cudaEventDefault),
+                          c10::cuda::CUDAEvent(cudaEventDefault));
+    return end ? events[i].second : events[i].first;
+  }
+#endif
+};
+
 NodeProfiler::NodeProfiler(c10::Device device) : device_(device) {
   if (device_.is_cpu())
     cpu_ = &TrackingCpuAllocator::install();
+  else
+    cudaEvents_ = std::make_unique<CudaNodeEvents>();
 }
+
+NodeProfiler::~NodeProfiler() = default;
 
 namespace {
 
@@ -82,7 +102,28 @@ c10::CachingAllocator::Stat cudaAllocatedBytes(c10::Device device) {
   auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
   return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
 }
+
+c10::cuda::CUDAStream currentStream(c10::Device device) {
+  return c10::cuda::getCurrentCUDAStream(device.index() < 0 ? 0 : device.index());
+}
 #endif
+
+/// Storage bytes of each output, a storage shared by two outputs counted once.
+void recordOutputBytes(llvm::ArrayRef<c10::IValue> outputs, NodeProfile &p) {
+  llvm::SmallVector<const void *, 2> seen;
+  p.outputStorageBytes.assign(outputs.size(), 0);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const c10::IValue &v = outputs[i];
+    if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().has_storage())
+      continue;
+    const c10::Storage &s = v.toTensor().storage();
+    if (llvm::is_contained(seen, s.unsafeGetStorageImpl()))
+      continue;
+    seen.push_back(s.unsafeGetStorageImpl());
+    p.outputStorageBytes[i] = static_cast<int64_t>(s.nbytes());
+    p.outputBytes += p.outputStorageBytes[i];
+  }
+}
 
 } // namespace
 
@@ -116,47 +157,110 @@ void NodeProfiler::resetPeak() {
 #endif
 }
 
+std::string NodeProfiler::timeSource() const {
+  if (cpu_)
+    return "host clock (std::chrono::steady_clock) from each node's start to the next's";
+  return "CUDA events recorded on the current stream before and after each node";
+}
+
+std::string NodeProfiler::memorySource() const {
+  if (cpu_)
+    return "tracking CPU allocator (every tensor allocation, exact bytes)";
+  return "CUDA caching allocator statistics (allocated bytes, peak reset per node)";
+}
+
 void NodeProfiler::beginRun() {
   profiles_.clear();
   resetPeak();
   runBase_ = currentBytes();
   runPeak_ = 0;
+  runStart_ = std::chrono::steady_clock::now();
+}
+
+void NodeProfiler::endRun() {
+  if (cpu_) {
+    for (size_t i = 0; i + 1 < profiles_.size(); ++i)
+      profiles_[i].seconds = profiles_[i + 1].start - profiles_[i].start;
+    return;
+  }
+#ifdef GRAPHOPT_WITH_CUDA
+  if (profiles_.empty())
+    return;
+  synchronizeDevice(device_);
+  const c10::cuda::CUDAEvent &first = cudaEvents_->at(0, false);
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    profiles_[i].start = first.elapsed_time(cudaEvents_->at(i, false)) / 1000.0;
+    profiles_[i].seconds = cudaEvents_->at(i, false).elapsed_time(cudaEvents_->at(i, true)) / 1000.0;
+  }
+#endif
+}
+
+void NodeProfiler::before(const Node &node) {
+  NodeProfile p;
+  p.node = &node;
+  p.bytesBefore = currentBytes() - runBase_;
+  profiles_.push_back(p);
+  resetPeak();
+#ifdef GRAPHOPT_WITH_CUDA
+  if (!cpu_) {
+    cudaEvents_->at(profiles_.size() - 1, false).record(currentStream(device_));
+    return;
+  }
+#endif
+  start_ = std::chrono::steady_clock::now();
+}
+
+void NodeProfiler::after(llvm::ArrayRef<c10::IValue> outputs) {
+  NodeProfile &p = profiles_.back();
+#ifdef GRAPHOPT_WITH_CUDA
+  if (!cpu_)
+    cudaEvents_->at(profiles_.size() - 1, true).record(currentStream(device_));
+#endif
+  if (cpu_) {
+    // Until it returns; endRun extends this to the next node's start.
+    auto now = std::chrono::steady_clock::now();
+    p.seconds = std::chrono::duration<double>(now - start_).count();
+    p.start = std::chrono::duration<double>(start_ - runStart_).count();
+  }
+  p.peakBytes = peakBytes() - runBase_;
+  p.bytesAfter = currentBytes() - runBase_;
+  runPeak_ = std::max(runPeak_, p.peakBytes);
+  recordOutputBytes(outputs, p);
 }
 
 void NodeProfiler::attach(Executor &executor) {
   ExecutionHooks hooks;
-  hooks.before = [this](const Node &node) {
-#ifdef GRAPHOPT_WITH_CUDA
-    if (device_.is_cuda())
-      c10::cuda::device_synchronize();
-#endif
-    NodeProfile p;
-    p.node = &node;
-    p.bytesBefore = currentBytes() - runBase_;
-    profiles_.push_back(p);
-    resetPeak();
-    start_ = std::chrono::steady_clock::now();
-  };
-  hooks.after = [this](const Node &node, llvm::ArrayRef<c10::IValue> outputs) {
-#ifdef GRAPHOPT_WITH_CUDA
-    if (device_.is_cuda())
-      c10::cuda::device_synchronize();
-#endif
-    NodeProfile &p = profiles_.back();
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    p.peakBytes = peakBytes() - runBase_;
-    p.bytesAfter = currentBytes() - runBase_;
-    runPeak_ = std::max(runPeak_, p.peakBytes);
-    llvm::DenseSet<const void *> seen;
-    for (const c10::IValue &v : outputs) {
-      if (!v.isTensor() || !v.toTensor().defined() || !v.toTensor().has_storage())
-        continue;
-      const c10::Storage &s = v.toTensor().storage();
-      if (seen.insert(s.unsafeGetStorageImpl()).second)
-        p.outputBytes += static_cast<int64_t>(s.nbytes());
-    }
-  };
+  hooks.before = [this](const Node &node) { before(node); };
+  hooks.after = [this](const Node &, llvm::ArrayRef<c10::IValue> outputs) { after(outputs); };
   executor.addHooks(std::move(hooks));
+}
+
+double NodeProfiler::hookSeconds(const Node &node, unsigned reps) {
+  // Median of batches, so one preempted batch does not count.
+  constexpr unsigned kBatches = 9;
+  std::vector<double> perPair;
+  for (unsigned b = 0; b < kBatches; ++b) {
+    beginRun();
+    auto start = std::chrono::steady_clock::now();
+    for (unsigned i = 0; i < reps; ++i) {
+      before(node);
+      after({});
+    }
+    perPair.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                      reps);
+  }
+  profiles_.clear();
+  std::nth_element(perPair.begin(), perPair.begin() + kBatches / 2, perPair.end());
+  return perPair[kBatches / 2];
+}
+
+void synchronizeDevice(c10::Device device) {
+#ifdef GRAPHOPT_WITH_CUDA
+  if (device.is_cuda())
+    c10::cuda::device_synchronize();
+#else
+  (void)device;
+#endif
 }
 
 absl::Status profileRuns(const Graph &graph, WeightStore &weights,
@@ -171,6 +275,8 @@ absl::Status profileRuns(const Graph &graph, WeightStore &weights,
     profiler.beginRun();
     auto start = std::chrono::steady_clock::now();
     auto result = executor.run(inputs);
+    if (result.ok())
+      profiler.endRun();
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok())
       return result.status();

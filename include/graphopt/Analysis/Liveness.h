@@ -83,6 +83,11 @@ struct LivenessAnalysis {
                                             const Options &options);
 };
 
+/// Bytes live while each node runs, by MemoryKind (indexed by node rank, then
+/// kind): the timeline split the way `breakdown` splits the peak, so each
+/// row sums to `timeline` at that rank.
+std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &result);
+
 /// The breakdown at the peak and the `top` largest activations, for people.
 void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &result, size_t top = 10);
 

@@ -5,9 +5,12 @@
 // exactly (thread safe; its DataPtr context equals the data pointer, as
 // oneDNN's raw_allocate requires; the null pointer of a zero-byte allocation
 // is accepted by its deleter). CUDA: the caching allocator's device stats
-// (current and peak allocated bytes, peak reset per node); times are host
-// clock readings taken after a device synchronization before and after each
-// node (on CUDA), so they cover the node's kernels.
+// (current and peak allocated bytes, peak reset per node). Times: on the
+// CPU the host clock from a node's start (before its arguments are gathered)
+// to the next node's start, so the values it frees count too (the last node
+// ends when it returns; endRun fills these in); on CUDA the node's kernels,
+// timed with CUDA events on the current stream and read once the run is
+// over (endRun), so timing adds no synchronization.
 //
 // NodeProfiler hooks an Executor and records, per node: time, bytes live
 // before it, the peak during it, the bytes of its outputs and the level it
@@ -27,6 +30,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -62,10 +66,14 @@ private:
 struct NodeProfile {
   const Node *node = nullptr;
   double seconds = 0;
+  double start = 0;        ///< seconds from the start of the run to the node's start
   int64_t bytesBefore = 0; ///< live when the node starts
   int64_t peakBytes = 0;   ///< highest level while it runs
   int64_t outputBytes = 0; ///< storage of its tensor outputs (shared storage counted once)
   int64_t bytesAfter = 0;  ///< live when it returns, before anything is freed
+  /// Storage bytes of each output (0 for a non-tensor, or a storage an
+  /// earlier output of the node already counted).
+  llvm::SmallVector<int64_t, 1> outputStorageBytes;
 
   /// Memory the operator held only while it ran (workspaces, reordered
   /// copies): its peak above both the level before it and the level it left.
@@ -77,6 +85,7 @@ class NodeProfiler {
 public:
   /// On CPU installs the tracking allocator; on CUDA uses the caching allocator's stats.
   explicit NodeProfiler(c10::Device device);
+  ~NodeProfiler();
   /// Adds the profiler's hooks to `executor` (beside any others it has).
   void attach(Executor &executor);
 
@@ -85,8 +94,20 @@ public:
   int64_t runPeakBytes() const { return runPeak_; }
   /// Call before each run: clears profiles and starts a new peak window.
   void beginRun();
+  /// Call after each run: completes the times (on CUDA, waits for the
+  /// device and reads the events).
+  void endRun();
+  /// What the hooks themselves cost per node (a before and an after, with
+  /// no operator between), on the host: the share of each CPU node time that
+  /// is the profiler's. Clears the profiles.
+  double hookSeconds(const Node &anyNode, unsigned reps = 200);
+  /// How time and memory are measured on this device, for reports.
+  std::string timeSource() const;
+  std::string memorySource() const;
 
 private:
+  void before(const Node &node);
+  void after(llvm::ArrayRef<c10::IValue> outputs);
   int64_t currentBytes() const;
   int64_t peakBytes() const;
   void resetPeak();
@@ -97,7 +118,13 @@ private:
   int64_t runBase_ = 0;
   int64_t runPeak_ = 0;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point runStart_;
+  /// CUDA: a start and an end event per node of the run.
+  std::unique_ptr<struct CudaNodeEvents> cudaEvents_;
 };
+
+/// Waits until `device` has finished its queued work (nothing on the CPU).
+void synchronizeDevice(c10::Device device);
 
 /// What profileRuns hands its callback after each run.
 struct ProfiledRun {

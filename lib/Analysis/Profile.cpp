@@ -1,0 +1,200 @@
+//===- Profile.cpp - Measured per-node time and memory --------------------===//
+#include "graphopt/Analysis/Profile.h"
+
+#include "graphopt/Pass/ExecutionContext.h"
+#include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/MemoryProbe.h"
+
+#include <absl/strings/str_cat.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace graphopt {
+
+namespace {
+
+/// The median of `xs` (the mean of the middle two for an even count).
+template <typename T> T median(std::vector<T> xs) {
+  if (xs.empty())
+    return T{};
+  size_t mid = xs.size() / 2;
+  std::nth_element(xs.begin(), xs.begin() + mid, xs.end());
+  T hi = xs[mid];
+  if (xs.size() % 2)
+    return hi;
+  T lo = *std::max_element(xs.begin(), xs.begin() + mid);
+  return static_cast<T>((lo + hi) / 2);
+}
+
+/// Every measured run's profile of every node, by rank, then run.
+struct Samples {
+  std::vector<std::vector<NodeProfile>> byNode;
+  std::vector<double> stepSeconds;
+  ProfiledStep last;
+};
+
+NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
+  NodeStats s;
+  s.node = runs.front().node;
+  auto pick = [&](auto field) {
+    std::vector<decltype(field(runs.front()))> xs;
+    xs.reserve(runs.size());
+    for (const NodeProfile &p : runs)
+      xs.push_back(field(p));
+    return median(std::move(xs));
+  };
+  s.seconds = pick([](const NodeProfile &p) { return p.seconds; });
+  s.peakBytes = inputBytes + pick([](const NodeProfile &p) { return p.peakBytes; });
+  s.activeBytes = inputBytes + pick([](const NodeProfile &p) { return p.bytesBefore; });
+  s.outputBytes = pick([](const NodeProfile &p) { return p.outputBytes; });
+  s.scratchBytes = pick([](const NodeProfile &p) { return p.scratchBytes(); });
+  size_t outs = runs.front().outputStorageBytes.size();
+  for (size_t o = 0; o < outs; ++o)
+    s.outputStorageBytes.push_back(pick([o](const NodeProfile &p) {
+      return o < p.outputStorageBytes.size() ? p.outputStorageBytes[o] : int64_t(0);
+    }));
+  return s;
+}
+
+/// Median wall time of `runs` steps without any hooks, after one warm-up.
+absl::StatusOr<double> unprofiledStepSeconds(const Graph &graph, WeightStore &weights,
+                                             llvm::ArrayRef<at::Tensor> inputs,
+                                             const ExecutionOptions &options, unsigned runs) {
+  Executor executor(graph, weights, options);
+  if (absl::Status st = executor.prepare(); !st.ok())
+    return st;
+  std::vector<double> seconds;
+  for (unsigned i = 0; i <= runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = executor.run(inputs);
+    synchronizeDevice(options.device);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!result.ok())
+      return result.status();
+    if (i > 0)
+      seconds.push_back(s);
+  }
+  return median(std::move(seconds));
+}
+
+} // namespace
+
+std::string ProfileAnalysis::Options::cacheKey() const {
+  return absl::StrCat("warmup=", warmup, ",runs=", runs);
+}
+
+absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisManager &analyses,
+                                                   const Options &options) {
+  if (options.runs == 0)
+    return absl::InvalidArgumentError("profile: runs must be at least 1");
+  auto made = analyses.executionContext();
+  if (!made.ok() || !(*made)->weights)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "profiling runs the graph: ",
+        made.ok() ? "no weights were given" : std::string(made.status().message())));
+  const ExecutionContext *context = *made;
+  auto inputs = context->inputsFor(graph);
+  if (!inputs.ok())
+    return inputs.status();
+  auto liveness = analyses.getResult<LivenessAnalysis>(graph, {});
+  if (!liveness.ok())
+    return liveness.status();
+  const LivenessResult &live = **liveness;
+
+  ExecutionOptions exec;
+  exec.device = context->device;
+  exec.seed = context->seed;
+  const size_t numNodes = graph.numNodes();
+
+  ProfileResult r;
+  r.device = context->device.str();
+  r.warmupRuns = options.warmup;
+  r.measuredRuns = options.runs;
+  r.inputBytes = live.inputBytes;
+  // What the probe's own hooks take per node: subtracted from each CPU node
+  // time, whose window holds them (CUDA events time the kernels alone).
+  double hookSeconds = 0;
+  if (numNodes) {
+    NodeProfiler probe(exec.device);
+    r.timeSource = probe.timeSource();
+    r.memorySource = probe.memorySource();
+    hookSeconds = probe.hookSeconds(graph.nodes().front());
+  }
+  r.overheadPerNodeSeconds = hookSeconds;
+  const double subtracted = exec.device.is_cpu() ? hookSeconds : 0;
+
+  Samples samples;
+  samples.byNode.resize(numNodes);
+  absl::Status st = profileRuns(
+      graph, *context->weights, *inputs, exec, options.warmup + options.runs,
+      [&](const ProfiledRun &run) {
+        if (run.index < options.warmup)
+          return absl::OkStatus();
+        const std::vector<NodeProfile> &profiles = run.profiler->profiles();
+        if (profiles.size() != numNodes)
+          return absl::InternalError(absl::StrCat("profile: a run profiled ", profiles.size(),
+                                                  " nodes of ", numNodes));
+        for (size_t i = 0; i < numNodes; ++i)
+          samples.byNode[i].push_back(profiles[i]);
+        samples.stepSeconds.push_back(run.seconds);
+        ProfiledStep &last = samples.last;
+        last = ProfiledStep();
+        for (const NodeProfile &p : profiles) {
+          last.start.push_back(p.start);
+          last.seconds.push_back(p.seconds);
+          last.liveBytes.push_back(live.inputBytes + p.bytesBefore);
+        }
+        return absl::OkStatus();
+      });
+  if (!st.ok())
+    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
+  auto plain = unprofiledStepSeconds(graph, *context->weights, *inputs, exec, options.runs);
+  if (!plain.ok())
+    return absl::Status(plain.status().code(),
+                        absl::StrCat("profiling (step time): ", plain.status().message()));
+
+  r.nodes.reserve(numNodes);
+  for (size_t i = 0; i < numNodes; ++i) {
+    for (NodeProfile &p : samples.byNode[i])
+      p.seconds = std::max(0.0, p.seconds - subtracted);
+    r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
+    const Node &n = *r.nodes.back().node;
+    if (n.numOutputs())
+      r.nodes.back().kind = live.lookup(n.output())->kind;
+    r.sumNodeSeconds += r.nodes.back().seconds;
+  }
+  r.stepSeconds = *plain;
+  r.profiledStepSeconds = median(samples.stepSeconds);
+  r.trace = std::move(samples.last);
+
+  // Phases, the simulated memory by kind with the measured scratch, the peak.
+  r.simulatedPeakBytes = live.peakBytes;
+  r.liveByKind = liveBytesByKind(live);
+  for (const Node &n : graph.nodes()) {
+    int64_t rank = live.rank.lookup(&n);
+    if (n.phase() == Phase::Forward)
+      r.forwardEndRank = rank;
+    else if (n.phase() == Phase::Backward)
+      r.backwardEndRank = rank;
+  }
+  r.peakBytes = r.inputBytes;
+  for (size_t i = 0; i < numNodes; ++i) {
+    r.liveByKind[i][static_cast<int>(MemoryKind::Scratch)] = r.nodes[i].scratchBytes;
+    if (r.peakRank < 0 || r.nodes[i].peakBytes > r.peakBytes) {
+      r.peakBytes = std::max(r.peakBytes, r.nodes[i].peakBytes);
+      r.peakRank = static_cast<int64_t>(i);
+    }
+  }
+  if (r.peakRank >= 0) {
+    r.breakdownAtPeak = r.liveByKind[r.peakRank];
+    int64_t sum = 0;
+    for (int64_t b : r.breakdownAtPeak)
+      sum += b;
+    r.unattributedAtPeak = r.peakBytes - sum;
+  }
+  r.activations = computeActivationStats(graph, live, r.nodes);
+  return r;
+}
+
+} // namespace graphopt

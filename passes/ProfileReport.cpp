@@ -1,0 +1,200 @@
+//===- ProfileReport.cpp - The profile's files: CSV, JSON, Chrome trace ---===//
+#include "ProfileReport.h"
+
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/Path.h>
+
+namespace graphopt {
+
+namespace {
+
+constexpr int kValueKinds = kNumMemoryKinds; // PARAM .. OTHER and SCRATCH
+
+/// Seconds and ratios in CSV: enough digits to sum without losing time.
+std::string num(double x) { return absl::StrFormat("%.9g", x); }
+
+std::string attrText(const Node &n, llvm::StringRef key) {
+  const Constant *c = n.attr(key);
+  return c && c->kind() == ConstantKind::String ? c->asString() : std::string();
+}
+
+llvm::json::Object byKind(const std::array<int64_t, kNumMemoryKinds> &bytes) {
+  llvm::json::Object o;
+  for (int k = 0; k < kValueKinds; ++k)
+    o[memoryKindName(static_cast<MemoryKind>(k))] = bytes[k];
+  return o;
+}
+
+std::string pretty(llvm::json::Value v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:1}", v) << "\n";
+  return os.str();
+}
+
+struct Reports {
+  std::string nodeCsv, activationCsv, json, trace;
+};
+
+Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOptions &options) {
+  Reports out;
+  std::vector<const Node *> byRank;
+  for (const NodeStats &s : p.nodes)
+    byRank.push_back(s.node);
+
+  // node_stats.csv and the node rows of profile.json.
+  out.nodeCsv = "rank,node_name,node_type,gtype,median_run_time_s,median_peak_mem_bytes,"
+                "median_active_mem_bytes,device\n";
+  llvm::json::Array nodes;
+  for (size_t rank = 0; rank < p.nodes.size(); ++rank) {
+    const NodeStats &s = p.nodes[rank];
+    const Node &n = *s.node;
+    std::string name = reportNodeName(n);
+    llvm::StringRef type = memoryKindName(s.kind);
+    llvm::StringRef gtype = phaseName(n.phase());
+    absl::StrAppend(&out.nodeCsv, rank, ",", name, ",", type.str(), ",", gtype.str(), ",",
+                    num(s.seconds), ",", s.peakBytes, ",", s.activeBytes, ",", p.device, "\n");
+    nodes.push_back(llvm::json::Object{
+        {"rank", static_cast<int64_t>(rank)},
+        {"node_name", name},
+        {"op", n.opName()},
+        {"node_type", type},
+        {"gtype", gtype},
+        {"median_run_time_s", s.seconds},
+        {"median_peak_mem_bytes", s.peakBytes},
+        {"median_active_mem_bytes", s.activeBytes},
+        {"output_bytes", s.outputBytes},
+        {"scratch_bytes", s.scratchBytes},
+        {"device", p.device},
+        {"module", attrText(n, "module")},
+        {"source", attrText(n, "source")},
+        {"live_bytes_by_kind", byKind(p.liveByKind[rank])}});
+  }
+
+  // activation_stats.csv and the activation rows.
+  out.activationCsv = "activation_name,creation_rank,last_fw_use_rank,first_bw_use_rank,"
+                      "last_bw_use_rank,median_mem_size_bytes,inactive_time_s,recomp_time_s,"
+                      "recomp_memory_bytes,recompute_ratio\n";
+  llvm::json::Array activations;
+  for (const ActivationStats &a : p.activations) {
+    std::string name = a.value->name().str();
+    absl::StrAppend(&out.activationCsv, name, ",", a.creationRank, ",", a.lastForwardUseRank, ",",
+                    a.firstBackwardUseRank, ",", a.lastBackwardUseRank, ",", a.bytes, ",",
+                    num(a.inactiveSeconds), ",", num(a.recomputeSeconds), ",",
+                    a.recomputeMemoryBytes, ",", num(a.recomputeRatio), "\n");
+    activations.push_back(llvm::json::Object{
+        {"activation_name", name},
+        {"creation_rank", a.creationRank},
+        {"last_fw_use_rank", a.lastForwardUseRank},
+        {"first_bw_use_rank", a.firstBackwardUseRank},
+        {"last_bw_use_rank", a.lastBackwardUseRank},
+        {"median_mem_size_bytes", a.bytes},
+        {"inactive_time_s", a.inactiveSeconds},
+        {"recomp_time_s", a.recomputeSeconds},
+        {"recomp_memory_bytes", a.recomputeMemoryBytes},
+        {"recompute_ratio", a.recomputeRatio},
+        {"recompute_nodes", static_cast<int64_t>(a.recomputeNodes)},
+        {"recomputable", a.recomputable},
+        {"module", attrText(*a.value->definingNode(), "module")}});
+  }
+
+  llvm::json::Value limit = nullptr;
+  if (options.memoryLimitBytes > 0)
+    limit = options.memoryLimitBytes;
+  llvm::json::Object summary{
+      {"format", "graph-opt-profile/1"},
+      {"graph", graph.name()},
+      {"device", p.device},
+      {"time_source", p.timeSource},
+      {"memory_source", p.memorySource},
+      {"warmup_runs", static_cast<int64_t>(p.warmupRuns)},
+      {"measured_runs", static_cast<int64_t>(p.measuredRuns)},
+      {"num_nodes", static_cast<int64_t>(p.nodes.size())},
+      {"step_time_s", p.stepSeconds},
+      {"profiled_step_time_s", p.profiledStepSeconds},
+      {"sum_node_time_s", p.sumNodeSeconds},
+      {"profiler_overhead_per_node_s", p.overheadPerNodeSeconds},
+      {"input_bytes", p.inputBytes},
+      {"peak_bytes", p.peakBytes},
+      {"peak_rank", p.peakRank},
+      {"simulated_peak_bytes", p.simulatedPeakBytes},
+      {"unattributed_at_peak_bytes", p.unattributedAtPeak},
+      {"memory_limit_bytes", std::move(limit)},
+      {"forward_end_rank", p.forwardEndRank},
+      {"backward_end_rank", p.backwardEndRank},
+      {"breakdown_at_peak", byKind(p.breakdownAtPeak)},
+      {"nodes", std::move(nodes)},
+      {"activations", std::move(activations)}};
+  out.json = pretty(std::move(summary));
+
+  // trace.json: microseconds; one slice per node, counters at each node's start.
+  llvm::json::Array events;
+  events.push_back(llvm::json::Object{
+      {"name", "process_name"}, {"ph", "M"}, {"pid", 1},
+      {"args", llvm::json::Object{{"name", absl::StrCat("graph-opt profile: ", graph.name().str(),
+                                                        " (", p.device, ")")}}}});
+  events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1},
+                                      {"args", llvm::json::Object{{"name", "nodes"}}}});
+  const ProfiledStep &step = p.trace;
+  for (size_t rank = 0; rank < step.start.size() && rank < byRank.size(); ++rank) {
+    const Node &n = *byRank[rank];
+    double ts = step.start[rank] * 1e6;
+    events.push_back(llvm::json::Object{
+        {"name", reportNodeName(n)},
+        {"cat", phaseName(n.phase())},
+        {"ph", "X"},
+        {"ts", ts},
+        {"dur", step.seconds[rank] * 1e6},
+        {"pid", 1},
+        {"tid", 1},
+        {"args", llvm::json::Object{{"rank", static_cast<int64_t>(rank)},
+                                    {"op", n.opName()},
+                                    {"phase", phaseName(n.phase())},
+                                    {"module", attrText(n, "module")},
+                                    {"source", attrText(n, "source")}}}});
+    events.push_back(llvm::json::Object{{"name", "live memory by kind (simulated, bytes)"},
+                                        {"ph", "C"},
+                                        {"ts", ts},
+                                        {"pid", 1},
+                                        {"args", byKind(p.liveByKind[rank])}});
+    events.push_back(llvm::json::Object{{"name", "live memory (measured, bytes)"},
+                                        {"ph", "C"},
+                                        {"ts", ts},
+                                        {"pid", 1},
+                                        {"args", llvm::json::Object{{"live", step.liveBytes[rank]}}}});
+  }
+  out.trace = pretty(llvm::json::Object{{"traceEvents", std::move(events)},
+                                        {"displayTimeUnit", "ms"}});
+  return out;
+}
+
+} // namespace
+
+std::string reportNodeName(const Node &node) {
+  return node.numOutputs() ? node.output()->name().str() : node.opName();
+}
+
+absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profile,
+                                 llvm::StringRef dir, const ProfileReportOptions &options) {
+  Reports r = render(graph, profile, options);
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
+  auto path = [&](const char *file) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, file);
+    return std::string(p.str());
+  };
+  return writeFilesAtomically({{path("node_stats.csv"), r.nodeCsv},
+                               {path("activation_stats.csv"), r.activationCsv},
+                               {path("profile.json"), r.json},
+                               {path("trace.json"), r.trace}});
+}
+
+} // namespace graphopt
