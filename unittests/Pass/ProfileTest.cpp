@@ -6,6 +6,7 @@
 #include "graphopt/Support/FileIO.h"
 #include "../ZooArchives.h"
 
+#include <ATen/Context.h>
 #include <absl/strings/str_join.h>
 #include <absl/strings/str_split.h>
 #include <gtest/gtest.h>
@@ -274,6 +275,34 @@ TEST_P(ProfileZooTest, ReportsHaveTheExactColumnsAndNoEmptyCells) {
   for (const char *f : {"profile.json", "trace.json"})
     EXPECT_TRUE(llvm::sys::fs::exists(std::string(dir) + "/" + f)) << f;
   llvm::sys::fs::remove_directories(dir);
+}
+
+// On CUDA: CUDA events time the nodes, the caching allocator counts the
+// memory, and the same fidelity holds.
+TEST_P(ProfileZooTest, ProfilesOnCudaWhenAGpuIsPresent) {
+  if (!at::hasCUDA())
+    GTEST_SKIP() << "no GPU on this machine";
+  context_.device = c10::Device(c10::DeviceType::CUDA, 0);
+  AnalysisManager analyses;
+  auto r = profile(analyses);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ProfileResult &p = **r;
+  EXPECT_EQ(p.device, "cuda:0");
+  EXPECT_NE(p.timeSource.find("CUDA events"), std::string::npos);
+  double sum = 0;
+  for (const NodeStats &s : p.nodes) {
+    EXPECT_GE(s.seconds, 0);
+    sum += s.seconds;
+  }
+  EXPECT_GT(sum, 0);
+  EXPECT_GT(p.peakBytes, p.inputBytes);
+  int64_t total = 0;
+  for (int64_t b : p.breakdownAtPeak)
+    total += b;
+  EXPECT_EQ(total + p.unattributedAtPeak, p.peakBytes);
+  // Reported, not asserted: how far the GPU's kernel times are from the step.
+  RecordProperty("sum_over_step", std::to_string(p.sumNodeSeconds / p.stepSeconds));
+  RecordProperty("unattributed_at_peak", std::to_string(p.unattributedAtPeak));
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ProfileZooTest, testing::ValuesIn(zooArchives({"train"})),
