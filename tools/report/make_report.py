@@ -490,7 +490,7 @@ def plot_activations(plt, profile, _limit):
             FuncFormatter(lambda v, _: fmt_bytes(v, compact=True) + "/s"))
     if not_ok:
         ax.scatter([xs[i] for i in not_ok], [ys[i] for i in not_ok], marker="X", s=70,
-                   color=LIMIT_COLOR, zorder=3, label="not recomputable (random)")
+                   color=LIMIT_COLOR, zorder=3, label="not recomputable")
     _log_axis(ax, "x", xs)
     _log_axis(ax, "y", ys, base=2)
     _time_axis(ax.xaxis)
@@ -739,7 +739,7 @@ EXPLANATIONS = {
         "hold the most memory for the longest, the best candidates for recomputation or "
         "offloading; the colour is the recompute ratio, bytes freed per second of "
         "recomputation (brighter is cheaper to recompute). Crosses cannot be recomputed "
-        "(they come from a random operator such as dropout)."),
+        "(for example, made by a random operator such as dropout)."),
 }
 
 
