@@ -520,17 +520,40 @@ def _log_axis(ax, which, values, base=10):
         axis.set_major_locator(LogLocator(base=2, numticks=12))
 
 
+def _label_offsets(ax, points, chosen):
+    """For each chosen point, an offset (in points) for its number: above, right, left or
+    below, the first that keeps clear of the other points and of the numbers placed so far."""
+    ax.get_xlim(), ax.get_ylim()            # settle the autoscaled limits
+    to_px = ax.transData.transform
+    px_per_pt = ax.figure.dpi / 72
+    dots = [tuple(to_px(p)) for p in points]
+    placed, offsets = [], []
+    for a in chosen:
+        x, y = to_px((a["inactive_time_s"], a["median_mem_size_bytes"]))
+        best = (0, 9)
+        for dx, dy in ((0, 9), (9, 0), (-9, 0), (0, -9), (8, 8), (-8, 8), (8, -8), (-8, -8)):
+            lx, ly = x + dx * px_per_pt, y + dy * px_per_pt
+            if all(math.hypot(lx - px, ly - py) > 10 for px, py in dots + placed):
+                best = (dx, dy)
+                break
+        placed.append((x + best[0] * px_per_pt, y + best[1] * px_per_pt))
+        offsets.append(best)
+    return offsets
+
+
 def _label_candidates(ax, profile, acts):
     """Numbers the five activations holding the most bytes for the longest (bytes x idle
-    time) and names them in a key at the top left."""
+    time) and names them in a key where it hides the fewest points."""
+    from matplotlib.lines import Line2D
     ranked = [a for a in sorted(acts, key=lambda a: -a["median_mem_size_bytes"] *
                                 a["inactive_time_s"])[:5]
               if a["median_mem_size_bytes"] * a["inactive_time_s"] > 0]
     lines = []
-    for i, a in enumerate(ranked, 1):
+    points = [(a["inactive_time_s"], a["median_mem_size_bytes"]) for a in acts]
+    for i, a, offset in zip(range(1, 6), ranked, _label_offsets(ax, points, ranked)):
         ax.annotate(str(i), (a["inactive_time_s"], a["median_mem_size_bytes"]),
-                    xytext=(0, 7 if i % 2 else -8), textcoords="offset points", fontsize=9,
-                    ha="center", va="bottom" if i % 2 else "top", fontweight="bold")
+                    xytext=offset, textcoords="offset points", fontsize=9, ha="center",
+                    va="center", fontweight="bold")
         node = _node_at(profile, a["creation_rank"])
         made_by = f"{node['node_name']}, {node['module']}" if node and node["module"] else \
             (node["node_name"] if node else "?")
@@ -538,10 +561,12 @@ def _label_candidates(ax, profile, acts):
                      f"{fmt_bytes(a['median_mem_size_bytes'])}, idle "
                      f"{fmt_time(a['inactive_time_s'])}")
     if lines:
-        ax.text(0.01, 0.98, "most bytes x idle time:\n" + "\n".join(lines),
-                transform=ax.transAxes, va="top", ha="left", fontsize=8.5, family="monospace",
-                bbox=dict(boxstyle="round,pad=0.4", facecolor="white", edgecolor="0.8",
-                          alpha=0.9))
+        key = ax.legend([Line2D([], [], linestyle="none")] * len(lines), lines, loc="best",
+                        handlelength=0, handletextpad=0, fontsize=8.5,
+                        title="most bytes x idle time", title_fontsize=9,
+                        prop={"family": "monospace", "size": 8.5})
+        key._legend_box.align = "left"
+        ax.add_artist(key)
 
 
 PLOTS = (  # id, function, alt text
@@ -652,12 +677,11 @@ def largest_activations(profile):
         rows.append([a["activation_name"], fmt_bytes(a["median_mem_size_bytes"]),
                      _where(profile, a["creation_rank"]),
                      (node["module"] if node else "") or "-",
-                     _where(profile, a["last_fw_use_rank"]) if a["last_fw_use_rank"] >= 0
-                     else "-",
-                     _where(profile, a["first_bw_use_rank"]),
+                     f"#{a['last_fw_use_rank']}" if a["last_fw_use_rank"] >= 0 else "-",
+                     f"#{a['first_bw_use_rank']}",
                      fmt_time(a["inactive_time_s"]), fmt_time(a["recomp_time_s"]),
                      fmt_ratio(a["recompute_ratio"]), "yes" if a["recomputable"] else "no"])
-    return header, rows, {1, 6, 7, 8}
+    return header, rows, {1, 4, 5, 6, 7, 8}
 
 
 def slowest_nodes(profile):
@@ -700,18 +724,18 @@ def time_by_module(profile):
 
 CSS = """
 body { font: 14px/1.45 -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif;
-       color: #222; margin: 24px auto; max-width: 1240px; padding: 0 16px; background: #fff; }
+       color: #222; margin: 24px auto; max-width: 1360px; padding: 0 16px; background: #fff; }
 h1 { font-size: 24px; margin-bottom: 4px; }
 h2 { font-size: 18px; margin-top: 36px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 p.sub { color: #666; margin-top: 0; }
 p.how { color: #444; max-width: 1000px; }
 img.plot { display: block; max-width: 100%; height: auto; margin: 8px 0; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
-th, td { border-bottom: 1px solid #e5e5e5; padding: 3px 10px; text-align: left;
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 12.5px; }
+th, td { border-bottom: 1px solid #e5e5e5; padding: 3px 8px; text-align: left;
          vertical-align: top; }
 th { background: #f4f4f4; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.src { color: #666; font-size: 12px; word-break: break-all; }
+td.src { color: #666; font-size: 11.5px; white-space: nowrap; }
 div.wide { overflow-x: auto; }
 table.summary th { background: none; width: 200px; }
 footer { color: #888; font-size: 12px; margin-top: 40px; }
