@@ -95,7 +95,7 @@ def fmt_percent(part, whole):
 
 def fmt_ratio(r):
     """Recompute ratio (bytes per second) as B/s with a binary prefix."""
-    return fmt_bytes(r) + "/s" if r else "-"
+    return "-" if r is None else fmt_bytes(r) + "/s"
 
 
 def parse_bytes(text):
@@ -128,7 +128,9 @@ CHECKS = {
     "a number": _is_num,
     "a string": lambda v: isinstance(v, str),
     "true or false": lambda v: isinstance(v, bool),
-    "an integer or null": lambda v: v is None or _is_int(v),
+    "a byte count": lambda v: _is_num(v) and v >= 0,
+    "a byte count or null": lambda v: v is None or (_is_num(v) and v > 0),
+    "a number or null": lambda v: v is None or _is_num(v),
     "a list": lambda v: isinstance(v, list),
     "an object": lambda v: isinstance(v, dict),
 }
@@ -138,24 +140,24 @@ TOP_FIELDS = {
     "warmup_runs": "an integer", "measured_runs": "an integer", "num_nodes": "an integer",
     "step_time_s": "a number", "profiled_step_time_s": "a number",
     "sum_node_time_s": "a number", "profiler_overhead_per_node_s": "a number",
-    "peak_bytes": "an integer", "peak_rank": "an integer",
-    "simulated_peak_bytes": "an integer", "memory_limit_bytes": "an integer or null",
+    "peak_bytes": "a byte count", "peak_rank": "an integer",
+    "simulated_peak_bytes": "a byte count", "memory_limit_bytes": "a byte count or null",
     "forward_end_rank": "an integer", "backward_end_rank": "an integer",
     "breakdown_at_peak": "an object", "nodes": "a list", "activations": "a list",
 }
 NODE_FIELDS = {
     "rank": "an integer", "node_name": "a string", "op": "a string", "node_type": "a string",
     "gtype": "a string", "median_run_time_s": "a number",
-    "median_peak_mem_bytes": "an integer", "median_active_mem_bytes": "an integer",
-    "output_bytes": "an integer", "device": "a string", "module": "a string",
+    "median_peak_mem_bytes": "a byte count", "median_active_mem_bytes": "a byte count",
+    "output_bytes": "a byte count", "device": "a string", "module": "a string",
     "source": "a string", "live_bytes_by_kind": "an object",
 }
 ACTIVATION_FIELDS = {
     "activation_name": "a string", "creation_rank": "an integer",
     "last_fw_use_rank": "an integer", "first_bw_use_rank": "an integer",
-    "last_bw_use_rank": "an integer", "median_mem_size_bytes": "an integer",
+    "last_bw_use_rank": "an integer", "median_mem_size_bytes": "a byte count",
     "inactive_time_s": "a number", "recomp_time_s": "a number",
-    "recomp_memory_bytes": "an integer", "recompute_ratio": "a number",
+    "recomp_memory_bytes": "a byte count", "recompute_ratio": "a number or null",
     "recompute_nodes": "an integer", "recomputable": "true or false",
 }
 
@@ -172,11 +174,11 @@ def _check_fields(obj, fields, path, where):
 
 
 def _check_kinds(obj, path, where):
-    """A bytes-by-kind object: exactly the six kinds, each a non-negative integer."""
+    """A bytes-by-kind object: exactly the six kinds, each a byte count."""
     for kind in KINDS:
         if kind not in obj:
             raise ProfileError(f"{path}: {where}missing key '{kind}'")
-        if not _is_int(obj[kind]) or obj[kind] < 0:
+        if not CHECKS["a byte count"](obj[kind]):
             raise ProfileError(f"{path}: {where}'{kind}' should be a byte count, "
                                f"not {_show(obj[kind])}")
     for kind in obj:
@@ -458,8 +460,6 @@ def plot_breakdown(plt, profile, _limit):
 
 def plot_activations(plt, profile, _limit):
     """Activations: bytes against idle time, coloured by recompute ratio."""
-    from matplotlib.colors import LogNorm, Normalize
-    from matplotlib.ticker import FuncFormatter, LogLocator
     fig, ax = plt.subplots(figsize=(12, 5.8), layout="constrained")
     acts = profile["activations"]
     ax.set_title("Activations: size against time unused between forward and backward")
@@ -468,28 +468,22 @@ def plot_activations(plt, profile, _limit):
         return fig
     xs = [a["inactive_time_s"] for a in acts]
     ys = [a["median_mem_size_bytes"] for a in acts]
-    ratios = [a["recompute_ratio"] for a in acts]
-    positive = [r for r in ratios if r > 0]
-    log_colors = bool(positive) and max(positive) > 10 * min(positive)
-    if log_colors:
-        norm = LogNorm(min(positive), max(positive))
-    else:
-        norm = Normalize(min(ratios), max(max(ratios), min(ratios) + 1))
-    ok = [i for i, a in enumerate(acts) if a["recomputable"]]
-    not_ok = [i for i, a in enumerate(acts) if not a["recomputable"]]
-    if ok:
-        pts = ax.scatter([xs[i] for i in ok], [ys[i] for i in ok],
-                         c=[max(ratios[i], norm.vmin) for i in ok], cmap="viridis", norm=norm,
-                         s=60, edgecolors="black", linewidths=0.5, zorder=3,
-                         label="recomputable (colour: recompute ratio)")
-        bar = fig.colorbar(pts, ax=ax, pad=0.01)
-        bar.set_label("recompute ratio: bytes freed per second of recompute")
-        if log_colors:
-            bar.ax.yaxis.set_major_locator(LogLocator(base=2, numticks=9))
-        bar.ax.yaxis.set_major_formatter(
-            FuncFormatter(lambda v, _: fmt_bytes(v, compact=True) + "/s"))
-    if not_ok:
-        ax.scatter([xs[i] for i in not_ok], [ys[i] for i in not_ok], marker="X", s=70,
+    groups = {"ratio": [], "no ratio": [], "not recomputable": []}
+    for i, a in enumerate(acts):
+        key = "not recomputable" if not a["recomputable"] else \
+            "ratio" if a["recompute_ratio"] is not None else "no ratio"
+        groups[key].append(i)
+    if groups["ratio"]:
+        _scatter_by_ratio(fig, ax, [xs[i] for i in groups["ratio"]],
+                          [ys[i] for i in groups["ratio"]],
+                          [acts[i]["recompute_ratio"] for i in groups["ratio"]])
+    if groups["no ratio"]:
+        ax.scatter([xs[i] for i in groups["no ratio"]], [ys[i] for i in groups["no ratio"]],
+                   s=60, color="0.65", edgecolors="black", linewidths=0.5, zorder=3,
+                   label="recomputable, no recompute ratio")
+    if groups["not recomputable"]:
+        ax.scatter([xs[i] for i in groups["not recomputable"]],
+                   [ys[i] for i in groups["not recomputable"]], marker="X", s=70,
                    color=LIMIT_COLOR, zorder=3, label="not recomputable")
     _log_axis(ax, "x", xs)
     _log_axis(ax, "y", ys, base=2)
@@ -501,6 +495,27 @@ def plot_activations(plt, profile, _limit):
     ax.legend(loc="lower right", fontsize=9)
     ax.grid(True, which="major", alpha=0.25)
     return fig
+
+
+def _scatter_by_ratio(fig, ax, xs, ys, ratios):
+    """Points coloured by recompute ratio (log colours when it spans a decade), colour bar."""
+    from matplotlib.colors import LogNorm, Normalize
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    positive = [r for r in ratios if r > 0]
+    log_colors = bool(positive) and max(positive) > 10 * min(positive)
+    if log_colors:
+        norm = LogNorm(min(positive), max(positive))
+    else:
+        norm = Normalize(min(ratios), max(max(ratios), min(ratios) + 1))
+    pts = ax.scatter(xs, ys, c=[max(r, norm.vmin) for r in ratios], cmap="viridis", norm=norm,
+                     s=60, edgecolors="black", linewidths=0.5, zorder=3,
+                     label="recomputable (colour: recompute ratio)")
+    bar = fig.colorbar(pts, ax=ax, pad=0.01)
+    bar.set_label("recompute ratio: bytes freed per second of recompute")
+    if log_colors:
+        bar.ax.yaxis.set_major_locator(LogLocator(base=2, numticks=9))
+    bar.ax.yaxis.set_major_formatter(
+        FuncFormatter(lambda v, _: fmt_bytes(v, compact=True) + "/s"))
 
 
 def _log_axis(ax, which, values, base=10):
@@ -563,9 +578,8 @@ def _label_candidates(ax, profile, acts):
     if lines:
         key = ax.legend([Line2D([], [], linestyle="none")] * len(lines), lines, loc="best",
                         handlelength=0, handletextpad=0, fontsize=8.5,
-                        title="most bytes x idle time", title_fontsize=9,
+                        title="most bytes x idle time", title_fontsize=9, alignment="left",
                         prop={"family": "monospace", "size": 8.5})
-        key._legend_box.align = "left"
         ax.add_artist(key)
 
 
