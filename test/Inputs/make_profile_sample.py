@@ -311,7 +311,7 @@ def unmodelled_bytes(node):
     return 512 * ((node["rank"] * 7919) % 9)
 
 
-def activations(g, forward_end, by_kind, reads):
+def activations(g, forward_end, reads):
     nodes = g.nodes
     rows = []
     for name, v in g.values.items():
@@ -406,7 +406,7 @@ def main():
         "backward_end_rank": backward_end,
         "breakdown_at_peak": breakdown,
         "nodes": nodes,
-        "activations": activations(g, forward_end, by_kind, reads),
+        "activations": activations(g, forward_end, reads),
     }
     assert sum(breakdown.values()) == profile["peak_bytes"]
     os.makedirs(OUT_DIR, exist_ok=True)
