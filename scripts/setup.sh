@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Idempotent setup for a fresh Debian 12 machine: the Debian packages graph-opt builds with,
-# and the Python virtual environment from requirements.txt. A second run does nothing but check.
+# and the Python virtual environment from requirements.txt (plus requirements-report.txt for the
+# HTML profile report). A second run does nothing but check.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 debs=(cmake ninja-build ccache g++ python3-venv
       llvm-14-dev llvm-14-tools libabsl-dev
-      libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+      chromium)   # headless Chromium renders the HTML profile report in its test
 
 missing=()
 for p in "${debs[@]}"; do
@@ -36,4 +38,15 @@ if [[ ! -f "$stamp" ]]; then
   "$venv/bin/pip" install -q -r "$root/requirements.txt"
   "$venv/bin/python" -c "import torch; print('setup: torch', torch.__version__)"
   cp "$root/requirements.txt" "$stamp"
+fi
+
+# The report's packages (matplotlib) go into the same environment, with their own stamp: a
+# copy of requirements-report.txt, so changing that file reinstalls them without touching
+# torch (requirements.txt alone names the environment).
+report_stamp="$venv/.graphopt-report-ready"
+if ! cmp -s "$root/requirements-report.txt" "$report_stamp"; then
+  echo "setup: installing the report's Python packages (requirements-report.txt)"
+  "$venv/bin/pip" install -q -r "$root/requirements-report.txt"
+  "$venv/bin/python" -c "import matplotlib; print('setup: matplotlib', matplotlib.__version__)"
+  cp "$root/requirements-report.txt" "$report_stamp"
 fi

@@ -2,6 +2,7 @@
 #   RUN: graph-opt %s -S | FileCheck %s
 # graph-opt comes from this build; FileCheck, not and split-file from LLVM 14.
 import os
+import shutil
 
 import lit.formats
 
@@ -20,3 +21,19 @@ config.substitutions.append(("%zoo", config.graphopt_zoo_dir))
 config.substitutions.append(("%bad", config.graphopt_bad_inputs_dir))
 # Archives with higher-order ops (test/Inputs/make_hop_inputs.py).
 config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
+
+# The project's Python (tools/report needs its matplotlib) and the tools' sources.
+config.substitutions.append(("%python", config.graphopt_python))
+config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
+
+# Headless Chromium renders the HTML report (REQUIRES: chromium; UNSUPPORTED without it):
+# the one CMake found, else one on PATH now. `lit --param chromium=PATH` picks another, and
+# `--param chromium=` runs as if there were none.
+chromium = lit_config.params.get("chromium")
+if chromium is None:
+    chromium = config.graphopt_chromium
+    if not os.path.isfile(chromium):
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser") or ""
+if chromium:
+    config.available_features.add("chromium")
+    config.substitutions.append(("%chromium", chromium))
