@@ -29,7 +29,9 @@
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/Program.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/WithColor.h>
 #include <llvm/Support/raw_ostream.h>
@@ -81,6 +83,12 @@ cl::opt<std::string> reproducerDir(
 cl::opt<std::string> reportDir("report-dir",
                                cl::desc("Directory where passes write their reports (CSV, JSON)"),
                                cl::value_desc("dir"), cl::init(""), cl::cat(category));
+
+cl::opt<bool> htmlReport(
+    "html",
+    cl::desc("After a pipeline with `profile` and --report-dir, draw report.html there with "
+             "tools/report/make_report.py (default true; --html=false skips it)"),
+    cl::init(true), cl::cat(category));
 
 cl::opt<std::string> inputTypes(
     "input-types",
@@ -197,6 +205,31 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
   return kOk;
 }
 
+/// Draws report.html from the profile in `dir` with the project's Python.
+absl::Status drawHtmlReport(llvm::StringRef dir) {
+  llvm::StringRef python = GRAPHOPT_REPORT_PYTHON, script = GRAPHOPT_REPORT_SCRIPT;
+  for (llvm::StringRef needed : {python, script})
+    if (!llvm::sys::fs::exists(needed))
+      return absl::NotFoundError(absl::StrCat("report.html: ", needed.str(),
+                                              " is missing (--html=false skips the report)"));
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(python, {python, script, dir}, /*Env=*/llvm::None,
+                                     /*Redirects=*/{}, /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &message);
+  if (rc != 0)
+    return absl::InternalError(absl::StrCat("report.html: ", script.str(), " failed",
+                                            message.empty() ? "" : ": ", message));
+  return absl::OkStatus();
+}
+
+/// True when the pipeline profiles (so its reports hold a profile.json).
+bool pipelineProfiles(const GraphOptimizer &optimizer) {
+  for (const auto &pass : optimizer.passes())
+    if (pass->name() == "profile")
+      return true;
+  return false;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -289,6 +322,9 @@ int main(int argc, char **argv) {
       return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
     if (printStats)
       optimizer.printStatistics(llvm::errs());
+    if (htmlReport && !reportDir.empty() && pipelineProfiles(optimizer))
+      if (absl::Status st = drawHtmlReport(reportDir); !st.ok())
+        return fail(std::string(st.message()), kBadInput);
   }
 
   bool writeGraph = emitText || !outputPath.empty();
