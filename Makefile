@@ -38,10 +38,15 @@ $(DEMO_MODEL): tools/export/export_model.py | configure
 	  --batch 4 --image-size 64 -o $@
 
 # Summary, liveness (simulated peak with the operators' scratch memory measured, breakdown,
-# largest activations), three measured steps, and the verifier's check that the graph after
-# the pipeline computes what the input did.
+# largest activations), the profile (per-node medians, activation metrics, report.html),
+# three measured steps, and the verifier's check that the graph after the pipeline computes
+# what the input did.
+DEMO_REPORT := $(BUILD_DIR)/demo/report
 demo: build $(DEMO_MODEL)
-	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary '-passes=liveness{scratch=measured}' --run 3 --verify
+	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary '-passes=liveness{scratch=measured},profile' \
+	  --report-dir $(DEMO_REPORT) --run 3 --verify
+	@echo "demo: profile reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json)"
+	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -72,6 +72,11 @@ absl::StatusOr<double> unprofiledStepSeconds(const Graph &graph, WeightStore &we
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok())
       return result.status();
+    // On the CPU the nodes alone (restoring what the run wrote in place, so
+    // that profiling never trains the model, is no part of a training step);
+    // on CUDA the wall time up to the device's end.
+    if (options.device.is_cpu())
+      s = result->nodeSeconds;
     if (i > 0)
       seconds.push_back(s);
   }
@@ -119,10 +124,11 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
     NodeProfiler probe(exec.device);
     r.timeSource = probe.timeSource();
     r.memorySource = probe.memorySource();
-    hookSeconds = probe.hookSeconds(graph.nodes().front());
+    if (exec.device.is_cpu())
+      hookSeconds = probe.hookSeconds(graph.nodes().front());
   }
   r.overheadPerNodeSeconds = hookSeconds;
-  const double subtracted = exec.device.is_cpu() ? hookSeconds : 0;
+  const double subtracted = hookSeconds;
 
   Samples samples;
   samples.byNode.resize(numNodes);
@@ -137,7 +143,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
                                                   " nodes of ", numNodes));
         for (size_t i = 0; i < numNodes; ++i)
           samples.byNode[i].push_back(profiles[i]);
-        samples.stepSeconds.push_back(run.seconds);
+        samples.stepSeconds.push_back(exec.device.is_cpu() ? run.result->nodeSeconds : run.seconds);
         ProfiledStep &last = samples.last;
         last = ProfiledStep();
         for (const NodeProfile &p : profiles) {

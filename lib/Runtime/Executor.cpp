@@ -10,6 +10,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
+#include <chrono>
 #include <mutex>
 
 namespace graphopt {
@@ -236,6 +237,7 @@ absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInp
                                                    userInputs.size(), " given"));
 
   seedGenerators(options_.seed);
+  auto nodesStart = std::chrono::steady_clock::now();
   for (const Node &n : graph_.nodes()) {
     if (absl::Status st = runNode(n); !st.ok()) {
       std::fill(values_.begin(), values_.end(), c10::IValue());
@@ -247,6 +249,8 @@ absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInp
   }
 
   ExecutionResult result;
+  result.nodeSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - nodesStart).count();
   for (const GraphOutput &out : graph_.outputs()) {
     const c10::IValue &v = values_[out.value->id()];
     result.outputs.push_back(v.isTensor() ? v.toTensor() : at::Tensor());

@@ -86,10 +86,16 @@ struct CudaNodeEvents {
 };
 
 NodeProfiler::NodeProfiler(c10::Device device) : device_(device) {
-  if (device_.is_cpu())
+  if (device_.is_cpu()) {
     cpu_ = &TrackingCpuAllocator::install();
-  else
-    cudaEvents_ = std::make_unique<CudaNodeEvents>();
+    return;
+  }
+  cudaEvents_ = std::make_unique<CudaNodeEvents>();
+#ifdef GRAPHOPT_WITH_CUDA
+  // "cuda" means the current device: name it, as its stats and streams need.
+  if (device_.is_cuda() && !device_.has_index())
+    device_ = c10::Device(c10::DeviceType::CUDA, c10::cuda::current_device());
+#endif
 }
 
 NodeProfiler::~NodeProfiler() = default;

@@ -87,11 +87,15 @@ struct ProfileResult {
   std::vector<NodeStats> nodes; ///< by rank (LivenessResult::rank)
   std::vector<ActivationStats> activations; ///< by creation rank
 
-  double stepSeconds = 0;         ///< median step without the profiler
-  double profiledStepSeconds = 0; ///< median step with it
+  /// Median step without the profiler: on the CPU its nodes, first start to
+  /// last return (ExecutionResult::nodeSeconds); on CUDA the wall time to the
+  /// device's end.
+  double stepSeconds = 0;
+  double profiledStepSeconds = 0; ///< the same, with the profiler
   double sumNodeSeconds = 0;      ///< sum of the node medians
-  /// What the profiler's hooks cost per node, measured (NodeProfiler::
-  /// hookSeconds); on the CPU it is taken out of every node time.
+  /// What the profiler's hooks cost per node on the CPU, measured
+  /// (NodeProfiler::hookSeconds) and taken out of every node time; 0 on
+  /// CUDA, where events time the kernels alone.
   double overheadPerNodeSeconds = 0;
 
   int64_t inputBytes = 0; ///< graph inputs, live throughout

@@ -52,6 +52,10 @@ struct ExecutionResult {
   std::vector<at::Tensor> outputs;
   /// Every value's final IValue, by value; only with keepAllValues.
   std::vector<std::pair<const Value *, c10::IValue>> values;
+  /// Host time from the first node's start to the last node's return: the
+  /// step itself, without binding inputs or restoring what the run wrote in
+  /// place (on CUDA, kernels may still be running when it ends).
+  double nodeSeconds = 0;
 };
 
 class Executor {
