@@ -46,7 +46,7 @@ demo: build $(DEMO_MODEL)
 	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary '-passes=liveness{scratch=measured},profile' \
 	  --report-dir $(DEMO_REPORT) --run 3 --verify
 	@echo "demo: profile reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json)"
-	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html
+	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html"
 
 clean:
 	rm -rf $(BUILD_DIR)

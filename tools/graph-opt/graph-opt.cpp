@@ -360,9 +360,13 @@ int main(int argc, char **argv) {
       if (!report->passed)
         return kVerificationFailed;
     }
-    // The liveness analysis, when the pipeline computed it, is still cached.
-    const LivenessResult *liveness =
-        optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph);
+    // The liveness analysis, when the pipeline computed it, is still cached;
+    // the one with measured scratch when there is one (profile also computes
+    // the graph-only one).
+    const LivenessResult *liveness = optimizer.analyses().getCachedResult<LivenessAnalysis>(
+        *graph, {LivenessAnalysis::Scratch::Measured});
+    if (!liveness)
+      liveness = optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph);
     if (runSteps > 0)
       if (int rc = runGraph(*graph, *model, *inputs, device, liveness); rc != kOk)
         return rc;
