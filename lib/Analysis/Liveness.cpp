@@ -177,7 +177,8 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   return r;
 }
 
-std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &r) {
+std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &r,
+                                                                 int64_t granularity) {
   const int64_t numNodes = static_cast<int64_t>(r.timeline.size());
   std::vector<std::array<int64_t, kNumMemoryKinds>> delta(numNodes + 1);
   std::array<int64_t, kNumMemoryKinds> inputs{};
@@ -189,8 +190,9 @@ std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const Liveness
       inputs[kind] += l.bytes;
       continue;
     }
-    delta[l.created][kind] += l.bytes;
-    delta[std::min(l.freedAfter, numNodes - 1) + 1][kind] -= l.bytes;
+    int64_t bytes = (l.bytes + granularity - 1) / granularity * granularity;
+    delta[l.created][kind] += bytes;
+    delta[std::min(l.freedAfter, numNodes - 1) + 1][kind] -= bytes;
   }
   std::vector<std::array<int64_t, kNumMemoryKinds>> live(numNodes);
   std::array<int64_t, kNumMemoryKinds> now = inputs;

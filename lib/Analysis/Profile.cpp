@@ -113,18 +113,18 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
   const size_t numNodes = graph.numNodes();
 
   ProfileResult r;
-  r.device = context->device.str();
   r.warmupRuns = options.warmup;
   r.measuredRuns = options.runs;
   r.inputBytes = live.inputBytes;
   // What the probe's own hooks take per node: subtracted from each CPU node
   // time, whose window holds them (CUDA events time the kernels alone).
   double hookSeconds = 0;
-  if (numNodes) {
+  {
     NodeProfiler probe(exec.device);
+    r.device = probe.device().str();
     r.timeSource = probe.timeSource();
     r.memorySource = probe.memorySource();
-    if (exec.device.is_cpu())
+    if (exec.device.is_cpu() && numNodes)
       hookSeconds = probe.hookSeconds(graph.nodes().front());
   }
   r.overheadPerNodeSeconds = hookSeconds;
@@ -176,7 +176,9 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
 
   // Phases, the simulated memory by kind with the measured scratch, the peak.
   r.simulatedPeakBytes = live.peakBytes;
-  r.liveByKind = liveBytesByKind(live);
+  // CUDA's caching allocator counts each block rounded up to 512 bytes.
+  constexpr int64_t kCudaBlockBytes = 512;
+  r.liveByKind = liveBytesByKind(live, exec.device.is_cuda() ? kCudaBlockBytes : 1);
   for (const Node &n : graph.nodes()) {
     int64_t rank = live.rank.lookup(&n);
     if (n.phase() == Phase::Forward)

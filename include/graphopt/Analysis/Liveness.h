@@ -85,8 +85,12 @@ struct LivenessAnalysis {
 
 /// Bytes live while each node runs, by MemoryKind (indexed by node rank, then
 /// kind): the timeline split the way `breakdown` splits the peak, so each
-/// row sums to `timeline` at that rank.
-std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &result);
+/// row sums to `timeline` at that rank. With `granularity` > 1, each storage a
+/// node makes is rounded up to a multiple of it, as an allocator that hands
+/// out blocks counts it (CUDA's caching allocator: 512 bytes); graph inputs
+/// stay exact.
+std::vector<std::array<int64_t, kNumMemoryKinds>> liveBytesByKind(const LivenessResult &result,
+                                                                 int64_t granularity = 1);
 
 /// The breakdown at the peak and the `top` largest activations, for people.
 void printLivenessReport(llvm::raw_ostream &os, const LivenessResult &result, size_t top = 10);

@@ -101,6 +101,8 @@ public:
   /// no operator between), on the host: the share of each CPU node time that
   /// is the profiler's. Clears the profiles.
   double hookSeconds(const Node &anyNode, unsigned reps = 200);
+  /// The device it measures ("cuda" resolved to the current device).
+  c10::Device device() const { return device_; }
   /// How time and memory are measured on this device, for reports.
   std::string timeSource() const;
   std::string memorySource() const;
