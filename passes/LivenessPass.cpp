@@ -5,23 +5,14 @@
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/Path.h>
 
 namespace graphopt {
 
 namespace {
 
 absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
-  auto path = [&](const char *file) {
-    llvm::SmallString<256> p(dir);
-    llvm::sys::path::append(p, file);
-    return std::string(p.str());
-  };
   std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
                        "last_backward_use,freed_after\n";
   for (const ValueLiveness &l : r.values)
@@ -49,9 +40,9 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
-  return writeFilesAtomically({{path("liveness_values.csv"), values},
-                               {path("liveness_timeline.csv"), timeline},
-                               {path("liveness.json"), os.str()}});
+  return writeReportFiles(dir, {{"liveness_values.csv", values},
+                                {"liveness_timeline.csv", timeline},
+                                {"liveness.json", os.str()}});
 }
 
 } // namespace

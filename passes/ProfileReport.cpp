@@ -5,10 +5,8 @@
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/Path.h>
 
 namespace graphopt {
 
@@ -184,17 +182,10 @@ absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profil
                                  llvm::StringRef dir, const ProfileReportOptions &options) {
   Reports r = render(graph, profile, options);
 
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
-  auto path = [&](const char *file) {
-    llvm::SmallString<256> p(dir);
-    llvm::sys::path::append(p, file);
-    return std::string(p.str());
-  };
-  return writeFilesAtomically({{path("node_stats.csv"), r.nodeCsv},
-                               {path("activation_stats.csv"), r.activationCsv},
-                               {path("profile.json"), r.json},
-                               {path("trace.json"), r.trace}});
+  return writeReportFiles(dir, {{"node_stats.csv", r.nodeCsv},
+                                {"activation_stats.csv", r.activationCsv},
+                                {"profile.json", r.json},
+                                {"trace.json", r.trace}});
 }
 
 } // namespace graphopt

@@ -10,15 +10,11 @@ namespace graphopt {
 
 absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
                                                              AnalysisManager &analyses) {
-  auto made = analyses.executionContext();
-  if (!made.ok() || !(*made)->weights)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "measuring operator scratch memory runs the graph: ",
-        made.ok() ? "no weights were given" : std::string(made.status().message())));
-  const ExecutionContext *context = *made;
-  auto inputs = context->inputsFor(graph);
-  if (!inputs.ok())
-    return inputs.status();
+  auto setup = analyses.setupToRun(graph, "measuring operator scratch memory");
+  if (!setup.ok())
+    return setup.status();
+  const ExecutionContext *context = setup->context;
+  const std::vector<at::Tensor> &inputs = setup->inputs;
   ExecutionOptions options;
   options.device = context->device;
   options.seed = context->seed;
@@ -29,7 +25,7 @@ absl::StatusOr<MeasuredScratch> MeasuredScratchAnalysis::run(const Graph &graph,
   // The warm-up run's one-time allocations (kernel caches) are not per step.
   constexpr unsigned kRuns = 3;
   absl::Status st = profileRuns(
-      graph, *context->weights, *inputs, options, kRuns, [&](const ProfiledRun &run) {
+      graph, *context->weights, inputs, options, kRuns, [&](const ProfiledRun &run) {
         if (run.index == 0)
           return absl::OkStatus();
         const std::vector<NodeProfile> &profiles = run.profiler->profiles();

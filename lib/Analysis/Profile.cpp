@@ -93,15 +93,11 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
                                                    const Options &options) {
   if (options.runs == 0)
     return absl::InvalidArgumentError("profile: runs must be at least 1");
-  auto made = analyses.executionContext();
-  if (!made.ok() || !(*made)->weights)
-    return absl::FailedPreconditionError(absl::StrCat(
-        "profiling runs the graph: ",
-        made.ok() ? "no weights were given" : std::string(made.status().message())));
-  const ExecutionContext *context = *made;
-  auto inputs = context->inputsFor(graph);
-  if (!inputs.ok())
-    return inputs.status();
+  auto setup = analyses.setupToRun(graph, "profiling");
+  if (!setup.ok())
+    return setup.status();
+  const ExecutionContext *context = setup->context;
+  const std::vector<at::Tensor> &inputs = setup->inputs;
   auto liveness = analyses.getResult<LivenessAnalysis>(graph, {});
   if (!liveness.ok())
     return liveness.status();
@@ -133,7 +129,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
   Samples samples;
   samples.byNode.resize(numNodes);
   absl::Status st = profileRuns(
-      graph, *context->weights, *inputs, exec, options.warmup + options.runs,
+      graph, *context->weights, inputs, exec, options.warmup + options.runs,
       [&](const ProfiledRun &run) {
         if (run.index < options.warmup)
           return absl::OkStatus();
@@ -155,7 +151,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
       });
   if (!st.ok())
     return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
-  auto plain = unprofiledStepSeconds(graph, *context->weights, *inputs, exec, options.runs);
+  auto plain = unprofiledStepSeconds(graph, *context->weights, inputs, exec, options.runs);
   if (!plain.ok())
     return absl::Status(plain.status().code(),
                         absl::StrCat("profiling (step time): ", plain.status().message()));

@@ -41,6 +41,19 @@ absl::StatusOr<const ExecutionContext *> AnalysisManager::executionContext() {
   return context_.get();
 }
 
+absl::StatusOr<AnalysisManager::RunSetup> AnalysisManager::setupToRun(const Graph &graph,
+                                                                      llvm::StringRef purpose) {
+  auto made = executionContext();
+  if (!made.ok() || !(*made)->weights)
+    return absl::FailedPreconditionError(absl::StrCat(
+        purpose.str(), " runs the graph: ",
+        made.ok() ? "no weights were given" : std::string(made.status().message())));
+  auto inputs = (*made)->inputsFor(graph);
+  if (!inputs.ok())
+    return inputs.status();
+  return RunSetup{*made, std::move(*inputs)};
+}
+
 } // namespace graphopt
 
 namespace graphopt {

@@ -97,4 +97,16 @@ absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files) {
   return absl::OkStatus();
 }
 
+absl::Status writeReportFiles(llvm::StringRef dir, llvm::ArrayRef<FileToWrite> files) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return absl::UnavailableError(absl::StrCat(dir.str(), ": cannot create: ", ec.message()));
+  std::vector<FileToWrite> inDir;
+  for (const FileToWrite &f : files) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, f.path);
+    inDir.push_back({std::string(path.str()), f.contents});
+  }
+  return writeFilesAtomically(inDir);
+}
+
 } // namespace graphopt

@@ -158,6 +158,13 @@ public:
   /// The context, making it on first use; an error when none was given or
   /// making it failed.
   absl::StatusOr<const ExecutionContext *> executionContext();
+  /// The context with weights, and `graph`'s example inputs, for an analysis
+  /// that runs `graph`; an error starts "`purpose` runs the graph: ".
+  struct RunSetup {
+    const ExecutionContext *context = nullptr;
+    std::vector<at::Tensor> inputs;
+  };
+  absl::StatusOr<RunSetup> setupToRun(const Graph &graph, llvm::StringRef purpose);
 
 private:
   struct Key {

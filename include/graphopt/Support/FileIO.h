@@ -26,4 +26,8 @@ struct FileToWrite {
 };
 absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files);
 
+/// A pass's reports: creates `dir` (and its parents) if needed, then writes
+/// the files, named relative to it, as one set (writeFilesAtomically).
+absl::Status writeReportFiles(llvm::StringRef dir, llvm::ArrayRef<FileToWrite> files);
+
 } // namespace graphopt
