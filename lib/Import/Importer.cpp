@@ -34,7 +34,10 @@ size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t see
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
   size_t made = 0;
   for (const GraphInput &in : graph.inputs()) {
-    if (in.role == InputRole::UserInput || !in.value->isTensor() || weights.contains(in.target))
+    // Optimizer state is left to the executor, which starts it at zero as
+    // torch.optim does; a random momentum would be no stand-in for that.
+    if (in.role == InputRole::UserInput || in.role == InputRole::OptimizerState ||
+        !in.value->isTensor() || weights.contains(in.target))
       continue;
     weights.set(in.target, standIn(in.value->tensorType(), gen, 0.1));
     ++made;

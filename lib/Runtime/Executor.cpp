@@ -7,6 +7,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <ATen/ops/empty_strided.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
 
@@ -77,6 +78,16 @@ absl::Status Executor::prepare() {
     if (in.role == InputRole::UserInput)
       continue;
     const at::Tensor *w = weights_.lookup(in.target);
+    if (!w && in.role == InputRole::OptimizerState && in.value->isTensor() &&
+        in.value->tensorType().isKnown()) {
+      // Optimizer state starts as zeros of its input's type, as torch.optim
+      // makes it on its first step (exp_avg, exp_avg_sq, momentum_buffer,
+      // step); it goes into the store, where kept updates accumulate.
+      const TensorType &t = in.value->tensorType();
+      at::TensorOptions options = at::TensorOptions().dtype(t.dtype).device(t.device);
+      weights_.set(in.target, at::empty_strided(t.sizes, t.strides, options).zero_());
+      w = weights_.lookup(in.target);
+    }
     if (!w)
       return absl::FailedPreconditionError(absl::StrCat("no weight for ", inputRoleName(in.role).str(),
                                                         " '", in.target, "' (graph input %",

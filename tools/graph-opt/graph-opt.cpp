@@ -54,8 +54,9 @@ cl::opt<bool> emitText("S", cl::desc("Write the resulting graph as .gir text (th
                                      "for now, only output form)"),
                        cl::cat(category));
 cl::opt<bool> printSummaryOpt("summary",
-                              cl::desc("Print a summary: nodes per phase, parameters, values and "
-                                       "an operator histogram"),
+                              cl::desc("Print a summary: nodes per phase, parameters, values, "
+                                       "an operator histogram and, after a pipeline that "
+                                       "computed liveness, its peak and breakdown"),
                               cl::cat(category));
 
 cl::opt<std::string> passPipeline("passes",
@@ -333,6 +334,12 @@ int main(int argc, char **argv) {
     // Keep stdout clean for the graph when both go there.
     llvm::raw_ostream &os = writeGraph && out == "-" ? llvm::errs() : llvm::outs();
     printSummary(os, summarizeGraph(*graph));
+    // The liveness the pipeline computed (peak, breakdown by kind), unless
+    // --run prints it beside the measured peak.
+    if (runSteps == 0)
+      if (const LivenessResult *liveness =
+              optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph))
+        printLivenessReport(os, *liveness);
   }
 
   if (runSteps > 0 || verifyOutputs) {

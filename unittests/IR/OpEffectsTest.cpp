@@ -107,6 +107,38 @@ TEST(OpEffectsTest, ListArgumentsWrittenInPlace) {
   EXPECT_FALSE(e.sideEffects); // it writes, so it is there for what it writes
 }
 
+TEST(OpEffectsTest, FusedOptimizersWriteParametersGradientsAndStateButNotSteps) {
+  // Nodes of these operators have no results (they return `()`); what they do
+  // is all in their writes, which the schema annotates element-wise.
+  const OpEffects &adamw = effectsOf("aten::_fused_adamw_");
+  // self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs; not state_steps (5).
+  EXPECT_EQ(vec(adamw.writes), (std::vector<unsigned>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(adamw.sideEffects);
+  EXPECT_FALSE(adamw.mayAlias());
+  const OpEffects &sgd = effectsOf("aten::_fused_sgd_");
+  EXPECT_EQ(vec(sgd.writes), (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(vec(effectsOf("aten::_foreach_add_.Scalar").writes), std::vector<unsigned>{0});
+
+  auto g = parse(R"(graph @step {
+  input %w : f32[2] parameter "w"
+  input %s : f32[2] optimizer_state "w.momentum_buffer"
+  input %g : f32[2] user_input
+optimizer:
+  aten::_fused_sgd_([%w], [%g], [%s], weight_decay=0.0, momentum=0.9, lr=0.1, dampening=0.0, nesterov=false, maximize=false, is_first_step=false)
+})");
+  const Node &n = g->nodes().front();
+  EXPECT_EQ(n.numOutputs(), 0u);
+  llvm::SmallVector<Value *, 2> written = writtenValues(n);
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written[0]->name(), "w");
+  EXPECT_EQ(written[1]->name(), "g");
+  EXPECT_EQ(written[2]->name(), "s");
+  EXPECT_TRUE(writesGraphInput(n));
+  EXPECT_TRUE(hasExternalEffect(n));
+  EXPECT_FALSE(isPure(n));
+  EXPECT_EQ(vec(mutatedGraphInputs(*g)), (std::vector<unsigned>{0, 1, 2}));
+}
+
 TEST(OpEffectsTest, SideEffects) {
   EXPECT_TRUE(effectsOf("aten::_assert_async").sideEffects);
   EXPECT_TRUE(effectsOf("aten::_assert_async.msg").sideEffects);

@@ -90,6 +90,29 @@ TEST(TypeInferenceTest, ReportsOperatorErrorsWithTheNode) {
   EXPECT_FALSE(mm->output()->type().isKnown()); // left unknown
 }
 
+TEST(TypeInferenceTest, ANodeWithoutResultsHasNothingToInfer) {
+  // _foreach_add_.Scalar returns `()`: the node has no outputs, inference
+  // succeeds (it runs the operator on stand-ins, never on the real tensors)
+  // and inferTypes skips it.
+  Graph g;
+  Value *s = g.addInput("s", f32({}), InputRole::OptimizerState, "w.step");
+  Node *add = unwrap(g.createNode("aten::_foreach_add_.Scalar",
+                                  {Argument::list({s}), Argument::constant(Constant::ofInt(1))}, {},
+                                  Phase::Optimizer));
+  EXPECT_EQ(add->numOutputs(), 0u);
+  EXPECT_TRUE(inferNodeTypes(*add).ok()) << inferNodeTypes(*add).message();
+  EXPECT_TRUE(inferTypes(g).ok());
+  EXPECT_TRUE(verifyGraph(g).ok()) << verifyGraph(g).message();
+  // Given a result it does not have, the verifier says so.
+  Node *bad = unwrap(g.createNode("aten::_foreach_add_.Scalar",
+                                  {Argument::list({s}), Argument::constant(Constant::ofInt(1))},
+                                  {f32({})}, Phase::Optimizer, {"oops"}));
+  absl::Status st = verifyGraph(g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("oops"), absl::string_view::npos) << st.message();
+  (void)bad;
+}
+
 TEST(TypeInferenceTest, NeedsKnownOperandTypes) {
   Graph g;
   Value *a = g.addInput("a", ValueType::unknownTensor(), InputRole::UserInput);

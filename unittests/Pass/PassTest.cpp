@@ -351,6 +351,34 @@ TEST(PassOptionTest, ParsesValidatesAndPrintsBack) {
             std::string::npos);
 }
 
+namespace {
+class OptionalOptionsPass : public OptimizationPass {
+public:
+  llvm::StringRef name() const override { return "optional-opts"; }
+  llvm::StringRef description() const override { return "test"; }
+  PassOption<std::optional<double>> rate{this, "rate", "unset: the pass decides", std::nullopt};
+};
+} // namespace
+
+TEST(PassOptionTest, AnOptionalOptionTellsGivenFromLeftOut) {
+  OptionalOptionsPass p;
+  EXPECT_FALSE(p.rate.get().has_value());
+  EXPECT_TRUE(p.options().empty());
+  EXPECT_EQ(p.rate.printDefault(), "unset");
+  EXPECT_EQ(p.rate.accepts(), "a number");
+  // Given, even with the value the pass would pick itself, it prints back.
+  ASSERT_TRUE(p.setOptions({{"rate", "0"}}).ok());
+  ASSERT_TRUE(p.rate.get().has_value());
+  EXPECT_EQ(*p.rate.get(), 0.0);
+  EXPECT_EQ(p.options(), (PassOptions{{"rate", "0"}}));
+  // Setting options again starts from the defaults.
+  ASSERT_TRUE(p.setOptions({}).ok());
+  EXPECT_FALSE(p.rate.get().has_value());
+  OptionalOptionsPass q;
+  EXPECT_EQ(std::string(q.setOptions({{"rate", "fast"}}).message()),
+            "pass 'optional-opts': option 'rate' must be a number, got 'fast'");
+}
+
 TEST(PassOptionTest, MemoryAmountsParseInOnePlace) {
   auto bytes = [](const char *s) {
     auto m = MemoryAmount::parse(s);

@@ -426,3 +426,46 @@ TEST(ExecutorTest, ALoneTensorListResultSpreadsOverTheOutputs) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(at::equal(r->outputs[0], x[2]));
 }
+
+TEST(ExecutorTest, MissingOptimizerStateStartsAtZeroAndNodesWithoutResultsRun) {
+  // The step counter is an optimizer_state input the store lacks: prepare()
+  // makes it zeros of its type and puts it in the store; the node that
+  // counts it returns nothing (`()`) and writes it in place.
+  auto g = parse(R"(graph @count {
+  input %w : f32[2] parameter "w"
+  input %step : f32[] optimizer_state "w.step"
+  input %m : f64[2, 3]{strides=[1, 2]} optimizer_state "w.other"
+optimizer:
+  aten::_foreach_add_.Scalar([%step], 1)
+  aten::_foreach_add_.Scalar([%m], 0.5)
+  output %w user_output
+})");
+  WeightStore w;
+  w.set("w", at::ones({2}));
+  Executor ex(*g, w);
+  ASSERT_TRUE(ex.prepare().ok());
+  ASSERT_TRUE(w.lookup("w.step"));
+  EXPECT_TRUE(at::equal(*w.lookup("w.step"), at::zeros({})));
+  const at::Tensor &m = *w.lookup("w.other");
+  EXPECT_EQ(m.scalar_type(), at::kDouble);
+  EXPECT_EQ(m.strides(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(ex.mutatedInputs().size(), 2u);
+  // Runs that keep nothing leave the fresh state at zero.
+  ASSERT_TRUE(ex.run({}).ok());
+  EXPECT_EQ(w.lookup("w.step")->item().toFloat(), 0.0f);
+
+  ExecutionOptions keep;
+  keep.keepUpdates = true;
+  Executor training(*g, w, keep);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(training.run({}).ok());
+  EXPECT_EQ(w.lookup("w.step")->item().toFloat(), 3.0f);
+  EXPECT_EQ(w.lookup("w.other")->sum().item().toDouble(), 9.0);
+
+  // Only optimizer state is made up: a missing parameter is still an error.
+  WeightStore none;
+  Executor missing(*g, none);
+  absl::Status st = missing.prepare();
+  ASSERT_FALSE(st.ok());
+  EXPECT_CONTAINS(st.message(), "no weight for parameter 'w'");
+}

@@ -31,9 +31,11 @@ struct ImportedModel {
 /// normal distribution, integers and bools zero.
 std::vector<at::Tensor> makeExampleInputs(const Graph &graph, uint64_t seed);
 
-/// Gives every parameter, buffer, constant and optimizer-state input that has
-/// no weight in `weights` a deterministic stand-in (normal floats scaled by
-/// 0.1, zero integers), so a .gir graph can run. Returns how many it made.
+/// Gives every parameter, buffer and constant input that has no weight in
+/// `weights` a deterministic stand-in (normal floats scaled by 0.1, zero
+/// integers), so a .gir graph can run. Returns how many it made. Optimizer
+/// state is left out: the executor starts missing state at zero, as
+/// torch.optim does.
 size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed);
 
 struct ImportOptions {

@@ -12,6 +12,9 @@
 // error names the pass and the option and says what it accepts), prints the
 // options back (non-default ones, in declaration order) for pipelines and
 // reproducers, and lists them with their defaults in `graph-opt --list-passes`.
+// `PassOption<std::optional<double>>` is an option that may be left unset
+// (listed as "default unset"): for a default that depends on another option,
+// or to tell an option that was given from one that was not.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -21,6 +24,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -112,6 +116,21 @@ template <> struct OptionText<MemoryAmount> {
   static absl::StatusOr<MemoryAmount> parse(llvm::StringRef s) { return MemoryAmount::parse(s); }
   static std::string print(const MemoryAmount &v) { return v.str(); }
   static std::string accepts() { return "bytes (e.g. 2GiB, 512MB, 4096) or a share (60%)"; }
+};
+/// An option that may be left unset (its default): the pass decides what an
+/// unset one means, e.g. a default that depends on another option, and can
+/// tell an option given in the pipeline from one left out.
+template <typename T> struct OptionText<std::optional<T>> {
+  static absl::StatusOr<std::optional<T>> parse(llvm::StringRef s) {
+    auto v = OptionText<T>::parse(s);
+    if (!v.ok())
+      return v.status();
+    return std::optional<T>(std::move(*v));
+  }
+  static std::string print(const std::optional<T> &v) {
+    return v ? OptionText<T>::print(*v) : "unset";
+  }
+  static std::string accepts() { return OptionText<T>::accepts(); }
 };
 std::string joinChoices(const std::vector<std::string> &names);
 } // namespace detail

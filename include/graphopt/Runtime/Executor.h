@@ -60,7 +60,8 @@ struct ExecutionResult {
 
 class Executor {
 public:
-  /// `weights` must outlive the executor; it is written to only with keepUpdates.
+  /// `weights` must outlive the executor. Its tensors are written only with
+  /// keepUpdates; prepare() adds the optimizer state it lacks (zeros).
   Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options = {});
 
   /// Adds a set of hooks. Several sets nest: `before` hooks run in the order
@@ -72,7 +73,9 @@ public:
 
   /// The one-time work before the first run: the free policy, the operator
   /// effects, weights looked up and moved to the device, private copies of
-  /// the weights the graph writes in place. run() calls it when needed; call
+  /// the weights the graph writes in place. An optimizer_state input the
+  /// store has no tensor for gets one: zeros of the input's type, put in the
+  /// store (how torch.optim initialises its state). run() calls it when needed; call
   /// it first to keep that work (and its memory) out of a measured run.
   absl::Status prepare();
 
