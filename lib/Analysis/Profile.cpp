@@ -1,6 +1,7 @@
 //===- Profile.cpp - Measured per-node time and memory --------------------===//
 #include "graphopt/Analysis/Profile.h"
 
+#include "graphopt/IR/OpEffects.h"
 #include "graphopt/Pass/ExecutionContext.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -83,6 +84,19 @@ absl::StatusOr<double> unprofiledStepSeconds(const Graph &graph, WeightStore &we
   return median(std::move(seconds));
 }
 
+/// What a node's result is: its first output's kind; for a node that only
+/// writes in place (an optimizer update), optimizer state if it writes any,
+/// else what it writes first; OTHER otherwise.
+MemoryKind nodeKind(const Node &n, const LivenessResult &live) {
+  if (n.numOutputs())
+    return live.lookup(n.output())->kind;
+  llvm::SmallVector<Value *, 2> written = writtenValues(n);
+  for (const Value *v : written)
+    if (live.lookup(v)->kind == MemoryKind::OptState)
+      return MemoryKind::OptState;
+  return written.empty() ? MemoryKind::Other : live.lookup(written.front())->kind;
+}
+
 } // namespace
 
 std::string ProfileAnalysis::Options::cacheKey() const {
@@ -161,9 +175,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
     for (NodeProfile &p : samples.byNode[i])
       p.seconds = std::max(0.0, p.seconds - subtracted);
     r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
-    const Node &n = *r.nodes.back().node;
-    if (n.numOutputs())
-      r.nodes.back().kind = live.lookup(n.output())->kind;
+    r.nodes.back().kind = nodeKind(*r.nodes.back().node, live);
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
   r.stepSeconds = *plain;

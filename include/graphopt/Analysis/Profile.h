@@ -29,7 +29,9 @@ namespace graphopt {
 /// One node's medians over the measured runs.
 struct NodeStats {
   const Node *node = nullptr;
-  /// What its results are (its first output's kind; OTHER without outputs).
+  /// What its results are: its first output's kind; for a node that only
+  /// writes in place, OPT_STATE if it writes optimizer state, else the kind
+  /// of what it writes; OTHER when it neither returns nor writes anything.
   MemoryKind kind = MemoryKind::Other;
   double seconds = 0;         ///< time the node takes
   int64_t peakBytes = 0;      ///< highest live memory while it runs
