@@ -346,7 +346,8 @@ def plot_memory(plt, profile, limit):
         if not values.any():
             continue
         ax.fill_between(x, bottom, bottom + values, step="post", color=KIND_COLORS[kind],
-                        alpha=0.9, linewidth=0, label=f"{kind} (simulated)")
+                        alpha=0.9, linewidth=0,
+                        label=f"{kind} ({'measured' if kind == 'SCRATCH' else 'simulated'})")
         bottom = bottom + values
     ax.step(x, _steps(nodes, np.array(measured) / scale)[1], where="post", color="black",
             linewidth=1.3, label="measured peak of each node")
