@@ -13,9 +13,11 @@ than the exporter is reused), profile it with `graph-opt -passes=profile{...} --
 OUTDIR/b<N> --html=false`, and read OUTDIR/b<N>/profile.json (peak_bytes, step_time_s).
 The sweep stops at the first batch that runs out of memory (graph-opt's message says so, or it
 is killed by a signal, as the kernel's OOM killer does); the batches after it are not run.
-Before each run, once two batches have run, a straight line fitted to the processes' maximum
-resident memory so far predicts the next one; a batch predicted not to fit in MemAvailable
-(/proc/meminfo) is skipped, so that the sweep never wakes the OOM killer. On CUDA the
+Before each run, once two batches have run, the line fitted to their peaks plus the largest
+overhead seen so far (graph-opt's maximum resident memory minus its measured peak: LibTorch's
+code and what the allocator does not count) predicts what the process will need; a batch
+predicted not to fit in MemAvailable (/proc/meminfo) is skipped, so that the sweep never
+wakes the OOM killer. On CUDA the
 device's free memory is not known here and this guard is off.
 
 With --memory-limit, a least-squares line peak = a + b * batch over the batches that ran
@@ -304,7 +306,11 @@ class Sweep:
         try:
             with open(profile_path, encoding="utf-8") as f:
                 profile = json.load(f)
-            peak, step = float(profile["peak_bytes"]), float(profile["step_time_s"])
+            peak, step = profile["peak_bytes"], profile["step_time_s"]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+                       for v in (peak, step)):
+                raise ValueError(f"peak_bytes {peak!r} and step_time_s {step!r} should be "
+                                 "numbers")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise SweepError(f"batch {batch}: cannot read {profile_path}: {e}") from None
         self.device = self.device or profile.get("device")
@@ -323,13 +329,18 @@ class Sweep:
         """None when `batch` may run, else why it is skipped ("predicted ... > available")."""
         if self.on_cuda():
             return None
-        ok = [r for r in self.rows if r["status"] == "ok"]
-        key = "max_rss_bytes" if all(r["max_rss_bytes"] for r in ok) else "peak_bytes"
-        fit = fit_line([(r["batch"], r[key]) for r in ok])
-        available = read_meminfo_available()
-        if fit is None or available is None:
+        ok = [r for r in self.rows if r["status"] in ("ok", "check")]
+        fit = fit_line([(r["batch"], r["peak_bytes"]) for r in ok])
+        if fit is None:
             return None
-        predicted = fit[0] + fit[1] * batch
+        # The process needs its measured peak plus what the allocator does not see (LibTorch's
+        # code and its own allocations): the largest such overhead seen so far.
+        overhead = max([r["max_rss_bytes"] - r["peak_bytes"] for r in ok
+                        if r["max_rss_bytes"]] + [0])
+        available = read_meminfo_available()
+        if available is None:
+            return None
+        predicted = fit[0] + fit[1] * batch + overhead
         if predicted <= available:
             return None
         return f"skipped: predicted {fmt_bytes(predicted)} > available {fmt_bytes(available)}"
@@ -574,6 +585,7 @@ def json_bytes(args, sweep, result):
 
 def plot_png(args, sweep, result):
     plt = make_report.import_pyplot()
+    from matplotlib.ticker import MaxNLocator
     fig, (ax_mem, ax_time) = plt.subplots(1, 2, figsize=(12, 4.6))
     title = f"{args.model}{' (tiny)' if args.tiny else ''} training step"
     if sweep.device:
@@ -583,12 +595,18 @@ def plot_png(args, sweep, result):
     checks = [r for r in sweep.rows if r["status"] == "check"]
     ooms = [r for r in sweep.rows if r["status"] == "out_of_memory"]
     limit = args.memory_limit
+    # x: every batch in the table, and the predicted one unless it is far beyond them (the
+    # limit is then too, and a note says where instead of squashing the plot).
+    batches = [r["batch"] for r in sweep.rows] or [1]
+    fitted = result["fitted"]
+    x_max = max(batches + ([fitted] if fitted and fitted <= 3 * max(batches) else [])) * 1.05
+    fit = result["peak_fit"]
     measured = [r["peak_bytes"] for r in ok + checks]
-    top = max(measured + ([limit] if limit else []) + [1])
+    top = max(measured + ([fit[0] + fit[1] * x_max] if fit else []) + [1])
+    limit_drawn = limit is not None and limit <= 1.5 * top
+    if limit_drawn:
+        top = max(top, limit)
     scale = make_report._byte_unit(top)
-    all_batches = [r["batch"] for r in sweep.rows] + ([result["fitted"]]
-                                                       if result["fitted"] else [])
-    x_max = max(all_batches + [1]) * 1.05
 
     # Peak memory against batch: the runs, the line, the limit, where memory ran out.
     ax = ax_mem
@@ -598,30 +616,36 @@ def plot_png(args, sweep, result):
     if checks:
         ax.plot([r["batch"] for r in checks], [r["peak_bytes"] / scale for r in checks], "D",
                 color=PLOT_COLORS["check"], label="check run", zorder=4)
-    fit = result["peak_fit"]
     if fit:
         a, b = fit
         xs = [0, x_max]
         ax.plot(xs, [(a + b * x) / scale for x in xs], "--", color=PLOT_COLORS["peak"],
                 linewidth=1, label=f"fit: {fmt_bytes(a)} + {fmt_bytes(b)}/sample")
-    if limit:
+    if limit is not None and not limit_drawn:
+        where = f"; the line reaches it at batch {fitted}" if fitted else ""
+        ax.text(0.98, 0.98, f"limit {fmt_bytes(limit)}: above the plot{where}",
+                transform=ax.transAxes, ha="right", va="top", fontsize=9,
+                color=PLOT_COLORS["limit"])
+    if limit_drawn:
         ax.axhline(limit / scale, color=PLOT_COLORS["limit"], linestyle="--", linewidth=1.2,
                    label=f"limit {fmt_bytes(limit)}")
     largest = result["largest"]
     if largest:
         ax.annotate(f"largest under the limit: {largest[0]}", (largest[0], largest[1] / scale),
-                    xytext=(-6, 8), textcoords="offset points", ha="right", fontsize=9)
+                    xytext=(0, -10), textcoords="offset points", ha="center", va="top",
+                    fontsize=9)
     for r in ooms:
         ax.axvline(r["batch"], color=PLOT_COLORS["oom"], linestyle=":", linewidth=1.2)
         ax.text(r["batch"], 0.02, " out of memory", rotation=90, color=PLOT_COLORS["oom"],
                 transform=ax.get_xaxis_transform(), ha="right", va="bottom", fontsize=9)
     ax.set_xlim(0, x_max)
-    ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, top * 1.1 / scale)
     make_report._bytes_axis(ax.yaxis, scale)
     ax.set_xlabel("batch size")
     ax.set_ylabel("peak memory")
     ax.set_title("Peak memory")
-    if ok or checks or limit:
+    if ok or checks or limit_drawn:
         ax.legend(loc="lower right", fontsize=9)  # memory grows with the batch: empty there
 
     # Step time (left axis) and throughput (right axis) against batch.
@@ -642,6 +666,7 @@ def plot_png(args, sweep, result):
         ax2.set_ylabel("samples / s")
         ax.legend(l1 + l2, [l.get_label() for l in l1 + l2], loc="lower right", fontsize=9)
         ax.set_xlim(0, x_max)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         make_report._no_data(ax, "no batch ran")
     ax.set_xlabel("batch size")
