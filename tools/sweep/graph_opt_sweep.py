@@ -22,9 +22,11 @@ device's free memory is not known here and this guard is off.
 
 With --memory-limit, a least-squares line peak = a + b * batch over the batches that ran
 predicts the largest batch under the limit, floor((limit - a) / b); that batch is then run
-(a "check" row). If its measured peak is over the limit, smaller batches are checked (at
-least 1 or 5% smaller, or as much smaller as the line's slope says the excess needs), at most
-MAX_CHECKS runs in all. The answer is the largest batch measured under the limit.
+(a "check" row), and if it fits that is the answer. If its measured peak is over the limit
+(or it ran out of memory), a smaller batch is checked: where the line through the nearest
+measurements under and over the limit meets it (at least 1 or 5% smaller), at most
+MAX_CHECKS runs in all, until one fits. The answer is the largest batch measured under the
+limit.
 
 Outputs in OUTDIR, each written atomically (a temporary file, then a rename): sweep.csv
 (batch,peak_bytes,step_time_s,samples_per_s,status), sweep.json (the rows, the fits, the
@@ -419,17 +421,45 @@ class Sweep:
             self.add(row)
             if fits:
                 break
-            step = max(1, math.ceil(0.05 * batch))
-            if row["peak_bytes"] is not None:
-                step = max(step, math.ceil((row["peak_bytes"] - limit) / b))
-            batch -= step
-            if batch < 1:
+            batch = next_check(self.rows, limit, b)
+            if batch is None:
                 break
         result["largest"] = largest_measured(self.rows, limit)
         if result["largest"] is None and result["note"] is None:
             tried = ", ".join(str(c["batch"]) for c in result["checks"])
             result["note"] = f"nothing fits: no batch measured under the limit (checked {tried})"
         return result
+
+
+def next_check(rows, limit, slope):
+    """The batch to check after a check over the limit, or None when there is none to try.
+
+    Between the largest batch measured under the limit and the smallest one over it (or out of
+    memory), where the straight line through those two measurements meets the limit: the line
+    fitted to the sweep's small batches can be far off at a large one. Without a measurement
+    under the limit, down from the smallest one over it along the fitted slope. Always at
+    least 1 or 5% below the batch over the limit."""
+    ran = [r for r in rows if r["status"] in ("ok", "check", "out_of_memory")]
+    over = [r for r in ran if r["status"] == "out_of_memory" or r["peak_bytes"] > limit]
+    under = [r for r in ran if r["status"] != "out_of_memory" and r["peak_bytes"] <= limit]
+    hi = min(over, key=lambda r: r["batch"])
+    top = hi["batch"] - max(1, math.ceil(0.05 * hi["batch"]))
+    lo = max((r for r in under if r["batch"] < hi["batch"]), key=lambda r: r["batch"],
+             default=None)
+    if lo is None:
+        guess = top
+        if hi["peak_bytes"] is not None:
+            guess = math.floor(hi["batch"] - (hi["peak_bytes"] - limit) / slope)
+    elif hi["peak_bytes"] is None or hi["peak_bytes"] <= lo["peak_bytes"]:
+        guess = (lo["batch"] + hi["batch"]) // 2
+    else:
+        guess = math.floor(lo["batch"] + (limit - lo["peak_bytes"]) * (hi["batch"] - lo["batch"])
+                           / (hi["peak_bytes"] - lo["peak_bytes"]))
+    batch = min(guess, top)
+    floor = lo["batch"] + 1 if lo else 1
+    if batch < floor:
+        return None if floor > top else floor
+    return batch
 
 
 def fit_line(points):
