@@ -47,6 +47,8 @@ import math
 import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import time
 
@@ -181,7 +183,6 @@ def run_child(cmd, log_path, tick):
 
     Returns (exit code, negative for a signal; its maximum resident set size in bytes, or
     None; the log's text)."""
-    import subprocess
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
@@ -193,8 +194,14 @@ def run_child(cmd, log_path, tick):
                 tick()
                 time.sleep(0.2)
         except BaseException:
-            proc.kill()
-            proc.wait()
+            # Interrupted: let the child clean up as on Ctrl-C (the exporter removes its
+            # temporary directory), then make sure it is gone.
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
             raise
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code  # reaped here; keep Popen from waiting again
@@ -209,7 +216,6 @@ def is_out_of_memory(code, text):
 
 def describe_exit(code):
     if code < 0:
-        import signal
         try:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
@@ -261,7 +267,11 @@ class Sweep:
         if a.seq_len:
             cmd += ["--seq-len", str(a.seq_len)]
         log = path[:-len(".pt2")] + ".export.log"
-        code, _, text = run_child(cmd, log, self.progress.tick)
+        try:
+            code, _, text = run_child(cmd, log, self.progress.tick)
+        except BaseException:
+            os.unlink(log)  # interrupted: nothing to read in it
+            raise
         if code == 0:
             os.unlink(log)
             self.made_exports.append(path)
@@ -401,8 +411,10 @@ class Sweep:
         fitted = math.floor((limit - a) / b)
         result["fitted"] = fitted
         if fitted < 1:
-            result["note"] = (f"nothing fits: the line predicts {fmt_bytes(a + b)} at batch 1, "
-                              f"over the limit ({fmt_bytes(limit)})")
+            result["largest"] = largest_measured(self.rows, limit)
+            if result["largest"] is None:
+                result["note"] = (f"nothing fits: the line predicts {fmt_bytes(a + b)} at "
+                                  f"batch 1, over the limit ({fmt_bytes(limit)})")
             return result
         batch = fitted
         for n in range(MAX_CHECKS):
@@ -661,9 +673,10 @@ def plot_png(args, sweep, result):
                    label=f"limit {fmt_bytes(limit)}")
     largest = result["largest"]
     if largest:
+        left = largest[0] < 0.6 * x_max  # the label on the side with room for it
         ax.annotate(f"largest under the limit: {largest[0]}", (largest[0], largest[1] / scale),
-                    xytext=(0, -10), textcoords="offset points", ha="center", va="top",
-                    fontsize=9)
+                    xytext=(10 if left else -10, -4), textcoords="offset points",
+                    ha="left" if left else "right", va="top", fontsize=9)
     for r in ooms:
         ax.axvline(r["batch"], color=PLOT_COLORS["oom"], linestyle=":", linewidth=1.2)
         ax.text(r["batch"], 0.02, " out of memory", rotation=90, color=PLOT_COLORS["oom"],
@@ -747,6 +760,20 @@ def write_outputs(args, sweep, result):
     write_atomically(os.path.join(out, "sweep.png"), plot_png(args, sweep, result))
 
 
+def clean_exports(sweep, keep):
+    """Removes what an export killed half-way left (the exporter's .export-* directory) and,
+    unless keep, the exports this run made, and exports/ itself when that empties it."""
+    try:
+        names = os.listdir(sweep.exports_dir)
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith(".export-"):
+            shutil.rmtree(os.path.join(sweep.exports_dir, name), ignore_errors=True)
+    if not keep:
+        remove_exports(sweep)
+
+
 def remove_exports(sweep):
     for path in sweep.made_exports:
         for f in (path, path[:-len(".pt2")] + ".facts.json"):
@@ -786,8 +813,7 @@ def main(argv=None):
         code = EXIT_INTERRUPTED
     finally:
         progress.clear()
-        if not args.keep_exports:
-            remove_exports(sweep)
+        clean_exports(sweep, args.keep_exports)
     if result is None:  # what ran before the failure is still worth having
         result = partial_result(sweep)
     try:
