@@ -25,6 +25,13 @@ config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
 # The project's Python (tools/report needs its matplotlib) and the tools' sources.
 config.substitutions.append(("%python", config.graphopt_python))
 config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
+# The batch-size sweep (tools/sweep) with this build's graph-opt, which may not be the
+# checkout's build/bin/graph-opt that it uses by default. A later --graph-opt overrides it.
+config.substitutions.append(
+    ("%sweep", " ".join([config.graphopt_python,
+                         os.path.join(config.graphopt_src_root, "tools", "sweep",
+                                      "graph_opt_sweep.py"),
+                         "--graph-opt", os.path.join(config.graphopt_tools_dir, "graph-opt")])))
 
 # Headless Chromium renders the HTML report (REQUIRES: chromium; UNSUPPORTED without it):
 # the one CMake found, else one on PATH now. `lit --param chromium=PATH` picks another, and
