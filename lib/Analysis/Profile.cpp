@@ -58,31 +58,32 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
   return s;
 }
 
-/// Median wall time of `runs` steps without any hooks, after one warm-up.
-absl::StatusOr<double> unprofiledStepSeconds(const Graph &graph, WeightStore &weights,
-                                             llvm::ArrayRef<at::Tensor> inputs,
-                                             const ExecutionOptions &options, unsigned runs) {
-  Executor executor(graph, weights, options);
-  if (absl::Status st = executor.prepare(); !st.ok())
-    return st;
-  std::vector<double> seconds;
-  for (unsigned i = 0; i <= runs; ++i) {
+/// Steps without the profiler, on an executor of their own, run between the
+/// profiled ones: drift in the machine's speed (clock, caches, neighbours)
+/// then touches both alike.
+class PlainSteps {
+public:
+  PlainSteps(const Graph &graph, WeightStore &weights, const ExecutionOptions &options)
+      : executor_(graph, weights, options), device_(options.device) {}
+  absl::Status prepare() { return executor_.prepare(); }
+
+  /// One step's time: on the CPU its nodes alone (restoring what the run
+  /// wrote in place, so that profiling never trains the model, is no part of
+  /// a training step); on CUDA the wall time up to the device's end.
+  absl::StatusOr<double> step(llvm::ArrayRef<at::Tensor> inputs) {
     auto start = std::chrono::steady_clock::now();
-    auto result = executor.run(inputs);
-    synchronizeDevice(options.device);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    auto result = executor_.run(inputs);
+    synchronizeDevice(device_);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok())
       return result.status();
-    // On the CPU the nodes alone (restoring what the run wrote in place, so
-    // that profiling never trains the model, is no part of a training step);
-    // on CUDA the wall time up to the device's end.
-    if (options.device.is_cpu())
-      s = result->nodeSeconds;
-    if (i > 0)
-      seconds.push_back(s);
+    return device_.is_cpu() ? result->nodeSeconds : wall;
   }
-  return median(std::move(seconds));
-}
+
+private:
+  Executor executor_;
+  c10::Device device_;
+};
 
 /// What a node's result is: its first output's kind; for a node that only
 /// writes in place (an optimizer update), optimizer state if it writes any,
@@ -142,11 +143,19 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
 
   Samples samples;
   samples.byNode.resize(numNodes);
+  std::vector<double> plainSeconds;
+  PlainSteps plain(graph, *context->weights, exec);
+  if (absl::Status st = plain.prepare(); !st.ok())
+    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
   absl::Status st = profileRuns(
       graph, *context->weights, inputs, exec, options.warmup + options.runs,
       [&](const ProfiledRun &run) {
+        auto plainStep = plain.step(inputs);
+        if (!plainStep.ok())
+          return plainStep.status();
         if (run.index < options.warmup)
           return absl::OkStatus();
+        plainSeconds.push_back(*plainStep);
         const std::vector<NodeProfile> &profiles = run.profiler->profiles();
         if (profiles.size() != numNodes)
           return absl::InternalError(absl::StrCat("profile: a run profiled ", profiles.size(),
@@ -165,10 +174,6 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
       });
   if (!st.ok())
     return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
-  auto plain = unprofiledStepSeconds(graph, *context->weights, inputs, exec, options.runs);
-  if (!plain.ok())
-    return absl::Status(plain.status().code(),
-                        absl::StrCat("profiling (step time): ", plain.status().message()));
 
   r.nodes.reserve(numNodes);
   for (size_t i = 0; i < numNodes; ++i) {
@@ -178,7 +183,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
     r.nodes.back().kind = nodeKind(*r.nodes.back().node, live);
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
-  r.stepSeconds = *plain;
+  r.stepSeconds = median(std::move(plainSeconds));
   r.profiledStepSeconds = median(samples.stepSeconds);
   r.trace = std::move(samples.last);
 

@@ -166,9 +166,10 @@ protected:
     context_.weights = &model_->weights;
     context_.inputs = model_->exampleInputs;
   }
-  absl::StatusOr<const ProfileResult *> profile(AnalysisManager &analyses) {
+  absl::StatusOr<const ProfileResult *> profile(AnalysisManager &analyses,
+                                                ProfileAnalysis::Options options = {1, 5}) {
     analyses.setExecutionContext(context_);
-    return analyses.getResult<ProfileAnalysis>(*model_->graph, {1, 5});
+    return analyses.getResult<ProfileAnalysis>(*model_->graph, options);
   }
   std::unique_ptr<ImportedModel> model_;
   ExecutionContext context_;
@@ -222,13 +223,15 @@ TEST_P(ProfileZooTest, ActivationRanksAgreeWithLiveness) {
 
 // The sum of the node medians is within 5% of the median step run without
 // the profiler (whose hooks' cost is measured and taken out of each node).
-// Timing on a shared machine: one of three profiles must agree, so a burst of
-// load elsewhere does not fail it, while a systematic gap fails all three.
+// Timing on a shared machine: one of five profiles must agree, so a burst of
+// load elsewhere does not fail it, while a systematic gap fails all five.
+// 21 runs after 3 warm-ups: the tiny MLP's whole step is ~0.3 ms, and with
+// 5 runs its medians wander by ±10%.
 TEST_P(ProfileZooTest, NodeTimesAddUpToTheStep) {
   double ratio = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
     AnalysisManager analyses;
-    auto r = profile(analyses);
+    auto r = profile(analyses, {3, 21});
     ASSERT_TRUE(r.ok()) << r.status().message();
     ratio = (*r)->sumNodeSeconds / (*r)->stepSeconds;
     if (std::abs(ratio - 1) <= 0.05)

@@ -3,8 +3,9 @@
 // Runs the graph: `warmup` runs that are not counted (kernel caches, oneDNN
 // primitives), then `runs` measured runs from identical state (the executor
 // restores what a run writes in place, so profiling never trains the model),
-// each under a NodeProfiler (Runtime/MemoryProbe.h), then as many runs
-// without it for the step time the profiler does not disturb. Per node it
+// each under a NodeProfiler (Runtime/MemoryProbe.h), each followed by a run
+// without it (another executor) for the step time the profiler does not
+// disturb; interleaved, so the machine's drift touches both alike. Per node it
 // keeps the median over the measured runs, never the mean: one slow run (a
 // page fault, a context switch) moves a mean, not a median.
 //
