@@ -271,13 +271,17 @@ void synchronizeDevice(c10::Device device) {
 
 absl::Status profileRuns(const Graph &graph, WeightStore &weights,
                          llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
-                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun) {
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
+                         llvm::function_ref<absl::Status(unsigned)> beforeRun) {
   NodeProfiler profiler(options.device);
   Executor executor(graph, weights, options);
   profiler.attach(executor);
   if (absl::Status st = executor.prepare(); !st.ok())
     return st;
   for (unsigned i = 0; i < runs; ++i) {
+    if (beforeRun)
+      if (absl::Status st = beforeRun(i); !st.ok())
+        return st;
     profiler.beginRun();
     auto start = std::chrono::steady_clock::now();
     auto result = executor.run(inputs);

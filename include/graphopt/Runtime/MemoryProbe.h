@@ -141,8 +141,11 @@ struct ProfiledRun {
 /// NodeProfiler attached, starting a new profile before each run and calling
 /// `onRun` after it. Stops at the first error, from a run or from `onRun`,
 /// and returns it.
+/// `beforeRun`, if given, is called before each run (with its index), outside
+/// the measured window and with the previous run's results gone.
 absl::Status profileRuns(const Graph &graph, WeightStore &weights,
                          llvm::ArrayRef<at::Tensor> inputs, const ExecutionOptions &options,
-                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun);
+                         unsigned runs, llvm::function_ref<absl::Status(const ProfiledRun &)> onRun,
+                         llvm::function_ref<absl::Status(unsigned)> beforeRun = nullptr);
 
 } // namespace graphopt
