@@ -12,8 +12,6 @@ namespace graphopt {
 
 namespace {
 
-constexpr int kValueKinds = kNumMemoryKinds; // PARAM .. OTHER and SCRATCH
-
 /// Seconds and ratios in CSV: enough digits to sum without losing time.
 std::string num(double x) { return absl::StrFormat("%.9g", x); }
 
@@ -24,7 +22,7 @@ std::string attrText(const Node &n, llvm::StringRef key) {
 
 llvm::json::Object byKind(const std::array<int64_t, kNumMemoryKinds> &bytes) {
   llvm::json::Object o;
-  for (int k = 0; k < kValueKinds; ++k)
+  for (int k = 0; k < kNumMemoryKinds; ++k)
     o[memoryKindName(static_cast<MemoryKind>(k))] = bytes[k];
   return o;
 }
@@ -42,9 +40,6 @@ struct Reports {
 
 Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOptions &options) {
   Reports out;
-  std::vector<const Node *> byRank;
-  for (const NodeStats &s : p.nodes)
-    byRank.push_back(s.node);
 
   // node_stats.csv and the node rows of profile.json.
   out.nodeCsv = "rank,node_name,node_type,gtype,median_run_time_s,median_peak_mem_bytes,"
@@ -140,8 +135,8 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
   events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1},
                                       {"args", llvm::json::Object{{"name", "nodes"}}}});
   const ProfiledStep &step = p.trace;
-  for (size_t rank = 0; rank < step.start.size() && rank < byRank.size(); ++rank) {
-    const Node &n = *byRank[rank];
+  for (size_t rank = 0; rank < step.start.size() && rank < p.nodes.size(); ++rank) {
+    const Node &n = *p.nodes[rank].node;
     double ts = step.start[rank] * 1e6;
     events.push_back(llvm::json::Object{
         {"name", reportNodeName(n)},

@@ -58,6 +58,13 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
   return s;
 }
 
+/// A step's time: on the CPU its nodes alone (restoring what the run wrote in
+/// place, so that profiling never trains the model, is no part of a training
+/// step); on CUDA the wall time up to the device's end.
+double stepSeconds(c10::Device device, const ExecutionResult &result, double wallSeconds) {
+  return device.is_cpu() ? result.nodeSeconds : wallSeconds;
+}
+
 /// Steps without the profiler, on an executor of their own, run between the
 /// profiled ones: drift in the machine's speed (clock, caches, neighbours)
 /// then touches both alike.
@@ -67,9 +74,7 @@ public:
       : executor_(graph, weights, options), device_(options.device) {}
   absl::Status prepare() { return executor_.prepare(); }
 
-  /// One step's time: on the CPU its nodes alone (restoring what the run
-  /// wrote in place, so that profiling never trains the model, is no part of
-  /// a training step); on CUDA the wall time up to the device's end.
+  /// One step's time (stepSeconds).
   absl::StatusOr<double> step(llvm::ArrayRef<at::Tensor> inputs) {
     auto start = std::chrono::steady_clock::now();
     auto result = executor_.run(inputs);
@@ -77,7 +82,7 @@ public:
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!result.ok())
       return result.status();
-    return device_.is_cpu() ? result->nodeSeconds : wall;
+    return stepSeconds(device_, *result, wall);
   }
 
 private:
@@ -158,7 +163,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
                                                   " nodes of ", numNodes));
         for (size_t i = 0; i < numNodes; ++i)
           samples.byNode[i].push_back(profiles[i]);
-        samples.stepSeconds.push_back(exec.device.is_cpu() ? run.result->nodeSeconds : run.seconds);
+        samples.stepSeconds.push_back(stepSeconds(exec.device, *run.result, run.seconds));
         ProfiledStep &last = samples.last;
         last = ProfiledStep();
         for (const NodeProfile &p : profiles) {
