@@ -16,25 +16,67 @@
 
 namespace graphopt {
 
+absl::StatusOr<std::unique_ptr<OptimizationPass>>
+GraphOptimizer::createPass(const PipelineEntry &entry) {
+  auto pass = PassRegistry::instance().create(entry.name);
+  if (!pass.ok())
+    return pass.status();
+  auto *group = dynamic_cast<PassGroup *>(pass->get());
+  if (!group && !entry.nested.empty())
+    return absl::InvalidArgumentError(absl::StrCat("pass '", entry.name,
+                                                   "' runs no nested passes, got '",
+                                                   entry.nested.front().name, "'"));
+  if (group && entry.nested.empty())
+    return absl::InvalidArgumentError(absl::StrCat("pass '", entry.name,
+                                                   "' needs nested passes, e.g. ", entry.name,
+                                                   "{cse,canonicalize,dce}"));
+  for (const PipelineEntry &n : entry.nested) {
+    auto nested = createPass(n);
+    if (!nested.ok())
+      return nested.status();
+    group->addNested(std::move(*nested));
+  }
+  if (absl::Status st = (*pass)->setOptions(entry.options); !st.ok())
+    return st;
+  return std::move(*pass);
+}
+
 absl::Status GraphOptimizer::addPipeline(llvm::StringRef pipeline) {
   auto entries = parsePipeline(pipeline);
   if (!entries.ok())
     return entries.status();
   for (const PipelineEntry &e : *entries) {
-    auto pass = PassRegistry::instance().create(e.name);
+    auto pass = createPass(e);
     if (!pass.ok())
       return pass.status();
-    if (absl::Status st = (*pass)->setOptions(e.options); !st.ok())
-      return st;
     passes_.push_back(std::move(*pass));
   }
   return absl::OkStatus();
 }
 
+namespace {
+PipelineEntry entryOf(const OptimizationPass &pass) {
+  PipelineEntry e{pass.name().str(), pass.options(), {}};
+  if (const auto *group = dynamic_cast<const PassGroup *>(&pass))
+    for (const auto &n : group->nested())
+      e.nested.push_back(entryOf(*n));
+  return e;
+}
+
+void printStatisticsOf(const OptimizationPass &pass, llvm::raw_ostream &os) {
+  for (const auto &[name, stat] : pass.statistics())
+    os << llvm::format("  %10lld  %s - %s\n", static_cast<long long>(stat.value),
+                       pass.name().str().c_str(), name.c_str());
+  if (const auto *group = dynamic_cast<const PassGroup *>(&pass))
+    for (const auto &n : group->nested())
+      printStatisticsOf(*n, os);
+}
+} // namespace
+
 std::string GraphOptimizer::pipelineText() const {
   std::vector<PipelineEntry> entries;
   for (const auto &p : passes_)
-    entries.push_back({p->name().str(), p->options()});
+    entries.push_back(entryOf(*p));
   return printPipeline(entries);
 }
 
@@ -53,7 +95,7 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
   llvm::sys::fs::create_directories(options_.reproducerDir);
   std::vector<PipelineEntry> prefix;
   for (size_t i = 0; i <= passIndex; ++i)
-    prefix.push_back({passes_[i]->name().str(), passes_[i]->options()});
+    prefix.push_back(entryOf(*passes_[i]));
   std::vector<FileToWrite> files;
   std::string graphText, input;
   if (start) {
@@ -82,54 +124,70 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
   return absl::Status(cause.code(), message);
 }
 
+absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &graph) {
+  using Clock = std::chrono::steady_clock;
+  pass.setReportDirectory(options_.reportDir);
+  auto begin = Clock::now();
+  // A group's nested runs come first in the timings; its own row goes before them.
+  size_t timingRow = timings_.size();
+  timings_.push_back(PassTiming{pass.name().str(), depth_});
+  absl::StatusOr<bool> changed = false;
+  if (auto *group = dynamic_cast<PassGroup *>(&pass)) {
+    ++depth_;
+    changed = group->run(graph, *this);
+    --depth_;
+  } else {
+    if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
+      return st;
+    changed = pass.transform(graph, analyses_);
+    if (changed.ok() && *changed)
+      analyses_.invalidate(graph, pass.preservedAnalyses());
+  }
+  if (!changed.ok())
+    return changed.status();
+  if (absl::Status st = pass.verify(graph); !st.ok())
+    return absl::Status(st.code(), absl::StrCat("its own verification failed: ", st.message()));
+  auto passEnd = Clock::now();
+  if (*changed || options_.verifyEach)
+    if (absl::Status st = verifyGraph(graph); !st.ok())
+      return absl::Status(st.code(),
+                          absl::StrCat("the graph it left does not verify: ", st.message()));
+  PassTiming &timing = timings_[timingRow];
+  timing.seconds = std::chrono::duration<double>(passEnd - begin).count();
+  timing.verifySeconds = std::chrono::duration<double>(Clock::now() - passEnd).count();
+  timing.changed = *changed;
+  if (options_.printAfterAll || options_.printAfter.count(pass.name().str())) {
+    llvm::raw_ostream &out = options_.out ? *options_.out : llvm::errs();
+    out << "# graph after " << pass.name() << (*changed ? "" : " (unchanged)") << "\n";
+    printGraph(out, graph);
+  }
+  return *changed;
+}
+
 absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
-  llvm::raw_ostream &out = options_.out ? *options_.out : llvm::errs();
   bool anyChange = false;
   timings_.clear();
+  depth_ = 0;
   // A reproducer needs the pipeline's input: the caller's file, or one copy.
   std::unique_ptr<Graph> start;
   if (!options_.reproducerDir.empty() && options_.inputPath.empty() && !passes_.empty())
     start = graph.clone();
-  using Clock = std::chrono::steady_clock;
   for (size_t i = 0; i < passes_.size(); ++i) {
-    OptimizationPass &pass = *passes_[i];
-    pass.setReportDirectory(options_.reportDir);
-    auto begin = Clock::now();
-    auto fail = [&](const absl::Status &st) { return failure(start.get(), i, st); };
-    if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
-      return fail(st);
-    absl::StatusOr<bool> changed = pass.transform(graph, analyses_);
+    absl::StatusOr<bool> changed = runPass(*passes_[i], graph);
     if (!changed.ok())
-      return fail(changed.status());
-    if (*changed)
-      analyses_.invalidate(graph, pass.preservedAnalyses());
-    if (absl::Status st = pass.verify(graph); !st.ok())
-      return fail(absl::Status(st.code(), absl::StrCat("its own verification failed: ", st.message())));
-    auto passEnd = Clock::now();
-    if (*changed || options_.verifyEach)
-      if (absl::Status st = verifyGraph(graph); !st.ok())
-        return fail(absl::Status(st.code(), absl::StrCat("the graph it left does not verify: ",
-                                                          st.message())));
-    PassTiming timing;
-    timing.pass = pass.name().str();
-    timing.seconds = std::chrono::duration<double>(passEnd - begin).count();
-    timing.verifySeconds = std::chrono::duration<double>(Clock::now() - passEnd).count();
-    timing.changed = *changed;
-    timings_.push_back(timing);
+      return failure(start.get(), i, changed.status());
     anyChange |= *changed;
-    if (options_.printAfterAll || options_.printAfter.count(pass.name().str())) {
-      out << "# graph after " << pass.name() << (*changed ? "" : " (unchanged)") << "\n";
-      printGraph(out, graph);
-    }
   }
   if (options_.timePasses)
-    printTimings(out);
+    printTimings(options_.out ? *options_.out : llvm::errs());
   return anyChange;
 }
 
 void GraphOptimizer::printTimings(llvm::raw_ostream &os) const {
   double total = 0, verifying = 0;
   for (const PassTiming &t : timings_) {
+    if (t.depth != 0)
+      continue; // inside a group's row already
     total += t.seconds + t.verifySeconds;
     verifying += t.verifySeconds;
   }
@@ -139,17 +197,16 @@ void GraphOptimizer::printTimings(llvm::raw_ostream &os) const {
   os << llvm::format("  total: %.4f s (structural verifier: %.4f s)\n", total, verifying);
   os << "    wall (s)   share   verify (s)  changed  pass\n";
   for (const PassTiming &t : timings_)
-    os << llvm::format("  %10.4f  %5.1f%%   %10.4f  %-7s  %s\n", t.seconds,
+    os << llvm::format("  %10.4f  %5.1f%%   %10.4f  %-7s  %s%s\n", t.seconds,
                        total > 0 ? 100 * t.seconds / total : 0.0, t.verifySeconds,
-                       t.changed ? "yes" : "no", t.pass.c_str());
+                       t.changed ? "yes" : "no", std::string(2 * t.depth, ' ').c_str(),
+                       t.pass.c_str());
 }
 
 void GraphOptimizer::printStatistics(llvm::raw_ostream &os) const {
   os << "statistics:\n";
   for (const auto &p : passes_)
-    for (const auto &[name, stat] : p->statistics())
-      os << llvm::format("  %10lld  %s - %s\n", static_cast<long long>(stat.value),
-                         p->name().str().c_str(), name.c_str());
+    printStatisticsOf(*p, os);
 }
 
 } // namespace graphopt

@@ -2,6 +2,7 @@
 #include "graphopt/Pass/Pipeline.h"
 
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 
 #include <cctype>
 
@@ -19,43 +20,10 @@ public:
     if (atEnd())
       return error("expected a pass name; the pipeline is empty");
     for (;;) {
-      PipelineEntry entry;
-      entry.name = word();
-      if (entry.name.empty())
-        return error("expected a pass name");
-      skipSpace();
-      if (peek() == '{') {
-        ++pos_;
-        for (;;) {
-          skipSpace();
-          std::string key = word();
-          if (key.empty())
-            return error(absl::StrCat("expected an option name in the options of '", entry.name, "'"));
-          skipSpace();
-          if (peek() != '=')
-            return error(absl::StrCat("expected '=' after option '", key, "'"));
-          ++pos_;
-          std::string value;
-          while (!atEnd() && peek() != ',' && peek() != '}' && peek() != '{')
-            value.push_back(text_[pos_++]);
-          value = llvm::StringRef(value).trim().str();
-          if (value.empty())
-            return error(absl::StrCat("expected a value for option '", key, "'"));
-          entry.options.emplace_back(key, value);
-          skipSpace();
-          if (peek() == ',') {
-            ++pos_;
-            continue;
-          }
-          if (peek() == '}') {
-            ++pos_;
-            break;
-          }
-          return error(absl::StrCat("expected ',' or '}' in the options of '", entry.name, "'"));
-        }
-        skipSpace();
-      }
-      entries.push_back(std::move(entry));
+      auto entry = parseEntry(word());
+      if (!entry.ok())
+        return entry.status();
+      entries.push_back(std::move(*entry));
       if (atEnd())
         return entries;
       if (peek() != ',')
@@ -66,6 +34,52 @@ public:
   }
 
 private:
+  /// The rest of an entry whose name was just read: its braces, if any, hold
+  /// options (KEY=VALUE) and nested entries, in any order.
+  absl::StatusOr<PipelineEntry> parseEntry(std::string name) {
+    PipelineEntry entry;
+    entry.name = std::move(name);
+    if (entry.name.empty())
+      return error("expected a pass name");
+    skipSpace();
+    if (peek() != '{')
+      return entry;
+    ++pos_;
+    for (;;) {
+      skipSpace();
+      std::string key = word();
+      if (key.empty())
+        return error(absl::StrCat("expected an option or a pass in the braces of '", entry.name, "'"));
+      skipSpace();
+      if (peek() == '=') {
+        ++pos_;
+        std::string value;
+        while (!atEnd() && peek() != ',' && peek() != '}' && peek() != '{')
+          value.push_back(text_[pos_++]);
+        value = llvm::StringRef(value).trim().str();
+        if (value.empty())
+          return error(absl::StrCat("expected a value for option '", key, "'"));
+        entry.options.emplace_back(key, value);
+      } else {
+        auto nested = parseEntry(std::move(key));
+        if (!nested.ok())
+          return nested.status();
+        entry.nested.push_back(std::move(*nested));
+      }
+      skipSpace();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      if (peek() == '}') {
+        ++pos_;
+        skipSpace();
+        return entry;
+      }
+      return error(absl::StrCat("expected ',' or '}' in the braces of '", entry.name, "'"));
+    }
+  }
+
   bool atEnd() const { return pos_ >= text_.size(); }
   char peek() const { return atEnd() ? '\0' : text_[pos_]; }
   void skipSpace() {
@@ -98,16 +112,16 @@ absl::StatusOr<std::vector<PipelineEntry>> parsePipeline(llvm::StringRef text) {
 std::string printPipeline(const std::vector<PipelineEntry> &entries) {
   std::string out;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (i)
-      out += ",";
-    out += entries[i].name;
-    if (entries[i].options.empty())
+    const PipelineEntry &e = entries[i];
+    absl::StrAppend(&out, i ? "," : "", e.name);
+    if (e.options.empty() && e.nested.empty())
       continue;
-    out += "{";
-    for (size_t j = 0; j < entries[i].options.size(); ++j)
-      absl::StrAppend(&out, j ? "," : "", entries[i].options[j].first, "=",
-                      entries[i].options[j].second);
-    out += "}";
+    std::vector<std::string> items;
+    for (const auto &[key, value] : e.options)
+      items.push_back(absl::StrCat(key, "=", value));
+    for (const PipelineEntry &n : e.nested)
+      items.push_back(printPipeline({n}));
+    absl::StrAppend(&out, "{", absl::StrJoin(items, ","), "}");
   }
   return out;
 }

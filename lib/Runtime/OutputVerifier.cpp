@@ -11,6 +11,7 @@
 #include <llvm/Support/Format.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 namespace graphopt {
@@ -65,12 +66,21 @@ void compareTensors(const at::Tensor &a, const at::Tensor &b, const VerifierOpti
   at::Tensor x = a.detach().to(at::kCPU).to(at::kDouble);
   at::Tensor y = b.detach().to(at::kCPU).to(at::kDouble);
   at::Tensor diff = x.sub(y).abs();
-  // NaN in the same places is agreement; anywhere else it is an infinite error.
-  at::Tensor bothNan = x.isnan().logical_and(y.isnan());
-  diff = diff.masked_fill(bothNan, 0.0).nan_to_num(INFINITY, INFINITY, INFINITY);
+  // Equal values (equal infinities too) and NaN in the same places are
+  // agreement; a NaN anywhere else is an infinite error.
+  at::Tensor agree = x.eq(y).logical_or(x.isnan().logical_and(y.isnan()));
+  diff = diff.masked_fill(agree, 0.0).nan_to_num(INFINITY, INFINITY, INFINITY);
   at::Tensor rel = diff.div(y.abs().clamp_min(1e-30));
   c.maxAbsError = diff.max().item().toDouble();
   c.maxRelError = rel.max().item().toDouble();
+  if (options.bitwise) {
+    // The same bytes: compare the raw storage of contiguous copies.
+    c.bitwise = true;
+    at::Tensor ca = a.detach().to(at::kCPU).contiguous();
+    at::Tensor cb = b.detach().to(at::kCPU).contiguous();
+    c.passed = std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+    return;
+  }
   // allclose: |a - b| <= atol + rtol * |b| everywhere.
   at::Tensor bound = y.abs().mul(c.tolerance.rtol).add(c.tolerance.atol);
   c.passed = diff.le(bound).all().item().toBool();
@@ -202,8 +212,11 @@ void VerificationReport::print(llvm::raw_ostream &os) const {
       os << "  " << c.problem << " (" << c.originalValue << " vs " << c.rewrittenValue << ")\n";
       continue;
     }
-    os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g)\n", c.maxAbsError,
-                       c.maxRelError, c.tolerance.rtol, c.tolerance.atol);
+    if (c.bitwise)
+      os << llvm::format("  max abs %.3g  max rel %.3g  (bitwise)\n", c.maxAbsError, c.maxRelError);
+    else
+      os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g)\n", c.maxAbsError,
+                         c.maxRelError, c.tolerance.rtol, c.tolerance.atol);
   }
   os << (passed ? "verification PASSED" : "verification FAILED");
   if (!passed && !firstDivergence.empty())

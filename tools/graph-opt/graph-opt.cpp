@@ -110,6 +110,11 @@ cl::opt<bool> verifyOutputs("verify",
                                      "inputs and seed and compare every output (exit 1 if they "
                                      "differ)"),
                             cl::cat(category));
+cl::opt<bool> verifyBitwise("bitwise",
+                            cl::desc("With --verify: every output must be bitwise identical "
+                                     "(no tolerance; for rewrites such as cse that must not change "
+                                     "a bit)"),
+                            cl::cat(category));
 cl::opt<std::string> deviceName("device",
                                 cl::desc("Device for --run and --verify: cpu or cuda (default: cuda "
                                          "when a GPU is present, else cpu)"),
@@ -254,6 +259,8 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no input file; see --help", kBadInput);
+  if (verifyBitwise && !verifyOutputs)
+    return fail("--bitwise is an option of --verify; add --verify", kBadInput);
   OptimizerOptions optimizerOptions;
   optimizerOptions.verifyEach = verifyEach;
   optimizerOptions.printAfterAll = printAfterAll;
@@ -355,6 +362,7 @@ int main(int argc, char **argv) {
       VerifierOptions vopts;
       vopts.device = device;
       vopts.seed = seed;
+      vopts.bitwise = verifyBitwise;
       auto originalInputs = context.inputsFor(*original);
       if (!originalInputs.ok())
         return fail(absl::StrCat(inputPath.getValue(), ": ", originalInputs.status().message()),

@@ -97,8 +97,23 @@ TEST(PipelineTest, ParsesAndPrintsBackTheSameForm) {
   EXPECT_EQ(printPipeline(*again), printed);
 }
 
+TEST(PipelineTest, NestsEntriesInBracesBesideOptions) {
+  auto p = parsePipeline("liveness, repeat{max-iterations=3, cse, canonicalize{max-rewrites=9}, dce}, x");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->size(), 3u);
+  const PipelineEntry &r = (*p)[1];
+  EXPECT_EQ(r.name, "repeat");
+  ASSERT_EQ(r.options.size(), 1u);
+  EXPECT_EQ(r.options[0].second, "3");
+  ASSERT_EQ(r.nested.size(), 3u);
+  EXPECT_EQ(r.nested[1].name, "canonicalize");
+  ASSERT_EQ(r.nested[1].options.size(), 1u);
+  EXPECT_EQ(r.nested[2].name, "dce");
+  EXPECT_EQ(printPipeline(*p), "liveness,repeat{max-iterations=3,cse,canonicalize{max-rewrites=9},dce},x");
+}
+
 TEST(PipelineTest, RejectsMalformedPipelinesWithAColumn) {
-  for (const char *bad : {"", ",", "a,", "a{", "a{b}", "a{b=}", "a{b=1", "a b", "a{=1}"}) {
+  for (const char *bad : {"", ",", "a,", "a{", "a{b", "a{b,}", "a{b{}", "a{b=}", "a{b=1", "a b", "a{=1}"}) {
     auto p = parsePipeline(bad);
     EXPECT_FALSE(p.ok()) << "'" << bad << "' parsed";
     if (!p.ok()) {

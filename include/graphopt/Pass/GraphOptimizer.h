@@ -41,12 +41,13 @@ struct OptimizerOptions {
 
 struct PassTiming {
   std::string pass;
+  unsigned depth = 0;       ///< 0: a pipeline entry; 1: a pass run by a group (repeat), ...
   double seconds = 0;       ///< analyze, transform and the pass's own verify
   double verifySeconds = 0; ///< the structural verifier after it
   bool changed = false;
 };
 
-class GraphOptimizer {
+class GraphOptimizer : private PassRunner {
 public:
   explicit GraphOptimizer(OptimizerOptions options = {}) : options_(std::move(options)) {}
 
@@ -66,12 +67,15 @@ public:
   void printStatistics(llvm::raw_ostream &os) const;
 
 private:
+  absl::StatusOr<bool> runPass(OptimizationPass &pass, Graph &graph) override;
+  absl::StatusOr<std::unique_ptr<OptimizationPass>> createPass(const PipelineEntry &entry);
   absl::Status failure(const Graph *start, size_t passIndex, const absl::Status &cause);
 
   OptimizerOptions options_;
   std::vector<std::unique_ptr<OptimizationPass>> passes_;
   std::vector<PassTiming> timings_;
   AnalysisManager analyses_;
+  unsigned depth_ = 0; ///< how deep in groups the pass being run is
 };
 
 } // namespace graphopt

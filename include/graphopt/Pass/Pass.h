@@ -92,4 +92,29 @@ private:
   std::vector<PassOptionBase *> declaredOptions_;
 };
 
+/// Runs one pass as the pipeline does: analyze, transform, drop the analyses
+/// it did not preserve, its own verify, the structural verifier, printing and
+/// timing. GraphOptimizer is one; passes that run others (PassGroup) get it.
+class PassRunner {
+public:
+  virtual ~PassRunner() = default;
+  /// Whether the pass changed the graph; an error is the pass's own, unprefixed.
+  virtual absl::StatusOr<bool> runPass(OptimizationPass &pass, Graph &graph) = 0;
+};
+
+/// A pass that runs nested passes (`repeat{cse,canonicalize,dce}`): instead of
+/// analyze and transform, the runner calls `run`, which runs the nested passes
+/// through the runner, so each is verified, invalidates analyses, prints and
+/// counts its statistics as a top-level pass would.
+class PassGroup : public OptimizationPass {
+public:
+  void addNested(std::unique_ptr<OptimizationPass> pass) { nested_.push_back(std::move(pass)); }
+  const std::vector<std::unique_ptr<OptimizationPass>> &nested() const { return nested_; }
+  /// Runs the group; returns whether the graph changed.
+  virtual absl::StatusOr<bool> run(Graph &graph, PassRunner &runner) = 0;
+
+private:
+  std::vector<std::unique_ptr<OptimizationPass>> nested_;
+};
+
 } // namespace graphopt

@@ -38,6 +38,10 @@ struct VerifierOptions {
   uint64_t seed = 0;
   /// Override the floating-point tolerances for every dtype.
   std::optional<double> rtol, atol;
+  /// Bitwise: every output must have exactly the same bytes (so -0.0 differs
+  /// from 0.0, and NaN agrees with NaN only with the same payload). For
+  /// rewrites that must not change a single bit (CSE, folding of no-ops).
+  bool bitwise = false;
 };
 
 struct OutputComparison {
@@ -46,6 +50,7 @@ struct OutputComparison {
   double maxAbsError = 0;
   double maxRelError = 0;
   Tolerance tolerance;
+  bool bitwise = false; ///< compared byte for byte (tolerance unused)
   bool passed = false;
   std::string problem; ///< why it failed beyond the numbers (missing, shape, dtype)
 };

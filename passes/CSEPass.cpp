@@ -1,0 +1,316 @@
+//===- CSEPass.cpp - Common subexpression elimination ---------------------===//
+#include "CSEPass.h"
+
+#include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/PeakTracker.h"
+#include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/Hashing.h>
+#include <llvm/ADT/StringSet.h>
+
+#include <unordered_map>
+
+namespace graphopt {
+
+namespace {
+
+/// Operators whose two tensor operands commute exactly (bit for bit: IEEE
+/// addition and multiplication are commutative, comparisons and bitwise ops
+/// are symmetric). Not maximum/minimum: on +0.0 and -0.0 they return the
+/// second operand, so swapping changes the sign of a zero.
+bool isCommutative(const Node &n) {
+  static const llvm::StringSet<> ops = {
+      "aten::mul.Tensor",         "aten::eq.Tensor",          "aten::ne.Tensor",
+      "aten::logical_and",        "aten::logical_or",         "aten::logical_xor",
+      "aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor",  "aten::bitwise_xor.Tensor",
+      "aten::add.Tensor",
+  };
+  if (n.numArgs() < 2 || !n.arg(0).isValue() || !n.arg(1).isValue())
+    return false;
+  std::string name = n.opName();
+  if (!ops.contains(name))
+    return false;
+  if (name == "aten::add.Tensor") { // a + alpha * b commutes only for alpha 1
+    if (n.numArgs() < 3 || !n.arg(2).isConstant())
+      return false;
+    const Constant &alpha = n.arg(2).getConstant();
+    return (alpha.kind() == ConstantKind::Int && alpha.asInt() == 1) ||
+           (alpha.kind() == ConstantKind::Float && alpha.asFloat() == 1.0);
+  }
+  return true;
+}
+
+/// A call as value numbering sees it: the node, and whether its first two
+/// operands are read swapped (commutative normalisation: lower value id first).
+struct CallKey {
+  const Node *node;
+  bool swapped;
+  size_t hash;
+};
+
+const Argument &argOf(const CallKey &k, unsigned i) {
+  if (k.swapped && i < 2)
+    return k.node->arg(1 - i);
+  return k.node->arg(i);
+}
+
+CallKey makeKey(const Node &n, bool commutative) {
+  CallKey k{&n, false, 0};
+  if (commutative && isCommutative(n))
+    k.swapped = n.arg(1).getValue()->id() < n.arg(0).getValue()->id();
+  llvm::hash_code h = llvm::hash_value(&n.schema());
+  for (unsigned i = 0; i < n.numArgs(); ++i)
+    h = llvm::hash_combine(h, hash_value(argOf(k, i)));
+  k.hash = static_cast<size_t>(h);
+  return k;
+}
+
+struct CallKeyHash {
+  size_t operator()(const CallKey &k) const { return k.hash; }
+};
+struct CallKeyEq {
+  bool operator()(const CallKey &a, const CallKey &b) const {
+    if (a.hash != b.hash || &a.node->schema() != &b.node->schema() ||
+        a.node->numArgs() != b.node->numArgs())
+      return false;
+    for (unsigned i = 0; i < a.node->numArgs(); ++i)
+      if (!sameArgument(argOf(a, i), argOf(b, i)))
+        return false;
+    return true;
+  }
+};
+
+/// Write epochs: each storage root counts the writes to it so far, and a
+/// node's stamp is the sum over its operands' roots when it runs. Epochs only
+/// grow, so two calls with the same operands have equal stamps exactly when
+/// nothing they read was written between them.
+class WriteEpochs {
+public:
+  explicit WriteEpochs(const Graph &graph) {
+    for (const Node &n : graph.nodes())
+      if (!writtenValues(n).empty()) {
+        anyWrites_ = true;
+        break;
+      }
+  }
+  bool anyWrites() const { return anyWrites_; }
+
+  uint64_t stamp(const Node &n) {
+    if (!anyWrites_)
+      return 0;
+    uint64_t s = 0;
+    for (Value *v : n.operandValues())
+      for (unsigned root : roots(v))
+        s += epoch_.lookup(root);
+    return s;
+  }
+  void recordWrites(const Node &n) {
+    if (!anyWrites_)
+      return;
+    for (Value *w : writtenValues(n))
+      for (unsigned root : roots(w))
+        ++epoch_[root];
+  }
+
+private:
+  /// The value ids of `v`'s storage roots, memoised (views chain back to them).
+  llvm::ArrayRef<unsigned> roots(const Value *v) {
+    auto it = roots_.find(v->id());
+    if (it != roots_.end())
+      return it->second;
+    llvm::SmallVector<unsigned, 1> ids;
+    for (const Value *r : storageRoots(v))
+      ids.push_back(r->id());
+    return roots_[v->id()] = std::move(ids);
+  }
+
+  bool anyWrites_ = false;
+  llvm::DenseMap<unsigned, uint64_t> epoch_;
+  llvm::DenseMap<unsigned, llvm::SmallVector<unsigned, 1>> roots_;
+};
+
+/// Values a write reaches: each written value and every value on its chain of
+/// views back to the storage roots. A result in this set is written in place,
+/// directly or through a view of it, somewhere in the graph.
+ValueMap<uint8_t> valuesWrittenThrough(const Graph &graph) {
+  ValueMap<uint8_t> written(graph, 0);
+  for (const Node &n : graph.nodes())
+    for (Value *w : writtenValues(n)) {
+      llvm::SmallVector<const Value *, 4> work{w};
+      while (!work.empty()) {
+        const Value *v = work.pop_back_val();
+        if (written.lookup(v))
+          continue;
+        written[v] = 1;
+        if (const Node *def = v->definingNode())
+          for (Value *base : aliasedOperands(*def, v->index()))
+            work.push_back(base);
+      }
+    }
+  return written;
+}
+
+/// The memory a merge changes, on the liveness timeline: the later call's
+/// results are not made, and the earlier call's results live until the later
+/// ones would have been freed.
+class MergeMemory {
+public:
+  explicit MergeMemory(const LivenessResult &liveness)
+      : liveness_(liveness), tracker_(liveness.timeline), startPeak_(tracker_.peak()) {
+    freedAfter_.reserve(liveness.values.size());
+    for (const ValueLiveness &v : liveness.values)
+      freedAfter_.push_back(v.freedAfter);
+  }
+
+  /// Applies the merge of `later` into `earlier`; returns the peak after it.
+  int64_t apply(const Node &earlier, const Node &later, bool undo = false) {
+    int64_t rank = liveness_.rank.lookup(&later);
+    for (unsigned i = 0; i < later.numOutputs(); ++i) {
+      const ValueLiveness *a = liveness_.lookup(earlier.output(i));
+      const ValueLiveness *b = liveness_.lookup(later.output(i));
+      // Views own no bytes: both alias the same base, whose lifetime already
+      // spans both sets of uses.
+      if (!a || !b || b->bytes == 0 || a->bytes == 0 || b->storage != b->value)
+        continue;
+      int32_t aSlot = liveness_.slot.lookup(a->storage);
+      int32_t bSlot = liveness_.slot.lookup(b->value);
+      int64_t aFreed = freedAfter_[aSlot], bFreed = freedAfter_[bSlot];
+      int64_t sign = undo ? -1 : 1;
+      tracker_.add(rank, bFreed, -sign * b->bytes);
+      if (bFreed > aFreed)
+        tracker_.add(aFreed + 1, bFreed, sign * a->bytes);
+    }
+    return tracker_.peak();
+  }
+  /// Makes an applied merge permanent: the earlier storage now lives as long.
+  void commit(const Node &earlier, const Node &later) {
+    for (unsigned i = 0; i < later.numOutputs(); ++i) {
+      const ValueLiveness *a = liveness_.lookup(earlier.output(i));
+      const ValueLiveness *b = liveness_.lookup(later.output(i));
+      if (!a || !b || b->bytes == 0 || a->bytes == 0 || b->storage != b->value)
+        continue;
+      int64_t &aFreed = freedAfter_[liveness_.slot.lookup(a->storage)];
+      aFreed = std::max(aFreed, freedAfter_[liveness_.slot.lookup(b->value)]);
+    }
+  }
+  int64_t peak() const { return tracker_.peak(); }
+  int64_t startPeak() const { return startPeak_; }
+
+private:
+  const LivenessResult &liveness_;
+  PeakTracker tracker_;
+  int64_t startPeak_;
+  std::vector<int64_t> freedAfter_; ///< by liveness slot, updated by commits
+};
+
+std::string nodeLabel(const Node &n) {
+  return n.numOutputs() ? n.output()->name().str() : absl::StrCat(n.opName(), "@", n.id());
+}
+
+} // namespace
+
+absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses) {
+  auto liveness = analyses.getResult<LivenessAnalysis>(graph, {});
+  if (!liveness.ok())
+    return liveness.status();
+  MergeMemory memory(**liveness);
+  WriteEpochs epochs(graph);
+  ValueMap<uint8_t> writtenThrough = valuesWrittenThrough(graph);
+  NodeMap<uint64_t> stamps(graph, 0);
+  std::unordered_map<CallKey, Node *, CallKeyHash, CallKeyEq> table;
+
+  auto record = [&](const Node &kept, const Node &replaced, std::string reason) {
+    Decision d{nodeLabel(kept), nodeLabel(replaced), replaced.opName(),
+               phaseName(kept.phase()).str(), phaseName(replaced.phase()).str(), std::move(reason)};
+    std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.reason);
+    if (recorded_.insert(id).second)
+      decisions_.push_back(std::move(d));
+  };
+  // Why `later` may not be merged into `earlier` (an equal call), or "".
+  auto refusal = [&](const Node &earlier, const Node &later) -> std::string {
+    for (const Node *n : {&earlier, &later}) {
+      const OpEffects &e = opEffects(*n);
+      if (e.random)
+        return "random op";
+      if (e.sideEffects)
+        return "side effects";
+      if (!writtenValues(*n).empty())
+        return "writes in place";
+    }
+    if (stamps.lookup(&earlier) != stamps.lookup(&later))
+      return "an operand is written in place between them";
+    for (unsigned i = 0; i < later.numOutputs(); ++i) {
+      if (writtenThrough.lookup(earlier.output(i)) || writtenThrough.lookup(later.output(i)))
+        return "a result is written in place";
+      if (!(earlier.output(i)->type() == later.output(i)->type()))
+        return "result types differ";
+    }
+    return "";
+  };
+
+  bool changed = false;
+  int64_t merged = 0, mergedAcross = 0;
+  for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
+    Node &n = *it++;
+    stamps[&n] = epochs.stamp(n);
+    epochs.recordWrites(n);
+    if (n.numOutputs() == 0)
+      continue; // nothing to reuse: asserts, prints, out-less writes
+    auto [slot, inserted] = table.try_emplace(makeKey(n, commutative_.get()), &n);
+    if (inserted)
+      continue;
+    Node &earlier = *slot->second;
+    std::string reason = refusal(earlier, n);
+    bool across = earlier.phase() != n.phase();
+    if (reason.empty()) {
+      int64_t limit = std::max(memory.startPeak(), memory.peak());
+      int64_t after = memory.apply(earlier, n);
+      if (after > limit && !(across && acrossPhases_.get())) {
+        memory.apply(earlier, n, /*undo=*/true);
+        reason = absl::StrCat("would raise the simulated peak by ", after - limit, " bytes");
+        addStatistic(across ? "refused: would raise the peak (across phases)"
+                            : "refused: would raise the peak (within a phase)");
+      }
+    } else {
+      addStatistic(absl::StrCat("refused: ", reason));
+    }
+    if (!reason.empty()) {
+      record(earlier, n, reason);
+      slot->second = &n; // later equal calls are closer to this one
+      continue;
+    }
+    memory.commit(earlier, n);
+    record(earlier, n, "");
+    for (unsigned i = 0; i < n.numOutputs(); ++i)
+      n.output(i)->replaceAllUsesWith(earlier.output(i));
+    if (absl::Status st = graph.eraseNode(&n); !st.ok())
+      return st;
+    ++merged;
+    mergedAcross += across;
+    changed = true;
+  }
+  addStatistic("merged", merged);
+  addStatistic("merged across phases", mergedAcross);
+  setStatistic("simulated peak bytes before", memory.startPeak());
+  setStatistic("simulated peak bytes after", memory.peak());
+
+  if (!reportDirectory().empty()) {
+    std::string csv = "kept,replaced,op,kept_phase,replaced_phase,decision,reason\n";
+    for (const Decision &d : decisions_)
+      absl::StrAppend(&csv, d.kept, ",", d.replaced, ",", d.op, ",", d.keptPhase, ",",
+                      d.replacedPhase, ",", d.reason.empty() ? "merged" : "refused", ",", d.reason,
+                      "\n");
+    if (absl::Status st = writeReportFiles(reportDirectory(), {{"cse.csv", csv}}); !st.ok())
+      return st;
+  }
+  return changed;
+}
+
+GRAPHOPT_REGISTER_PASS(CSEPass);
+
+} // namespace graphopt

@@ -1,0 +1,65 @@
+//===- CSEPass.h - Common subexpression elimination ---------------*- C++ -*-===//
+//
+// Value numbering over (operator overload, arguments): a later call equal to
+// an earlier one is removed and its uses read the earlier one's results.
+// `commutative=true` (the default) also equates a+b with b+a for operators
+// whose result does not depend on the operands' order (add with alpha 1, mul,
+// eq, ne, logical and bitwise and/or/xor).
+//
+// Never merged (docs/RedundantOps.md argues each):
+//   - random operators (at::Tag::nondeterministic_seeded): equal arguments,
+//     different draws;
+//   - operators with side effects (collectives, asserts, prints);
+//   - calls that write any argument in place, calls whose results are written
+//     in place anywhere (directly or through a view), and calls reading a
+//     value after a write to anything it aliases between the two;
+//   - calls whose results differ in dtype, shape, strides or device.
+// Memory-aware: a merge keeps the earlier result alive until the later one's
+// last use, which can raise the peak (a forward value kept for a backward use
+// is what checkpointing pays to avoid). A merge that would raise the
+// simulated peak (liveness) above the pipeline's peak when cse started is
+// refused; `across-phases=true` allows such merges when they cross the
+// forward/backward boundary.
+//
+// With --report-dir, writes cse.csv: each merge and each refused pair of
+// equal calls, with the reason.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Pass/Pass.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+class CSEPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "cse"; }
+  static llvm::StringRef passDescription() {
+    return "common subexpression elimination that keeps aliasing, mutation, randomness and the "
+           "simulated peak intact";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+
+  /// One row of cse.csv.
+  struct Decision {
+    std::string kept, replaced, op, keptPhase, replacedPhase, reason; ///< reason "" = merged
+  };
+
+private:
+  PassOption<bool> acrossPhases_{
+      this, "across-phases",
+      "merge across the forward/backward boundary even when that raises the simulated peak", false};
+  PassOption<bool> commutative_{this, "commutative",
+                                "equate a+b and b+a for operators whose operands commute", true};
+  /// Every decision over all runs (repeat{...} runs the pass again), without repeats.
+  std::vector<Decision> decisions_;
+  std::set<std::string> recorded_;
+};
+
+} // namespace graphopt

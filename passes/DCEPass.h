@@ -1,0 +1,39 @@
+//===- DCEPass.h - Dead code elimination --------------------------*- C++ -*-===//
+//
+// Removes nodes whose results are unused and which do nothing else: no side
+// effects, no writes in place (the written value may be read later, or be a
+// graph input), and no draws from the random number generator (removing one
+// would shift every later random op's draws: dropout masks would change).
+// Graph outputs are uses, so what they return stays. One walk from the end
+// removes whole dead chains.
+//
+// An unused graph input is reported (statistic, and a remark naming it), not
+// removed: it is part of the graph's signature. `dce{inputs=true}` removes
+// unused inputs too, except one another input is tied to.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Pass/Pass.h"
+
+#include <set>
+#include <string>
+
+namespace graphopt {
+
+class DCEPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "dce"; }
+  static llvm::StringRef passDescription() {
+    return "dead code elimination: unused nodes without effects; unused inputs with inputs=true";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+
+private:
+  PassOption<bool> inputs_{this, "inputs", "also remove graph inputs nothing reads", false};
+  std::set<std::string> reportedInputs_; ///< remarks already given (repeat runs it again)
+};
+
+} // namespace graphopt
