@@ -61,10 +61,14 @@ absl::StatusOr<bool> DCEPass::transform(Graph &graph, AnalysisManager &) {
   std::vector<std::string> unused;
   for (unsigned i = graph.inputs().size(); i-- > 0;) {
     const GraphInput &in = graph.inputs()[i];
-    if (in.value->hasUses())
+    // An input another one is tied to holds that one's storage: it is used.
+    auto tiedTo = [&](const GraphInput &other) { return other.tiedTo == in.value; };
+    if (in.value->hasUses() || llvm::any_of(graph.inputs(), tiedTo))
       continue;
     std::string name = in.value->name().str();
-    if (inputs_.get() && graph.eraseInput(i).ok()) { // a tied-to input stays
+    if (inputs_.get()) {
+      if (absl::Status st = graph.eraseInput(i); !st.ok())
+        return st;
       addStatistic("removed inputs");
       changed = true;
       continue;
@@ -77,8 +81,8 @@ absl::StatusOr<bool> DCEPass::transform(Graph &graph, AnalysisManager &) {
     std::reverse(unused.begin(), unused.end());
     std::string key = absl::StrJoin(unused, ",");
     if (reportedInputs_.insert(key).second)
-      llvm::WithColor::remark(llvm::errs(), "dce")
-          << unused.size() << " unused graph input" << (unused.size() == 1 ? "" : "s") << " kept: "
+      llvm::WithColor::remark(llvm::errs(), "graph-opt")
+          << "dce: " << unused.size() << " unused graph input" << (unused.size() == 1 ? "" : "s") << " kept: "
           << absl::StrJoin(unused.begin(), unused.begin() + std::min<size_t>(unused.size(), 8), ", ")
           << (unused.size() > 8 ? ", ..." : "") << " (dce{inputs=true} removes them)\n";
   }

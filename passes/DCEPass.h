@@ -9,7 +9,8 @@
 //
 // An unused graph input is reported (statistic, and a remark naming it), not
 // removed: it is part of the graph's signature. `dce{inputs=true}` removes
-// unused inputs too, except one another input is tied to.
+// unused inputs too (an input another one is tied to holds its storage, so it
+// counts as used).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

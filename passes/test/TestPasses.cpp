@@ -84,8 +84,29 @@ public:
   }
 };
 
+/// Changes the graph on every run (toggles an attribute on the first node), so
+/// repeat{...} around it never reaches a fixpoint.
+class TestToggleAttrPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-toggle-attr"; }
+  static llvm::StringRef passDescription() {
+    return "test only: toggle attribute 'toggled' on the first node (always changes the graph)";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    if (graph.nodes().empty())
+      return false;
+    Node &first = graph.nodes().front();
+    if (!first.removeAttr("toggled"))
+      first.setAttr("toggled", Constant::ofBool(true));
+    return true;
+  }
+};
+
 } // namespace
 
+GRAPHOPT_REGISTER_TEST_PASS(TestToggleAttrPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestBreakNamesPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestFailPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestCountPass);
