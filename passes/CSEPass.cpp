@@ -13,7 +13,6 @@
 #include <llvm/ADT/Hashing.h>
 #include <llvm/ADT/StringSet.h>
 
-#include <unordered_map>
 
 namespace graphopt {
 
@@ -23,19 +22,31 @@ namespace {
 /// addition and multiplication are commutative, comparisons and bitwise ops
 /// are symmetric). Not maximum/minimum: on +0.0 and -0.0 they return the
 /// second operand, so swapping changes the sign of a zero.
-bool isCommutative(const Node &n) {
+bool isCommutativeOperator(const c10::FunctionSchema &schema) {
   static const llvm::StringSet<> ops = {
       "aten::mul.Tensor",         "aten::eq.Tensor",          "aten::ne.Tensor",
       "aten::logical_and",        "aten::logical_or",         "aten::logical_xor",
       "aten::bitwise_and.Tensor", "aten::bitwise_or.Tensor",  "aten::bitwise_xor.Tensor",
       "aten::add.Tensor",
   };
+  std::string name = schema.name();
+  if (!schema.overload_name().empty())
+    name += "." + schema.overload_name();
+  return ops.contains(name);
+}
+
+/// Whether `n`'s first two operands may be swapped; operator answers are
+/// cached by schema (the name lookup is the costly part on large graphs).
+bool isCommutative(const Node &n,
+                   llvm::DenseMap<const c10::FunctionSchema *, bool> &byOperator) {
   if (n.numArgs() < 2 || !n.arg(0).isValue() || !n.arg(1).isValue())
     return false;
-  std::string name = n.opName();
-  if (!ops.contains(name))
+  auto [it, inserted] = byOperator.try_emplace(&n.schema(), false);
+  if (inserted)
+    it->second = isCommutativeOperator(n.schema());
+  if (!it->second)
     return false;
-  if (name == "aten::add.Tensor") { // a + alpha * b commutes only for alpha 1
+  if (n.schema().name() == "aten::add") { // a + alpha * b commutes only for alpha 1
     if (n.numArgs() < 3 || !n.arg(2).isConstant())
       return false;
     const Constant &alpha = n.arg(2).getConstant();
@@ -59,9 +70,9 @@ const Argument &argOf(const CallKey &k, unsigned i) {
   return k.node->arg(i);
 }
 
-CallKey makeKey(const Node &n, bool commutative) {
+CallKey makeKey(const Node &n, llvm::DenseMap<const c10::FunctionSchema *, bool> *commutative) {
   CallKey k{&n, false, 0};
-  if (commutative && isCommutative(n))
+  if (commutative && isCommutative(n, *commutative))
     k.swapped = n.arg(1).getValue()->id() < n.arg(0).getValue()->id();
   llvm::hash_code h = llvm::hash_value(&n.schema());
   for (unsigned i = 0; i < n.numArgs(); ++i)
@@ -70,20 +81,34 @@ CallKey makeKey(const Node &n, bool commutative) {
   return k;
 }
 
-struct CallKeyHash {
-  size_t operator()(const CallKey &k) const { return k.hash; }
-};
-struct CallKeyEq {
-  bool operator()(const CallKey &a, const CallKey &b) const {
+} // namespace
+} // namespace graphopt
+
+template <> struct llvm::DenseMapInfo<graphopt::CallKey> {
+  using CallKey = graphopt::CallKey;
+  static CallKey getEmptyKey() { return {DenseMapInfo<const graphopt::Node *>::getEmptyKey(), false, 0}; }
+  static CallKey getTombstoneKey() {
+    return {DenseMapInfo<const graphopt::Node *>::getTombstoneKey(), false, 0};
+  }
+  static unsigned getHashValue(const CallKey &k) { return static_cast<unsigned>(k.hash); }
+  static bool isEqual(const CallKey &a, const CallKey &b) {
+    if (a.node == b.node)
+      return a.swapped == b.swapped;
+    if (a.node == getEmptyKey().node || a.node == getTombstoneKey().node ||
+        b.node == getEmptyKey().node || b.node == getTombstoneKey().node)
+      return false;
     if (a.hash != b.hash || &a.node->schema() != &b.node->schema() ||
         a.node->numArgs() != b.node->numArgs())
       return false;
     for (unsigned i = 0; i < a.node->numArgs(); ++i)
-      if (!sameArgument(argOf(a, i), argOf(b, i)))
+      if (!graphopt::sameArgument(graphopt::argOf(a, i), graphopt::argOf(b, i)))
         return false;
     return true;
   }
 };
+
+namespace graphopt {
+namespace {
 
 /// Write epochs: each storage root counts the writes to it so far, and a
 /// node's stamp is the sum over its operands' roots when it runs. Epochs only
@@ -91,14 +116,9 @@ struct CallKeyEq {
 /// nothing they read was written between them.
 class WriteEpochs {
 public:
-  explicit WriteEpochs(const Graph &graph) {
-    for (const Node &n : graph.nodes())
-      if (!writtenValues(n).empty()) {
-        anyWrites_ = true;
-        break;
-      }
-  }
-  bool anyWrites() const { return anyWrites_; }
+  /// `anyWrites`: whether any node of the graph writes in place (if none,
+  /// every stamp is 0 and nothing is tracked).
+  explicit WriteEpochs(bool anyWrites) : anyWrites_(anyWrites) {}
 
   uint64_t stamp(const Node &n) {
     if (!anyWrites_)
@@ -136,11 +156,14 @@ private:
 
 /// Values a write reaches: each written value and every value on its chain of
 /// views back to the storage roots. A result in this set is written in place,
-/// directly or through a view of it, somewhere in the graph.
-ValueMap<uint8_t> valuesWrittenThrough(const Graph &graph) {
+/// directly or through a view of it, somewhere in the graph. `anyWrites`
+/// says whether there was any write at all.
+ValueMap<uint8_t> valuesWrittenThrough(const Graph &graph, bool &anyWrites) {
   ValueMap<uint8_t> written(graph, 0);
+  anyWrites = false;
   for (const Node &n : graph.nodes())
     for (Value *w : writtenValues(n)) {
+      anyWrites = true;
       llvm::SmallVector<const Value *, 4> work{w};
       while (!work.empty()) {
         const Value *v = work.pop_back_val();
@@ -219,12 +242,17 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   if (!liveness.ok())
     return liveness.status();
   MergeMemory memory(**liveness);
-  WriteEpochs epochs(graph);
-  ValueMap<uint8_t> writtenThrough = valuesWrittenThrough(graph);
+  bool anyWrites = false;
+  ValueMap<uint8_t> writtenThrough = valuesWrittenThrough(graph, anyWrites);
+  WriteEpochs epochs(anyWrites);
   NodeMap<uint64_t> stamps(graph, 0);
-  std::unordered_map<CallKey, Node *, CallKeyHash, CallKeyEq> table;
+  llvm::DenseMap<CallKey, Node *> table;
+  llvm::DenseMap<const c10::FunctionSchema *, bool> commutative;
+  bool reporting = !reportDirectory().empty();
 
   auto record = [&](const Node &kept, const Node &replaced, std::string reason) {
+    if (!reporting)
+      return;
     Decision d{nodeLabel(kept), nodeLabel(replaced), replaced.opName(),
                phaseName(kept.phase()).str(), phaseName(replaced.phase()).str(), std::move(reason)};
     std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.reason);
@@ -261,7 +289,8 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     epochs.recordWrites(n);
     if (n.numOutputs() == 0)
       continue; // nothing to reuse: asserts, prints, out-less writes
-    auto [slot, inserted] = table.try_emplace(makeKey(n, commutative_.get()), &n);
+    auto [slot, inserted] =
+        table.try_emplace(makeKey(n, commutative_.get() ? &commutative : nullptr), &n);
     if (inserted)
       continue;
     Node &earlier = *slot->second;
@@ -299,7 +328,7 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   setStatistic("simulated peak bytes before", memory.startPeak());
   setStatistic("simulated peak bytes after", memory.peak());
 
-  if (!reportDirectory().empty()) {
+  if (reporting) {
     std::string csv = "kept,replaced,op,kept_phase,replaced_phase,decision,reason\n";
     for (const Decision &d : decisions_)
       absl::StrAppend(&csv, d.kept, ",", d.replaced, ",", d.op, ",", d.keptPhase, ",",
