@@ -1,6 +1,7 @@
 //===- Verifier.cpp - Structural verification of a Graph ------------------===//
 #include "graphopt/IR/Verifier.h"
 
+#include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/SchemaUtils.h"
 
 #include <absl/strings/str_cat.h>
@@ -55,7 +56,7 @@ private:
       std::string what = absl::StrCat("graph input");
       checkName(nullptr, in.value, what);
       checkType(nullptr, in.value, what);
-      defined_.insert(in.value);
+      defined_[in.value] = 1;
       if (in.value->graph() != &graph_ || !in.value->isGraphInput())
         report(nullptr, absl::StrCat("graph input %", in.value->name().str(),
                                      " does not belong to this graph"));
@@ -101,12 +102,12 @@ private:
     }
     // Only values of this graph are safe to inspect; a foreign one is still alive
     // (erasing a used value is refused), so naming it is fine.
-    if (!allValues_.count(v)) {
+    if (!isOurs(v)) {
       report(&n, absl::StrCat("argument '", argName, "' uses %", v->name().str(),
                               ", which is not a value of this graph (dangling use)"));
       return;
     }
-    if (!defined_.count(v))
+    if (!defined_.lookup(v))
       report(&n, absl::StrCat("argument '", argName, "' uses %", v->name().str(),
                               " before its definition"));
   }
@@ -157,7 +158,7 @@ private:
         if (!st.ok())
           report(&n, std::string(st.message()));
       }
-      defined_.insert(out);
+      defined_[out] = 1;
     }
   }
 
@@ -165,11 +166,11 @@ private:
     for (unsigned i = 0; i < graph_.outputs().size(); ++i) {
       const GraphOutput &out = graph_.outputs()[i];
       std::string what = absl::StrCat("graph output ", i, " (", outputRoleName(out.role).str(), ")");
-      if (!out.value || !allValues_.count(out.value)) {
+      if (!out.value || !isOurs(out.value)) {
         report(nullptr, absl::StrCat(what, " is not a value of this graph (dangling use)"));
         continue;
       }
-      if (!defined_.count(out.value))
+      if (!defined_.lookup(out.value))
         report(nullptr, absl::StrCat(what, " uses %", out.value->name().str(), " before its definition"));
       auto targetRole = [&](InputRole want) {
         auto it = inputsByTarget_.find(out.target);
@@ -201,7 +202,7 @@ private:
   /// Every recorded use must match an actual operand, and every operand must be recorded.
   void checkUseLists() {
     // Operands that are not values of this graph were reported as dangling already.
-    auto ours = [this](const Value *v) { return v && allValues_.count(v); };
+    auto ours = [this](const Value *v) { return v && isOurs(v); };
     size_t operandCount = 0;
     for (const Node &n : graph_.nodes())
       for (unsigned i = 0; i < n.numArgs(); ++i) {
@@ -244,12 +245,17 @@ private:
 
   const Graph &graph_;
   std::vector<VerifierDiagnostic> diags_;
-  llvm::DenseSet<const Value *> defined_;
-  llvm::DenseSet<const Value *> allValues_ = [this] {
-    llvm::DenseSet<const Value *> all;
-    for (const Value *v : graph_.allValues())
-      all.insert(v);
-    return all;
+  /// Whether `v` is a value of this graph: one of allValues_ (ids are dense
+  /// and unique within a graph, so a table by id answers without hashing).
+  bool isOurs(const Value *v) const { return v->graph() == &graph_ && isValue_.lookup(v); }
+  // Per value id (values of this graph only: check isOurs first).
+  ValueMap<uint8_t> defined_{graph_, 0};
+  std::vector<Value *> allValues_ = graph_.allValues();
+  ValueMap<uint8_t> isValue_ = [this] {
+    ValueMap<uint8_t> is(graph_, 0);
+    for (const Value *v : allValues_)
+      is[v] = 1;
+    return is;
   }();
   llvm::StringSet<> seenNames_;
   llvm::StringMap<const GraphInput *> inputsByTarget_;
