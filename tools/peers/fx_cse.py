@@ -20,9 +20,8 @@ graph-opt's names for an fx node (``gir_outputs``): a node with one tensor resul
 after the fx node; a node with several results (``native_layer_norm``, ``native_dropout``,
 ``max_pool2d_with_indices``) is one graph-opt node whose results are named after the fx
 ``getitem`` users, ``<node>_none_<i>`` for a ``None`` result (loading names its getitem
-``as_none``) and ``<node>_unused_<i>`` for one
-nothing reads; a node without a result (``aten::_assert_tensor_metadata``) has no name in
-graph-opt. In a joint graph the forward ends with the node that computes the loss (the
+``as_none``) and ``<node>_unused_<i>`` for one nothing reads; a node without a result
+(``aten::_assert_tensor_metadata``) has no name in graph-opt. In a joint graph the forward ends with the node that computes the loss (the
 ``LOSS_OUTPUT`` of the signature): later nodes are backward, as in graph-opt's importer.
 """
 

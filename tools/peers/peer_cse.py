@@ -187,6 +187,15 @@ def _fx_ops(zoo: str, model: str) -> collections.Counter | None:
                                for m in result.merges)
 
 
+def _table(header, rows, markdown: bool, widths) -> list:
+    """Lines of a markdown table, or of plain columns at least ``widths`` wide."""
+    if markdown:
+        return ["| " + " | ".join(str(c) for c in cells) + " |"
+                for cells in [header, ("---",) * len(header)] + list(rows)]
+    return ["  ".join(f"{c!s:<{w}}" for c, w in zip(cells, widths)).rstrip()
+            for cells in [header] + list(rows)]
+
+
 def cmd_torchscript(args) -> int:
     import ts_cse
 
@@ -204,12 +213,6 @@ def cmd_torchscript(args) -> int:
             raise ToolError(f"{m}: tracing or the TorchScript passes failed: "
                             f"{type(e).__name__}: {e}") from None
     fx = {r.model: _fx_ops(args.fx_zoo, r.model) for r in results} if args.fx_zoo else {}
-    md = args.markdown
-    out = []
-
-    def row(cells):
-        out.append("| " + " | ".join(str(c) for c in cells) + " |" if md else
-                   "  ".join(f"{c!s:<{w}}" for c, w in zip(cells, widths)).rstrip())
 
     def by_class(counter):
         per = collections.Counter()
@@ -217,19 +220,9 @@ def cmd_torchscript(args) -> int:
             per[cls] += n
         return ", ".join(f"{c} {per[c]}" for c in ts_cse.CLASSES if per[c]) or "-"
 
-    widths = (10, 6, 6, 6, 6, 44, 20)
-    row(("model", "tracer warnings", "nodes", "after cse", "after dce", "cse removed",
-         "dce removed"))
-    if md:
-        out.append("|" + "---|" * 7)
-    for r in results:
-        row((r.model, r.tracer_warnings, *r.nodes, by_class(r.cse), by_class(r.dce)))
-    out.append("")
-    widths = (10, 22, 10, 5, 5, 52)
-    row(("model", "kind", "class", "cse", "dce", "graph-opt counterpart"))
-    if md:
-        out.append("|" + "---|" * 6)
-    csv_rows = ["model,pass,kind,class,count"]
+    summary = [(r.model, r.tracer_warnings, *r.nodes, by_class(r.cse), by_class(r.dce))
+               for r in results]
+    kinds, csv_rows = [], ["model,pass,kind,class,count"]
     for r in results:
         keys = sorted(set(r.cse) | set(r.dce),
                       key=lambda k: (ts_cse.CLASSES.index(k[1]), k[0]))
@@ -239,10 +232,14 @@ def cmd_torchscript(args) -> int:
                 note = f"{kind} (the .pt2's {kind}.*)"
                 if fx.get(r.model) is not None:
                     note += f"; fx CSE merges {fx[r.model][kind]} on {r.model}-eval.pt2"
-            row((r.model, kind, cls, r.cse[(kind, cls)], r.dce[(kind, cls)], note))
+            kinds.append((r.model, kind, cls, r.cse[(kind, cls)], r.dce[(kind, cls)], note))
             for name, counter in (("cse", r.cse), ("dce", r.dce)):
                 if counter[(kind, cls)]:
                     csv_rows.append(f"{r.model},{name},{kind},{cls},{counter[(kind, cls)]}")
+    out = _table(("model", "tracer warnings", "nodes", "after cse", "after dce", "cse removed",
+                  "dce removed"), summary, args.markdown, (10, 6, 6, 6, 6, 44, 20))
+    out += [""] + _table(("model", "kind", "class", "cse", "dce", "graph-opt counterpart"),
+                         kinds, args.markdown, (10, 22, 10, 5, 5, 52))
     print("\n".join(out))
     if args.csv:
         write_atomically(args.csv, "\n".join(csv_rows) + "\n")
