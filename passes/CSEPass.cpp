@@ -296,19 +296,21 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     Node &earlier = *slot->second;
     std::string reason = refusal(earlier, n);
     bool across = earlier.phase() != n.phase();
+    std::string statistic = absl::StrCat("refused: ", reason);
     if (reason.empty()) {
       int64_t limit = std::max(memory.startPeak(), memory.peak());
       int64_t after = memory.apply(earlier, n);
       if (after > limit && !(across && acrossPhases_.get())) {
         memory.apply(earlier, n, /*undo=*/true);
         reason = absl::StrCat("would raise the simulated peak by ", after - limit, " bytes");
-        addStatistic(across ? "refused: would raise the peak (across phases)"
-                            : "refused: would raise the peak (within a phase)");
+        statistic = across ? "refused: would raise the peak (across phases)"
+                           : "refused: would raise the peak (within a phase)";
       }
-    } else {
-      addStatistic(absl::StrCat("refused: ", reason));
     }
     if (!reason.empty()) {
+      // Counted once per pair, although repeat{...} meets it every round.
+      if (refusedPairs_.insert({earlier.id(), n.id()}).second)
+        addStatistic(statistic);
       record(earlier, n, reason);
       slot->second = &n; // later equal calls are closer to this one
       continue;

@@ -30,6 +30,7 @@
 #include "graphopt/Pass/Pass.h"
 
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ private:
   /// Every decision over all runs (repeat{...} runs the pass again), without repeats.
   std::vector<Decision> decisions_;
   std::set<std::string> recorded_;
+  /// (earlier, later) node ids of refused pairs already counted.
+  std::set<std::pair<unsigned, unsigned>> refusedPairs_;
 };
 
 } // namespace graphopt
