@@ -42,8 +42,7 @@ protected:
 private:
   PassOption<std::optional<int64_t>> maxRewrites_{
       this, "max-rewrites",
-      "at most this many folds; reaching it is an error (unset: 10 per node + 100)",
-      std::nullopt};
+      "at most this many folds; reaching it is an error (unset: 10 per node + 100)", std::nullopt};
 };
 
 } // namespace graphopt

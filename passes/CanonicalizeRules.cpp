@@ -312,8 +312,7 @@ Value *matchToSame(Node &n, const FoldContext &ctx) {
       !(pin.constant && pin.constant->kind() == ConstantKind::Bool && !pin.constant->asBool()))
     return nullptr;
   if (!device.absentOrNone()) {
-    if (!device.constant || !device.constant->isExecutionDevice() ||
-        ctx.mayBeOffExecutionDevice(x))
+    if (!device.constant || !device.constant->isExecutionDevice() || ctx.mayBeOffExecutionDevice(x))
       return nullptr;
   }
   if (const Argument *other = argNamed(n, "other")) {
@@ -468,7 +467,9 @@ llvm::SmallVector<const Value *, 8> storageSharers(const Value &y) {
   return values;
 }
 
-bool isAsStrided(const Node &n) { return llvm::StringRef(n.schema().name()).startswith("aten::as_strided"); }
+bool isAsStrided(const Node &n) {
+  return llvm::StringRef(n.schema().name()).startswith("aten::as_strided");
+}
 
 } // namespace
 
@@ -509,9 +510,8 @@ bool canReplaceCopyWith(const FoldContext &ctx, const Value &y, const Value &x) 
     if (ctx.lastWriteOf(root) > ctx.rankOf(def))
       return false;
   const Graph &graph = ctx.graph();
-  bool yIsOutput = llvm::any_of(graph.outputs(), [&](const GraphOutput &o) {
-    return llvm::is_contained(sharers, o.value);
-  });
+  bool yIsOutput = llvm::any_of(
+      graph.outputs(), [&](const GraphOutput &o) { return llvm::is_contained(sharers, o.value); });
   if (yIsOutput) { // (d)
     for (const Value *root : xRoots)
       if (root->isGraphInput())
