@@ -1,0 +1,160 @@
+//===- CanonicalizePass.cpp - Folding no-ops and simple algebra -----------===//
+//
+// The driver: a greedy worklist over the rules of CanonicalizeRules.cpp, run
+// to a fixpoint (MLIR's applyPatternsAndFoldGreedily is the model).
+//
+//===----------------------------------------------------------------------===//
+#include "CanonicalizePass.h"
+#include "CanonicalizeRules.h"
+
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Pass/PassRegistry.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace graphopt {
+
+namespace {
+
+using canonicalize::FoldContext;
+using canonicalize::Rule;
+
+/// The rules of each operator, found by schema name and overload once per
+/// operator (keyed by its registered schema, as OpEffects' cache is).
+class RuleIndex {
+public:
+  llvm::ArrayRef<const Rule *> rulesFor(const Node &node) {
+    auto [it, inserted] = byOperator_.try_emplace(&node.schema());
+    if (inserted)
+      for (const Rule &rule : canonicalize::allRules())
+        if (canonicalize::ruleMatchesOperator(rule, node.schema()))
+          it->second.push_back(&rule);
+    return it->second;
+  }
+
+private:
+  llvm::DenseMap<const c10::FunctionSchema *, llvm::SmallVector<const Rule *, 1>> byOperator_;
+};
+
+/// Whether the node's operator may be folded away at all, whatever a rule
+/// says: nothing random (that would shift every later random draw), nothing
+/// with side effects, nothing that writes. The matched operators are pure or
+/// views; this keeps a future overload from slipping through.
+bool mayFold(const Node &node) {
+  const OpEffects &e = opEffects(node);
+  return node.numOutputs() == 1 && node.output()->isTensor() && !e.random && !e.sideEffects &&
+         writtenValues(node).empty();
+}
+
+/// Whether an unused node may be erased: the same, and no effect outside the graph.
+bool mayEraseUnused(const Node &node) {
+  const OpEffects &e = opEffects(node);
+  if (e.random || e.sideEffects || !writtenValues(node).empty() || hasExternalEffect(node))
+    return false;
+  return llvm::none_of(node.outputs(), [](const Value *v) { return v->hasUses(); });
+}
+
+} // namespace
+
+absl::Status CanonicalizePass::validateOptions() {
+  if (maxRewrites_.get() && *maxRewrites_.get() < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("option 'max-rewrites' must be >= 0, got ", *maxRewrites_.get()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &) {
+  const int64_t cap =
+      maxRewrites_.get().value_or(10 * static_cast<int64_t>(graph.numNodes()) + 100);
+  FoldContext ctx(graph);
+  RuleIndex index;
+
+  // The worklist is a stack, filled in reverse so that nodes first come off
+  // it in graph order; the users of a value that just gained uses are pushed
+  // and so looked at next. Entries carry the node's id, so an entry whose
+  // node was erased is skipped without touching it.
+  std::vector<std::pair<Node *, unsigned>> work;
+  std::vector<uint8_t> queued(graph.nodeIdBound(), 0), erased(graph.nodeIdBound(), 0);
+  auto push = [&](Node *n) {
+    if (!queued[n->id()] && !erased[n->id()]) {
+      queued[n->id()] = 1;
+      work.emplace_back(n, n->id());
+    }
+  };
+  work.reserve(graph.numNodes());
+  for (Node &n : graph.nodes())
+    work.emplace_back(&n, n.id());
+  std::reverse(work.begin(), work.end());
+  for (const auto &[n, id] : work)
+    queued[id] = 1;
+
+  // Erases `node` (whose output has no uses left), then every operand's
+  // defining node that this leaves unused and that may go.
+  auto eraseWithDeadOperands = [&](Node *node) -> absl::Status {
+    llvm::SmallVector<Node *, 4> dead{node};
+    while (!dead.empty()) {
+      Node *d = dead.pop_back_val();
+      llvm::SmallVector<Value *, 4> operands = d->operandValues();
+      const unsigned id = d->id();
+      if (absl::Status st = graph.eraseNode(d); !st.ok()) // refused: `d` is intact
+        return absl::InternalError(
+            absl::StrCat("canonicalize: could not erase ", d->describe(), ": ", st.message()));
+      erased[id] = 1;
+      if (d != node)
+        addStatistic("erased dead operands");
+      for (Value *v : operands) {
+        Node *def = v->definingNode();
+        if (def && !erased[def->id()] && !llvm::is_contained(dead, def) && mayEraseUnused(*def))
+          dead.push_back(def);
+      }
+    }
+    return absl::OkStatus();
+  };
+
+  int64_t rewrites = 0;
+  while (!work.empty()) {
+    auto [node, id] = work.back();
+    work.pop_back();
+    if (erased[id])
+      continue;
+    queued[id] = 0;
+    if (!mayFold(*node))
+      continue;
+    const Rule *fired = nullptr;
+    Value *x = nullptr;
+    for (const Rule *rule : index.rulesFor(*node))
+      if ((x = rule->match(*node, ctx))) {
+        fired = rule;
+        break;
+      }
+    if (!fired)
+      continue;
+    if (rewrites >= cap)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "canonicalize reached its rewrite cap, max-rewrites=", cap, ", before a fixpoint: ",
+          node->describe(), " would still fold by rule '", fired->name.str(),
+          "' (raise max-rewrites; a cap that a graph keeps hitting means rules that undo each "
+          "other)"));
+    ++rewrites;
+    addStatistic(absl::StrCat("folded ", fired->name.str()));
+    // Every use of y, graph outputs included, now reads x; x's users, old and
+    // new, may now match (t(t(x)) once the inner pair folded to x).
+    node->output()->replaceAllUsesWith(x);
+    for (const Use &u : x->uses())
+      if (u.user && u.user != node)
+        push(u.user);
+    if (absl::Status st = eraseWithDeadOperands(node); !st.ok())
+      return st;
+  }
+  return rewrites > 0;
+}
+
+GRAPHOPT_REGISTER_PASS(CanonicalizePass);
+
+} // namespace graphopt

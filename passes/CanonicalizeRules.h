@@ -1,0 +1,110 @@
+//===- CanonicalizeRules.h - The folds of the canonicalize pass ---*- C++ -*-===//
+//
+// One small named rule per pattern (transpose-pair, inverse-permute,
+// same-shape-view, alias, detach, clone, mul-one, div-one, add-zero,
+// sub-zero, to-same, cat-single). A rule looks at one node and names an
+// existing value that may replace the node's only output, or nothing; the
+// driver (CanonicalizePass.cpp) does the replacing, erasing and revisiting.
+//
+// Two kinds of fold, with different conditions:
+//   - view folds: the node's output is already a view of the value that
+//     replaces it, with the same metadata; the only condition is type
+//     equality (dtype, sizes, strides, device);
+//   - copy folds (clone, _to_copy, cat of one tensor, x * 1, x + 0, ...): the
+//     output owns fresh storage; replacing it by the value it copies is
+//     allowed only under canReplaceCopyWith (the copy-elision rule).
+//
+// The rules consult a FoldContext: facts about the whole graph computed once
+// per transform (node ranks, the last writer of each storage root, which
+// values may live off the execution device), which stay right while the
+// driver folds (see FoldContext).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+#include "graphopt/IR/IRMap.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
+
+namespace graphopt::canonicalize {
+
+/// Whole-graph facts the rules consult, computed once per transform.
+///
+/// They stay right while the driver folds, without updates:
+///   - folds add no nodes and erase only nodes that write nothing, so the
+///     ranks keep their order and no write appears or disappears;
+///   - a view fold replaces y by the x it is a view of: every value rooted at
+///     y was already rooted at x's roots (y's roots are x's), so the storage
+///     roots of every value, and so the last writer of each root, are
+///     unchanged; y's device is x's, so the device facts hold too;
+///   - a copy fold replaces a fresh y by x only if y's storage is never
+///     written (canReplaceCopyWith (b)): the values that were views of y are
+///     now views of x, so their roots change from y to x's roots, but none of
+///     them is written, so no root gains or loses a write. A copy fold never
+///     moves data between devices (to-same refuses that), so y and x are on
+///     the same device.
+/// Storage roots are always recomputed from the current graph (roots()), so
+/// they follow the folds themselves.
+class FoldContext {
+public:
+  explicit FoldContext(Graph &graph);
+
+  Graph &graph() const { return graph_; }
+
+  /// The values whose storage `v` lives in: OpEffects' storageRoots, also
+  /// seeing through aten::_unsafe_view (a view whose schema does not say so)
+  /// and mapping a tied graph input to the input whose storage it uses.
+  llvm::SmallVector<const Value *, 2> roots(const Value *v) const;
+  /// The rank of the last node that writes storage root `root` in place, or
+  /// -1 when nothing writes it.
+  int64_t lastWriteOf(const Value *root) const { return lastWrite_.lookup(root); }
+  /// The node's position in the graph as the transform started.
+  int64_t rankOf(const Node *node) const { return rank_.lookup(node); }
+  /// Whether `v` may live somewhere else than the execution device at run
+  /// time: made by a node with an explicit device argument, or computed from
+  /// such a value (graph inputs are on the execution device).
+  bool mayBeOffExecutionDevice(const Value *v) const { return offDevice_.lookup(v) != 0; }
+
+private:
+  Graph &graph_;
+  NodeMap<int64_t> rank_;
+  ValueMap<int64_t> lastWrite_;
+  ValueMap<uint8_t> offDevice_;
+};
+
+/// The operands output `out` of `node` shares storage with: OpEffects'
+/// aliasedOperands, plus the input of aten::_unsafe_view.
+llvm::SmallVector<Value *, 2> storageBases(const Node &node, unsigned out);
+
+/// Whether the fresh-storage value `y` (a copy, or an arithmetic result) may
+/// be replaced by `x`, the value it equals (the copy-elision rule; the
+/// argument is at its definition).
+bool canReplaceCopyWith(const FoldContext &ctx, const Value &y, const Value &x);
+
+/// An operator a rule matches: schema name and overload name ("" for the
+/// default overload); `anyOverload` matches every overload of the name.
+struct OpName {
+  llvm::StringLiteral name;
+  llvm::StringLiteral overload;
+  bool anyOverload = false;
+};
+
+struct Rule {
+  /// The name in statistics ("folded <name>") and in the docs.
+  llvm::StringLiteral name;
+  /// The operators it matches; match() is only asked about nodes calling one.
+  llvm::ArrayRef<OpName> ops;
+  /// The existing value that may replace `node`'s only output, or null.
+  Value *(*match)(Node &node, const FoldContext &ctx);
+};
+
+/// Every rule, in the order the driver tries them.
+llvm::ArrayRef<Rule> allRules();
+
+/// Whether `rule` matches the operator of `schema` (by name and overload).
+bool ruleMatchesOperator(const Rule &rule, const c10::FunctionSchema &schema);
+
+} // namespace graphopt::canonicalize
