@@ -13,7 +13,7 @@
 // revisited. Statistics: `folded <rule>` per rule, `erased dead operands`.
 //
 // Option `max-rewrites` caps the folds (unset: 10 per node + 100); reaching it
-// is an error, not a silent stop. docs/Canonicalize-draft.md has the rules and
+// is an error, not a silent stop. docs/RedundantOps.md has the rules and
 // their safety arguments.
 //
 //===----------------------------------------------------------------------===//

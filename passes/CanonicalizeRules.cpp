@@ -1,7 +1,7 @@
 //===- CanonicalizeRules.cpp - The folds of the canonicalize pass ---------===//
 //
 // Each rule is a function from a node to the existing value that may replace
-// its output (or null), named in allRules(). docs/Canonicalize-draft.md shows
+// its output (or null), named in allRules(). docs/RedundantOps.md shows
 // every rule before and after, with the reason for each refusal.
 //
 //===----------------------------------------------------------------------===//
