@@ -28,6 +28,7 @@ import csv
 import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -146,7 +147,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("models", nargs="+", help=".pt2, .pt or .gir inputs")
     parser.add_argument("--pipeline", default="cse,canonicalize,dce")
-    parser.add_argument("--graph-opt", default=DEFAULT_GRAPH_OPT)
+    parser.add_argument("--graph-opt", default=DEFAULT_GRAPH_OPT,
+                        help="graph-opt binary: a path, or a name looked up on PATH")
     parser.add_argument("--steps", type=int, default=0, help="steps per timed run (0: no timing)")
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each graph")
     parser.add_argument("--check", action="store_true",
@@ -154,6 +156,8 @@ def main():
     parser.add_argument("--markdown", help="also write the table here")
     parser.add_argument("--csv", help="also write the rows here")
     args = parser.parse_args()
+    if os.sep not in args.graph_opt:  # a bare name: look it up on PATH
+        args.graph_opt = shutil.which(args.graph_opt) or args.graph_opt
     if not os.access(args.graph_opt, os.X_OK):
         print(f"redundancy_table: error: no graph-opt at {args.graph_opt}", file=sys.stderr)
         return 2
