@@ -375,37 +375,14 @@ const Rule kRules[] = {
 
 // --- storage ------------------------------------------------------------------------
 
-llvm::SmallVector<Value *, 2> storageBases(const Node &node, unsigned out) {
-  llvm::SmallVector<Value *, 2> bases = aliasedOperands(node, out);
-  // aten::_unsafe_view returns a view of its input, but its schema carries no
-  // alias annotation (autograd does not track it as one), so OpEffects cannot
-  // see it; at run time writes through either reach the same storage.
-  if (bases.empty() && isOp(node, "aten::_unsafe_view", ""))
-    if (Value *self = tensorArg(node, 0))
-      bases.push_back(self);
-  return bases;
-}
-
 llvm::SmallVector<const Value *, 2> FoldContext::roots(const Value *v) const {
-  // storageRoots (OpEffects.h) with storageBases' edges, and tied inputs
-  // mapped to the input that owns their storage.
+  // storageRoots (OpEffects.h), with a tied graph input standing for the
+  // input that owns its storage.
   llvm::SmallVector<const Value *, 2> result;
-  llvm::SmallPtrSet<const Value *, 8> seen;
-  llvm::SmallVector<const Value *, 4> work{v};
-  while (!work.empty()) {
-    const Value *cur = work.pop_back_val();
-    if (!seen.insert(cur).second)
-      continue;
-    llvm::SmallVector<Value *, 2> bases;
-    if (const Node *def = cur->definingNode())
-      bases = storageBases(*def, cur->index());
-    if (bases.empty()) {
-      const Value *root = cur->isGraphInput() ? graph_.storageOwner(cur) : cur;
-      if (!llvm::is_contained(result, root))
-        result.push_back(root);
-    } else {
-      work.append(bases.begin(), bases.end());
-    }
+  for (const Value *root : storageRoots(v)) {
+    const Value *owner = root->isGraphInput() ? graph_.storageOwner(root) : root;
+    if (!llvm::is_contained(result, owner))
+      result.push_back(owner);
   }
   return result;
 }
@@ -450,7 +427,7 @@ FoldContext::FoldContext(Graph &graph)
 namespace {
 
 /// `y` and every value whose storage is y's: views of y, transitively
-/// (following storageBases from operands to outputs).
+/// (following aliasedOperands from operands to outputs).
 llvm::SmallVector<const Value *, 8> storageSharers(const Value &y) {
   llvm::SmallVector<const Value *, 8> values{&y};
   for (size_t i = 0; i < values.size(); ++i)
@@ -460,7 +437,7 @@ llvm::SmallVector<const Value *, 8> storageSharers(const Value &y) {
       for (unsigned o = 0; o < u.user->numOutputs(); ++o) {
         Value *out = u.user->output(o);
         if (!llvm::is_contained(values, out) &&
-            llvm::is_contained(storageBases(*u.user, o), values[i]))
+            llvm::is_contained(aliasedOperands(*u.user, o), values[i]))
           values.push_back(out);
       }
     }

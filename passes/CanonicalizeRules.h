@@ -54,9 +54,8 @@ public:
 
   Graph &graph() const { return graph_; }
 
-  /// The values whose storage `v` lives in: OpEffects' storageRoots, also
-  /// seeing through aten::_unsafe_view (a view whose schema does not say so)
-  /// and mapping a tied graph input to the input whose storage it uses.
+  /// The values whose storage `v` lives in: OpEffects' storageRoots, mapping
+  /// a tied graph input to the input whose storage it uses.
   llvm::SmallVector<const Value *, 2> roots(const Value *v) const;
   /// The rank of the last node that writes storage root `root` in place, or
   /// -1 when nothing writes it.
@@ -74,10 +73,6 @@ private:
   ValueMap<int64_t> lastWrite_;
   ValueMap<uint8_t> offDevice_;
 };
-
-/// The operands output `out` of `node` shares storage with: OpEffects'
-/// aliasedOperands, plus the input of aten::_unsafe_view.
-llvm::SmallVector<Value *, 2> storageBases(const Node &node, unsigned out);
 
 /// Whether the fresh-storage value `y` (a copy, or an arithmetic result) may
 /// be replaced by `x`, the value it equals (the copy-elision rule; the

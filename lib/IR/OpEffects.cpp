@@ -66,6 +66,13 @@ OpEffects computeEffects(const c10::OperatorHandle &op) {
         e.returnAliases[r].push_back(i);
     }
 
+  // aten::_unsafe_view returns a view of its input (the same storage), but its
+  // schema carries no alias annotation because autograd does not track it as
+  // one; writes through either reach the same storage, so it aliases here.
+  if (schema.name() == "aten::_unsafe_view" && schema.overload_name().empty() &&
+      !e.returnAliases.empty() && e.returnAliases[0].empty())
+    e.returnAliases[0].push_back(0);
+
   // Writes that depend on a training flag (aten::batch_norm's running
   // statistics): SchemaInfo knows them once told the flag is set.
   for (unsigned i = 0; i < args.size(); ++i) {

@@ -81,7 +81,9 @@ TEST(OpEffectsTest, DropoutIsRandomAndNotPure) {
 }
 
 TEST(OpEffectsTest, ViewsAliasTheirInputAndWriteNothing) {
-  for (const char *name : {"aten::view", "aten::t", "aten::expand", "aten::split.Tensor"}) {
+  // aten::_unsafe_view too, although its schema carries no alias annotation.
+  for (const char *name :
+       {"aten::view", "aten::t", "aten::expand", "aten::split.Tensor", "aten::_unsafe_view"}) {
     const OpEffects &e = effectsOf(name);
     EXPECT_TRUE(e.isView()) << name;
     EXPECT_FALSE(e.isPure()) << name;

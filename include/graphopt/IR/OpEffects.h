@@ -10,7 +10,8 @@
 //     does not annotate: torch::utils::SchemaInfo knows them);
 //   - aliases: for each schema return, the arguments whose storage it may share
 //     (views such as aten::view, aten::t, aten::expand, aten::split; in-place
-//     and out= operators returning the tensor they wrote);
+//     and out= operators returning the tensor they wrote; aten::_unsafe_view,
+//     a view whose schema does not say so);
 //   - view: aliases an argument and writes nothing;
 //   - random: tagged at::Tag::nondeterministic_seeded (dropout, bernoulli,
 //     randn, ...): two calls with equal arguments differ;
