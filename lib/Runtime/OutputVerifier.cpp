@@ -116,6 +116,25 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
                                                  llvm::ArrayRef<at::Tensor> originalInputs,
                                                  llvm::ArrayRef<at::Tensor> rewrittenInputs,
                                                  const VerifierOptions &options) {
+  // A bitwise comparison means something only if each kernel gives the same
+  // bits for the same inputs; some do not by default (index_put with
+  // accumulate on CPU adds in a thread-dependent order; many CUDA
+  // reductions use atomics). PyTorch's deterministic mode (warn-only: an op
+  // without a deterministic kernel warns instead of failing) is on for both
+  // runs and restored after.
+  struct DeterministicScope {
+    bool was, wasWarnOnly, on;
+    explicit DeterministicScope(bool on)
+        : was(at::globalContext().deterministicAlgorithms()),
+          wasWarnOnly(at::globalContext().deterministicAlgorithmsWarnOnly()), on(on) {
+      if (on)
+        at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+    }
+    ~DeterministicScope() {
+      if (on)
+        at::globalContext().setDeterministicAlgorithms(was, wasWarnOnly);
+    }
+  } deterministic(options.bitwise);
   VerificationReport report;
   report.gpuAvailable = at::hasCUDA();
   report.device = options.device ? *options.device

@@ -112,7 +112,8 @@ cl::opt<bool> verifyOutputs("verify",
                             cl::cat(category));
 cl::opt<bool> verifyBitwise("bitwise",
                             cl::desc("With --verify: every output must be bitwise identical "
-                                     "(no tolerance; for rewrites such as cse that must not change "
+                                     "(no tolerance; both graphs run with PyTorch's deterministic "
+                                     "algorithms; for rewrites such as cse that must not change "
                                      "a bit)"),
                             cl::cat(category));
 cl::opt<std::string> deviceName("device",

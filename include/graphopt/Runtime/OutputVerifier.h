@@ -41,6 +41,8 @@ struct VerifierOptions {
   /// Bitwise: every output must have exactly the same bytes (so -0.0 differs
   /// from 0.0, and NaN agrees with NaN only with the same payload). For
   /// rewrites that must not change a single bit (CSE, folding of no-ops).
+  /// Both runs use PyTorch's deterministic algorithms (warn-only), since some
+  /// kernels (CPU index_put with accumulate) otherwise differ run to run.
   bool bitwise = false;
 };
 
