@@ -3,6 +3,7 @@
 
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/Pass/ExecutionContext.h"
+#include "graphopt/Runtime/Benchmark.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 
@@ -56,13 +57,6 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
       return o < p.outputStorageBytes.size() ? p.outputStorageBytes[o] : int64_t(0);
     }));
   return s;
-}
-
-/// A step's time: on the CPU its nodes alone (restoring what the run wrote in
-/// place, so that profiling never trains the model, is no part of a training
-/// step); on CUDA the wall time up to the device's end.
-double stepSeconds(c10::Device device, const ExecutionResult &result, double wallSeconds) {
-  return device.is_cpu() ? result.nodeSeconds : wallSeconds;
 }
 
 /// Steps without the profiler, on an executor of their own, run between the

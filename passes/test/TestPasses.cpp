@@ -104,8 +104,30 @@ public:
   }
 };
 
+/// A wrong rewrite: adds 1 to the first floating-point constant argument, so
+/// the graph computes something else (tests that verification catches it).
+class TestWrongConstantPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-wrong-constant"; }
+  static llvm::StringRef passDescription() {
+    return "test only: add 1 to the first float constant argument (a wrong rewrite)";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    for (Node &n : graph.nodes())
+      for (unsigned i = 0; i < n.numArgs(); ++i)
+        if (n.arg(i).isConstant() && n.arg(i).getConstant().kind() == ConstantKind::Float) {
+          n.setArg(i, Argument::constant(Constant::ofFloat(n.arg(i).getConstant().asFloat() + 1)));
+          return true;
+        }
+    return false;
+  }
+};
+
 } // namespace
 
+GRAPHOPT_REGISTER_TEST_PASS(TestWrongConstantPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestToggleAttrPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestBreakNamesPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestFailPass);

@@ -17,6 +17,7 @@
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
+#include "graphopt/Runtime/Benchmark.h"
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Support/Bytes.h"
 #include "graphopt/Support/FileIO.h"
@@ -116,6 +117,20 @@ cl::opt<bool> verifyBitwise("bitwise",
                                      "algorithms; for rewrites such as cse that must not change "
                                      "a bit)"),
                             cl::cat(category));
+cl::opt<std::string> benchmarkRuns(
+    "benchmark", cl::ValueOptional,
+    cl::desc("Run the input graph and the graph after -passes alternately, N times each (default "
+             "10) after warm-up, and print nodes, peak memory and median step time with their "
+             "ratios; both graphs' outputs are compared first (as --verify), and a graph that "
+             "differs is not benchmarked (exit 1)"),
+    cl::value_desc("N"), cl::init(""), cl::cat(category));
+cl::opt<unsigned> benchmarkWarmup("benchmark-warmup",
+                                  cl::desc("Unmeasured runs of each graph before --benchmark's (default 1)"),
+                                  cl::value_desc("N"), cl::init(1), cl::cat(category));
+cl::opt<std::string> benchmarkJsonPath(
+    "benchmark-json",
+    cl::desc("With --benchmark: also write the results, the machine and the pipeline as JSON"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<std::string> deviceName("device",
                                 cl::desc("Device for --run and --verify: cpu or cuda (default: cuda "
                                          "when a GPU is present, else cpu)"),
@@ -260,8 +275,19 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no input file; see --help", kBadInput);
-  if (verifyBitwise && !verifyOutputs)
-    return fail("--bitwise is an option of --verify; add --verify", kBadInput);
+  bool benchmark = benchmarkRuns.getNumOccurrences() > 0;
+  unsigned benchmarkCount = 10;
+  if (benchmark && !benchmarkRuns.empty() &&
+      (llvm::StringRef(benchmarkRuns).getAsInteger(10, benchmarkCount) || benchmarkCount == 0))
+    return fail(absl::StrCat("--benchmark=", benchmarkRuns.getValue(),
+                             ": expected a number of runs of at least 1"),
+                kBadInput);
+  if (!benchmarkJsonPath.empty() && !benchmark)
+    return fail("--benchmark-json is an option of --benchmark; add --benchmark", kBadInput);
+  if (verifyBitwise && !verifyOutputs && !benchmark)
+    return fail("--bitwise is an option of --verify (or --benchmark); add --verify", kBadInput);
+  // A benchmark never reports a gain from a wrong graph: it verifies first.
+  bool verifyRequested = verifyOutputs || benchmark;
   OptimizerOptions optimizerOptions;
   optimizerOptions.verifyEach = verifyEach;
   optimizerOptions.printAfterAll = printAfterAll;
@@ -298,7 +324,7 @@ int main(int argc, char **argv) {
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
 
   // The pipeline rewrites `graph`; --verify compares it with this copy.
-  std::unique_ptr<Graph> original = verifyOutputs ? graph->clone() : nullptr;
+  std::unique_ptr<Graph> original = verifyRequested ? graph->clone() : nullptr;
 
   // What running the graph takes, for --run, --verify and the analyses that
   // measure (liveness{scratch=measured}), made when first needed, for the
@@ -350,7 +376,7 @@ int main(int argc, char **argv) {
         printLivenessReport(os, *liveness);
   }
 
-  if (runSteps > 0 || verifyOutputs) {
+  if (runSteps > 0 || verifyRequested) {
     auto made = optimizer.analyses().executionContext();
     if (!made.ok())
       return fail(std::string(made.status().message()), kBadInput);
@@ -359,7 +385,7 @@ int main(int argc, char **argv) {
     if (!inputs.ok())
       return fail(absl::StrCat(inputPath.getValue(), ": ", inputs.status().message()), kBadInput);
     c10::Device device = context.device;
-    if (verifyOutputs) {
+    if (verifyRequested) {
       VerifierOptions vopts;
       vopts.device = device;
       vopts.seed = seed;
@@ -373,8 +399,33 @@ int main(int argc, char **argv) {
         return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
       llvm::outs().flush(); // keep the summary before the report
       report->print(llvm::errs());
-      if (!report->passed)
+      if (!report->passed) {
+        if (benchmark)
+          llvm::errs() << "graph-opt: not benchmarking: the optimized graph does not compute what "
+                          "the input did\n";
         return kVerificationFailed;
+      }
+      if (benchmark) {
+        BenchmarkOptions bopts;
+        bopts.warmup = benchmarkWarmup;
+        bopts.runs = benchmarkCount;
+        bopts.execution.device = device;
+        bopts.execution.seed = seed;
+        auto measured = benchmarkRewrite(*original, *graph, model->weights, *originalInputs,
+                                         *inputs, bopts);
+        if (!measured.ok())
+          return fail(absl::StrCat(inputPath.getValue(), ": --benchmark: ",
+                                   measured.status().message()),
+                      kBadInput);
+        printBenchmark(llvm::outs(), *measured);
+        if (!benchmarkJsonPath.empty()) {
+          std::string verdict = verifyBitwise ? "passed (bitwise)" : "passed (tolerance)";
+          std::string json = benchmarkJson(*measured, inputPath.getValue(),
+                                           optimizer.pipelineText(), verdict);
+          if (absl::Status st = writeFileAtomically(benchmarkJsonPath, json); !st.ok())
+            return fail(std::string(st.message()), kBadInput);
+        }
+      }
     }
     // The liveness analysis, when the pipeline computed it, is still cached;
     // the one with measured scratch when there is one (profile also computes
