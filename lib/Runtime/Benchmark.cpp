@@ -142,21 +142,21 @@ void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &r) {
      << a.stepSeconds.size() << " runs of each graph after " << r.warmup
      << " warm-up, alternating\n";
   const char *blank = "", *orig = "original", *opt = "optimized", *rat = "ratio";
-  os << llvm::format("  %-34s %14s %14s %8s\n", blank, orig, opt, rat);
+  os << llvm::format("  %-30s %18s %18s %8s\n", blank, orig, opt, rat);
   const char *nodes = "nodes", *peak = "peak memory above inputs (MiB)",
              *median = "step time, median (ms)", *minMax = "  min-max (ms)",
              *iqr = "  interquartile range (ms)";
-  os << llvm::format("  %-34s %14zu %14zu %8.3f\n", nodes, a.nodes, b.nodes,
+  os << llvm::format("  %-30s %18zu %18zu %8.3f\n", nodes, a.nodes, b.nodes,
                      ratio(b.nodes, a.nodes));
-  os << llvm::format("  %-34s %14.2f %14.2f %8.3f\n", peak,
+  os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", peak,
                      a.peakBytes / 1048576.0, b.peakBytes / 1048576.0,
                      ratio(b.peakBytes, a.peakBytes));
-  os << llvm::format("  %-34s %14.3f %14.3f %8.3f\n", median, 1e3 * a.median(),
+  os << llvm::format("  %-30s %18.3f %18.3f %8.3f\n", median, 1e3 * a.median(),
                      1e3 * b.median(), ratio(b.median(), a.median()));
   auto range = [](double lo, double hi) { return llvm::formatv("{0:f3}-{1:f3}", 1e3 * lo, 1e3 * hi).str(); };
-  os << llvm::format("  %-34s %14s %14s\n", minMax, range(a.min(), a.max()).c_str(),
+  os << llvm::format("  %-30s %18s %18s\n", minMax, range(a.min(), a.max()).c_str(),
                      range(b.min(), b.max()).c_str());
-  os << llvm::format("  %-34s %14s %14s\n", iqr,
+  os << llvm::format("  %-30s %18s %18s\n", iqr,
                      range(a.quantile(0.25), a.quantile(0.75)).c_str(),
                      range(b.quantile(0.25), b.quantile(0.75)).c_str());
 }
