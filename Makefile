@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 VENV := $(shell scripts/venv-dir.sh)
 
-.PHONY: all setup configure build test demo clean
+.PHONY: all setup configure build test demo bench bench-compare clean
 
 all: build
 
@@ -49,6 +49,26 @@ demo: build $(DEMO_MODEL)
 	  --report-dir $(DEMO_REPORT) --run 3 --verify --bitwise
 	@echo "demo: profile reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json)"
 	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html"
+
+# The benchmark harness (benchmarks/models/harness.py): every model x pipeline verified
+# (bitwise) and then run alternately with its input graph; results.csv, results.json and
+# one Pareto plot (time ratio against peak-memory ratio) per model in $(BENCH_DIR)/, and
+# the results appended to the regression record that `make bench-compare` reads (its last
+# two entries: exit 1 on a regression beyond the noise). The tiny models come from the
+# ctest fixture that exports the zoo (`make test`); a :default model is exported once into
+# $(BENCH_DIR)/exports/.
+BENCH_DIR := $(BUILD_DIR)/bench
+BENCH_MODELS ?= resnet18:tiny,gpt2:tiny,bert:tiny,resnet18:default
+BENCH_PIPELINES ?= repeat{cse,canonicalize,dce};cse
+BENCH_RUNS ?= 5
+bench: build
+	@$(VENV)/bin/python benchmarks/models/harness.py run --models '$(BENCH_MODELS)' \
+	  --pipelines '$(BENCH_PIPELINES)' --runs $(BENCH_RUNS) --bitwise \
+	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
+	  -o $(BENCH_DIR) --record $(BENCH_DIR)/record.jsonl
+
+bench-compare:
+	@$(VENV)/bin/python benchmarks/models/harness.py compare --record $(BENCH_DIR)/record.jsonl
 
 clean:
 	rm -rf $(BUILD_DIR)
