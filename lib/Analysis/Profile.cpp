@@ -59,31 +59,6 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
   return s;
 }
 
-/// Steps without the profiler, on an executor of their own, run between the
-/// profiled ones: drift in the machine's speed (clock, caches, neighbours)
-/// then touches both alike.
-class PlainSteps {
-public:
-  PlainSteps(const Graph &graph, WeightStore &weights, const ExecutionOptions &options)
-      : executor_(graph, weights, options), device_(options.device) {}
-  absl::Status prepare() { return executor_.prepare(); }
-
-  /// One step's time (stepSeconds).
-  absl::StatusOr<double> step(llvm::ArrayRef<at::Tensor> inputs) {
-    auto start = std::chrono::steady_clock::now();
-    auto result = executor_.run(inputs);
-    synchronizeDevice(device_);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!result.ok())
-      return result.status();
-    return stepSeconds(device_, *result, wall);
-  }
-
-private:
-  Executor executor_;
-  c10::Device device_;
-};
-
 /// What a node's result is: its first output's kind; for a node that only
 /// writes in place (an optimizer update), optimizer state if it writes any,
 /// else what it writes first; OTHER otherwise.
@@ -143,7 +118,10 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
   Samples samples;
   samples.byNode.resize(numNodes);
   std::vector<double> plainSeconds;
-  PlainSteps plain(graph, *context->weights, exec);
+  // Steps without the profiler, on an executor of their own, run between the
+  // profiled ones: drift in the machine's speed (clock, caches, neighbours)
+  // then touches both alike.
+  TimedSteps plain(graph, *context->weights, exec);
   if (absl::Status st = plain.prepare(); !st.ok())
     return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
   absl::Status st = profileRuns(

@@ -21,6 +21,16 @@ double stepSeconds(c10::Device device, const ExecutionResult &result, double wal
   return device.is_cpu() ? result.nodeSeconds : wallSeconds;
 }
 
+absl::StatusOr<double> TimedSteps::step(llvm::ArrayRef<at::Tensor> inputs) {
+  auto start = std::chrono::steady_clock::now();
+  auto result = executor_.run(inputs);
+  synchronizeDevice(device_);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok())
+    return result.status();
+  return stepSeconds(device_, *result, wall);
+}
+
 double GraphBenchmark::quantile(double q) const {
   if (stepSeconds.empty())
     return 0;
@@ -36,29 +46,6 @@ double GraphBenchmark::min() const { return quantile(0); }
 double GraphBenchmark::max() const { return quantile(1); }
 
 namespace {
-
-/// One graph on its own executor, timed without instrumentation.
-class TimedGraph {
-public:
-  TimedGraph(const Graph &graph, WeightStore &weights, llvm::ArrayRef<at::Tensor> inputs,
-             const ExecutionOptions &options)
-      : executor_(graph, weights, options), inputs_(inputs), device_(options.device) {}
-  absl::Status prepare() { return executor_.prepare(); }
-  absl::StatusOr<double> step() {
-    auto start = std::chrono::steady_clock::now();
-    auto result = executor_.run(inputs_);
-    synchronizeDevice(device_);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!result.ok())
-      return result.status();
-    return stepSeconds(device_, *result, wall);
-  }
-
-private:
-  Executor executor_;
-  llvm::ArrayRef<at::Tensor> inputs_;
-  c10::Device device_;
-};
 
 absl::StatusOr<int64_t> measuredPeak(const Graph &graph, WeightStore &weights,
                                      llvm::ArrayRef<at::Tensor> inputs,
@@ -107,9 +94,9 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
   report.warmup = options.warmup;
   report.original.nodes = original.numNodes();
   report.optimized.nodes = optimized.numNodes();
-  TimedGraph a(original, weights, originalInputs, options.execution);
-  TimedGraph b(optimized, weights, optimizedInputs, options.execution);
-  for (TimedGraph *g : {&a, &b})
+  TimedSteps a(original, weights, options.execution);
+  TimedSteps b(optimized, weights, options.execution);
+  for (TimedSteps *g : {&a, &b})
     if (absl::Status st = g->prepare(); !st.ok())
       return st;
   auto label = [](bool first) { return first ? "the original graph" : "the optimized graph"; };
@@ -117,7 +104,7 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
     // Alternate which graph goes first, so an order effect touches both.
     bool originalFirst = round % 2 == 0;
     for (bool isOriginal : {originalFirst, !originalFirst}) {
-      auto seconds = (isOriginal ? a : b).step();
+      auto seconds = isOriginal ? a.step(originalInputs) : b.step(optimizedInputs);
       if (!seconds.ok())
         return absl::Status(seconds.status().code(),
                             absl::StrCat(label(isOriginal), ": ", seconds.status().message()));

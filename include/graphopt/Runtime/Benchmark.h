@@ -31,6 +31,22 @@ namespace graphopt {
 /// device's end. The profile's step time and the benchmark share this rule.
 double stepSeconds(c10::Device device, const ExecutionResult &result, double wallSeconds);
 
+/// One graph on an executor of its own, each step timed without
+/// instrumentation (stepSeconds): the benchmark's runs, and the profile's
+/// unprofiled steps.
+class TimedSteps {
+public:
+  TimedSteps(const Graph &graph, WeightStore &weights, const ExecutionOptions &options)
+      : executor_(graph, weights, options), device_(options.device) {}
+  absl::Status prepare() { return executor_.prepare(); }
+  /// Runs one step; returns its time in seconds.
+  absl::StatusOr<double> step(llvm::ArrayRef<at::Tensor> inputs);
+
+private:
+  Executor executor_;
+  c10::Device device_;
+};
+
 struct BenchmarkOptions {
   unsigned warmup = 1; ///< unmeasured runs of each graph first
   unsigned runs = 10;  ///< measured runs of each graph
