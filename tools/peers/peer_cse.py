@@ -62,8 +62,10 @@ DEFAULT_ZOO = os.path.join(REPO_ROOT, "build", "zoo")
 DEFAULT_TABLE_MODELS = ("mlp-train", "cnn-train", "resnet18-train", "bert-train", "gpt2-train",
                         "llama-train", "t5-train", "mlp-eval", "gpt2-eval", "t5-eval")
 sys.path.insert(0, PEERS_DIR)
+sys.path.insert(0, os.path.join(TOOLS_DIR, "report"))
 
 import cse_compare  # noqa: E402
+import make_report  # noqa: E402  (the atomic write)
 
 PROG = "peer_cse.py"
 EXIT_OK, EXIT_FOUND, EXIT_BAD = 0, 1, 2
@@ -74,20 +76,11 @@ class ToolError(Exception):
 
 
 def write_atomically(path: str, text: str) -> None:
-    """A temporary file in the target's directory, renamed over it: never half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """The project's atomic write (tools/report/make_report.py); an OSError becomes a ToolError."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
-                                   suffix=".tmp")
+        make_report.write_atomically(path, text.encode("utf-8"))
     except OSError as e:
         raise ToolError(f"{path}: cannot write: {e.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _quiet_torch():

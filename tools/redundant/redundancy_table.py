@@ -35,6 +35,8 @@ import sys
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_GRAPH_OPT = os.path.join(REPO_ROOT, "build", "bin", "graph-opt")
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "report"))
+from make_report import write_atomically  # noqa: E402  (the project's atomic write)
 
 COLUMNS = [
     "model", "nodes_before", "nodes_after", "merges", "merges_across_phases", "folds",
@@ -136,13 +138,6 @@ def markdown(rows):
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(path, text):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("models", nargs="+", help=".pt2, .pt or .gir inputs")
@@ -181,13 +176,13 @@ def main():
     table = markdown(rows)
     sys.stdout.write(table)
     if args.markdown:
-        write_atomically(args.markdown, table)
+        write_atomically(args.markdown, table.encode())
     if args.csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-        write_atomically(args.csv, buf.getvalue())
+        write_atomically(args.csv, buf.getvalue().encode())
     if args.check:
         bad = [r["model"] for r in rows
                if r["bitwise"] != "PASS" or r["peak_after"] > r["peak_before"]]
