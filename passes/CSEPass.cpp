@@ -193,38 +193,39 @@ public:
   /// Applies the merge of `later` into `earlier`; returns the peak after it.
   int64_t apply(const Node &earlier, const Node &later, bool undo = false) {
     int64_t rank = liveness_.rank.lookup(&later);
-    for (unsigned i = 0; i < later.numOutputs(); ++i) {
-      const ValueLiveness *a = liveness_.lookup(earlier.output(i));
-      const ValueLiveness *b = liveness_.lookup(later.output(i));
-      // Views own no bytes: both alias the same base, whose lifetime already
-      // spans both sets of uses.
-      if (!a || !b || b->bytes == 0 || a->bytes == 0 || b->storage != b->value)
-        continue;
-      int32_t aSlot = liveness_.slot.lookup(a->storage);
-      int32_t bSlot = liveness_.slot.lookup(b->value);
-      int64_t aFreed = freedAfter_[aSlot], bFreed = freedAfter_[bSlot];
-      int64_t sign = undo ? -1 : 1;
-      tracker_.add(rank, bFreed, -sign * b->bytes);
+    int64_t sign = undo ? -1 : 1;
+    forEachStorage(earlier, later, [&](int64_t bytes, int64_t &aFreed, int64_t bFreed) {
+      tracker_.add(rank, bFreed, -sign * bytes);
       if (bFreed > aFreed)
-        tracker_.add(aFreed + 1, bFreed, sign * a->bytes);
-    }
+        tracker_.add(aFreed + 1, bFreed, sign * bytes);
+    });
     return tracker_.peak();
   }
   /// Makes an applied merge permanent: the earlier storage now lives as long.
   void commit(const Node &earlier, const Node &later) {
-    for (unsigned i = 0; i < later.numOutputs(); ++i) {
-      const ValueLiveness *a = liveness_.lookup(earlier.output(i));
-      const ValueLiveness *b = liveness_.lookup(later.output(i));
-      if (!a || !b || b->bytes == 0 || a->bytes == 0 || b->storage != b->value)
-        continue;
-      int64_t &aFreed = freedAfter_[liveness_.slot.lookup(a->storage)];
-      aFreed = std::max(aFreed, freedAfter_[liveness_.slot.lookup(b->value)]);
-    }
+    forEachStorage(earlier, later, [](int64_t, int64_t &aFreed, int64_t bFreed) {
+      aFreed = std::max(aFreed, bFreed);
+    });
   }
   int64_t peak() const { return tracker_.peak(); }
   int64_t startPeak() const { return startPeak_; }
 
 private:
+  /// Calls `fn(bytes, earlier's freedAfter, later's freedAfter)` for each
+  /// pair of results that own storage. Views own no bytes: both alias the
+  /// same base, whose lifetime already spans both sets of uses. (Equal calls
+  /// with equal result types own equal bytes.)
+  template <typename Fn> void forEachStorage(const Node &earlier, const Node &later, Fn fn) {
+    for (unsigned i = 0; i < later.numOutputs(); ++i) {
+      const ValueLiveness *a = liveness_.lookup(earlier.output(i));
+      const ValueLiveness *b = liveness_.lookup(later.output(i));
+      if (!a || !b || b->bytes == 0 || a->bytes == 0 || b->storage != b->value)
+        continue;
+      fn(b->bytes, freedAfter_[liveness_.slot.lookup(a->storage)],
+         freedAfter_[liveness_.slot.lookup(b->value)]);
+    }
+  }
+
   const LivenessResult &liveness_;
   PeakTracker tracker_;
   int64_t startPeak_;

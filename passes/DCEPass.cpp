@@ -74,13 +74,13 @@ absl::StatusOr<bool> DCEPass::transform(Graph &graph, AnalysisManager &) {
       continue;
     }
     unused.push_back("%" + name);
-    if (reportedInputs_.insert(name).second)
+    if (countedInputs_.insert(name).second)
       addStatistic("unused inputs kept");
   }
   if (!unused.empty() && !inputs_.get()) {
     std::reverse(unused.begin(), unused.end());
     std::string key = absl::StrJoin(unused, ",");
-    if (reportedInputs_.insert(key).second)
+    if (remarked_.insert(key).second)
       llvm::WithColor::remark(llvm::errs(), "graph-opt")
           << "dce: " << unused.size() << " unused graph input" << (unused.size() == 1 ? "" : "s") << " kept: "
           << absl::StrJoin(unused.begin(), unused.begin() + std::min<size_t>(unused.size(), 8), ", ")

@@ -34,7 +34,10 @@ public:
 
 private:
   PassOption<bool> inputs_{this, "inputs", "also remove graph inputs nothing reads", false};
-  std::set<std::string> reportedInputs_; ///< remarks already given (repeat runs it again)
+  // repeat{...} runs the pass again: count each unused input once, and give
+  // each remark (a list of inputs) once.
+  std::set<std::string> countedInputs_;
+  std::set<std::string> remarked_;
 };
 
 } // namespace graphopt
