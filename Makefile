@@ -51,16 +51,23 @@ demo: build $(DEMO_MODEL)
 	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html"
 
 # The benchmark harness (benchmarks/models/harness.py): every model x pipeline verified
-# (bitwise) and then run alternately with its input graph; results.csv, results.json and
-# one Pareto plot (time ratio against peak-memory ratio) per model in $(BENCH_DIR)/, and
-# the results appended to the regression record that `make bench-compare` reads (its last
-# two entries: exit 1 on a regression beyond the noise). The tiny models come from the zoo
-# (`make test` exports it; the ones missing are exported below); a :default model is
-# exported once into $(BENCH_DIR)/exports/.
+# (bitwise) and then run alternately with its input graph, and every model x peer (eager
+# PyTorch and, by default, eager with torch.utils.checkpoint per block; each in its own
+# process, verified against eager first), all with $(BENCH_THREADS) threads (empty: the
+# cores); results.csv, results.json and one Pareto plot (time ratio against peak-memory ratio)
+# per model in $(BENCH_DIR)/, and the results appended to the regression record that
+# `make bench-compare` reads (its last two entries: exit 1 on a regression beyond the noise).
+# The tiny models come from the zoo (`make test` exports it; the ones missing are exported
+# below); a :default model is exported once into $(BENCH_DIR)/exports/.
+# torch.compile is not in the default peers: each model and configuration compiles cold, in
+# about a minute on 2 cores (docs/Benchmarking.md). With it:
+#   make bench BENCH_PEERS=eager,checkpoint,compile,compile-budget=0.5
 BENCH_DIR := $(BUILD_DIR)/bench
 BENCH_MODELS ?= resnet18:tiny,gpt2:tiny,bert:tiny,resnet18:default
 BENCH_PIPELINES ?= repeat{cse,canonicalize,dce};cse
+BENCH_PEERS ?= eager,checkpoint
 BENCH_RUNS ?= 5
+BENCH_THREADS ?=
 # The tiny models the list names, exported here when missing (`make test` exports them all).
 BENCH_TINY := $(foreach m,$(shell echo '$(BENCH_MODELS)' | tr ',' '\n' | sed -n 's/:tiny$$//p'),\
                 $(BUILD_DIR)/zoo/$(m)-train.pt2)
@@ -69,7 +76,8 @@ $(BUILD_DIR)/zoo/%-train.pt2: | configure
 	@$(VENV)/bin/python tools/export/export_model.py --model $* --mode train --tiny -o $@
 bench: build $(BENCH_TINY)
 	@$(VENV)/bin/python benchmarks/models/harness.py run --models '$(BENCH_MODELS)' \
-	  --pipelines '$(BENCH_PIPELINES)' --runs $(BENCH_RUNS) --bitwise \
+	  --pipelines '$(BENCH_PIPELINES)' --peers '$(BENCH_PEERS)' --runs $(BENCH_RUNS) --bitwise \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR) --record $(BENCH_DIR)/record.jsonl
 

@@ -1,51 +1,71 @@
 #!/usr/bin/env python3
-"""Benchmarks graph-opt's pipelines on models of the zoo, plots the memory/time trade-off, and
-tells a regression from noise.
+"""Benchmarks graph-opt's pipelines on models of the zoo against their peers (eager PyTorch,
+activation checkpointing, torch.compile), plots the memory/time trade-off, and tells a
+regression from noise.
 
     harness.py run -o OUTDIR [--models resnet18:tiny,gpt2:tiny,...]
-                   [--pipelines 'repeat{cse,canonicalize,dce};cse'] [--runs 5] [--warmup 1]
-                   [--bitwise] [--graph-opt PATH] [--zoo DIR] [--exports DIR]
-                   [--record FILE.jsonl]
+                   [--pipelines 'repeat{cse,canonicalize,dce};cse']
+                   [--peers eager,checkpoint,compile,compile-budget=0.5 | none]
+                   [--runs 5] [--warmup 1] [--threads N] [--bitwise] [--graph-opt PATH]
+                   [--zoo DIR] [--exports DIR] [--record FILE.jsonl]
     harness.py compare OLD.json NEW.json
     harness.py compare --record FILE.jsonl
 
-`run`: for every model and every pipeline, `graph-opt MODEL.pt2 -passes=PIPELINE
---benchmark=RUNS --benchmark-warmup WARMUP --benchmark-json ...`, which verifies the optimized
-graph against the input (a wrong graph is not benchmarked) and then runs both graphs
-alternately. One row per (model, pipeline): nodes, peak bytes above the inputs, median step
-time and its interquartile range (IQR), each for the original and the optimized graph, the
-ratios optimized/original, and the verification verdict.
+`run`, for every model:
+- every pipeline: `graph-opt MODEL.pt2 -passes=PIPELINE --benchmark=RUNS --benchmark-warmup
+  WARMUP --benchmark-json ...`, which verifies the optimized graph against the input (a wrong
+  graph is not benchmarked) and then runs both graphs alternately. The row's baseline is
+  graph-opt's input graph ("original graph");
+- every peer (--peers, default eager,checkpoint), each in a process of its own
+  (benchmarks/models/peers.py: the model built by tools/export/export_model.py as its .pt2 was
+  exported, first step verified against eager's, warm-up, RUNS timed steps, one step for the
+  peak memory): `eager` (forward, loss, backward in eager PyTorch), `checkpoint` (eager with
+  torch.utils.checkpoint, non-reentrant, around every block: every child of an
+  nn.ModuleList / nn.Sequential with two or more children of one class that have submodules;
+  a model with none is an ERROR row), `compile` (torch.compile, inductor, of the training
+  step, backward included) and `compile-budget=F` (the same with
+  torch._functorch.config.activation_memory_budget = F). A peer's baseline is eager, which
+  runs whenever another peer does;
+- one row "(original graph)" against eager: graph-opt's executor running the input graph
+  (its step times pooled over the pipelines' runs, its peak) against eager PyTorch.
+All of them run with the same --threads (default: torch.get_num_threads(), the cores): the
+peers through torch.set_num_threads, graph-opt through OMP_NUM_THREADS and MKL_NUM_THREADS.
+
+One row per (model, system, config): system `graph-opt` or `peer`; nodes (graph-opt only),
+peak bytes above the inputs, median step time and its interquartile range (IQR), each for the
+baseline and the configuration, the ratios configuration/baseline, the verification verdict,
+the compile time (compile peers: the first step's wall time, not in the step times), the
+number of checkpointed blocks, and a note (why a row FAILED or is an ERROR).
 
 A model is NAME:SIZE. `NAME:tiny` is the tiny zoo's ZOO/NAME-train.pt2 (ctest's export_zoo
 fixture exports it into build/zoo; --zoo picks another directory). `NAME:default` is the
 model at the exporter's default size: `tools/export/export_model.py --model NAME --mode train
 -o EXPORTS/NAME-train.pt2`, exported once and reused while it is newer than the exporter
-(--exports, default build/bench/exports).
+(--exports, default build/bench/exports). The peers build the same model at the same size
+and check it against the export's FILE.facts.json.
 
 Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
-results.csv (one row per model and pipeline), results.json (the rows, the machine, the
-checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the time) and
-pareto_<model>.png (per model: one point per pipeline at (step-time ratio, peak-memory ratio),
-the original at (1, 1), and the Pareto front: the points no other point beats on both).
-With --record FILE.jsonl, results.json's content is also appended to FILE as one line (read,
-append, write a temporary file, rename): the regression record.
+results.csv (one row per model, system and config), results.json (the rows, the machine, the
+threads, the checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the
+time) and pareto_<model>.png (per model: graph-opt's pipelines and the peers, each at (step-time
+ratio, peak-memory ratio) against its own baseline, the baselines at (1, 1), and the Pareto
+front: the points no other point beats on both). With --record FILE.jsonl, results.json's
+content is also appended to FILE as one line (read, append, write a temporary file, rename):
+the regression record.
 
-`compare OLD.json NEW.json` (results.json files or single record lines), or `compare --record
-FILE.jsonl` (its last two entries): for every (model, pipeline) in both, the step-time ratio
-regressed when NEW's exceeds OLD's by more than max(5%, the relative IQR of either run) (a
-run's relative IQR is the larger of IQR/median of its original and optimized graph); nodes
-and peak bytes of the optimized graph are exact: any increase is a regression, and so is a
-verification that passed before and fails now.
+`compare OLD.json NEW.json` (results.json files or single record lines, this format or the
+first, graph-opt-only one), or `compare --record FILE.jsonl` (its last two entries): for every
+(model, system, config) in both, the step-time ratio regressed when NEW's exceeds OLD's by more
+than max(5%, the relative IQR of either run) (a run's relative IQR is the larger of IQR/median
+of its baseline and its configuration); nodes and peak bytes of the configuration are exact:
+any increase is a regression, and so is a verification that passed before and now fails (or
+errs).
 
-Exit codes: `run`: 0 all rows verified, 1 some optimized graph failed verification (its row
-says so; the outputs are written), 2 bad arguments or a model or pipeline that graph-opt or
-the exporter could not run (the message names it and quotes the tool), 130 interrupted.
-`compare`: 0 no regression, 1 some regression, 2 bad input.
-
-NOT DONE YET: the peer configurations that issue 12 asks to compare against (eager PyTorch,
-eager with torch.utils.checkpoint on every block, torch.compile with and without
-activation_memory_budget) are not implemented. Every number here is graph-opt's optimized
-graph against its own input graph, both run by graph-opt's executor.
+Exit codes: `run`: 0 all rows verified, 1 some configuration failed verification (its row says
+so; the outputs are written), 2 bad arguments, a model or pipeline that graph-opt or the
+exporter could not run (the message names it and quotes the tool; nothing is written), or a
+peer that could not run (its row says ERROR and why; the outputs are written), 130
+interrupted. `compare`: 0 no regression, 1 some regression, 2 bad input.
 """
 import argparse
 import csv
@@ -73,19 +93,36 @@ import make_report  # noqa: E402  (human units, matplotlib setup, atomic writes)
 from make_report import fmt_bytes, fmt_time, write_atomically  # noqa: E402
 
 PROG = "harness.py"
-FORMAT = "graph-opt-bench/1"
-DEFAULT_MODELS = "resnet18:tiny,mlp:tiny"
+FORMAT = "graph-opt-bench/2"
+FORMATS_READ = ("graph-opt-bench/1", FORMAT)
+PEERS_SCRIPT = os.path.join(HERE, "peers.py")
+DEFAULT_MODELS = "resnet18:tiny,gpt2:tiny"
 DEFAULT_PIPELINES = "repeat{cse,canonicalize,dce};cse"
+DEFAULT_PEERS = "eager,checkpoint"
 SIZES = ("tiny", "default")
 MIN_TIME_THRESHOLD = 0.05
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
+GRAPH_OPT, PEER = "graph-opt", "peer"
+ORIGINAL_GRAPH = "original graph"     # the baseline of graph-opt's pipelines
+EXECUTOR = "(original graph)"         # graph-opt's config in the row against eager
+EAGER = "eager"
 CSV_COLUMNS = (
-    "model", "pipeline", "verification",
-    "original_nodes", "optimized_nodes", "nodes_ratio",
-    "original_peak_bytes", "optimized_peak_bytes", "peak_ratio",
-    "original_time_median_s", "original_time_iqr_s",
-    "optimized_time_median_s", "optimized_time_iqr_s", "time_ratio",
+    "model", "system", "config", "baseline", "verification",
+    "baseline_nodes", "nodes", "nodes_ratio",
+    "baseline_peak_bytes", "peak_bytes", "peak_ratio",
+    "baseline_time_median_s", "baseline_time_iqr_s", "time_median_s", "time_iqr_s",
+    "time_ratio", "compile_s", "blocks", "note",
 )
+# The first format's row (graph-opt only): its columns, and what each became.
+V1_COLUMNS = {
+    "pipeline": "config", "original_nodes": "baseline_nodes", "optimized_nodes": "nodes",
+    "nodes_ratio": "nodes_ratio", "original_peak_bytes": "baseline_peak_bytes",
+    "optimized_peak_bytes": "peak_bytes", "peak_ratio": "peak_ratio",
+    "original_time_median_s": "baseline_time_median_s",
+    "original_time_iqr_s": "baseline_time_iqr_s", "optimized_time_median_s": "time_median_s",
+    "optimized_time_iqr_s": "time_iqr_s", "time_ratio": "time_ratio",
+}
+BAD_VERDICTS = ("FAILED", "ERROR")
 
 
 class BenchError(Exception):
@@ -121,6 +158,29 @@ def parse_pipelines(text):
     if not pipelines:
         raise argparse.ArgumentTypeError(f"'{text}' names no pipeline")
     return pipelines
+
+
+def parse_peers(text):
+    """Comma-separated peer configurations, or 'none'. Eager, the peers' baseline, comes first
+    and is added when another peer is named without it."""
+    import peers
+
+    if text.strip() == "none":
+        return []
+    names = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            peers.parse_config(item)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        if item not in names:
+            names.append(item)
+    if not names:
+        raise argparse.ArgumentTypeError(f"'{text}' names no peer (give 'none' for none)")
+    return [EAGER] + [n for n in names if n != EAGER]
 
 
 def positive_int(minimum):
@@ -176,20 +236,41 @@ def _ratio(new, old):
     return new / old if old else None
 
 
+def quantile(values, q):
+    """Linear interpolation between the sorted values, as graph-opt's benchmark has it."""
+    s = sorted(values)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (pos - lo) * (s[hi] - s[lo])
+
+
+def empty_row(model, system, config, baseline, verification, note=None):
+    row = {c: None for c in CSV_COLUMNS}
+    row.update(model=model, system=system, config=config, baseline=baseline,
+               verification=verification, note=note)
+    return row
+
+
+def thread_env(threads):
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+    return env
+
+
 def benchmark(model, path, pipeline, args):
-    """One (model, pipeline) row, and the machine graph-opt reported (None if it failed
-    verification)."""
+    """One (model, pipeline) row, graph-opt's JSON (None if it failed verification)."""
     with tempfile.TemporaryDirectory(prefix="graph-opt-bench.") as tmp:
         out = os.path.join(tmp, "bench.json")
         cmd = [args.graph_opt, path, f"-passes={pipeline}", f"--benchmark={args.runs}",
                "--benchmark-warmup", str(args.warmup), "--benchmark-json", out]
         if args.bitwise:
             cmd.append("--bitwise")
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=thread_env(args.threads))
         if proc.returncode == 1 and not os.path.exists(out) and "not benchmarking" in proc.stdout:
-            row = {c: None for c in CSV_COLUMNS}
-            row.update(model=model, pipeline=pipeline, verification="FAILED")
-            return row, None
+            return empty_row(model, GRAPH_OPT, pipeline, ORIGINAL_GRAPH, "FAILED",
+                             "the optimized graph's outputs differ from the original's"), None
         if proc.returncode != 0 or not os.path.exists(out):
             raise BenchError(f"model '{model}', pipeline '{pipeline}': graph-opt failed "
                              f"(exit {proc.returncode}):\n{_tail(proc.stdout)}")
@@ -197,24 +278,98 @@ def benchmark(model, path, pipeline, args):
             with open(out) as f:
                 data = json.load(f)
             orig, opt = data["original"], data["optimized"]
-            row = {
-                "model": model, "pipeline": pipeline, "verification": data["verification"],
-                "original_nodes": orig["nodes"], "optimized_nodes": opt["nodes"],
+            row = empty_row(model, GRAPH_OPT, pipeline, ORIGINAL_GRAPH, data["verification"])
+            row.update({
+                "baseline_nodes": orig["nodes"], "nodes": opt["nodes"],
                 "nodes_ratio": _ratio(opt["nodes"], orig["nodes"]),
-                "original_peak_bytes": orig["peak_bytes_above_inputs"],
-                "optimized_peak_bytes": opt["peak_bytes_above_inputs"],
+                "baseline_peak_bytes": orig["peak_bytes_above_inputs"],
+                "peak_bytes": opt["peak_bytes_above_inputs"],
                 "peak_ratio": _ratio(opt["peak_bytes_above_inputs"],
                                      orig["peak_bytes_above_inputs"]),
-                "original_time_median_s": orig["step_seconds_median"],
-                "original_time_iqr_s": _iqr(orig),
-                "optimized_time_median_s": opt["step_seconds_median"],
-                "optimized_time_iqr_s": _iqr(opt),
+                "baseline_time_median_s": orig["step_seconds_median"],
+                "baseline_time_iqr_s": _iqr(orig),
+                "time_median_s": opt["step_seconds_median"],
+                "time_iqr_s": _iqr(opt),
                 "time_ratio": _ratio(opt["step_seconds_median"], orig["step_seconds_median"]),
-            }
-            return row, data.get("machine")
+            })
+            return row, data
         except (ValueError, KeyError, TypeError) as e:
             raise BenchError(f"model '{model}', pipeline '{pipeline}': graph-opt's "
                              f"--benchmark-json is not what this harness reads ({e!r})") from None
+
+
+def run_peer(model, path, config, args):
+    """peers.py for one configuration, in a process of its own (and an inductor cache of its
+    own, removed afterwards): its JSON, or {"status": "error", "message": ...}."""
+    facts = path[:-len(".pt2")] + ".facts.json"
+    with tempfile.TemporaryDirectory(prefix="graph-opt-peer.") as tmp:
+        out = os.path.join(tmp, "peer.json")
+        cmd = [sys.executable, PEERS_SCRIPT, "--model", model, "--config", config,
+               "--runs", str(args.runs), "--warmup", str(args.warmup),
+               "--threads", str(args.threads), "-o", out]
+        if os.path.isfile(facts):
+            cmd += ["--facts", facts]
+        env = thread_env(args.threads)
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env)
+        try:
+            with open(out) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            lines = [line for line in proc.stdout.strip().splitlines() if line.strip()]
+            return {"status": "error",
+                    "message": f"peers.py exited {proc.returncode}"
+                               + (f": {lines[-1].strip()}" if lines else "")}
+
+
+def peer_stats(data):
+    """(median, IQR, peak) of a peer's JSON."""
+    return (data["step_seconds_median"], data["step_seconds_q3"] - data["step_seconds_q1"],
+            data["peak_bytes"])
+
+
+def peer_row(model, config, data, eager):
+    """The row of one peer against eager (eager's own JSON, None if eager did not run)."""
+    status = data.get("status")
+    if status == "error":
+        return empty_row(model, PEER, config, EAGER, "ERROR", data.get("message"))
+    if status == "failed":
+        verdict = data.get("verification") or "FAILED"
+        return empty_row(model, PEER, config, EAGER, "FAILED",
+                         verdict[len("FAILED: "):] if verdict.startswith("FAILED: ") else verdict)
+    row = empty_row(model, PEER, config, EAGER, data["verification"])
+    median, iqr, peak = peer_stats(data)
+    row.update(peak_bytes=peak, time_median_s=median, time_iqr_s=iqr,
+               compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
+    if eager is not None and eager.get("status") == "ok":
+        e_median, e_iqr, e_peak = peer_stats(eager)
+        row.update(baseline_peak_bytes=e_peak, peak_ratio=_ratio(peak, e_peak),
+                   baseline_time_median_s=e_median, baseline_time_iqr_s=e_iqr,
+                   time_ratio=_ratio(median, e_median))
+    else:
+        row["note"] = "no ratios: eager did not run"
+    return row
+
+
+def executor_row(model, graph_opt_runs, eager):
+    """graph-opt's executor on the input graph against eager PyTorch: the original graph's
+    step times pooled over the pipelines' runs, its peak; None without both."""
+    runs = [d for d in graph_opt_runs if d is not None]
+    if not runs or eager is None or eager.get("status") != "ok":
+        return None
+    times = [t for d in runs for t in d["original"]["step_seconds"]]
+    median = quantile(times, 0.5)
+    iqr = quantile(times, 0.75) - quantile(times, 0.25)
+    peak = runs[0]["original"]["peak_bytes_above_inputs"]
+    e_median, e_iqr, e_peak = peer_stats(eager)
+    row = empty_row(model, GRAPH_OPT, EXECUTOR, EAGER, "-")
+    row.update(nodes=runs[0]["original"]["nodes"],
+               baseline_peak_bytes=e_peak, peak_bytes=peak, peak_ratio=_ratio(peak, e_peak),
+               baseline_time_median_s=e_median, baseline_time_iqr_s=e_iqr,
+               time_median_s=median, time_iqr_s=iqr, time_ratio=_ratio(median, e_median),
+               note=f"graph-opt's executor on the input graph ({len(times)} steps pooled)")
+    return row
 
 
 def git_commit():
@@ -234,22 +389,44 @@ def _fmt_ratio(r):
     return "-" if r is None else f"{r:.3f}"
 
 
+def _fmt_note(r, width=60):
+    parts = []
+    if r.get("blocks") is not None:
+        parts.append(f"{r['blocks']} blocks")
+    if r.get("compile_s") is not None:
+        parts.append(f"compile {r['compile_s']:.1f} s")
+    if r.get("note") and (r["verification"] in BAD_VERDICTS or r["system"] == PEER):
+        note = r["note"]
+        parts.append(note if len(note) <= width else note[:width - 3] + "...")
+    return ", ".join(parts)
+
+
+def _pair(fmt, a, b, ratio):
+    if a is None and b is None:
+        return "-"
+    left = "-" if a is None else fmt(a)
+    right = "-" if b is None else fmt(b)
+    return f"{left} -> {right}" + ("" if ratio is None else f" ({_fmt_ratio(ratio)})")
+
+
 def table(rows):
-    header = ("model", "pipeline", "verification", "nodes", "peak", "step time (median)",
-              "time")
+    header = ("model", "system", "config", "vs", "verification", "nodes", "peak",
+              "step time (median)", "time", "notes")
     lines = [header]
     for r in rows:
-        if r["original_nodes"] is None:
-            lines.append((r["model"], r["pipeline"], r["verification"], "-", "-", "-", "-"))
+        if r["time_median_s"] is None:
+            lines.append((r["model"], r["system"], r["config"], r["baseline"],
+                          r["verification"], "-", "-", "-", "-", _fmt_note(r)))
             continue
+        if r["baseline_nodes"] is not None:
+            nodes = _pair(str, r["baseline_nodes"], r["nodes"], r["nodes_ratio"])
+        else:
+            nodes = "-" if r["nodes"] is None else str(r["nodes"])
         lines.append((
-            r["model"], r["pipeline"], r["verification"],
-            f"{r['original_nodes']} -> {r['optimized_nodes']} ({_fmt_ratio(r['nodes_ratio'])})",
-            f"{fmt_bytes(r['original_peak_bytes'])} -> {fmt_bytes(r['optimized_peak_bytes'])} "
-            f"({_fmt_ratio(r['peak_ratio'])})",
-            f"{fmt_time(r['original_time_median_s'])} -> "
-            f"{fmt_time(r['optimized_time_median_s'])}",
-            _fmt_ratio(r["time_ratio"]),
+            r["model"], r["system"], r["config"], r["baseline"], r["verification"], nodes,
+            _pair(fmt_bytes, r["baseline_peak_bytes"], r["peak_bytes"], r["peak_ratio"]),
+            _pair(fmt_time, r["baseline_time_median_s"], r["time_median_s"], None),
+            _fmt_ratio(r["time_ratio"]), _fmt_note(r),
         ))
     return _format_table(lines)
 
@@ -271,7 +448,7 @@ def csv_bytes(rows):
 
 
 def pareto_front(points):
-    """The points (x, y, label) that no other point beats on both (lower is better), by x."""
+    """The points (x, y, ...) that no other point beats on both (lower is better), by x."""
     front = []
     for p in sorted(points, key=lambda p: (p[0], p[1])):
         if not front or p[1] < front[-1][1]:
@@ -280,16 +457,27 @@ def pareto_front(points):
 
 
 def plot_pareto(plt, model, rows, path):
-    points = [(1.0, 1.0, "original")]
-    points += [(r["time_ratio"], r["peak_ratio"], r["pipeline"]) for r in rows
-               if r["time_ratio"] is not None and r["peak_ratio"] is not None]
+    """graph-opt's pipelines (against the original graph) and the peers (against eager) on one
+    pair of axes, the baselines at (1, 1), the front over all of them."""
+    def points_of(system, exclude=()):
+        return [(r["time_ratio"], r["peak_ratio"], r["config"]) for r in rows
+                if r["system"] == system and r["config"] not in exclude
+                and r["time_ratio"] is not None and r["peak_ratio"] is not None]
+
+    pipelines = points_of(GRAPH_OPT, exclude=(EXECUTOR,))
+    peers = points_of(PEER, exclude=(EAGER,))
+    baseline = (1.0, 1.0, "baselines")
+    points = [baseline] + pipelines + peers
     front = pareto_front(points)
     fig, ax = plt.subplots(figsize=(7, 5))
-    ax.scatter([1.0], [1.0], color="#555555", marker="s", s=50, zorder=3, label="original")
-    others = points[1:]
-    if others:
-        ax.scatter([p[0] for p in others], [p[1] for p in others], color="#4C72B0", s=40,
-                   zorder=3, label="pipelines")
+    ax.scatter([1.0], [1.0], color="#555555", marker="s", s=50, zorder=3,
+               label="baselines (original graph; eager)")
+    if pipelines:
+        ax.scatter([p[0] for p in pipelines], [p[1] for p in pipelines], color="#4C72B0",
+                   marker="o", s=40, zorder=3, label="graph-opt pipelines (vs original graph)")
+    if peers:
+        ax.scatter([p[0] for p in peers], [p[1] for p in peers], color="#DD8452", marker="^",
+                   s=55, zorder=3, label="peers (vs eager)")
     # Points often nearly coincide: stagger the labels up and down so that they stay legible.
     offsets = ((6, -14), (6, 6), (6, 18), (6, -26), (6, 30), (6, -38))
     for i, (x, y, label) in enumerate(points):
@@ -299,8 +487,8 @@ def plot_pareto(plt, model, rows, path):
             marker="o", markersize=11, markerfacecolor="none", zorder=2, label="Pareto front")
     ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
     ax.axhline(1.0, color="#999999", lw=0.8, ls=":")
-    ax.set_xlabel("step time, optimized / original (median)")
-    ax.set_ylabel("peak memory, optimized / original")
+    ax.set_xlabel("step time / baseline's (median)")
+    ax.set_ylabel("peak memory / baseline's")
     ax.set_title(f"{model}: time against memory (lower left is better)")
     ax.legend(loc="best", fontsize=8)
     # Ratios near 1 differ in the fourth digit: no offset notation, and at least +-5% shown.
@@ -323,6 +511,27 @@ def append_record(path, line):
     write_atomically(path, old + line.encode() + b"\n")
 
 
+def default_threads():
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _progress(model, row):
+    head = f"{model} {row['system']} {row['config']}"
+    if row["verification"] in BAD_VERDICTS:
+        return f"{head}: {row['verification']}" + (f": {row['note']}" if row["note"] else "")
+    parts = []
+    if row["nodes_ratio"] is not None:
+        parts.append(f"nodes {_fmt_ratio(row['nodes_ratio'])}")
+    parts.append(f"peak {_fmt_ratio(row['peak_ratio'])}")
+    parts.append(f"time {_fmt_ratio(row['time_ratio'])}")
+    if row["verification"] != "-":
+        parts[-1] += f" ({row['verification']})"
+    extra = _fmt_note(row) if row["system"] == PEER else ""
+    return f"{head}: {', '.join(parts)}" + (f", {extra}" if extra else "")
+
+
 def cmd_run(args):
     graph_opt = args.graph_opt
     if os.sep not in graph_opt:
@@ -331,6 +540,8 @@ def cmd_run(args):
         raise BenchError(f"graph-opt not found at {graph_opt} (build it with `make build`, or "
                          "give --graph-opt PATH)")
     args.graph_opt = graph_opt
+    if args.threads is None:
+        args.threads = default_threads()
     plt = make_report.import_pyplot()
     os.makedirs(args.output, exist_ok=True)
 
@@ -338,27 +549,43 @@ def cmd_run(args):
     started = time.time()
     for model in args.models:
         path = model_path(model, args)
+        runs = []
         for pipeline in args.pipelines:
-            row, m = benchmark(model, path, pipeline, args)
-            machine = machine or m
+            row, data = benchmark(model, path, pipeline, args)
+            runs.append(data)
+            machine = machine or (data or {}).get("machine")
+            if data and data.get("machine", {}).get("threads") not in (None, args.threads):
+                print(f"{PROG}: warning: graph-opt ran with {data['machine']['threads']} "
+                      f"threads, not {args.threads}", file=sys.stderr)
             rows.append(row)
-            if row["original_nodes"] is None:
-                print(f"{model} {pipeline}: verification FAILED (not benchmarked)", flush=True)
-            else:
-                print(f"{model} {pipeline}: nodes {_fmt_ratio(row['nodes_ratio'])}, "
-                      f"peak {_fmt_ratio(row['peak_ratio'])}, "
-                      f"time {_fmt_ratio(row['time_ratio'])} ({row['verification']})",
-                      flush=True)
+            print(_progress(model, row), flush=True)
+        eager = None
+        peer_rows = []
+        for config in args.peers:
+            data = run_peer(model, path, config, args)
+            if config == EAGER:
+                eager = data
+            row = peer_row(model, config, data, eager)
+            peer_rows.append(row)
+            print(_progress(model, row), flush=True)
+        row = executor_row(model, runs, eager)
+        if row is not None:
+            rows.append(row)
+            print(_progress(model, row), flush=True)
+        rows += peer_rows
 
     result = {
         "format": FORMAT,
         "commit": git_commit(),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine,
+        "threads": args.threads,
         "graph_opt": graph_opt,
         "runs": args.runs,
         "warmup": args.warmup,
         "bitwise": args.bitwise,
+        "pipelines": args.pipelines,
+        "peers": args.peers,
         "rows": rows,
     }
     write_atomically(os.path.join(args.output, "results.csv"), csv_bytes(rows))
@@ -374,28 +601,55 @@ def cmd_run(args):
         append_record(args.record, json.dumps(result, separators=(",", ":")))
 
     print()
+    print(f"{args.threads} thread{'s' if args.threads != 1 else ''}, {args.runs} runs after "
+          f"{args.warmup} warm-up; ratios against the row's baseline (vs): below 1 is better")
     print(table(rows))
     print(f"\n{len(rows)} rows in {time.time() - started:.0f} s; "
           f"wrote {os.path.join(args.output, 'results.csv')}, results.json, "
           + ", ".join(plots))
     if args.record:
         print(f"appended to {args.record}")
+    errors = [r for r in rows if r["verification"] == "ERROR"]
     failed = [r for r in rows if r["verification"] == "FAILED"]
     if failed:
-        print(f"{PROG}: {len(failed)} optimized graph(s) failed verification", file=sys.stderr)
-        return EXIT_REGRESSION
-    return EXIT_OK
+        print(f"{PROG}: {len(failed)} configuration(s) failed verification: "
+              + "; ".join(f"{r['model']} {r['config']}" for r in failed), file=sys.stderr)
+    if errors:
+        print(f"{PROG}: {len(errors)} peer(s) could not run: "
+              + "; ".join(f"{r['model']} {r['config']}" for r in errors), file=sys.stderr)
+        return EXIT_BAD
+    return EXIT_REGRESSION if failed else EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------
 # compare
 
 
+def _upgrade_row(r):
+    """A row of the first format (graph-opt only) in this format's columns."""
+    if not isinstance(r, dict) or "system" in r or "pipeline" not in r:
+        return r
+    row = {c: None for c in CSV_COLUMNS}
+    row.update(model=r.get("model"), system=GRAPH_OPT, baseline=ORIGINAL_GRAPH,
+               verification=r.get("verification"))
+    for old, new in V1_COLUMNS.items():
+        row[new] = r.get(old)
+    missing = [c for c in ("model", "verification", *V1_COLUMNS) if c not in r]
+    if missing:
+        row["_missing"] = missing
+    return row
+
+
 def _check_result(data, where):
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise BenchError(f"{where}: not a harness result (no \"rows\" list)")
+    if data.get("format", FORMAT) not in FORMATS_READ:
+        raise BenchError(f"{where}: format {data.get('format')!r} is not one this harness "
+                         f"reads ({', '.join(FORMATS_READ)})")
+    data["rows"] = [_upgrade_row(r) for r in data["rows"]]
     for i, r in enumerate(data["rows"]):
-        missing = [c for c in CSV_COLUMNS if not isinstance(r, dict) or c not in r]
+        missing = (r.pop("_missing", None) if isinstance(r, dict) else None) or \
+            [c for c in CSV_COLUMNS if not isinstance(r, dict) or c not in r]
         if missing:
             raise BenchError(f"{where}: row {i} lacks {', '.join(missing)}")
     return data
@@ -434,32 +688,37 @@ def load_record(path):
 
 def relative_iqr(row):
     rel = 0.0
-    for side in ("original", "optimized"):
-        median, iqr = row[f"{side}_time_median_s"], row[f"{side}_time_iqr_s"]
+    for side in ("baseline_time", "time"):
+        median, iqr = row[f"{side}_median_s"], row[f"{side}_iqr_s"]
         if median and iqr is not None:
             rel = max(rel, iqr / median)
     return rel
 
 
 def compare_rows(old, new):
-    """(regressions, cells) for one (model, pipeline) in both runs."""
+    """(regressions, cells) for one (model, system, config) in both runs: the time ratio
+    within the noise, the configuration's nodes and peak bytes exact."""
     regressions, cells = [], []
-    if new["verification"] == "FAILED" or old["verification"] == "FAILED":
-        if new["verification"] == "FAILED" and old["verification"] != "FAILED":
-            regressions.append("verification")
+    if new["verification"] in BAD_VERDICTS or old["verification"] in BAD_VERDICTS:
+        if new["verification"] in BAD_VERDICTS and old["verification"] not in BAD_VERDICTS:
+            regressions.append("verification" if new["verification"] == "FAILED" else "error")
         return regressions, [f"verification {old['verification']} -> {new['verification']}",
                              "-", "-"]
-    threshold = max(MIN_TIME_THRESHOLD, relative_iqr(old), relative_iqr(new))
-    if new["time_ratio"] > old["time_ratio"] * (1 + threshold):
-        regressions.append("time")
-    cells.append(f"{old['time_ratio']:.3f} -> {new['time_ratio']:.3f} "
-                 f"(+{100 * threshold:.0f}% allowed)")
-    if new["optimized_nodes"] > old["optimized_nodes"]:
-        regressions.append("nodes")
-    cells.append(f"{old['optimized_nodes']} -> {new['optimized_nodes']}")
-    if new["optimized_peak_bytes"] > old["optimized_peak_bytes"]:
-        regressions.append("peak")
-    cells.append(f"{old['optimized_peak_bytes']} -> {new['optimized_peak_bytes']}")
+    if old["time_ratio"] is not None and new["time_ratio"] is not None:
+        threshold = max(MIN_TIME_THRESHOLD, relative_iqr(old), relative_iqr(new))
+        if new["time_ratio"] > old["time_ratio"] * (1 + threshold):
+            regressions.append("time")
+        cells.append(f"{old['time_ratio']:.3f} -> {new['time_ratio']:.3f} "
+                     f"(+{100 * threshold:.0f}% allowed)")
+    else:
+        cells.append("-")
+    for key, name in (("nodes", "nodes"), ("peak_bytes", "peak")):
+        if old[key] is None or new[key] is None:
+            cells.append("-")
+            continue
+        if new[key] > old[key]:
+            regressions.append(name)
+        cells.append(f"{old[key]} -> {new[key]}")
     return regressions, cells
 
 
@@ -476,29 +735,34 @@ def cmd_compare(args):
         names = (args.old, args.new)
     print(f"old: {names[0]} (commit {old.get('commit', '?')}, {old.get('timestamp', '?')})")
     print(f"new: {names[1]} (commit {new.get('commit', '?')}, {new.get('timestamp', '?')})")
-    old_rows = {(r["model"], r["pipeline"]): r for r in old["rows"]}
-    new_rows = {(r["model"], r["pipeline"]): r for r in new["rows"]}
-    lines = [("model", "pipeline", "time ratio", "optimized nodes", "optimized peak bytes",
-              "verdict")]
+    if old.get("threads") and new.get("threads") and old["threads"] != new["threads"]:
+        print(f"note: the runs used {old['threads']} and {new['threads']} threads")
+
+    def key(r):
+        return (r["model"], r["system"], r["config"])
+
+    old_rows = {key(r): r for r in old["rows"]}
+    new_rows = {key(r): r for r in new["rows"]}
+    lines = [("model", "system", "config", "time ratio", "nodes", "peak bytes", "verdict")]
     regressed = []
-    for key, nrow in new_rows.items():
-        if key not in old_rows:
-            lines.append((*key, "-", "-", "-", "only in new"))
+    for k, nrow in new_rows.items():
+        if k not in old_rows:
+            lines.append((*k, "-", "-", "-", "only in new"))
             continue
-        regressions, cells = compare_rows(old_rows[key], nrow)
+        regressions, cells = compare_rows(old_rows[k], nrow)
         verdict = "REGRESSION: " + ", ".join(regressions) if regressions else "ok"
         if regressions:
-            regressed.append(key)
-        lines.append((*key, *cells, verdict))
-    for key in old_rows:
-        if key not in new_rows:
-            lines.append((*key, "-", "-", "-", "only in old"))
+            regressed.append(k)
+        lines.append((*k, *cells, verdict))
+    for k in old_rows:
+        if k not in new_rows:
+            lines.append((*k, "-", "-", "-", "only in old"))
     print()
     print(_format_table(lines))
     print()
     if regressed:
         print(f"{len(regressed)} regression(s): "
-              + "; ".join(f"{m} {p}" for m, p in regressed))
+              + "; ".join(f"{m} {s} {c}" for m, s, c in regressed))
         return EXIT_REGRESSION
     print("no regression")
     return EXIT_OK
@@ -518,14 +782,19 @@ def main(argv=None):
     p = Parser(prog=PROG, description=__doc__.split("\n\n")[0],
                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    r = sub.add_parser("run", help="benchmark models x pipelines; write CSV, JSON, plots")
+    r = sub.add_parser("run", help="benchmark models x (pipelines, peers); write CSV, JSON, plots")
     r.add_argument("--models", type=parse_models, default=parse_models(DEFAULT_MODELS),
                    help=f"comma-separated NAME:SIZE, SIZE tiny or default ({DEFAULT_MODELS})")
     r.add_argument("--pipelines", type=parse_pipelines,
                    default=parse_pipelines(DEFAULT_PIPELINES),
                    help=f"';'-separated pass pipelines ('{DEFAULT_PIPELINES}')")
+    r.add_argument("--peers", type=parse_peers, default=parse_peers(DEFAULT_PEERS),
+                   help="comma-separated peer configurations: eager, checkpoint, compile, "
+                   f"compile-budget=F (F in [0, 1]), or none ({DEFAULT_PEERS})")
     r.add_argument("--runs", type=positive_int(1), default=5, help="measured runs (5)")
     r.add_argument("--warmup", type=positive_int(0), default=1, help="warm-up runs (1)")
+    r.add_argument("--threads", type=positive_int(1), default=None,
+                   help="intra-op threads of graph-opt and the peers (torch.get_num_threads())")
     r.add_argument("--bitwise", action="store_true", help="verify bitwise, not to tolerance")
     r.add_argument("--graph-opt", default=DEFAULT_GRAPH_OPT,
                    help="graph-opt binary, a path or a name on PATH (build/bin/graph-opt)")

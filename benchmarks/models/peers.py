@@ -1,0 +1,489 @@
+#!/usr/bin/env python3
+"""One peer configuration of a zoo model's training step, measured in this process alone.
+
+    peers.py --model NAME:SIZE --config CONFIG [--runs 5] [--warmup 1] [--threads N]
+             [--facts FILE.facts.json] [-o OUT.json]
+
+CONFIG is one of
+  eager               the training step in eager PyTorch: forward, loss, loss.backward();
+  checkpoint          the same with torch.utils.checkpoint.checkpoint(..., use_reentrant=False)
+                      around every block (see find_blocks);
+  compile             torch.compile (inductor, CPU) of the training-step module, backward
+                      included (loss.backward() on the compiled module's output);
+  compile-budget=F    the same with torch._functorch.config.activation_memory_budget = F.
+
+The model is built by the project's exporter module (tools/export/export_model.py):
+build_model(NAME, sizes, seed 0, dropout on) and train_step_module, the sizes resolved as
+`export_model.py --model NAME --mode train [--tiny]` resolves them, i.e. the very model that
+the harness's NAME:SIZE .pt2 holds. With --facts (the .pt2's FILE.facts.json) the sizes, seed,
+dropout setting and model configuration are checked against what was exported.
+
+What is measured, in order (harness.py runs each configuration in its own process, so that
+compile caches and allocator state do not carry over from one to the next):
+
+1. Verification. For every configuration but eager, eager's first step runs on an untouched
+   copy of the model with the RNG seeded, and the configuration's first step from the same
+   state and seed (for compile, this is where it compiles: its wall time is reported as
+   compile_seconds, apart from the step times). The loss and every parameter's gradient are
+   compared with eager's: bitwise, or within rtol (max |a - b| <= rtol * max |b| per tensor;
+   1e-5 for checkpoint, 1e-3 for compile), or else against eager's step in float64: each
+   tensor's error within max(rtol, 2x float32 eager's own error) (a float32 step can be
+   ill-conditioned; see verify). A configuration that disagrees is not timed: its
+   verification is FAILED. Inductor draws other random numbers than eager (and the same
+   again where it recomputes), so for a model with dropout compile is verified on the same
+   model with every dropout probability 0 (same weights and inputs; "(dropout off)"), then
+   the model itself is compiled and timed.
+2. --warmup unmeasured steps, then --runs measured steps: the wall time of forward, loss and
+   backward (gradients are set to None before each step, outside the timed region, so every
+   step allocates them afresh, as graph-opt's graphs do). Median, quartiles (linear
+   interpolation, as graph-opt's), min and max.
+3. One extra step under torch.profiler with profile_memory=True: the allocation events of
+   c10's CPU allocator ("[memory]", size positive when allocated, negative when freed) summed
+   in time order; the peak of that running total is the step's peak above its start. Counted:
+   every tensor the step allocates through c10's CPU allocator (activations, saved tensors,
+   temporaries, gradients, the loss), requested bytes; not counted: the weights and inputs
+   (allocated before the step), memory that does not go through that allocator (oneDNN's
+   scratchpads, Python objects), and frees of blocks allocated before the step.
+
+Output: a JSON object (to -o, atomically, and a one-line summary on stdout): status "ok",
+"failed" (verification) or "error" (with a message: a model with no block to checkpoint, a
+torch.compile failure, ...). Exit 0 when the JSON was written, 2 on bad arguments.
+"""
+import argparse
+import collections
+import copy
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "export"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "report"))
+
+PROG = "peers.py"
+FORMAT = "graph-opt-peer/1"
+SEED = 0            # the exporter's default --seed: the weights and inputs of the .pt2
+STEP_SEED = 1234    # the RNG seed before the verified steps (dropout masks)
+TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3}
+EXIT_OK, EXIT_BAD = 0, 2
+
+
+class PeerError(Exception):
+    """The configuration cannot run on this model; the message says why."""
+
+
+def parse_config(text):
+    """'eager' | 'checkpoint' | 'compile' | 'compile-budget=F' -> (kind, budget or None)."""
+    if text in ("eager", "checkpoint", "compile"):
+        return text, None
+    m = re.fullmatch(r"compile-budget=(.*)", text)
+    if m:
+        try:
+            budget = float(m.group(1))
+        except ValueError:
+            budget = None
+        if budget is None or not 0.0 <= budget <= 1.0:
+            raise ValueError(f"'{text}': the budget must be a number in [0, 1]")
+        return "compile", budget
+    raise ValueError(f"'{text}': unknown peer (known: eager, checkpoint, compile, "
+                     "compile-budget=F)")
+
+
+def quantile(values, q):
+    """Linear interpolation between the sorted values, as graph-opt's benchmark has it."""
+    s = sorted(values)
+    if not s:
+        return None
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (pos - lo) * (s[hi] - s[lo])
+
+
+def first_line(e):
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0]}" if text else type(e).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+
+
+def build(model_spec, facts_path, dropout=True):
+    """(training-step module, its arguments, its configuration) as export_model.py builds
+    them; with facts_path, checked against what was exported."""
+    import export_model as em
+
+    name, _, size = model_spec.partition(":")
+    if name not in em.MODELS:
+        raise PeerError(f"unknown model '{name}' (known: {', '.join(em.MODELS)})")
+    args = argparse.Namespace(tiny=size == "tiny", batch=None, image_size=None, seq_len=None)
+    sizes = em.resolve_sizes(name, em.MODELS[name], args)
+    built = em.build_model(name, sizes, SEED, dropout=dropout)
+    config = json.loads(json.dumps(built.config))
+    if facts_path:
+        with open(facts_path) as f:
+            facts = json.load(f)
+        mine = {"model": name, "mode": "train", "sizes": dataclasses.asdict(sizes),
+                "seed": SEED, "dropout": dropout, "config": config}
+        theirs = {k: facts.get(k, True if k == "dropout" else None) for k in mine}
+        diff = [k for k in mine if mine[k] != theirs[k]]
+        if diff:
+            raise PeerError(f"the eager model differs from the one exported to {facts_path} in "
+                            + ", ".join(f"{k} ({mine[k]} here, {theirs[k]} there)" for k in diff))
+    step, _ = em.train_step_module(built)
+    return step, built.train_args, config
+
+
+def find_blocks(root):
+    """The blocks to checkpoint: (qualified name, module) for every child of an nn.ModuleList
+    or nn.Sequential that has at least two children of its class having submodules (ResNet's
+    BasicBlock / Bottleneck in layer1..4, BertLayer, GPT2Block, T5Block, LlamaDecoderLayer).
+    A block's own submodules are not searched."""
+    import torch.nn as nn
+
+    blocks = []
+
+    def visit(module, prefix):
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            repeated = set()
+            if isinstance(child, (nn.ModuleList, nn.Sequential)):
+                counts = collections.Counter(type(c) for c in child.children()
+                                             if next(c.children(), None) is not None)
+                repeated = {cls for cls, n in counts.items() if n >= 2}
+            if not repeated:
+                visit(child, path)
+                continue
+            for kname, k in child.named_children():
+                if type(k) in repeated:
+                    blocks.append((f"{path}.{kname}", k))
+                else:
+                    visit(k, f"{path}.{kname}")
+
+    visit(root, "")
+    return blocks
+
+
+def checkpoint_blocks(step):
+    """Route every block's forward through torch.utils.checkpoint (non-reentrant): its
+    activations are recomputed in backward instead of kept. Parameter names do not change."""
+    from torch.utils.checkpoint import checkpoint
+
+    blocks = find_blocks(step)
+    if not blocks:
+        raise PeerError("no block to checkpoint (no nn.ModuleList or nn.Sequential with two "
+                        "or more children of one class that have submodules)")
+    for _, block in blocks:
+        inner = block.forward
+
+        def forward(*args, _inner=inner, **kwargs):
+            return checkpoint(_inner, *args, use_reentrant=False, **kwargs)
+
+        block.forward = forward
+    return [name for name, _ in blocks]
+
+
+# ---------------------------------------------------------------------------------------------
+# Steps and their verification
+
+
+def snapshot(module):
+    return {k: v.detach().clone() for k, v in module.state_dict(keep_vars=True).items()}
+
+
+def restore(module, saved):
+    import torch
+
+    with torch.no_grad():
+        for k, v in module.state_dict(keep_vars=True).items():
+            v.copy_(saved[k])
+
+
+def clear_grads(params):
+    for p in params:
+        p.grad = None
+
+
+def training_step(module, args):
+    """The step the configurations time: forward and loss, then loss.backward()."""
+    def run_step():
+        (loss,) = module(*args)
+        loss.backward()
+        return loss
+    return run_step
+
+
+def outcome(loss, params):
+    return loss.detach().clone(), {n: None if p.grad is None else p.grad.detach().clone()
+                                   for n, p in params.items()}
+
+
+def first_step(run_step, module):
+    """A configuration's first step from seed STEP_SEED: ((loss, {name: gradient}), seconds)."""
+    import torch
+
+    params = dict(module.named_parameters())
+    clear_grads(params.values())
+    torch.manual_seed(STEP_SEED)
+    start = time.perf_counter()
+    loss = run_step()
+    seconds = time.perf_counter() - start
+    return outcome(loss, params), seconds
+
+
+def max_rel_err(got, want):
+    """max |got - want| / max |want| (0 when equal, inf when want is all zero), in float64."""
+    got, want = got.detach().double(), want.detach().double()
+    if want.numel() == 0:
+        return 0.0
+    err = (got - want).abs().max().item()
+    if err == 0:
+        return 0.0
+    scale = want.abs().max().item()
+    return err / scale if scale else float("inf")
+
+
+def verify(kind, pristine, args, got):
+    """The verdict on got = (loss, {name: gradient}), a configuration's first step, against
+    eager's from the same state and seed (pristine: an untouched copy of the model).
+
+    Bitwise equal, or every tensor within rtol (max |a - b| <= rtol * max |b|): passed. Else
+    the eager step runs once more in float64 (weights and floating inputs converted) and each
+    tensor's error against it is compared with float32 eager's own: within max(rtol, 2x
+    eager's) passes. A float32 step can be ill-conditioned: the tiny ResNet's last BatchNorms
+    normalize over two values per channel, and there eager's float32 gradients are 60% off
+    float64's, compile's 0.2%. Returns (verdict, details)."""
+    import torch
+
+    rtol = TOLERANCE[kind]
+    initial = snapshot(pristine)
+    want = first_step(training_step(pristine, args), pristine)[0]
+    tensors = [("loss", got[0], want[0])] + [(n, got[1].get(n), want[1][n]) for n in want[1]]
+    bitwise, direct = True, {}
+    for name, g, w in tensors:
+        if (g is None) != (w is None):
+            return (f"FAILED: {name}: gradient {'missing' if g is None else 'unexpected'}",
+                    {"at": name})
+        if g is None:
+            continue
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return (f"FAILED: {name}: {tuple(g.shape)} {g.dtype}, eager "
+                    f"{tuple(w.shape)} {w.dtype}", {"at": name})
+        if not torch.equal(g, w):
+            bitwise = False
+            direct[name] = max_rel_err(g, w)
+    if bitwise:
+        return "passed (bitwise)", {"max_rel_err": 0.0}
+    worst = max(direct, key=lambda n: (direct[n] != direct[n], direct[n]))  # NaN first
+    details = {"max_rel_err": direct[worst], "at": worst}
+    if all(e <= rtol for e in direct.values()):
+        return f"passed (rtol {rtol:g})", details
+
+    # Against float64: is the configuration further from the exact step than eager is?
+    restore(pristine, initial)
+    pristine.double()
+    args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
+    exact = first_step(training_step(pristine, args64), pristine)[0]
+    exact_of = {"loss": exact[0], **exact[1]}
+    factor, details["float64"] = 0.0, {}
+    for name, g, w in tensors:
+        if name not in direct:
+            continue
+        mine, eager = max_rel_err(g, exact_of[name]), max_rel_err(w, exact_of[name])
+        details["float64"][name] = [mine, eager]
+        if not mine <= max(rtol, 2 * eager):
+            return (f"FAILED: {name}: error {mine:.3g} against float64, eager's {eager:.3g}",
+                    details)
+        if mine > rtol:
+            factor = max(factor, mine / eager)
+    if factor == 0:
+        return f"passed (rtol {rtol:g} of float64)", details
+    return f"passed (float64: {factor:.2g}x eager's error)", details
+
+
+def peak_bytes_of(run_step):
+    """The peak of the step's live allocations above its start (see the module's docstring):
+    (peak bytes, number of allocation events)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run_step()
+    cpu = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
+    events = sorted((e for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]" and e.device_type() in cpu),
+                    key=lambda e: e.start_ns())
+    total = peak = 0
+    for e in events:
+        total += e.nbytes()
+        peak = max(peak, total)
+    return peak, len(events)
+
+
+def first_steps(kind, budget, step, args, model, model_config, result):
+    """Prepares the configuration, runs and verifies its first step: the run_step to time."""
+    import torch
+
+    run_step = training_step(step, args)
+    if kind == "eager":
+        first_step(run_step, step)
+        result["verification"] = "reference"
+        return run_step
+    if kind == "checkpoint":
+        pristine = copy.deepcopy(step)
+        names = checkpoint_blocks(step)
+        result["blocks"], result["block_names"] = len(names), names
+        got, _ = first_step(run_step, step)
+        result["verification"], result["verification_details"] = verify(
+            kind, pristine, args, got)
+        return run_step
+
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+
+    if budget is not None:
+        functorch_config.activation_memory_budget = budget
+    twin, twin_args, twin_config = build(model, None, dropout=False)
+    if twin_config == model_config:  # no dropout: verify the very step that is timed
+        del twin, twin_args
+        pristine = copy.deepcopy(step)
+        run_step = training_step(torch.compile(step, backend="inductor"), args)
+        got, result["compile_seconds"] = first_step(run_step, step)
+        result["verification"], result["verification_details"] = verify(
+            kind, pristine, args, got)
+        return run_step
+    # Inductor draws its own random numbers (the same again for what it recomputes, but not
+    # eager's): verify the compiled step of the same model with every dropout probability 0
+    # (same weights and inputs), then compile the model itself.
+    mine, theirs = step.state_dict(), twin.state_dict()
+    if mine.keys() != theirs.keys() or not all(torch.equal(mine[k], theirs[k]) for k in mine):
+        raise PeerError("the dropout-free twin that verifies compile has other weights than "
+                        "the model")
+    pristine = copy.deepcopy(twin)
+    got, seconds = first_step(training_step(torch.compile(twin, backend="inductor"), twin_args),
+                              twin)
+    verdict, details = verify(kind, pristine, twin_args, got)
+    passed = verdict.startswith("passed")
+    result["verification"] = verdict + " (dropout off)" if passed else verdict
+    result["verification_details"] = dict(details, twin_compile_seconds=seconds)
+    del twin, pristine, got
+    torch._dynamo.reset()
+    if passed:
+        run_step = training_step(torch.compile(step, backend="inductor"), args)
+        _, result["compile_seconds"] = first_step(run_step, step)
+    return run_step
+
+
+def measure(config, model, runs, warmup, threads, facts):
+    import torch
+
+    kind, budget = parse_config(config)
+    torch.set_num_threads(threads)
+    result = {"format": FORMAT, "model": model, "config": config, "threads": threads,
+              "torch_version": torch.__version__.split("+")[0], "runs": runs, "warmup": warmup,
+              "status": "ok", "message": None, "verification": None, "blocks": None,
+              "compile_seconds": None}
+    step, args, model_config = build(model, facts)
+    params = list(step.parameters())
+    initial = snapshot(step)
+
+    # 1. The first step, verified against eager's (compile: compiled here).
+    try:
+        run_step = first_steps(kind, budget, step, args, model, model_config, result)
+    except PeerError:
+        raise
+    except Exception as e:
+        raise PeerError(f"{config} failed on its first step: {first_line(e)}") from e
+    if result["verification"].startswith("FAILED"):
+        result["status"] = "failed"
+        return result
+    restore(step, initial)
+
+    # 2. Warm-up, then the measured steps.
+    times = []
+    for i in range(warmup + runs):
+        clear_grads(params)
+        start = time.perf_counter()
+        run_step()
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            times.append(elapsed)
+    result["step_seconds"] = times
+    for key, q in (("median", 0.5), ("min", 0), ("max", 1), ("q1", 0.25), ("q3", 0.75)):
+        result[f"step_seconds_{key}"] = quantile(times, q)
+
+    # 3. Peak memory above the step's start, in one more step.
+    clear_grads(params)
+    result["peak_bytes"], result["memory_events"] = peak_bytes_of(run_step)
+    return result
+
+
+def write_atomically(path, data):
+    from make_report import write_atomically as write
+
+    write(path, data)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="NAME:SIZE, SIZE tiny or default")
+    p.add_argument("--config", required=True,
+                   help="eager, checkpoint, compile or compile-budget=F")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads (default: torch's own choice)")
+    p.add_argument("--facts", help="the .pt2's FILE.facts.json, to check the model against")
+    p.add_argument("-o", "--output", help="write the JSON here (default: stdout)")
+    args = p.parse_args(argv)
+    try:
+        parse_config(args.config)
+    except ValueError as e:
+        p.error(f"argument --config: {e}")
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*:(tiny|default)", args.model):
+        p.error(f"argument --model: '{args.model}' is not NAME:tiny or NAME:default")
+    if args.runs < 1 or args.warmup < 0 or (args.threads is not None and args.threads < 1):
+        p.error("--runs must be >= 1, --warmup >= 0, --threads >= 1")
+
+    import torch
+
+    threads = args.threads or torch.get_num_threads()
+    try:
+        result = measure(args.config, args.model, args.runs, args.warmup, threads, args.facts)
+    except PeerError as e:
+        result = {"format": FORMAT, "model": args.model, "config": args.config,
+                  "threads": threads, "status": "error", "message": str(e)}
+        if e.__cause__ is not None:
+            traceback.print_exception(e.__cause__, file=sys.stderr)
+    except Exception as e:  # anything else the model or torch raised: an error for this row
+        traceback.print_exc(file=sys.stderr)
+        result = {"format": FORMAT, "model": args.model, "config": args.config,
+                  "threads": threads, "status": "error", "message": first_line(e)}
+    text = json.dumps(result, indent=2) + "\n"
+    if args.output:
+        write_atomically(args.output, text.encode())
+    else:
+        sys.stdout.write(text)
+    if result["status"] == "ok":
+        summary = (f"{args.model} {args.config}: {result['verification']}, median "
+                   f"{result['step_seconds_median'] * 1e3:.3f} ms, peak {result['peak_bytes']} B")
+        if result.get("compile_seconds") is not None:
+            summary += f", compile {result['compile_seconds']:.1f} s"
+        if result.get("blocks") is not None:
+            summary += f", {result['blocks']} blocks"
+    elif result["status"] == "failed":
+        summary = f"{args.model} {args.config}: verification {result['verification']}"
+    else:
+        summary = f"{args.model} {args.config}: error: {result['message']}"
+    print(summary, file=sys.stderr if not args.output else sys.stdout, flush=True)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
