@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 VENV := $(shell scripts/venv-dir.sh)
 
-.PHONY: all setup configure build test demo bench bench-compare clean
+.PHONY: all setup configure build test demo bench bench-compare bench-micro clean
 
 all: build
 
@@ -81,8 +81,22 @@ bench: build $(BENCH_TINY)
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR) --record $(BENCH_DIR)/record.jsonl
 
+# The micro-benchmarks (benchmarks/micro.py): IRBenchmarks, PassBenchmarks (up to 100k
+# nodes) and ExecutorBenchmarks (executor overhead), 9 repetitions each, their JSON kept in
+# $(BENCH_DIR)/micro/ per commit and run (runs.jsonl lists the runs).
+bench-micro: build
+	@$(VENV)/bin/python benchmarks/micro.py run --build-dir $(BUILD_DIR) --dir $(BENCH_DIR)/micro
+
+# The last two entries of the harness's record (exit 1 on a regression), then, when there
+# are two micro-benchmark runs, Google Benchmark's compare.py on them (Debian's
+# libbenchmark-tools; what got slower beyond its U test's noise is listed). The exit code is
+# the harness's alone.
 bench-compare:
-	@$(VENV)/bin/python benchmarks/models/harness.py compare --record $(BENCH_DIR)/record.jsonl
+	@status=0; \
+	$(VENV)/bin/python benchmarks/models/harness.py compare --record $(BENCH_DIR)/record.jsonl || status=$$?; \
+	echo; \
+	$(VENV)/bin/python benchmarks/micro.py compare --dir $(BENCH_DIR)/micro || true; \
+	exit $$status
 
 clean:
 	rm -rf $(BUILD_DIR)

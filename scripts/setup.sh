@@ -8,6 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 debs=(cmake ninja-build ccache g++ python3-venv
       llvm-14-dev llvm-14-tools libabsl-dev
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+      libbenchmark-tools   # Google Benchmark's compare.py: `make bench-compare` on micro runs
       chromium)   # headless Chromium renders the HTML profile report in its test
 
 missing=()
@@ -40,9 +41,9 @@ if [[ ! -f "$stamp" ]]; then
   cp "$root/requirements.txt" "$stamp"
 fi
 
-# The report's packages (matplotlib) go into the same environment, with their own stamp: a
-# copy of requirements-report.txt, so changing that file reinstalls them without touching
-# torch (requirements.txt alone names the environment).
+# The report's packages (matplotlib; scipy for Google Benchmark's compare.py) go into the same
+# environment, with their own stamp: a copy of requirements-report.txt, so changing that file
+# reinstalls them without touching torch (requirements.txt alone names the environment).
 report_stamp="$venv/.graphopt-report-ready"
 if ! cmp -s "$root/requirements-report.txt" "$report_stamp"; then
   echo "setup: installing the report's Python packages (requirements-report.txt)"
