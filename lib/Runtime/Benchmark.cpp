@@ -120,6 +120,11 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
     return peakB.status();
   report.original.peakBytes = *peakA;
   report.optimized.peakBytes = *peakB;
+  for (auto [steps, figures] : {std::pair(&a, &report.original), std::pair(&b, &report.optimized)})
+    if (const CpuMemoryPlan *plan = steps->executor().memoryPlan()) {
+      report.cpuMemoryPlan = true;
+      figures->arenaBytes = plan->stats().arenaBytes;
+    }
   return report;
 }
 
@@ -146,6 +151,11 @@ void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &r) {
   os << llvm::format("  %-30s %18s %18s\n", iqr,
                      range(a.quantile(0.25), a.quantile(0.75)).c_str(),
                      range(b.quantile(0.25), b.quantile(0.75)).c_str());
+  if (r.cpuMemoryPlan) {
+    const char *arena = "CPU memory plan, arena (MiB)";
+    os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", arena, a.arenaBytes / 1048576.0,
+                       b.arenaBytes / 1048576.0, ratio(b.arenaBytes, a.arenaBytes));
+  }
 }
 
 std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
@@ -156,6 +166,7 @@ std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
       steps.push_back(s);
     return llvm::json::Object{{"nodes", static_cast<int64_t>(g.nodes)},
                               {"peak_bytes_above_inputs", g.peakBytes},
+                              {"cpu_arena_bytes", g.arenaBytes},
                               {"step_seconds_median", g.median()},
                               {"step_seconds_min", g.min()},
                               {"step_seconds_max", g.max()},
@@ -175,6 +186,7 @@ std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
                           {"device", r.device.str()}}},
       {"runs", static_cast<int64_t>(a.stepSeconds.size())},
       {"warmup", static_cast<int64_t>(r.warmup)},
+      {"cpu_memory_plan", r.cpuMemoryPlan},
       {"original", graphJson(a)},
       {"optimized", graphJson(b)},
       {"ratios",

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 
 namespace graphopt {
 
@@ -55,7 +56,10 @@ void seedGenerators(uint64_t seed) {
 } // namespace
 
 Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options)
-    : graph_(graph), weights_(weights), options_(options) {}
+    : graph_(graph), weights_(weights), options_(options) {
+  if (options_.planCpuMemory && options_.device.is_cpu())
+    memoryPlan_ = std::make_unique<CpuMemoryPlan>();
+}
 
 absl::Status Executor::prepare() {
   if (prepared_)
@@ -218,6 +222,9 @@ void Executor::restoreState(ExecutionResult *result) {
 absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
   if (absl::Status st = prepare(); !st.ok())
     return st;
+  std::optional<CpuMemoryPlan::RunScope> planned;
+  if (memoryPlan_)
+    planned.emplace(*memoryPlan_);
   // Bind inputs: weights from the store, user inputs checked against their types.
   size_t next = 0;
   for (unsigned i = 0; i < graph_.inputs().size(); ++i) {

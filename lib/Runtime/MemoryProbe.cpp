@@ -1,5 +1,6 @@
 //===- MemoryProbe.cpp - Measuring memory and time per node ---------------===//
 #include "graphopt/Runtime/MemoryProbe.h"
+#include "graphopt/Runtime/CpuMemoryPlan.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <llvm/ADT/STLExtras.h>
@@ -20,6 +21,9 @@ std::once_flag gInstallOnce;
 
 TrackingCpuAllocator &TrackingCpuAllocator::install() {
   std::call_once(gInstallOnce, [] {
+    // The planning allocator goes beneath the tracker, so that the tracker
+    // counts the bytes tensors hold, not the arena a plan reserves.
+    CpuMemoryPlan::installAllocator();
     // Leaked on purpose: tensors freed during static destruction still call it.
     gTracker = new TrackingCpuAllocator(c10::GetCPUAllocator());
     c10::SetCPUAllocator(gTracker, /*priority=*/100);

@@ -131,6 +131,12 @@ cl::opt<std::string> benchmarkJsonPath(
     "benchmark-json",
     cl::desc("With --benchmark: also write the results, the machine and the pipeline as JSON"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
+cl::opt<bool> noMemoryPlan(
+    "no-memory-plan",
+    cl::desc("For --run and --benchmark on the CPU: allocate every buffer from the system, as "
+             "eager PyTorch does, instead of from an arena planned from the first run "
+             "(Runtime/CpuMemoryPlan.h)"),
+    cl::cat(category));
 cl::opt<std::string> deviceName("device",
                                 cl::desc("Device for --run and --verify: cpu or cuda (default: cuda "
                                          "when a GPU is present, else cpu)"),
@@ -163,6 +169,7 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
   ExecutionOptions options;
   options.device = device;
   options.seed = seed;
+  options.planCpuMemory = !noMemoryPlan;
   int loss = -1;
   for (unsigned i = 0; i < graph.outputs().size(); ++i)
     if (graph.outputs()[i].role == OutputRole::Loss)
@@ -411,6 +418,7 @@ int main(int argc, char **argv) {
         bopts.runs = benchmarkCount;
         bopts.execution.device = device;
         bopts.execution.seed = seed;
+        bopts.execution.planCpuMemory = !noMemoryPlan;
         auto measured = benchmarkRewrite(*original, *graph, model->weights, *originalInputs,
                                          *inputs, bopts);
         if (!measured.ok())

@@ -41,6 +41,7 @@ public:
   absl::Status prepare() { return executor_.prepare(); }
   /// Runs one step; returns its time in seconds.
   absl::StatusOr<double> step(llvm::ArrayRef<at::Tensor> inputs);
+  const Executor &executor() const { return executor_; }
 
 private:
   Executor executor_;
@@ -58,6 +59,10 @@ struct GraphBenchmark {
   size_t nodes = 0;
   std::vector<double> stepSeconds; ///< one per measured run, in run order
   int64_t peakBytes = 0;           ///< above weights and inputs (profiled run)
+  /// The arena its CPU memory plan reserved (ExecutionOptions::planCpuMemory;
+  /// 0 without one): memory the runs served from it, which the peak above
+  /// counts tensor by tensor.
+  int64_t arenaBytes = 0;
   double median() const;
   double min() const;
   double max() const;
@@ -70,6 +75,7 @@ struct BenchmarkReport {
   c10::Device device{c10::DeviceType::CPU};
   int threads = 0; ///< intra-op threads (at::get_num_threads)
   unsigned warmup = 0;
+  bool cpuMemoryPlan = false; ///< the runs planned their CPU memory
 };
 
 /// Runs both graphs as described above. `originalInputs`/`optimizedInputs`

@@ -15,6 +15,7 @@
 
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/WeightStore.h"
+#include "graphopt/Runtime/CpuMemoryPlan.h"
 #include "graphopt/Runtime/FreePolicy.h"
 
 #include <ATen/core/Tensor.h>
@@ -22,6 +23,7 @@
 #include <llvm/ADT/ArrayRef.h>
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace graphopt {
@@ -39,6 +41,11 @@ struct ExecutionOptions {
   /// WeightStore and the caller's inputs as they were, so running a graph
   /// twice, or two graphs one after the other, gives the same results.
   bool keepUpdates = false;
+  /// On the CPU, lay the buffers of 16 KiB and up that a run allocates and
+  /// frees out in one arena planned from the first run, and serve later runs
+  /// from it (CpuMemoryPlan.h): a step reuses the previous step's memory
+  /// instead of faulting it in again from the system.
+  bool planCpuMemory = true;
 };
 
 /// Called before and after each node; `after` sees the node's outputs.
@@ -88,6 +95,8 @@ public:
 
   const Graph &graph() const { return graph_; }
   const ExecutionOptions &options() const { return options_; }
+  /// The CPU memory plan, or null (not planCpuMemory, or not on the CPU).
+  const CpuMemoryPlan *memoryPlan() const { return memoryPlan_.get(); }
 
 private:
   absl::StatusOr<c10::IValue> argumentValue(const Node &node, unsigned i) const;
@@ -113,6 +122,8 @@ private:
   std::vector<uint8_t> isMutated_;
   /// This run's device copies of user inputs, by input index.
   std::vector<at::Tensor> boundUserInputs_;
+  /// The arena plan of this executor's runs (planCpuMemory, on the CPU).
+  std::unique_ptr<CpuMemoryPlan> memoryPlan_;
 };
 
 } // namespace graphopt
