@@ -123,7 +123,9 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
   for (auto [steps, figures] : {std::pair(&a, &report.original), std::pair(&b, &report.optimized)})
     if (const CpuMemoryPlan *plan = steps->executor().memoryPlan()) {
       report.cpuMemoryPlan = true;
-      figures->arenaBytes = plan->stats().arenaBytes;
+      CpuMemoryPlan::Stats stats = plan->stats();
+      figures->arenaBytes = stats.arenaBytes;
+      figures->arenaLiveBytes = stats.plannedPeakBytes;
     }
   return report;
 }
@@ -167,6 +169,7 @@ std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
     return llvm::json::Object{{"nodes", static_cast<int64_t>(g.nodes)},
                               {"peak_bytes_above_inputs", g.peakBytes},
                               {"cpu_arena_bytes", g.arenaBytes},
+                              {"cpu_arena_live_bytes", g.arenaLiveBytes},
                               {"step_seconds_median", g.median()},
                               {"step_seconds_min", g.min()},
                               {"step_seconds_max", g.max()},

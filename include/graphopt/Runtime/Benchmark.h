@@ -63,6 +63,9 @@ struct GraphBenchmark {
   /// 0 without one): memory the runs served from it, which the peak above
   /// counts tensor by tensor.
   int64_t arenaBytes = 0;
+  /// The highest sum of planned blocks live at once: what any layout of the
+  /// arena needs (arenaBytes above it is the packing's waste).
+  int64_t arenaLiveBytes = 0;
   double median() const;
   double min() const;
   double max() const;
