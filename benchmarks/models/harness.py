@@ -47,7 +47,8 @@ and check it against the export's FILE.facts.json.
 Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
 results.csv (one row per model, system and config), results.json (the rows, the machine, the
 threads, the checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the
-time) and pareto_<model>.png (per model: graph-opt's pipelines and the peers, each at (step-time
+time), peers/<model>-<config>.json (what peers.py wrote: every step time, the verification's
+per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model: graph-opt's pipelines and the peers, each at (step-time
 ratio, peak-memory ratio) against its own baseline, the baselines at (1, 1), and the Pareto
 front: the points no other point beats on both). With --record FILE.jsonl, results.json's
 content is also appended to FILE as one line (read, append, write a temporary file, rename):
@@ -314,13 +315,19 @@ def run_peer(model, path, config, args):
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=env)
         try:
-            with open(out) as f:
-                return json.load(f)
+            with open(out, "rb") as f:
+                raw = f.read()
+            data = json.loads(raw)
         except (OSError, ValueError):
             lines = [line for line in proc.stdout.strip().splitlines() if line.strip()]
             return {"status": "error",
                     "message": f"peers.py exited {proc.returncode}"
                                + (f": {lines[-1].strip()}" if lines else "")}
+    # Kept as it is: every step time, the verification's per-tensor errors, the blocks.
+    name = re.sub(r"[^A-Za-z0-9_.=-]", "_", f"{model}-{config}") + ".json"
+    os.makedirs(os.path.join(args.output, "peers"), exist_ok=True)
+    write_atomically(os.path.join(args.output, "peers", name), raw)
+    return data
 
 
 def peer_stats(data):
@@ -336,8 +343,10 @@ def peer_row(model, config, data, eager):
         return empty_row(model, PEER, config, EAGER, "ERROR", data.get("message"))
     if status == "failed":
         verdict = data.get("verification") or "FAILED"
-        return empty_row(model, PEER, config, EAGER, "FAILED",
-                         verdict[len("FAILED: "):] if verdict.startswith("FAILED: ") else verdict)
+        row = empty_row(model, PEER, config, EAGER, "FAILED",
+                        verdict[len("FAILED: "):] if verdict.startswith("FAILED: ") else verdict)
+        row.update(compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
+        return row
     row = empty_row(model, PEER, config, EAGER, data["verification"])
     median, iqr, peak = peer_stats(data)
     row.update(peak_bytes=peak, time_median_s=median, time_iqr_s=iqr,
@@ -478,10 +487,14 @@ def plot_pareto(plt, model, rows, path):
     if peers:
         ax.scatter([p[0] for p in peers], [p[1] for p in peers], color="#DD8452", marker="^",
                    s=55, zorder=3, label="peers (vs eager)")
-    # Points often nearly coincide: stagger the labels up and down so that they stay legible.
-    offsets = ((6, -14), (6, 6), (6, 18), (6, -26), (6, 30), (6, -38))
+    # Points often nearly coincide: a label goes right of its point, one line lower for each
+    # earlier point within 4% of the axes' spans, so that they stay legible.
+    span_x = max(p[0] for p in points) - min(p[0] for p in points) or 1.0
+    span_y = max(p[1] for p in points) - min(p[1] for p in points) or 1.0
     for i, (x, y, label) in enumerate(points):
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=offsets[i % len(offsets)],
+        near = sum(1 for px, py, _ in points[:i]
+                   if abs(px - x) <= 0.04 * span_x and abs(py - y) <= 0.04 * span_y)
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(7, 3 - 11 * near),
                     fontsize=8)
     ax.plot([p[0] for p in front], [p[1] for p in front], color="#C44E52", drawstyle="steps-post",
             marker="o", markersize=11, markerfacecolor="none", zorder=2, label="Pareto front")
@@ -606,7 +619,7 @@ def cmd_run(args):
     print(table(rows))
     print(f"\n{len(rows)} rows in {time.time() - started:.0f} s; "
           f"wrote {os.path.join(args.output, 'results.csv')}, results.json, "
-          + ", ".join(plots))
+          + ", ".join(plots) + (", peers/*.json" if args.peers else ""))
     if args.record:
         print(f"appended to {args.record}")
     errors = [r for r in rows if r["verification"] == "ERROR"]

@@ -70,6 +70,7 @@ FORMAT = "graph-opt-peer/1"
 SEED = 0            # the exporter's default --seed: the weights and inputs of the .pt2
 STEP_SEED = 1234    # the RNG seed before the verified steps (dropout masks)
 TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3}
+FLOAT64_FACTOR = 2  # a peer may be this many times further from float64 than eager is
 EXIT_OK, EXIT_BAD = 0, 2
 
 
@@ -291,17 +292,22 @@ def verify(kind, pristine, args, got):
     args64 = tuple(a.double() if a.is_floating_point() else a for a in args)
     exact = first_step(training_step(pristine, args64), pristine)[0]
     exact_of = {"loss": exact[0], **exact[1]}
-    factor, details["float64"] = 0.0, {}
+    details["float64"] = {}
     for name, g, w in tensors:
-        if name not in direct:
-            continue
-        mine, eager = max_rel_err(g, exact_of[name]), max_rel_err(w, exact_of[name])
-        details["float64"][name] = [mine, eager]
-        if not mine <= max(rtol, 2 * eager):
-            return (f"FAILED: {name}: error {mine:.3g} against float64, eager's {eager:.3g}",
-                    details)
-        if mine > rtol:
-            factor = max(factor, mine / eager)
+        if name in direct:
+            details["float64"][name] = [max_rel_err(g, exact_of[name]),
+                                        max_rel_err(w, exact_of[name])]
+
+    def excess(errors):  # > 1: further from float64 than the rule allows
+        mine, eager = errors
+        return mine / max(rtol, FLOAT64_FACTOR * eager) if mine == mine else float("inf")
+
+    worst = max(details["float64"], key=lambda n: excess(details["float64"][n]))
+    mine, eager = details["float64"][worst]
+    if excess(details["float64"][worst]) > 1:
+        return (f"FAILED: {worst}: error {mine:.3g} against float64, eager's {eager:.3g}",
+                details)
+    factor = max((m / e for m, e in details["float64"].values() if m > rtol), default=0.0)
     if factor == 0:
         return f"passed (rtol {rtol:g} of float64)", details
     return f"passed (float64: {factor:.2g}x eager's error)", details
