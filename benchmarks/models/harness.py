@@ -6,8 +6,8 @@ regression from noise.
     harness.py run -o OUTDIR [--models resnet18:tiny,gpt2:tiny,...]
                    [--pipelines 'repeat{cse,canonicalize,dce};cse']
                    [--peers eager,checkpoint,compile,compile-budget=0.5 | none]
-                   [--runs 5] [--warmup 1] [--threads N] [--bitwise] [--graph-opt PATH]
-                   [--zoo DIR] [--exports DIR] [--record FILE.jsonl]
+                   [--runs 5] [--warmup 1] [--peer-min-time 1] [--threads N] [--bitwise]
+                   [--graph-opt PATH] [--zoo DIR] [--exports DIR] [--record FILE.jsonl]
     harness.py compare OLD.json NEW.json
     harness.py compare --record FILE.jsonl
 
@@ -18,8 +18,8 @@ regression from noise.
   graph-opt's input graph ("original graph");
 - every peer (--peers, default eager,checkpoint), each in a process of its own
   (benchmarks/models/peers.py: the model built by tools/export/export_model.py as its .pt2 was
-  exported, first step verified against eager's, warm-up, RUNS timed steps, one step for the
-  peak memory): `eager` (forward, loss, backward in eager PyTorch), `checkpoint` (eager with
+  exported, first step verified against eager's, warm-up, RUNS timed steps and more while they
+  total under --peer-min-time seconds, one step for the peak memory): `eager` (forward, loss, backward in eager PyTorch), `checkpoint` (eager with
   torch.utils.checkpoint, non-reentrant, around every block: every child of an
   nn.ModuleList / nn.Sequential with two or more children of one class that have submodules;
   a model with none is an ERROR row), `compile` (torch.compile, inductor, of the training
@@ -100,6 +100,7 @@ PEERS_SCRIPT = os.path.join(HERE, "peers.py")
 DEFAULT_MODELS = "resnet18:tiny,gpt2:tiny"
 DEFAULT_PIPELINES = "repeat{cse,canonicalize,dce};cse"
 DEFAULT_PEERS = "eager,checkpoint"
+DEFAULT_PEER_MIN_TIME = 1.0
 SIZES = ("tiny", "default")
 MIN_TIME_THRESHOLD = 0.05
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -182,6 +183,16 @@ def parse_peers(text):
     if not names:
         raise argparse.ArgumentTypeError(f"'{text}' names no peer (give 'none' for none)")
     return [EAGER] + [n for n in names if n != EAGER]
+
+
+def non_negative_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value >= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number >= 0")
+    return value
 
 
 def positive_int(minimum):
@@ -307,6 +318,7 @@ def run_peer(model, path, config, args):
         out = os.path.join(tmp, "peer.json")
         cmd = [sys.executable, PEERS_SCRIPT, "--model", model, "--config", config,
                "--runs", str(args.runs), "--warmup", str(args.warmup),
+               "--min-time", str(args.peer_min_time),
                "--threads", str(args.threads), "-o", out]
         if os.path.isfile(facts):
             cmd += ["--facts", facts]
@@ -596,6 +608,7 @@ def cmd_run(args):
         "graph_opt": graph_opt,
         "runs": args.runs,
         "warmup": args.warmup,
+        "peer_min_time": args.peer_min_time,
         "bitwise": args.bitwise,
         "pipelines": args.pipelines,
         "peers": args.peers,
@@ -614,8 +627,10 @@ def cmd_run(args):
         append_record(args.record, json.dumps(result, separators=(",", ":")))
 
     print()
+    peers = f" (peers: {args.peer_min_time:g} s of steps at least)" if args.peers else ""
     print(f"{args.threads} thread{'s' if args.threads != 1 else ''}, {args.runs} runs after "
-          f"{args.warmup} warm-up; ratios against the row's baseline (vs): below 1 is better")
+          f"{args.warmup} warm-up{peers}; ratios against the row's baseline (vs): below 1 is "
+          "better")
     print(table(rows))
     print(f"\n{len(rows)} rows in {time.time() - started:.0f} s; "
           f"wrote {os.path.join(args.output, 'results.csv')}, results.json, "
@@ -806,6 +821,9 @@ def main(argv=None):
                    f"compile-budget=F (F in [0, 1]), or none ({DEFAULT_PEERS})")
     r.add_argument("--runs", type=positive_int(1), default=5, help="measured runs (5)")
     r.add_argument("--warmup", type=positive_int(0), default=1, help="warm-up runs (1)")
+    r.add_argument("--peer-min-time", type=non_negative_float, default=DEFAULT_PEER_MIN_TIME,
+                   help="a peer measures more steps than --runs while they total less than "
+                   f"this many seconds ({DEFAULT_PEER_MIN_TIME:g})")
     r.add_argument("--threads", type=positive_int(1), default=None,
                    help="intra-op threads of graph-opt and the peers (torch.get_num_threads())")
     r.add_argument("--bitwise", action="store_true", help="verify bitwise, not to tolerance")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """One peer configuration of a zoo model's training step, measured in this process alone.
 
-    peers.py --model NAME:SIZE --config CONFIG [--runs 5] [--warmup 1] [--threads N]
-             [--facts FILE.facts.json] [-o OUT.json]
+    peers.py --model NAME:SIZE --config CONFIG [--runs 5] [--warmup 1] [--min-time 0]
+             [--threads N] [--facts FILE.facts.json] [-o OUT.json]
 
 CONFIG is one of
   eager               the training step in eager PyTorch: forward, loss, loss.backward();
@@ -33,10 +33,12 @@ compile caches and allocator state do not carry over from one to the next):
    again where it recomputes), so for a model with dropout compile is verified on the same
    model with every dropout probability 0 (same weights and inputs; "(dropout off)"), then
    the model itself is compiled and timed.
-2. --warmup unmeasured steps, then --runs measured steps: the wall time of forward, loss and
-   backward (gradients are set to None before each step, outside the timed region, so every
-   step allocates them afresh, as graph-opt's graphs do). Median, quartiles (linear
-   interpolation, as graph-opt's), min and max.
+2. --warmup unmeasured steps, then --runs measured steps, and more while they total less than
+   --min-time seconds (up to 50x --runs: a few milliseconds' step measured five times is at the
+   mercy of one slow step): the wall time of forward, loss and backward (gradients are set to
+   None before each step, outside the timed region, so every step allocates them afresh, as
+   graph-opt's graphs do). Median, quartiles (linear interpolation, as graph-opt's), min and
+   max.
 3. One extra step under torch.profiler with profile_memory=True: the allocation events of
    c10's CPU allocator ("[memory]", size positive when allocated, negative when freed) summed
    in time order; the peak of that running total is the step's peak above its start. Counted:
@@ -71,6 +73,7 @@ SEED = 0            # the exporter's default --seed: the weights and inputs of t
 STEP_SEED = 1234    # the RNG seed before the verified steps (dropout masks)
 TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3}
 FLOAT64_FACTOR = 2  # a peer may be this many times further from float64 than eager is
+MAX_RUNS_FACTOR = 50  # --min-time measures at most this many times --runs steps
 EXIT_OK, EXIT_BAD = 0, 2
 
 
@@ -386,13 +389,14 @@ def first_steps(kind, budget, step, args, model, model_config, result):
     return run_step
 
 
-def measure(config, model, runs, warmup, threads, facts):
+def measure(config, model, runs, warmup, threads, facts, min_time=0.0):
     import torch
 
     kind, budget = parse_config(config)
     torch.set_num_threads(threads)
     result = {"format": FORMAT, "model": model, "config": config, "threads": threads,
               "torch_version": torch.__version__.split("+")[0], "runs": runs, "warmup": warmup,
+              "min_time": min_time,
               "status": "ok", "message": None, "verification": None, "blocks": None,
               "compile_seconds": None}
     step, args, model_config = build(model, facts)
@@ -413,13 +417,14 @@ def measure(config, model, runs, warmup, threads, facts):
 
     # 2. Warm-up, then the measured steps.
     times = []
-    for i in range(warmup + runs):
+    for _ in range(warmup):
+        clear_grads(params)
+        run_step()
+    while len(times) < runs or (sum(times) < min_time and len(times) < MAX_RUNS_FACTOR * runs):
         clear_grads(params)
         start = time.perf_counter()
         run_step()
-        elapsed = time.perf_counter() - start
-        if i >= warmup:
-            times.append(elapsed)
+        times.append(time.perf_counter() - start)
     result["step_seconds"] = times
     for key, q in (("median", 0.5), ("min", 0), ("max", 1), ("q1", 0.25), ("q3", 0.75)):
         result[f"step_seconds_{key}"] = quantile(times, q)
@@ -443,6 +448,9 @@ def main(argv=None):
                    help="eager, checkpoint, compile or compile-budget=F")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--min-time", type=float, default=0.0,
+                   help="measure more steps than --runs while they total less than this many "
+                   f"seconds, up to {MAX_RUNS_FACTOR}x --runs (0)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch.set_num_threads (default: torch's own choice)")
     p.add_argument("--facts", help="the .pt2's FILE.facts.json, to check the model against")
@@ -454,14 +462,16 @@ def main(argv=None):
         p.error(f"argument --config: {e}")
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*:(tiny|default)", args.model):
         p.error(f"argument --model: '{args.model}' is not NAME:tiny or NAME:default")
-    if args.runs < 1 or args.warmup < 0 or (args.threads is not None and args.threads < 1):
-        p.error("--runs must be >= 1, --warmup >= 0, --threads >= 1")
+    if (args.runs < 1 or args.warmup < 0 or args.min_time < 0
+            or (args.threads is not None and args.threads < 1)):
+        p.error("--runs must be >= 1, --warmup >= 0, --min-time >= 0, --threads >= 1")
 
     import torch
 
     threads = args.threads or torch.get_num_threads()
     try:
-        result = measure(args.config, args.model, args.runs, args.warmup, threads, args.facts)
+        result = measure(args.config, args.model, args.runs, args.warmup, threads, args.facts,
+                         args.min_time)
     except PeerError as e:
         result = {"format": FORMAT, "model": args.model, "config": args.config,
                   "threads": threads, "status": "error", "message": str(e)}
