@@ -59,8 +59,9 @@ demo: build $(DEMO_MODEL)
 # `make bench-compare` reads (its last two entries: exit 1 on a regression beyond the noise).
 # The tiny models come from the zoo (`make test` exports it; the ones missing are exported
 # below); a :default model is exported once into $(BENCH_DIR)/exports/.
-# torch.compile is not in the default peers: each model and configuration compiles cold, in
-# about a minute on 2 cores (docs/Benchmarking.md). With it:
+# torch.compile is not in the default peers: each model and configuration compiles cold, 15 s
+# to over a minute on 2 cores, which would bring make bench near 10 minutes
+# (docs/Benchmarking.md). With it:
 #   make bench BENCH_PEERS=eager,checkpoint,compile,compile-budget=0.5
 BENCH_DIR := $(BUILD_DIR)/bench
 BENCH_MODELS ?= resnet18:tiny,gpt2:tiny,bert:tiny,resnet18:default
