@@ -166,10 +166,10 @@ def slower_beyond_noise(dump, alpha):
 
 
 def cmd_compare(args):
+    old, new = load_runs(args.dir)
     if not os.path.isfile(args.compare_py):
         raise MicroError(f"{args.compare_py} not found (Debian's libbenchmark-tools: "
                          "scripts/setup.sh installs it)")
-    old, new = load_runs(args.dir)
     print(f"micro: old run {old['id']} ({old['timestamp']}), new run {new['id']} "
           f"({new['timestamp']})")
     slower, compared = [], 0
