@@ -19,7 +19,8 @@ regression from noise.
 - every peer (--peers, default eager,checkpoint), each in a process of its own
   (benchmarks/models/peers.py: the model built by tools/export/export_model.py as its .pt2 was
   exported, first step verified against eager's, warm-up, RUNS timed steps and more while they
-  total under --peer-min-time seconds, one step for the peak memory): `eager` (forward, loss, backward in eager PyTorch), `checkpoint` (eager with
+  total under --peer-min-time seconds, one step for the peak memory): `eager` (forward, loss,
+  backward in eager PyTorch), `checkpoint` (eager with
   torch.utils.checkpoint, non-reentrant, around every block: every child of an
   nn.ModuleList / nn.Sequential with two or more children of one class that have submodules;
   a model with none is an ERROR row), `compile` (torch.compile, inductor, of the training
@@ -48,9 +49,10 @@ Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
 results.csv (one row per model, system and config), results.json (the rows, the machine, the
 threads, the checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the
 time), peers/<model>-<config>.json (what peers.py wrote: every step time, the verification's
-per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model: graph-opt's pipelines and the peers, each at (step-time
-ratio, peak-memory ratio) against its own baseline, the baselines at (1, 1), and the Pareto
-front: the points no other point beats on both). With --record FILE.jsonl, results.json's
+per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model: graph-opt's
+pipelines and the peers, each at (step-time ratio, peak-memory ratio) against its own
+baseline, the baselines at (1, 1), and the Pareto front: the points no other point beats on
+both). With --record FILE.jsonl, results.json's
 content is also appended to FILE as one line (read, append, write a temporary file, rename):
 the regression record.
 
