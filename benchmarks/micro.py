@@ -70,14 +70,9 @@ def write_atomically(path, data):
 
 
 def git_commit():
-    def git(*argv):
-        return subprocess.run(["git", "-C", REPO_ROOT, *argv], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    try:
-        commit = git("rev-parse", "HEAD").strip()
-        return commit, bool(git("status", "--porcelain").strip())
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown", False
+    from make_report import checkout_commit
+
+    return checkout_commit(REPO_ROOT)
 
 
 def cmd_run(args):

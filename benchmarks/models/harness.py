@@ -396,16 +396,8 @@ def executor_row(model, graph_opt_runs, eager):
 
 
 def git_commit():
-    def git(*argv):
-        return subprocess.run(["git", "-C", REPO_ROOT, *argv], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, check=True).stdout
-    try:
-        commit = git("rev-parse", "HEAD").strip()
-        if git("status", "--porcelain").strip():
-            commit += "-dirty"
-        return commit
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    commit, dirty = make_report.checkout_commit(REPO_ROOT)
+    return commit + "-dirty" if dirty else commit
 
 
 def _fmt_ratio(r):

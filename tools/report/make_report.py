@@ -846,6 +846,20 @@ def render_html(profile, limit, pngs):
 
 # --- output ------------------------------------------------------------------------------
 
+def checkout_commit(repo_root):
+    """(commit, dirty) of the git checkout at repo_root; ("unknown", False) outside one.
+    Dirty: `git status --porcelain` lists anything."""
+    import subprocess
+
+    def git(*argv):
+        return subprocess.run(["git", "-C", repo_root, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, check=True).stdout
+    try:
+        return git("rev-parse", "HEAD").strip(), bool(git("status", "--porcelain").strip())
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", False
+
+
 def write_atomically(path, data):
     """Writes a temporary file in the target's directory, then renames it over the target:
     a reader sees the old file or the whole new one, never a part."""
