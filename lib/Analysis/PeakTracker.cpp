@@ -48,6 +48,26 @@ void PeakTracker::add(size_t node, int64_t lo, int64_t hi, int64_t first, int64_
   max_[node] = pending_[node] + std::max(max_[2 * node], max_[2 * node + 1]);
 }
 
+int64_t PeakTracker::peakRank() const {
+  if (!size_)
+    return -1;
+  // Descend towards the child whose max (plus the adds pending above it) is the peak.
+  size_t node = 1;
+  int64_t lo = 0, hi = size_ - 1, above = 0;
+  while (lo != hi) {
+    above += pending_[node];
+    int64_t mid = lo + (hi - lo) / 2;
+    if (above + max_[2 * node] == max_[1]) {
+      node = 2 * node;
+      hi = mid;
+    } else {
+      node = 2 * node + 1;
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 int64_t PeakTracker::at(int64_t rank) const {
   size_t node = 1;
   int64_t lo = 0, hi = size_ - 1, sum = 0;

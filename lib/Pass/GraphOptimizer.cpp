@@ -71,7 +71,18 @@ void printStatisticsOf(const OptimizationPass &pass, llvm::raw_ostream &os) {
     for (const auto &n : group->nested())
       printStatisticsOf(*n, os);
 }
+void printReportOf(const OptimizationPass &pass, llvm::raw_ostream &os) {
+  pass.printReport(os);
+  if (const auto *group = dynamic_cast<const PassGroup *>(&pass))
+    for (const auto &n : group->nested())
+      printReportOf(*n, os);
+}
 } // namespace
+
+void GraphOptimizer::printReports(llvm::raw_ostream &os) const {
+  for (const auto &p : passes_)
+    printReportOf(*p, os);
+}
 
 std::string GraphOptimizer::pipelineText() const {
   std::vector<PipelineEntry> entries;
@@ -89,7 +100,9 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
       "pass '", passes_[passIndex]->name().str(), "' failed",
       done.empty() ? " (the first pass)" : absl::StrCat(" after ", absl::StrJoin(done, ", ")), ": ",
       cause.message());
-  if (options_.reproducerDir.empty())
+  // OUT_OF_RANGE: the pass was asked for what cannot be had (a memory budget
+  // below what any plan reaches); the input is fine, there is no bug to reproduce.
+  if (options_.reproducerDir.empty() || cause.code() == absl::StatusCode::kOutOfRange)
     return absl::Status(cause.code(), message);
   // The pipeline up to the failing pass, replayed on the pipeline's input.
   llvm::sys::fs::create_directories(options_.reproducerDir);

@@ -364,6 +364,10 @@ int main(int argc, char **argv) {
       return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
     if (printStats)
       optimizer.printStatistics(llvm::errs());
+    // The passes' reports for people (checkpoint's table); on stderr when the
+    // graph itself goes to stdout.
+    bool graphToStdout = (emitText || !outputPath.empty()) && (outputPath.empty() || outputPath == "-");
+    optimizer.printReports(graphToStdout ? llvm::errs() : llvm::outs());
     if (htmlReport && !reportDir.empty() && pipelineProfiles(optimizer))
       if (absl::Status st = drawHtmlReport(reportDir); !st.ok())
         return fail(std::string(st.message()), kBadInput);

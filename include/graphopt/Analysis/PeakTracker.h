@@ -31,6 +31,8 @@ public:
   void add(int64_t first, int64_t last, int64_t bytes);
   /// The largest value on the timeline (0 for an empty one).
   int64_t peak() const { return size_ ? max_[1] : 0; }
+  /// The first rank holding the peak (-1 for an empty timeline; O(log n)).
+  int64_t peakRank() const;
   /// The value at one rank (O(log n)).
   int64_t at(int64_t rank) const;
   int64_t size() const { return size_; }

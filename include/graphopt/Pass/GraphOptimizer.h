@@ -65,6 +65,8 @@ public:
   AnalysisManager &analyses() { return analyses_; }
   void printTimings(llvm::raw_ostream &os) const;
   void printStatistics(llvm::raw_ostream &os) const;
+  /// Every pass's report for people (OptimizationPass::printReport), nested ones included.
+  void printReports(llvm::raw_ostream &os) const;
 
 private:
   absl::StatusOr<bool> runPass(OptimizationPass &pass, Graph &graph) override;

@@ -19,6 +19,7 @@
 
 #include <absl/status/statusor.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <map>
 #include <memory>
@@ -59,6 +60,9 @@ public:
   virtual PreservedAnalyses preservedAnalyses() const { return PreservedAnalyses::none(); }
   /// The pass's own postconditions, checked after transform.
   virtual absl::Status verify(const Graph &graph) { return absl::OkStatus(); }
+  /// What the last run decided, for people (a table); the driver prints it
+  /// after the pipeline. Nothing by default.
+  virtual void printReport(llvm::raw_ostream &os) const {}
 
   struct Statistic {
     int64_t value = 0;

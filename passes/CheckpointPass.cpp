@@ -1,0 +1,307 @@
+//===- CheckpointPass.cpp - Fit a training step into a memory budget ------===//
+#include "CheckpointPass.h"
+
+#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/FlopCost.h"
+
+#include "graphopt/Analysis/Profile.h"
+#include "graphopt/IR/IRMap.h"
+#include "graphopt/Pass/AnalysisManager.h"
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/Benchmark.h"
+#include "graphopt/Support/Bytes.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+
+#include <algorithm>
+
+namespace graphopt {
+
+namespace {
+
+/// How many times a plan is tightened after a measured peak over the budget.
+constexpr unsigned kMaxPlanAttempts = 3;
+
+std::string moduleOf(const Value *v) {
+  if (const Node *n = v->definingNode())
+    if (const Constant *m = n->attr("module"); m && m->kind() == ConstantKind::String)
+      return m->asString();
+  return "";
+}
+
+struct Measured {
+  int64_t originalPeak = 0, rewrittenPeak = 0;
+  double originalSeconds = 0, rewrittenSeconds = 0;
+};
+
+/// Runs the graph and its rewrite alternately (the benchmark harness's
+/// measurement) for their peaks above the inputs and step times.
+absl::StatusOr<Measured> measurePlan(const Graph &graph, const RecomputeModel &model,
+                                     const CheckpointPlan &plan, AnalysisManager &analyses) {
+  auto setup = analyses.setupToRun(graph, "checkpoint{measure=true}");
+  if (!setup.ok())
+    return setup.status();
+  ValueMap<Value *> map;
+  std::unique_ptr<Graph> rewritten = graph.clone(&map);
+  if (auto added = model.apply(plan.recompute, *rewritten, &map); !added.ok())
+    return added.status();
+  auto rewrittenInputs = setup->context->inputsFor(*rewritten);
+  if (!rewrittenInputs.ok())
+    return rewrittenInputs.status();
+  BenchmarkOptions options;
+  options.warmup = 1;
+  options.runs = 3;
+  options.execution.device = setup->context->device;
+  options.execution.seed = setup->context->seed;
+  auto report = benchmarkRewrite(graph, *rewritten, *setup->context->weights, setup->inputs,
+                                 *rewrittenInputs, options);
+  if (!report.ok())
+    return report.status();
+  return Measured{report->original.peakBytes, report->optimized.peakBytes,
+                  report->original.median(), report->optimized.median()};
+}
+
+} // namespace
+
+absl::Status CheckpointPass::validateOptions() {
+  if (budget_.get().has_value() == activations_.get().has_value())
+    return absl::InvalidArgumentError(
+        "give exactly one of budget= (bytes or a share of the peak, e.g. budget=60%) and "
+        "activations= (a share of the activation memory, e.g. activations=50%)");
+  if (activations_.get() && !activations_.get()->isPercent())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activations=", activations_.get()->str(), ": must be a share, e.g. activations=50%"));
+  if (timeLimit_.get() <= 0)
+    return absl::InvalidArgumentError("time-limit must be positive seconds");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &analyses) {
+  Outcome out;
+  out.graph = graph.name().str();
+  // The cost model: measured node times and scratch, or a static estimate.
+  std::vector<double> seconds;
+  std::vector<int64_t> scratch;
+  if (cost_.get() == Cost::Profile) {
+    auto profile = analyses.getResult<ProfileAnalysis>(graph);
+    if (!profile.ok())
+      return absl::Status(profile.status().code(),
+                          absl::StrCat(profile.status().message(),
+                                       " (checkpoint{cost=flops} plans without running the graph)"));
+    for (const NodeStats &s : (*profile)->nodes) {
+      seconds.push_back(s.seconds);
+      scratch.push_back(s.scratchBytes);
+    }
+    out.costSource = absl::StrCat("profile: median of ", (*profile)->measuredRuns, " runs on ",
+                                  (*profile)->device);
+    out.baselineStepSeconds = (*profile)->stepSeconds;
+  } else {
+    seconds = estimatedNodeSeconds(graph);
+    out.costSource = "flops: estimated at a nominal 100 GFLOP/s";
+    for (double s : seconds)
+      out.baselineStepSeconds += s;
+  }
+  auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch));
+  if (!built.ok())
+    return built.status();
+  const RecomputeModel &model = *built;
+  const LivenessResult &base = model.baseline();
+  out.baselinePeak = base.peakBytes - base.inputBytes;
+  out.activationBytes = base.breakdown[static_cast<int>(MemoryKind::Act)];
+  if (budget_.get()) {
+    out.budgetBytes = budget_.get()->resolve(out.baselinePeak);
+    out.budgetText = absl::StrCat("budget=", budget_.get()->str());
+  } else {
+    int64_t keptActivations = activations_.get()->resolve(out.activationBytes);
+    out.budgetBytes = out.baselinePeak - (out.activationBytes - keptActivations);
+    out.budgetText = absl::StrCat("activations=", activations_.get()->str());
+  }
+  out.planner = planner_.get() == Planner::Greedy ? "greedy" : "milp";
+  setStatistic("budget bytes", out.budgetBytes);
+  setStatistic("unoptimised peak bytes", out.baselinePeak);
+
+  // Plan; with measurement, check the measured peak and tighten while it is over.
+  bool measuring = measure_.get() && cost_.get() == Cost::Profile;
+  int64_t target = out.budgetBytes;
+  CheckpointPlan plan;
+  std::optional<Measured> measured;
+  for (unsigned attempt = 1;; ++attempt) {
+    out.planAttempts = attempt;
+    auto made = planner_.get() == Planner::Greedy
+                    ? planGreedy(model, target)
+                    : planMilp(model, target, MilpOptions{timeLimit_.get()});
+    if (!made.ok())
+      return made.status();
+    plan = std::move(*made);
+    if (!plan.meetsBudget)
+      return absl::OutOfRangeError(absl::StrCat(
+          out.budgetText, " (", formatBytes(out.budgetBytes), " above weights and inputs; ",
+          formatBytes(out.baselinePeak), " unoptimised) cannot be met: the smallest peak the ",
+          out.planner, " planner reaches is ", formatBytes(plan.predictedPeak), " (",
+          plan.predictedPeak, " bytes)",
+          attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
+                                     " time(s)")
+                      : ""));
+    if (!measuring || plan.dropped.empty())
+      break;
+    auto m = measurePlan(graph, model, plan, analyses);
+    if (!m.ok())
+      return m.status();
+    measured = *m;
+    if (m->rewrittenPeak <= out.budgetBytes)
+      break;
+    if (attempt == kMaxPlanAttempts)
+      return absl::OutOfRangeError(absl::StrCat(
+          out.budgetText, " (", formatBytes(out.budgetBytes),
+          ") cannot be met as measured: the rewritten step still peaks at ",
+          formatBytes(m->rewrittenPeak), " after ", attempt,
+          " plans, each tightened by the last one's excess over the simulation"));
+    target -= m->rewrittenPeak - out.budgetBytes; // plan for the excess the simulation misses
+  }
+
+  out.predictedPeak = plan.predictedPeak;
+  out.predictedExtraSeconds = plan.predictedExtraSeconds;
+  out.solveSeconds = plan.solveSeconds;
+  out.gap = plan.gap;
+  out.solverStatus = plan.solverStatus;
+  if (measured) {
+    out.measuredBaselinePeak = measured->originalPeak;
+    out.measuredPeak = measured->rewrittenPeak;
+    out.measuredBaselineSeconds = measured->originalSeconds;
+    out.measuredSeconds = measured->rewrittenSeconds;
+  }
+  std::vector<uint8_t> dropped(model.candidates().size(), 0);
+  for (int32_t c : plan.dropped)
+    dropped[c] = 1;
+  for (size_t c = 0; c < model.candidates().size(); ++c) {
+    const CheckpointCandidate &cand = model.candidates()[c];
+    out.activations.push_back({cand.storage->name().str(), moduleOf(cand.storage),
+                               dropped[c] ? "recomputed" : "kept", "", cand.bytes,
+                               cand.standaloneSeconds});
+  }
+  for (const auto &[v, why] : model.excluded())
+    out.activations.push_back({v->name().str(), moduleOf(v), "never", why,
+                               base.lookup(v)->bytes, 0});
+  std::stable_sort(out.activations.begin(), out.activations.end(),
+                   [](const Activation &a, const Activation &b) { return a.bytes > b.bytes; });
+
+  // The rewrite itself, on the graph.
+  unsigned added = 0;
+  if (!plan.dropped.empty()) {
+    auto applied = model.apply(plan.recompute, graph);
+    if (!applied.ok())
+      return applied.status();
+    added = *applied;
+  }
+  out.nodesAdded = added;
+  out.changed = added > 0;
+  addStatistic("activations recomputed", static_cast<int64_t>(plan.dropped.size()));
+  addStatistic("nodes added", added);
+  setStatistic("predicted peak bytes", out.predictedPeak);
+  if (out.measuredPeak >= 0)
+    setStatistic("measured peak bytes", out.measuredPeak);
+  outcome_ = out;
+
+  if (!reportDirectory().empty()) {
+    llvm::json::Array acts;
+    for (const Activation &a : out.activations)
+      acts.push_back(llvm::json::Object{{"name", a.name},
+                                        {"module", a.module},
+                                        {"bytes", a.bytes},
+                                        {"decision", a.decision},
+                                        {"reason", a.reason},
+                                        {"recompute_seconds", a.recomputeSeconds}});
+    auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
+    auto bytesOrNull = [](int64_t v) {
+      return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v);
+    };
+    llvm::json::Object doc{
+        {"format", "graph-opt-checkpoint/1"},
+        {"graph", out.graph},
+        {"budget", out.budgetText},
+        {"budget_bytes", out.budgetBytes},
+        {"planner", out.planner},
+        {"cost", out.costSource},
+        {"solve_seconds", out.solveSeconds},
+        {"gap", orNull(out.gap)},
+        {"solver_status", out.solverStatus},
+        {"plan_attempts", static_cast<int64_t>(out.planAttempts)},
+        {"unoptimised_peak_bytes", out.baselinePeak},
+        {"activation_bytes_at_peak", out.activationBytes},
+        {"predicted_peak_bytes", out.predictedPeak},
+        {"measured_unoptimised_peak_bytes", bytesOrNull(out.measuredBaselinePeak)},
+        {"measured_peak_bytes", bytesOrNull(out.measuredPeak)},
+        {"unoptimised_step_seconds", out.baselineStepSeconds},
+        {"predicted_extra_seconds", out.predictedExtraSeconds},
+        {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
+        {"measured_step_seconds", orNull(out.measuredSeconds)},
+        {"nodes_added", static_cast<int64_t>(out.nodesAdded)},
+        {"activations", std::move(acts)}};
+    std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
+    if (absl::Status st = writeReportFiles(reportDirectory(), {{"checkpoint.json", text}}); !st.ok())
+      return st;
+  }
+  return out.changed;
+}
+
+void CheckpointPass::printReport(llvm::raw_ostream &os) const {
+  if (!outcome_)
+    return;
+  const Outcome &o = *outcome_;
+  auto share = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
+  os << "checkpoint @" << o.graph << ": " << o.budgetText << " = " << formatMiB(o.budgetBytes)
+     << " above weights and inputs; planner " << o.planner
+     << llvm::format(", planned in %.1f ms", o.solveSeconds * 1e3);
+  if (o.gap >= 0)
+    os << llvm::format(" (%s, gap %.2f%%)", o.solverStatus.c_str(), 100 * o.gap);
+  os << "\n  cost model: " << o.costSource << "\n";
+  os << "  peak above weights and inputs: unoptimised " << formatMiB(o.baselinePeak)
+     << " (activations at the peak " << formatMiB(o.activationBytes) << ")\n";
+  os << "    predicted " << formatMiB(o.predictedPeak)
+     << llvm::format(" (%.2fx)", share(o.predictedPeak, o.baselinePeak));
+  if (o.measuredPeak >= 0)
+    os << ", measured " << formatMiB(o.measuredPeak) << " against " << formatMiB(o.measuredBaselinePeak)
+       << llvm::format(" unoptimised (%.2fx)", share(o.measuredPeak, o.measuredBaselinePeak));
+  os << "\n";
+  os << llvm::format("  extra step time: predicted %.2f ms (+%.1f%%)", o.predictedExtraSeconds * 1e3,
+                     100 * share(o.predictedExtraSeconds, o.baselineStepSeconds));
+  if (o.measuredSeconds >= 0)
+    os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,
+                       o.measuredBaselineSeconds * 1e3, share(o.measuredSeconds, o.measuredBaselineSeconds));
+  os << "\n";
+  unsigned recomputed = 0, never = 0;
+  int64_t recomputedBytes = 0;
+  for (const Activation &a : o.activations) {
+    recomputed += a.decision == "recomputed";
+    never += a.decision == "never";
+    if (a.decision == "recomputed")
+      recomputedBytes += a.bytes;
+  }
+  os << "  activations: " << o.activations.size() << ", recomputed " << recomputed << " ("
+     << formatMiB(recomputedBytes) << "), never recomputable " << never << "; nodes added "
+     << o.nodesAdded << "\n";
+  if (!recomputed)
+    return;
+  os << "  " << llvm::left_justify("recomputed", 32) << " " << llvm::left_justify("module", 32)
+     << " " << llvm::right_justify("bytes", 12) << " " << llvm::right_justify("recompute", 12) << "\n";
+  unsigned shown = 0;
+  for (const Activation &a : o.activations) {
+    if (a.decision != "recomputed")
+      continue;
+    if (++shown > 20) {
+      os << "  ... and " << recomputed - 20 << " more (checkpoint.json with --report-dir)\n";
+      break;
+    }
+    os << llvm::format("  %-32s %-32s %12s %9.3f ms\n", ("%" + a.name).c_str(),
+                       a.module.empty() ? "-" : a.module.c_str(), formatBytes(a.bytes).c_str(),
+                       a.recomputeSeconds * 1e3);
+  }
+}
+
+GRAPHOPT_REGISTER_PASS(CheckpointPass);
+
+} // namespace graphopt

@@ -1,0 +1,91 @@
+//===- CheckpointPass.h - Fit a training step into a memory budget -*- C++ -*-===//
+//
+// checkpoint{budget=...}: drops activations after their last forward use and
+// recomputes them just before backward needs them (cloned nodes marked
+// recompute_of), choosing which so that the step's peak memory above the graph
+// inputs (weights, optimizer state, the batch) fits the budget at the least
+// recomputation time (docs/Checkpointing.md).
+//
+//   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
+//   activations=50%              the peak less half the activations live at it
+//   planner=greedy|milp          μ-TWO's greedy (default) or CBC's MILP optimum
+//   cost=profile|flops           measured node times (runs the graph) or a static estimate
+//   time-limit=10                seconds for the MILP solver
+//   measure=true                 with cost=profile: run the rewritten graph and check
+//                                its measured peak; tighten and plan again if it is over
+//
+// A budget no plan meets is refused (the error gives the smallest the planner
+// reaches) and the graph is left as it was. With --report-dir it writes
+// checkpoint.json; the table of what was recomputed goes with the pass reports.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Pass/Pass.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+class CheckpointPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "checkpoint"; }
+  static llvm::StringRef passDescription() {
+    return "recompute activations in backward so the step fits a memory budget, at the least "
+           "extra time";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+  void printReport(llvm::raw_ostream &os) const override;
+
+  /// One activation storage in the report.
+  struct Activation {
+    std::string name, module, decision, reason; ///< decision: recomputed, kept, never
+    int64_t bytes = 0;
+    double recomputeSeconds = 0; ///< recomputing it alone
+  };
+  /// What the last run decided and measured.
+  struct Outcome {
+    std::string graph, planner, budgetText, costSource, solverStatus;
+    int64_t budgetBytes = 0, baselinePeak = 0, activationBytes = 0;
+    int64_t predictedPeak = 0, measuredBaselinePeak = -1, measuredPeak = -1;
+    double baselineStepSeconds = 0, predictedExtraSeconds = 0;
+    double measuredBaselineSeconds = -1, measuredSeconds = -1;
+    double solveSeconds = 0, gap = -1;
+    unsigned nodesAdded = 0, planAttempts = 0;
+    bool changed = false;
+    std::vector<Activation> activations;
+  };
+  const std::optional<Outcome> &outcome() const { return outcome_; }
+
+protected:
+  absl::Status validateOptions() override;
+
+private:
+  enum class Planner { Greedy, Milp };
+  enum class Cost { Profile, Flops };
+  PassOption<std::optional<MemoryAmount>> budget_{
+      this, "budget",
+      "peak memory above weights and inputs allowed: bytes (1.5GiB) or a share of the "
+      "unoptimised peak (60%)",
+      std::nullopt};
+  PassOption<std::optional<MemoryAmount>> activations_{
+      this, "activations",
+      "the budget as a share of the activation memory at the unoptimised peak (50%)",
+      std::nullopt};
+  PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
+                               {{"greedy", Planner::Greedy}, {"milp", Planner::Milp}}};
+  PassOption<Cost> cost_{this, "cost",
+                         "node times: measured by the profile analysis, or estimated from FLOPs",
+                         Cost::Profile, {{"profile", Cost::Profile}, {"flops", Cost::Flops}}};
+  PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
+  PassOption<bool> measure_{this, "measure",
+                            "run the rewritten graph to check its measured peak (cost=profile)",
+                            true};
+  std::optional<Outcome> outcome_;
+};
+
+} // namespace graphopt

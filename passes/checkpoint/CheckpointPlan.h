@@ -1,0 +1,55 @@
+//===- CheckpointPlan.h - Which activations to recompute, and the planners -*- C++ -*-===//
+//
+// A planner chooses the candidates (RecomputeModel.h) to drop so that the
+// simulated peak above the graph inputs fits a budget, at the least
+// recomputation time:
+//
+//   - greedy (GreedyPlanner.cpp): μ-TWO's rule, by recompute ratio (bytes
+//     freed per second of recomputation), only among activations live at the
+//     current peak, with the liveness simulation of the rewritten graph in the
+//     loop;
+//   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
+//     CBC, with a time limit and the gap it proved.
+//
+// Every plan's predicted peak is the simulation of the graph it rewrites to.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "checkpoint/RecomputeModel.h"
+
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+struct CheckpointPlan {
+  std::string planner;
+  std::vector<int32_t> dropped; ///< candidate indices
+  RecomputeSet recompute;
+  /// The rewritten graph's simulation (numbers only: timeline, peak).
+  LivenessResult simulated;
+  int64_t predictedPeak = 0;        ///< simulated peak above the graph inputs
+  double predictedExtraSeconds = 0; ///< the clones' time (the originals' measured or estimated)
+  double solveSeconds = 0;
+  double gap = -1; ///< relative optimality gap the solver proved; -1 when not a solver
+  std::string solverStatus; ///< "optimal", "time limit", ... ("" for greedy)
+  bool meetsBudget = false;
+};
+
+/// μ-TWO greedy with the simulator in the loop. When the budget cannot be
+/// met, the plan returned is the lowest peak it reached (meetsBudget false).
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budgetAboveInputs);
+
+struct MilpOptions {
+  double timeLimitSeconds = 10;
+};
+/// The MILP optimum (or the best plan found in the time limit, with its gap).
+absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
+                                        const MilpOptions &options);
+
+/// Fills a plan's recomputation, simulation and predictions from its dropped set.
+absl::Status completePlan(const RecomputeModel &model, int64_t budgetAboveInputs,
+                          CheckpointPlan &plan);
+
+} // namespace graphopt

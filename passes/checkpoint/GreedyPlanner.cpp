@@ -1,0 +1,144 @@
+//===- GreedyPlanner.cpp - μ-TWO's recompute-ratio greedy, simulator in the loop ---===//
+//
+// Repeatedly: find the rank where the memory timeline peaks; among the
+// candidates live across it (dropped there, they stop counting), take the
+// one freeing the most bytes per second of recomputation, the seconds being
+// what it adds to the recomputation already planned (shared clones are not
+// paid twice); drop it. The timeline is updated by a range add (PeakTracker)
+// per drop, an estimate that leaves out the clones' own temporaries; each
+// time the estimate says the budget is met, the rewritten graph is simulated
+// for real and the timeline replaced by that simulation, so the plan ends only
+// on a simulated peak within the budget.
+//
+//===----------------------------------------------------------------------===//
+#include "checkpoint/CheckpointPlan.h"
+
+#include "graphopt/Analysis/PeakTracker.h"
+
+#include <chrono>
+#include <queue>
+
+namespace graphopt {
+
+absl::Status completePlan(const RecomputeModel &model, int64_t budgetAboveInputs,
+                          CheckpointPlan &plan) {
+  auto set = model.closure(plan.dropped);
+  if (!set.ok())
+    return set.status();
+  plan.recompute = std::move(*set);
+  auto sim = model.simulate(plan.recompute);
+  if (!sim.ok())
+    return sim.status();
+  plan.simulated = std::move(*sim);
+  plan.predictedPeak = plan.simulated.peakBytes - plan.simulated.inputBytes;
+  plan.predictedExtraSeconds = plan.recompute.seconds;
+  plan.meetsBudget = plan.predictedPeak <= budgetAboveInputs;
+  return absl::OkStatus();
+}
+
+namespace {
+
+struct Entry {
+  double ratio;
+  int32_t candidate;
+  bool operator<(const Entry &o) const { // max-heap; ties: the earlier candidate
+    return ratio < o.ratio || (ratio == o.ratio && candidate > o.candidate);
+  }
+};
+
+double ratioOf(int64_t bytes, double seconds) {
+  return static_cast<double>(bytes) / std::max(seconds, 1e-9);
+}
+
+} // namespace
+
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budgetAboveInputs) {
+  auto begin = std::chrono::steady_clock::now();
+  const LivenessResult &base = model.baseline();
+  const int64_t target = budgetAboveInputs + base.inputBytes; // timelines include the inputs
+  auto candidates = model.candidates();
+
+  PeakTracker peak(base.timeline);
+  PlanState state(model);
+  std::priority_queue<Entry> heap;
+  for (size_t c = 0; c < candidates.size(); ++c)
+    heap.push({ratioOf(candidates[c].bytes, candidates[c].standaloneSeconds),
+               static_cast<int32_t>(c)});
+  std::vector<uint8_t> impossible(candidates.size(), 0);
+
+  CheckpointPlan plan;
+  plan.planner = "greedy";
+  std::vector<int64_t> byRank;
+  bool synced = true; // the tracker holds a real simulation, not an estimate
+  while (true) {
+    if (peak.peak() <= target || heap.empty()) {
+      if (synced)
+        break;
+      // The estimate says it fits (or nothing is left): simulate for real.
+      auto sim = model.simulate(state.result(), &byRank);
+      if (!sim.ok())
+        return sim.status();
+      peak = PeakTracker(byRank);
+      synced = true;
+      continue;
+    }
+    int64_t r = peak.peakRank();
+    // The best candidate live across r, re-rated against the current plan
+    // (lazily: a re-rated entry that is no longer the best goes back).
+    std::vector<Entry> aside;
+    int32_t chosen = -1;
+    while (!heap.empty()) {
+      Entry e = heap.top();
+      heap.pop();
+      const CheckpointCandidate &c = candidates[e.candidate];
+      if (state.isDropped(e.candidate) || impossible[e.candidate])
+        continue;
+      if (!(c.lastForwardUse < r && r < c.firstBackwardUse)) {
+        aside.push_back(e);
+        continue;
+      }
+      auto cost = state.marginal(e.candidate);
+      if (!cost.ok()) {
+        impossible[e.candidate] = 1;
+        continue;
+      }
+      double ratio = ratioOf(c.bytes, cost->first);
+      if (heap.empty() || ratio >= heap.top().ratio || ratio == e.ratio) {
+        chosen = e.candidate;
+        break;
+      }
+      heap.push({ratio, e.candidate});
+    }
+    for (const Entry &e : aside)
+      heap.push(e);
+    if (chosen < 0) { // nothing left to drop at the peak
+      if (synced)
+        break;
+      auto sim = model.simulate(state.result(), &byRank);
+      if (!sim.ok())
+        return sim.status();
+      peak = PeakTracker(byRank);
+      synced = true;
+      continue;
+    }
+    if (absl::Status st = state.add(chosen); !st.ok()) {
+      impossible[chosen] = 1;
+      continue;
+    }
+    plan.dropped.push_back(chosen);
+    const CheckpointCandidate &c = candidates[chosen];
+    int64_t needed = state.neededAt(c.backwardValues.front());
+    for (const Value *v : c.backwardValues)
+      if (int64_t p = state.neededAt(v); p >= 0)
+        needed = std::min(needed, p);
+    peak.add(c.lastForwardUse + 1, needed - 1, -c.bytes);
+    synced = false;
+  }
+  if (absl::Status st = completePlan(model, budgetAboveInputs, plan); !st.ok())
+    return st;
+  plan.solveSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return plan;
+}
+
+} // namespace graphopt

@@ -1,0 +1,411 @@
+//===- RecomputeModel.cpp - What dropping activations and recomputing them costs ---===//
+#include "checkpoint/RecomputeModel.h"
+
+#include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OpEffects.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
+
+namespace graphopt {
+
+bool isReplayableDropout(const Node &node) {
+  if (node.schema().name() != "aten::native_dropout" || node.numOutputs() != 2 ||
+      node.numArgs() < 3 || !node.arg(0).isValue() || !node.arg(1).isConstant())
+    return false;
+  const Argument &train = node.arg(2);
+  if (!train.isConstant())
+    return false;
+  const Constant &t = train.getConstant();
+  // `train` is optional: None means training, as in the CPU kernel.
+  bool training = t.kind() == ConstantKind::None || (t.kind() == ConstantKind::Bool && t.asBool());
+  ConstantKind p = node.arg(1).getConstant().kind();
+  return training && (p == ConstantKind::Float || p == ConstantKind::Int);
+}
+
+namespace {
+
+double dropoutScale(const Node &node) {
+  const Constant &c = node.arg(1).getConstant();
+  double p = c.kind() == ConstantKind::Float ? c.asFloat() : static_cast<double>(c.asInt());
+  double keep = 1.0 - p;
+  return keep == 0 ? 0.0 : 1.0 / keep; // as native_dropout_cpu computes it
+}
+
+} // namespace
+
+absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::vector<double> seconds,
+                                                     std::vector<int64_t> scratch) {
+  RecomputeModel m;
+  m.graph_ = &graph;
+  const size_t numNodes = graph.numNodes();
+  if (seconds.size() != numNodes)
+    return absl::InternalError(absl::StrCat("checkpoint: node times for ", seconds.size(),
+                                            " nodes, the graph has ", numNodes));
+  bool hasBackward = false;
+  for (const Node &n : graph.nodes()) {
+    m.nodes_.push_back(&n);
+    hasBackward |= n.phase() != Phase::Forward;
+  }
+  if (!hasBackward)
+    return absl::InvalidArgumentError(
+        absl::StrCat("@", graph.name().str(),
+                     " has no backward nodes: checkpointing needs a joint training graph "
+                     "(export it with tools/export/export_model.py --train)"));
+  auto live = LivenessAnalysis::compute(graph, scratch);
+  if (!live.ok())
+    return live.status();
+  m.baseline_ = std::move(*live);
+  m.seconds_ = std::move(seconds);
+  m.scratch_ = std::move(scratch);
+
+  // In-place writes, by the storage they land in.
+  m.writes_ = ValueMap<std::vector<int64_t>>(graph);
+  for (size_t r = 0; r < numNodes; ++r)
+    for (Value *w : writtenValues(*m.nodes_[r]))
+      if (const ValueLiveness *l = m.baseline_.lookup(w))
+        m.writes_[l->storage].push_back(static_cast<int64_t>(r));
+
+  // Candidates: activation storages, with the uses of every value in them.
+  m.candidateIndex_ = ValueMap<int32_t>(graph, -1);
+  const int64_t end = static_cast<int64_t>(numNodes);
+  for (const ValueLiveness &l : m.baseline_.values)
+    if (l.kind == MemoryKind::Act && l.storage == l.value && l.created >= 0 && l.bytes > 0) {
+      if (l.freedAfter >= end) {
+        m.excluded_.emplace_back(l.value, "a graph output: kept to the end of the step");
+        continue;
+      }
+      CheckpointCandidate c;
+      c.storage = l.value;
+      c.bytes = l.bytes;
+      c.created = l.created;
+      c.lastForwardUse = l.created;
+      m.candidateIndex_[l.value] = static_cast<int32_t>(m.candidates_.size());
+      m.candidates_.push_back(std::move(c));
+    }
+  for (const ValueLiveness &l : m.baseline_.values) {
+    int32_t ci = m.candidateIndex_.lookup(l.storage);
+    if (ci < 0)
+      continue;
+    CheckpointCandidate &c = m.candidates_[ci];
+    // Views made in backward are backward's own: made from a forward value
+    // (a backward use of it), they follow it to its clone.
+    if (l.value->definingNode()->phase() != Phase::Forward)
+      continue;
+    c.lastForwardUse = std::max(c.lastForwardUse, l.lastForwardUse);
+    if (l.firstBackwardUse >= 0) {
+      c.backwardValues.push_back(l.value);
+      if (c.firstBackwardUse < 0 || l.firstBackwardUse < c.firstBackwardUse)
+        c.firstBackwardUse = l.firstBackwardUse;
+      c.lastBackwardUse = std::max(c.lastBackwardUse, l.lastBackwardUse);
+    }
+  }
+  // Keep those that can be made again, each on its own.
+  std::vector<std::string> why(m.candidates_.size());
+  for (size_t i = 0; i < m.candidates_.size(); ++i) {
+    CheckpointCandidate &c = m.candidates_[i];
+    if (const std::vector<int64_t> &w = m.writes_.lookup(c.storage); !w.empty()) {
+      why[i] = absl::StrCat("written in place by ", m.nodes_[w.front()]->describe());
+      continue;
+    }
+    auto alone = m.closure({static_cast<int32_t>(i)});
+    if (!alone.ok()) {
+      why[i] = std::string(alone.status().message());
+      continue;
+    }
+    c.standaloneSeconds = alone->seconds;
+    c.standaloneNodes = static_cast<unsigned>(alone->clones.size());
+  }
+  std::vector<CheckpointCandidate> kept;
+  for (size_t i = 0; i < m.candidates_.size(); ++i) {
+    const Value *storage = m.candidates_[i].storage;
+    if (!why[i].empty()) {
+      m.candidateIndex_[storage] = -1;
+      m.excluded_.emplace_back(storage, why[i]);
+      continue;
+    }
+    m.candidateIndex_[storage] = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(m.candidates_[i]));
+  }
+  m.candidates_ = std::move(kept);
+  return m;
+}
+
+int32_t RecomputeModel::candidateOf(const Value *storage) const {
+  return candidateIndex_.lookup(storage);
+}
+
+std::string RecomputeModel::whyNotRecomputable(const Node &node) const {
+  if (node.phase() != Phase::Forward)
+    return "it is not a forward node";
+  const OpEffects &fx = opEffects(node);
+  if (fx.sideEffects)
+    return absl::StrCat(node.opName(), " has side effects");
+  if (!writtenValues(node).empty())
+    return absl::StrCat(node.opName(), " writes its argument in place");
+  if (fx.random && !isReplayableDropout(node))
+    return absl::StrCat(node.opName(), " is random: a second call would draw differently");
+  return "";
+}
+
+bool RecomputeModel::writtenBetween(const Value *v, int64_t after, int64_t before) const {
+  const ValueLiveness *l = baseline_.lookup(v);
+  if (!l)
+    return false;
+  const std::vector<int64_t> &w = writes_.lookup(l->storage);
+  auto it = std::upper_bound(w.begin(), w.end(), after);
+  return it != w.end() && *it < before;
+}
+
+PlanState::PlanState(const RecomputeModel &model)
+    : model_(model), dropped_(model.candidates().size(), 0) {}
+
+int64_t PlanState::neededAt(const Value *v) const {
+  auto it = need_.find(v);
+  return it == need_.end() ? -1 : it->second;
+}
+
+absl::Status PlanState::add(int32_t c) {
+  Needs added;
+  dropped_[c] = 1;
+  if (absl::Status st = grow(c, added); !st.ok()) {
+    dropped_[c] = 0;
+    return st;
+  }
+  for (auto &[v, p] : added) {
+    need_[v] = p;
+    auto [it, inserted] = nodePos_.try_emplace(v->definingNode(), p);
+    if (!inserted)
+      it->second = std::min(it->second, p);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<double, unsigned>> PlanState::marginal(int32_t c) {
+  Needs added;
+  dropped_[c] = 1;
+  absl::Status st = grow(c, added);
+  dropped_[c] = 0;
+  if (!st.ok())
+    return st;
+  double seconds = 0;
+  llvm::DenseMap<const Node *, bool> counted;
+  for (auto &[v, p] : added) {
+    const Node *n = v->definingNode();
+    if (nodePos_.count(n) || !counted.try_emplace(n, true).second)
+      continue;
+    seconds += model_.seconds_[model_.baseline_.rank.lookup(n)];
+  }
+  return std::make_pair(seconds, static_cast<unsigned>(counted.size()));
+}
+
+RecomputeSet PlanState::result() const {
+  const LivenessResult &live = model_.baseline_;
+  RecomputeSet set;
+  for (auto &[n, p] : nodePos_) {
+    set.clones.push_back({n, p, isReplayableDropout(*n)});
+    set.seconds += model_.seconds_[live.rank.lookup(n)];
+  }
+  std::sort(set.clones.begin(), set.clones.end(), [&](const auto &a, const auto &b) {
+    if (a.before != b.before)
+      return a.before < b.before;
+    return live.rank.lookup(a.original) < live.rank.lookup(b.original);
+  });
+  for (size_t c = 0; c < dropped_.size(); ++c)
+    if (dropped_[c])
+      for (const Value *v : model_.candidates_[c].backwardValues)
+        set.redirected.push_back(v);
+  return set;
+}
+
+/// Live at rank `p` without recomputation: a graph input, or a value whose
+/// storage the plan keeps and is not freed before `p`.
+bool PlanState::available(const Value *v, int64_t p) const {
+  const LivenessResult &live = model_.baseline_;
+  const ValueLiveness *s = live.lookup(live.lookup(v)->storage);
+  if (s->created < 0)
+    return true;
+  int32_t ci = model_.candidateOf(s->value);
+  if (ci >= 0 && dropped_[ci])
+    return false;
+  return s->created < p && s->freedAfter >= p;
+}
+
+int64_t PlanState::needOf(const Value *v, const Needs &added) const {
+  int64_t best = INT64_MAX;
+  if (auto it = need_.find(v); it != need_.end())
+    best = it->second;
+  if (auto it = added.find(v); it != added.end())
+    best = std::min(best, it->second);
+  return best;
+}
+
+// Walks back from what backward reads of candidate `c` (and from the clones
+// already planned that read it) to values still live, recording in `added`
+// each value to make again and the rank it is needed before (the earliest
+// over its readers: made once, shared).
+absl::Status PlanState::grow(int32_t c, Needs &added) {
+  const LivenessResult &live = model_.baseline_;
+  const CheckpointCandidate &cand = model_.candidates_[c];
+  std::vector<std::pair<const Value *, int64_t>> work;
+  for (const Value *v : cand.backwardValues)
+    work.emplace_back(v, live.lookup(v)->firstBackwardUse);
+  for (const ValueLiveness &l : live.values)
+    if (l.storage == cand.storage)
+      for (const Use &u : l.value->uses())
+        if (u.user)
+          if (auto it = nodePos_.find(u.user); it != nodePos_.end())
+            work.emplace_back(l.value, it->second);
+  auto refuse = [&](const std::string &why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("%", cand.storage->name().str(), " cannot be recomputed: ", why));
+  };
+  while (!work.empty()) {
+    auto [v, p] = work.back();
+    work.pop_back();
+    if (available(v, p) || needOf(v, added) <= p)
+      continue;
+    const Node *n = v->definingNode();
+    if (!n)
+      return refuse(absl::StrCat("it needs the graph input %", v->name().str(),
+                                 ", written in place before then"));
+    if (std::string why = model_.whyNotRecomputable(*n); !why.empty())
+      return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
+    added[v] = p;
+    int64_t rank = live.rank.lookup(n);
+    if (isReplayableDropout(*n)) { // replayed from the mask its forward call drew
+      if (v == n->output(1))
+        return refuse(absl::StrCat("it is the mask ", n->describe(),
+                                   " drew: a second draw would differ"));
+      const Value *mask = n->output(1);
+      if (!available(mask, p))
+        return refuse(absl::StrCat("replaying ", n->describe(), " needs its mask %",
+                                   mask->name().str(), ", which is not kept"));
+    }
+    for (const Value *o : n->operandValues()) {
+      if (!available(o, p)) {
+        work.emplace_back(o, p);
+        continue;
+      }
+      if (model_.writtenBetween(o, rank, p))
+        return refuse(absl::StrCat("it reads %", o->name().str(),
+                                   ", which is written in place before backward needs it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dropped) const {
+  PlanState state(*this);
+  for (int32_t c : dropped)
+    if (absl::Status st = state.add(c); !st.ok())
+      return st;
+  return state.result();
+}
+
+absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &target,
+                                               const ValueMap<Value *> *cloneMap,
+                                               NodeMap<int64_t> *sourceRank) const {
+  std::vector<Node *> at; // target's node of each rank, before any insertion
+  for (Node &n : target.nodes())
+    at.push_back(&n);
+  if (at.size() != nodes_.size())
+    return absl::InternalError(absl::StrCat("checkpoint: the graph to rewrite has ", at.size(),
+                                            " nodes, the plan was made for ", nodes_.size()));
+  if (sourceRank) {
+    *sourceRank = NodeMap<int64_t>(target, -1);
+    for (size_t r = 0; r < at.size(); ++r)
+      (*sourceRank)[at[r]] = static_cast<int64_t>(r);
+  }
+  auto inTarget = [&](const Value *v) {
+    return cloneMap ? cloneMap->lookup(v) : const_cast<Value *>(v);
+  };
+  ValueMap<Value *> recomputed(target, nullptr); // target value -> its clone
+  unsigned added = 0;
+  for (const RecomputeSet::Clone &c : set.clones) {
+    int64_t rank = baseline_.rank.lookup(c.original);
+    Node &original = *at[rank];
+    InsertionPoint where = InsertionPoint::before(at[c.before]);
+    Node *clone = nullptr;
+    if (c.replayDropout) {
+      // output = input * mask * scale: native_dropout_cpu's arithmetic, with
+      // the mask its forward call drew (the mask output stays the original).
+      Value *input = original.arg(0).getValue();
+      if (Value *r = recomputed.lookup(input))
+        input = r;
+      auto made = target.createNode(
+          "aten::native_dropout_backward",
+          {Argument::value(input), Argument::value(original.output(1)),
+           Argument::constant(Constant::ofFloat(dropoutScale(original)))},
+          {original.output(0)->type()}, where, {original.output(0)->name().str()});
+      if (!made.ok())
+        return made.status();
+      clone = *made;
+      recomputed[original.output(0)] = clone->output(0);
+    } else {
+      auto made = target.cloneNode(original, recomputed, where);
+      if (!made.ok())
+        return made.status();
+      clone = *made;
+    }
+    markRecomputeOf(*clone, *original.output(0));
+    if (sourceRank)
+      (*sourceRank)[clone] = rank;
+    ++added;
+  }
+  for (const Value *v : set.redirected) {
+    Value *t = inTarget(v);
+    Value *r = recomputed.lookup(t);
+    if (!r)
+      return absl::InternalError(
+          absl::StrCat("checkpoint: %", v->name().str(), " is dropped but never recomputed"));
+    t->replaceUsesWithIf(r, [](const Use &u) { return u.user && u.user->phase() != Phase::Forward; });
+  }
+  return added;
+}
+
+absl::StatusOr<LivenessResult> RecomputeModel::simulate(const RecomputeSet &set,
+                                                        std::vector<int64_t> *timelineByRank) const {
+  ValueMap<Value *> map;
+  std::unique_ptr<Graph> copy = graph_->clone(&map);
+  NodeMap<uint8_t> isOriginal(*copy, 0);
+  for (const Node &n : copy->nodes())
+    isOriginal[&n] = 1;
+  NodeMap<int64_t> source;
+  auto added = apply(set, *copy, &map, &source);
+  if (!added.ok())
+    return added.status();
+  std::vector<int64_t> scratch;
+  if (!scratch_.empty())
+    for (const Node &n : copy->nodes())
+      scratch.push_back(scratch_[source.lookup(&n)]);
+  auto live = LivenessAnalysis::compute(*copy, scratch);
+  if (!live.ok())
+    return live.status();
+  if (timelineByRank) {
+    // Each original rank takes the highest of itself and the clones before it.
+    timelineByRank->assign(nodes_.size(), 0);
+    int64_t pending = 0;
+    size_t k = 0;
+    for (const Node &n : copy->nodes()) {
+      pending = std::max(pending, live->timeline[k++]);
+      if (isOriginal.lookup(&n)) {
+        (*timelineByRank)[source.lookup(&n)] = pending;
+        pending = 0;
+      }
+    }
+  }
+  // The result refers to the copy's values, which die with it: keep the numbers only.
+  LivenessResult numbers;
+  numbers.timeline = std::move(live->timeline);
+  numbers.scratch = std::move(live->scratch);
+  numbers.inputBytes = live->inputBytes;
+  numbers.peakBytes = live->peakBytes;
+  numbers.peakNode = live->peakNode;
+  numbers.breakdown = live->breakdown;
+  return numbers;
+}
+
+} // namespace graphopt

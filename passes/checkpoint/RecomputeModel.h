@@ -1,0 +1,158 @@
+//===- RecomputeModel.h - What dropping activations and recomputing them costs -*- C++ -*-===//
+//
+// The planners' view of a joint training graph (docs/Checkpointing.md):
+//
+//   - candidates: activation storages (made in forward, read in backward,
+//     owned by a value, not a graph output) that could be dropped after their
+//     last forward use and made again in backward;
+//   - a plan: the set of candidates dropped;
+//   - its recomputation (`closure`): every dropped storage's values that
+//     backward reads are made again by clones of their producers, placed just
+//     before the first node that needs them. A clone reads each operand as is
+//     when it is still live there (a graph input, or a storage the plan keeps
+//     that is not freed yet), else a clone of it: chains of recomputation, each
+//     value made once and shared by every later reader;
+//   - its cost: the clones' measured (or estimated) time; its memory: the
+//     liveness simulation of the rewritten graph (`simulate`), not a guess.
+//
+// What never runs again: operators that write an argument, operators with
+// side effects (collectives, asserts), values whose storage is written in
+// place after they are made, and reads of anything written between the
+// original read and the clone. Random operators are not run again either: a
+// second draw would differ. native_dropout is replayed from the mask its
+// forward call drew (output = input * mask * scale, the arithmetic of its CPU
+// kernel), so a recomputed dropout output matches bit for bit; other random
+// operators' outputs stay saved.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Analysis/Liveness.h"
+#include "graphopt/IR/Graph.h"
+
+#include <absl/status/statusor.h>
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+/// An activation storage that a plan may drop.
+struct CheckpointCandidate {
+  const Value *storage = nullptr; ///< the value owning the storage
+  int64_t bytes = 0;
+  int64_t created = -1;
+  int64_t lastForwardUse = -1;   ///< last forward read of any value in the storage (or `created`)
+  int64_t firstBackwardUse = -1; ///< first non-forward read of any value in it
+  int64_t lastBackwardUse = -1;
+  /// The values in the storage that backward reads (the storage owner and views of it).
+  std::vector<const Value *> backwardValues;
+  /// Recomputing it alone, from what the unoptimised graph keeps: seconds and nodes.
+  double standaloneSeconds = 0;
+  unsigned standaloneNodes = 0;
+};
+
+/// The clones a plan needs, in the order they are inserted.
+struct RecomputeSet {
+  struct Clone {
+    const Node *original = nullptr;
+    int64_t before = -1;  ///< inserted just before the node of this rank
+    bool replayDropout = false; ///< native_dropout replayed from its mask
+  };
+  std::vector<Clone> clones; ///< sorted by (before, original rank)
+  double seconds = 0;        ///< the originals' time, summed
+  /// Values whose non-forward uses read their clone instead.
+  std::vector<const Value *> redirected;
+};
+
+class RecomputeModel {
+public:
+  /// `seconds` and `scratch` are per node rank (scratch may be empty: graph
+  /// memory only). Fails on a graph without a backward phase.
+  static absl::StatusOr<RecomputeModel> build(const Graph &graph, std::vector<double> seconds,
+                                              std::vector<int64_t> scratch);
+
+  const Graph &graph() const { return *graph_; }
+  /// The unoptimised graph's simulation (with scratch when given).
+  const LivenessResult &baseline() const { return baseline_; }
+  llvm::ArrayRef<CheckpointCandidate> candidates() const { return candidates_; }
+  llvm::ArrayRef<double> seconds() const { return seconds_; }
+  llvm::ArrayRef<int64_t> scratch() const { return scratch_; }
+  const Node *nodeAt(int64_t rank) const { return nodes_[rank]; }
+  /// The candidate index of a storage owner, or -1.
+  int32_t candidateOf(const Value *storage) const;
+  /// Candidates that can never be dropped, with why (for the report).
+  llvm::ArrayRef<std::pair<const Value *, std::string>> excluded() const { return excluded_; }
+
+  /// The recomputation `dropped` (candidate indices) needs; an error names
+  /// the value that cannot be made again and why.
+  absl::StatusOr<RecomputeSet> closure(llvm::ArrayRef<int32_t> dropped) const;
+
+  /// Rewrites `target` (this model's graph, or a clone of it made with
+  /// `cloneMap`): inserts the clones, marked recompute_of, and points the
+  /// backward uses at them. Returns the number of nodes added.
+  /// `sourceRank`, when given, receives for every node of `target` the rank
+  /// of the node it is or recomputes.
+  absl::StatusOr<unsigned> apply(const RecomputeSet &set, Graph &target,
+                                 const ValueMap<Value *> *cloneMap = nullptr,
+                                 NodeMap<int64_t> *sourceRank = nullptr) const;
+  /// The liveness simulation of the graph `dropped` rewrites to (a copy is
+  /// rewritten; this graph is untouched), clones charged their original's
+  /// scratch. `timelineByRank`, when given, receives the highest simulated
+  /// bytes over each original rank and the clones inserted before it.
+  absl::StatusOr<LivenessResult> simulate(const RecomputeSet &set,
+                                          std::vector<int64_t> *timelineByRank = nullptr) const;
+
+private:
+  friend class PlanState;
+  RecomputeModel() = default;
+  /// Why `node` may not run again ("" when it may).
+  std::string whyNotRecomputable(const Node &node) const;
+  /// True when some node writes `v`'s storage at a rank in (after, before).
+  bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
+
+  const Graph *graph_ = nullptr;
+  LivenessResult baseline_;
+  std::vector<double> seconds_;
+  std::vector<int64_t> scratch_;
+  std::vector<const Node *> nodes_;
+  std::vector<CheckpointCandidate> candidates_;
+  ValueMap<int32_t> candidateIndex_;
+  std::vector<std::pair<const Value *, std::string>> excluded_;
+  /// Per storage owner: the ranks of in-place writes to it, ascending.
+  ValueMap<std::vector<int64_t>> writes_;
+};
+
+/// A plan under construction: the candidates dropped so far and the
+/// recomputation they need, grown one candidate at a time (the greedy planner
+/// asks what each next candidate would add before choosing).
+class PlanState {
+public:
+  explicit PlanState(const RecomputeModel &model);
+  /// Drops candidate `c` too; an error (and no change) when it cannot be recomputed.
+  absl::Status add(int32_t c);
+  /// What dropping `c` too would add: the seconds and number of the new clones.
+  absl::StatusOr<std::pair<double, unsigned>> marginal(int32_t c);
+  bool isDropped(int32_t c) const { return dropped_[c] != 0; }
+  /// The rank before which a value of the plan's recomputation is made, or -1.
+  int64_t neededAt(const Value *v) const;
+  RecomputeSet result() const;
+
+private:
+  using Needs = llvm::DenseMap<const Value *, int64_t>;
+  bool available(const Value *v, int64_t p) const;
+  int64_t needOf(const Value *v, const Needs &added) const;
+  absl::Status grow(int32_t c, Needs &added);
+
+  const RecomputeModel &model_;
+  std::vector<uint8_t> dropped_;
+  Needs need_;                                 ///< value -> rank it is made before
+  llvm::DenseMap<const Node *, int64_t> nodePos_; ///< cloned node -> its insertion rank
+};
+
+/// True for native_dropout called in training mode, replayable from its mask.
+bool isReplayableDropout(const Node &node);
+
+} // namespace graphopt
