@@ -7,7 +7,7 @@
 // recomputation time (docs/Checkpointing.md).
 //
 //   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
-//   activations=50%              the peak less half the activations live at it
+//   activations=50%              the activations saved for backward: half the unoptimised
 //   planner=greedy|milp          μ-TWO's greedy (default) or CBC's MILP optimum
 //   cost=profile|flops           measured node times (runs the graph) or a static estimate
 //   time-limit=10                seconds for the MILP solver
@@ -49,9 +49,12 @@ public:
   };
   /// What the last run decided and measured.
   struct Outcome {
-    std::string graph, planner, budgetText, costSource, solverStatus;
-    int64_t budgetBytes = 0, baselinePeak = 0, activationBytes = 0;
-    int64_t predictedPeak = 0, measuredBaselinePeak = -1, measuredPeak = -1;
+    std::string graph, planner, budgetText, boundedName, costSource, solverStatus;
+    int64_t budgetBytes = 0;     ///< of the bounded memory
+    int64_t baselinePeak = 0;    ///< unoptimised, above weights and inputs (simulated)
+    int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
+    int64_t predictedPeak = 0, predictedActivations = 0;
+    int64_t measuredBaselinePeak = -1, measuredPeak = -1;
     double baselineStepSeconds = 0, predictedExtraSeconds = 0;
     double measuredBaselineSeconds = -1, measuredSeconds = -1;
     double solveSeconds = 0, gap = -1;
@@ -74,7 +77,7 @@ private:
       std::nullopt};
   PassOption<std::optional<MemoryAmount>> activations_{
       this, "activations",
-      "the budget as a share of the activation memory at the unoptimised peak (50%)",
+      "bound the activations saved for backward instead: a share of the unoptimised (50%)",
       std::nullopt};
   PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
                                {{"greedy", Planner::Greedy}, {"milp", Planner::Milp}}};

@@ -27,9 +27,9 @@ struct CheckpointPlan {
   std::string planner;
   std::vector<int32_t> dropped; ///< candidate indices
   RecomputeSet recompute;
-  /// The rewritten graph's simulation (numbers only: timeline, peak).
-  LivenessResult simulated;
   int64_t predictedPeak = 0;        ///< simulated peak above the graph inputs
+  int64_t predictedBounded = 0;     ///< simulated highest of the bounded memory
+  int64_t predictedActivations = 0; ///< simulated highest of the saved activations
   double predictedExtraSeconds = 0; ///< the clones' time (the originals' measured or estimated)
   double solveSeconds = 0;
   double gap = -1; ///< relative optimality gap the solver proved; -1 when not a solver
@@ -37,9 +37,13 @@ struct CheckpointPlan {
   bool meetsBudget = false;
 };
 
+// Budgets are bytes of the model's bounded memory (RecomputeModel::boundedMemory).
+
 /// μ-TWO greedy with the simulator in the loop. When the budget cannot be
-/// met, the plan returned is the lowest peak it reached (meetsBudget false).
-absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budgetAboveInputs);
+/// met, the plan returned is where it stopped: no activation left to drop at
+/// the peak (meetsBudget false; its predicted bounded memory is the least the
+/// greedy reaches).
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget);
 
 struct MilpOptions {
   double timeLimitSeconds = 10;
@@ -49,7 +53,6 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
                                         const MilpOptions &options);
 
 /// Fills a plan's recomputation, simulation and predictions from its dropped set.
-absl::Status completePlan(const RecomputeModel &model, int64_t budgetAboveInputs,
-                          CheckpointPlan &plan);
+absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
 
 } // namespace graphopt

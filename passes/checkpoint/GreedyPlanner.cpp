@@ -20,8 +20,7 @@
 
 namespace graphopt {
 
-absl::Status completePlan(const RecomputeModel &model, int64_t budgetAboveInputs,
-                          CheckpointPlan &plan) {
+absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
   auto set = model.closure(plan.dropped);
   if (!set.ok())
     return set.status();
@@ -29,10 +28,11 @@ absl::Status completePlan(const RecomputeModel &model, int64_t budgetAboveInputs
   auto sim = model.simulate(plan.recompute);
   if (!sim.ok())
     return sim.status();
-  plan.simulated = std::move(*sim);
-  plan.predictedPeak = plan.simulated.peakBytes - plan.simulated.inputBytes;
+  plan.predictedPeak = sim->peakAboveInputs;
+  plan.predictedBounded = sim->bounded;
+  plan.predictedActivations = sim->savedActivations;
   plan.predictedExtraSeconds = plan.recompute.seconds;
-  plan.meetsBudget = plan.predictedPeak <= budgetAboveInputs;
+  plan.meetsBudget = plan.predictedBounded <= budget;
   return absl::OkStatus();
 }
 
@@ -52,13 +52,12 @@ double ratioOf(int64_t bytes, double seconds) {
 
 } // namespace
 
-absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budgetAboveInputs) {
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget) {
   auto begin = std::chrono::steady_clock::now();
-  const LivenessResult &base = model.baseline();
-  const int64_t target = budgetAboveInputs + base.inputBytes; // timelines include the inputs
+  const int64_t target = budget;
   auto candidates = model.candidates();
 
-  PeakTracker peak(base.timeline);
+  PeakTracker peak(model.boundedTimeline());
   PlanState state(model);
   std::priority_queue<Entry> heap;
   for (size_t c = 0; c < candidates.size(); ++c)
@@ -68,17 +67,16 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
 
   CheckpointPlan plan;
   plan.planner = "greedy";
-  std::vector<int64_t> byRank;
   bool synced = true; // the tracker holds a real simulation, not an estimate
   while (true) {
     if (peak.peak() <= target || heap.empty()) {
       if (synced)
         break;
       // The estimate says it fits (or nothing is left): simulate for real.
-      auto sim = model.simulate(state.result(), &byRank);
+      auto sim = model.simulate(state.result());
       if (!sim.ok())
         return sim.status();
-      peak = PeakTracker(byRank);
+      peak = PeakTracker(sim->boundedByRank);
       synced = true;
       continue;
     }
@@ -114,10 +112,10 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     if (chosen < 0) { // nothing left to drop at the peak
       if (synced)
         break;
-      auto sim = model.simulate(state.result(), &byRank);
+      auto sim = model.simulate(state.result());
       if (!sim.ok())
         return sim.status();
-      peak = PeakTracker(byRank);
+      peak = PeakTracker(sim->boundedByRank);
       synced = true;
       continue;
     }
@@ -134,7 +132,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     peak.add(c.lastForwardUse + 1, needed - 1, -c.bytes);
     synced = false;
   }
-  if (absl::Status st = completePlan(model, budgetAboveInputs, plan); !st.ok())
+  if (absl::Status st = completePlan(model, budget, plan); !st.ok())
     return st;
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

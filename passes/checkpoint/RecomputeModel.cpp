@@ -36,10 +36,35 @@ double dropoutScale(const Node &node) {
 
 } // namespace
 
+namespace {
+
+/// The bounded memory of `live` at each rank, inputs left out.
+std::vector<int64_t> boundedOf(const LivenessResult &live, BoundedMemory bounded) {
+  std::vector<int64_t> out;
+  out.reserve(live.timeline.size());
+  if (bounded == BoundedMemory::PeakAboveInputs) {
+    for (int64_t bytes : live.timeline)
+      out.push_back(bytes - live.inputBytes);
+    return out;
+  }
+  for (const auto &kinds : liveBytesByKind(live))
+    out.push_back(kinds[static_cast<int>(MemoryKind::Act)]);
+  return out;
+}
+
+} // namespace
+
+int64_t RecomputeModel::boundedPeak() const {
+  return boundedTimeline_.empty() ? 0
+                                  : *std::max_element(boundedTimeline_.begin(), boundedTimeline_.end());
+}
+
 absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::vector<double> seconds,
-                                                     std::vector<int64_t> scratch) {
+                                                     std::vector<int64_t> scratch,
+                                                     BoundedMemory bounded) {
   RecomputeModel m;
   m.graph_ = &graph;
+  m.bounded_ = bounded;
   const size_t numNodes = graph.numNodes();
   if (seconds.size() != numNodes)
     return absl::InternalError(absl::StrCat("checkpoint: node times for ", seconds.size(),
@@ -58,6 +83,7 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   if (!live.ok())
     return live.status();
   m.baseline_ = std::move(*live);
+  m.boundedTimeline_ = boundedOf(m.baseline_, bounded);
   m.seconds_ = std::move(seconds);
   m.scratch_ = std::move(scratch);
 
@@ -366,8 +392,7 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
   return added;
 }
 
-absl::StatusOr<LivenessResult> RecomputeModel::simulate(const RecomputeSet &set,
-                                                        std::vector<int64_t> *timelineByRank) const {
+absl::StatusOr<Simulation> RecomputeModel::simulate(const RecomputeSet &set) const {
   ValueMap<Value *> map;
   std::unique_ptr<Graph> copy = graph_->clone(&map);
   NodeMap<uint8_t> isOriginal(*copy, 0);
@@ -384,28 +409,25 @@ absl::StatusOr<LivenessResult> RecomputeModel::simulate(const RecomputeSet &set,
   auto live = LivenessAnalysis::compute(*copy, scratch);
   if (!live.ok())
     return live.status();
-  if (timelineByRank) {
-    // Each original rank takes the highest of itself and the clones before it.
-    timelineByRank->assign(nodes_.size(), 0);
-    int64_t pending = 0;
-    size_t k = 0;
-    for (const Node &n : copy->nodes()) {
-      pending = std::max(pending, live->timeline[k++]);
-      if (isOriginal.lookup(&n)) {
-        (*timelineByRank)[source.lookup(&n)] = pending;
-        pending = 0;
-      }
+  Simulation sim;
+  sim.peakAboveInputs = live->peakBytes - live->inputBytes;
+  sim.peakNode = live->peakNode;
+  std::vector<int64_t> bounded = boundedOf(*live, bounded_);
+  for (int64_t bytes : boundedOf(*live, BoundedMemory::SavedActivations))
+    sim.savedActivations = std::max(sim.savedActivations, bytes);
+  // Each original rank takes the highest of itself and the clones before it.
+  sim.boundedByRank.assign(nodes_.size(), 0);
+  int64_t pending = 0;
+  size_t k = 0;
+  for (const Node &n : copy->nodes()) {
+    pending = std::max(pending, bounded[k++]);
+    sim.bounded = std::max(sim.bounded, bounded[k - 1]);
+    if (isOriginal.lookup(&n)) {
+      sim.boundedByRank[source.lookup(&n)] = pending;
+      pending = 0;
     }
   }
-  // The result refers to the copy's values, which die with it: keep the numbers only.
-  LivenessResult numbers;
-  numbers.timeline = std::move(live->timeline);
-  numbers.scratch = std::move(live->scratch);
-  numbers.inputBytes = live->inputBytes;
-  numbers.peakBytes = live->peakBytes;
-  numbers.peakNode = live->peakNode;
-  numbers.breakdown = live->breakdown;
-  return numbers;
+  return sim;
 }
 
 } // namespace graphopt

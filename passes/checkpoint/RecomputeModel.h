@@ -67,12 +67,38 @@ struct RecomputeSet {
   std::vector<const Value *> redirected;
 };
 
+/// What a budget bounds.
+enum class BoundedMemory : uint8_t {
+  /// The step's peak above the graph inputs (weights, optimizer state, the
+  /// batch): what graph-opt --run measures; gradients and temporaries count.
+  PeakAboveInputs,
+  /// The activations saved for backward (liveness kind ACT) at their highest:
+  /// what torch.compile's activation_memory_budget bounds.
+  SavedActivations,
+};
+
+/// A rewritten graph's simulation, in numbers.
+struct Simulation {
+  int64_t peakAboveInputs = 0; ///< the simulated peak less the graph inputs
+  int64_t savedActivations = 0; ///< the highest of the activations saved for backward
+  int64_t bounded = 0;         ///< the highest of the bounded memory
+  int64_t peakNode = -1;       ///< the rank in the rewritten graph
+  /// Per original rank: the bounded memory at it and at the clones before it (highest).
+  std::vector<int64_t> boundedByRank;
+};
+
 class RecomputeModel {
 public:
   /// `seconds` and `scratch` are per node rank (scratch may be empty: graph
   /// memory only). Fails on a graph without a backward phase.
   static absl::StatusOr<RecomputeModel> build(const Graph &graph, std::vector<double> seconds,
-                                              std::vector<int64_t> scratch);
+                                              std::vector<int64_t> scratch,
+                                              BoundedMemory bounded = BoundedMemory::PeakAboveInputs);
+  BoundedMemory boundedMemory() const { return bounded_; }
+  /// The bounded memory at each rank of the unoptimised graph (inputs left out).
+  llvm::ArrayRef<int64_t> boundedTimeline() const { return boundedTimeline_; }
+  /// Its highest value: what a plan must bring down to the budget.
+  int64_t boundedPeak() const;
 
   const Graph &graph() const { return *graph_; }
   /// The unoptimised graph's simulation (with scratch when given).
@@ -98,12 +124,10 @@ public:
   absl::StatusOr<unsigned> apply(const RecomputeSet &set, Graph &target,
                                  const ValueMap<Value *> *cloneMap = nullptr,
                                  NodeMap<int64_t> *sourceRank = nullptr) const;
-  /// The liveness simulation of the graph `dropped` rewrites to (a copy is
+  /// The liveness simulation of the graph `set` rewrites to (a copy is
   /// rewritten; this graph is untouched), clones charged their original's
-  /// scratch. `timelineByRank`, when given, receives the highest simulated
-  /// bytes over each original rank and the clones inserted before it.
-  absl::StatusOr<LivenessResult> simulate(const RecomputeSet &set,
-                                          std::vector<int64_t> *timelineByRank = nullptr) const;
+  /// scratch.
+  absl::StatusOr<Simulation> simulate(const RecomputeSet &set) const;
 
 private:
   friend class PlanState;
@@ -114,7 +138,9 @@ private:
   bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
 
   const Graph *graph_ = nullptr;
+  BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
   LivenessResult baseline_;
+  std::vector<int64_t> boundedTimeline_;
   std::vector<double> seconds_;
   std::vector<int64_t> scratch_;
   std::vector<const Node *> nodes_;
