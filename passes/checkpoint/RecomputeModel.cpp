@@ -121,6 +121,7 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
     if (l.value->definingNode()->phase() != Phase::Forward)
       continue;
     c.lastForwardUse = std::max(c.lastForwardUse, l.lastForwardUse);
+    c.values.push_back(l.value);
     if (l.firstBackwardUse >= 0) {
       c.backwardValues.push_back(l.value);
       if (c.firstBackwardUse < 0 || l.firstBackwardUse < c.firstBackwardUse)
@@ -130,19 +131,20 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   }
   // Keep those that can be made again, each on its own.
   std::vector<std::string> why(m.candidates_.size());
+  PlanState none(m); // nothing dropped: what each costs alone
   for (size_t i = 0; i < m.candidates_.size(); ++i) {
     CheckpointCandidate &c = m.candidates_[i];
     if (const std::vector<int64_t> &w = m.writes_.lookup(c.storage); !w.empty()) {
       why[i] = absl::StrCat("written in place by ", m.nodes_[w.front()]->describe());
       continue;
     }
-    auto alone = m.closure({static_cast<int32_t>(i)});
+    auto alone = none.marginal(static_cast<int32_t>(i));
     if (!alone.ok()) {
       why[i] = std::string(alone.status().message());
       continue;
     }
-    c.standaloneSeconds = alone->seconds;
-    c.standaloneNodes = static_cast<unsigned>(alone->clones.size());
+    c.standaloneSeconds = alone->first;
+    c.standaloneNodes = alone->second;
   }
   std::vector<CheckpointCandidate> kept;
   for (size_t i = 0; i < m.candidates_.size(); ++i) {
@@ -278,12 +280,12 @@ absl::Status PlanState::grow(int32_t c, Needs &added) {
   std::vector<std::pair<const Value *, int64_t>> work;
   for (const Value *v : cand.backwardValues)
     work.emplace_back(v, live.lookup(v)->firstBackwardUse);
-  for (const ValueLiveness &l : live.values)
-    if (l.storage == cand.storage)
-      for (const Use &u : l.value->uses())
+  if (!nodePos_.empty())
+    for (const Value *v : cand.values)
+      for (const Use &u : v->uses())
         if (u.user)
           if (auto it = nodePos_.find(u.user); it != nodePos_.end())
-            work.emplace_back(l.value, it->second);
+            work.emplace_back(v, it->second);
   auto refuse = [&](const std::string &why) {
     return absl::FailedPreconditionError(
         absl::StrCat("%", cand.storage->name().str(), " cannot be recomputed: ", why));

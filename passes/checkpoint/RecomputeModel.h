@@ -49,6 +49,8 @@ struct CheckpointCandidate {
   int64_t lastBackwardUse = -1;
   /// The values in the storage that backward reads (the storage owner and views of it).
   std::vector<const Value *> backwardValues;
+  /// Every value in the storage made in forward (backward's readers and the rest).
+  std::vector<const Value *> values;
   /// Recomputing it alone, from what the unoptimised graph keeps: seconds and nodes.
   double standaloneSeconds = 0;
   unsigned standaloneNodes = 0;
@@ -111,6 +113,8 @@ public:
   int32_t candidateOf(const Value *storage) const;
   /// Candidates that can never be dropped, with why (for the report).
   llvm::ArrayRef<std::pair<const Value *, std::string>> excluded() const { return excluded_; }
+  /// Why `node` may not run again ("" when it may); the MILP planner asks it of every node.
+  std::string whyNotRecomputable(const Node &node) const;
 
   /// The recomputation `dropped` (candidate indices) needs; an error names
   /// the value that cannot be made again and why.
@@ -132,8 +136,6 @@ public:
 private:
   friend class PlanState;
   RecomputeModel() = default;
-  /// Why `node` may not run again ("" when it may).
-  std::string whyNotRecomputable(const Node &node) const;
   /// True when some node writes `v`'s storage at a rank in (after, before).
   bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
 
