@@ -35,6 +35,7 @@ struct CheckpointPlan {
   double gap = -1; ///< relative optimality gap the solver proved; -1 when not a solver
   std::string solverStatus; ///< "optimal", "time limit", ... ("" for greedy)
   bool meetsBudget = false;
+  unsigned simulations = 0; ///< rewritten graphs simulated while planning
 };
 
 // Budgets are bytes of the model's bounded memory (RecomputeModel::boundedMemory).

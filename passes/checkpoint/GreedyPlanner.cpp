@@ -77,6 +77,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       if (!sim.ok())
         return sim.status();
       peak = PeakTracker(sim->boundedByRank);
+      ++plan.simulations;
       synced = true;
       continue;
     }
@@ -116,6 +117,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       if (!sim.ok())
         return sim.status();
       peak = PeakTracker(sim->boundedByRank);
+      ++plan.simulations;
       synced = true;
       continue;
     }
@@ -124,12 +126,9 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       continue;
     }
     plan.dropped.push_back(chosen);
+    // Its storage is free from its last forward use until its own clone is made.
     const CheckpointCandidate &c = candidates[chosen];
-    int64_t needed = state.neededAt(c.backwardValues.front());
-    for (const Value *v : c.backwardValues)
-      if (int64_t p = state.neededAt(v); p >= 0)
-        needed = std::min(needed, p);
-    peak.add(c.lastForwardUse + 1, needed - 1, -c.bytes);
+    peak.add(c.lastForwardUse + 1, c.firstBackwardUse - 1, -c.bytes);
     synced = false;
   }
   if (absl::Status st = completePlan(model, budget, plan); !st.ok())

@@ -190,110 +190,109 @@ bool RecomputeModel::writtenBetween(const Value *v, int64_t after, int64_t befor
 PlanState::PlanState(const RecomputeModel &model)
     : model_(model), dropped_(model.candidates().size(), 0) {}
 
-int64_t PlanState::neededAt(const Value *v) const {
-  auto it = need_.find(v);
-  return it == need_.end() ? -1 : it->second;
-}
-
 absl::Status PlanState::add(int32_t c) {
-  Needs added;
+  Keys added;
   dropped_[c] = 1;
   if (absl::Status st = grow(c, added); !st.ok()) {
     dropped_[c] = 0;
     return st;
   }
-  for (auto &[v, p] : added) {
-    need_[v] = p;
-    auto [it, inserted] = nodePos_.try_emplace(v->definingNode(), p);
-    if (!inserted)
-      it->second = std::min(it->second, p);
+  for (const Key &k : added) {
+    need_.insert(k);
+    auto &at = clonedAt_[k.first->definingNode()];
+    if (llvm::find(at, k.second) == at.end())
+      at.push_back(k.second);
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::pair<double, unsigned>> PlanState::marginal(int32_t c) {
-  Needs added;
+  Keys added;
   dropped_[c] = 1;
   absl::Status st = grow(c, added);
   dropped_[c] = 0;
   if (!st.ok())
     return st;
+  // New clones: (node, rank) pairs not planned yet, each counted once.
+  llvm::DenseSet<std::pair<const Node *, int64_t>> fresh;
   double seconds = 0;
-  llvm::DenseMap<const Node *, bool> counted;
-  for (auto &[v, p] : added) {
-    const Node *n = v->definingNode();
-    if (nodePos_.count(n) || !counted.try_emplace(n, true).second)
+  for (const Key &k : added) {
+    const Node *n = k.first->definingNode();
+    if (auto it = clonedAt_.find(n); it != clonedAt_.end() && llvm::is_contained(it->second, k.second))
       continue;
-    seconds += model_.seconds_[model_.baseline_.rank.lookup(n)];
+    if (fresh.insert({n, k.second}).second)
+      seconds += model_.seconds_[model_.baseline_.rank.lookup(n)];
   }
-  return std::make_pair(seconds, static_cast<unsigned>(counted.size()));
+  return std::make_pair(seconds, static_cast<unsigned>(fresh.size()));
 }
 
 RecomputeSet PlanState::result() const {
   const LivenessResult &live = model_.baseline_;
   RecomputeSet set;
-  for (auto &[n, p] : nodePos_) {
-    set.clones.push_back({n, p, isReplayableDropout(*n)});
-    set.seconds += model_.seconds_[live.rank.lookup(n)];
-  }
+  for (auto &[n, ranks] : clonedAt_)
+    for (int64_t p : ranks) {
+      set.clones.push_back({n, p, isReplayableDropout(*n)});
+      set.seconds += model_.seconds_[live.rank.lookup(n)];
+    }
   std::sort(set.clones.begin(), set.clones.end(), [&](const auto &a, const auto &b) {
     if (a.before != b.before)
       return a.before < b.before;
     return live.rank.lookup(a.original) < live.rank.lookup(b.original);
   });
   for (size_t c = 0; c < dropped_.size(); ++c)
-    if (dropped_[c])
-      for (const Value *v : model_.candidates_[c].backwardValues)
-        set.redirected.push_back(v);
+    if (dropped_[c]) {
+      const CheckpointCandidate &cand = model_.candidates_[c];
+      for (const Value *v : cand.backwardValues)
+        set.redirected.push_back({v, cand.firstBackwardUse, live.lookup(v)->lastBackwardUse});
+    }
   return set;
 }
 
-/// Live at rank `p` without recomputation: a graph input, or a value whose
-/// storage the plan keeps and is not freed before `p`.
+/// Readable at rank `p` without a new clone: a graph input; a value whose
+/// storage the plan keeps and is not freed before `p`; or a dropped value
+/// backward reads, while its own clone lives.
 bool PlanState::available(const Value *v, int64_t p) const {
   const LivenessResult &live = model_.baseline_;
-  const ValueLiveness *s = live.lookup(live.lookup(v)->storage);
+  const ValueLiveness *l = live.lookup(v);
+  const ValueLiveness *s = live.lookup(l->storage);
   if (s->created < 0)
     return true;
   int32_t ci = model_.candidateOf(s->value);
-  if (ci >= 0 && dropped_[ci])
-    return false;
+  if (ci >= 0 && dropped_[ci]) {
+    const CheckpointCandidate &d = model_.candidates_[ci];
+    return l->firstBackwardUse >= 0 && v->definingNode()->phase() == Phase::Forward &&
+           d.firstBackwardUse <= p && p <= l->lastBackwardUse;
+  }
   return s->created < p && s->freedAfter >= p;
 }
 
-int64_t PlanState::needOf(const Value *v, const Needs &added) const {
-  int64_t best = INT64_MAX;
-  if (auto it = need_.find(v); it != need_.end())
-    best = it->second;
-  if (auto it = added.find(v); it != added.end())
-    best = std::min(best, it->second);
-  return best;
-}
-
-// Walks back from what backward reads of candidate `c` (and from the clones
-// already planned that read it) to values still live, recording in `added`
-// each value to make again and the rank it is needed before (the earliest
-// over its readers: made once, shared).
-absl::Status PlanState::grow(int32_t c, Needs &added) {
+// Walks back from what backward reads of candidate `c` (its own clones, at
+// its first backward use) and from the clones already planned that read it,
+// to values readable there, recording in `added` each (value, rank) to make.
+absl::Status PlanState::grow(int32_t c, Keys &added) {
   const LivenessResult &live = model_.baseline_;
   const CheckpointCandidate &cand = model_.candidates_[c];
-  std::vector<std::pair<const Value *, int64_t>> work;
+  std::vector<Key> work;
   for (const Value *v : cand.backwardValues)
-    work.emplace_back(v, live.lookup(v)->firstBackwardUse);
-  if (!nodePos_.empty())
+    work.emplace_back(v, cand.firstBackwardUse);
+  if (!clonedAt_.empty())
     for (const Value *v : cand.values)
       for (const Use &u : v->uses())
         if (u.user)
-          if (auto it = nodePos_.find(u.user); it != nodePos_.end())
-            work.emplace_back(v, it->second);
+          if (auto it = clonedAt_.find(u.user); it != clonedAt_.end())
+            for (int64_t p : it->second)
+              work.emplace_back(v, p);
   auto refuse = [&](const std::string &why) {
     return absl::FailedPreconditionError(
         absl::StrCat("%", cand.storage->name().str(), " cannot be recomputed: ", why));
   };
   while (!work.empty()) {
-    auto [v, p] = work.back();
+    Key k = work.back();
     work.pop_back();
-    if (available(v, p) || needOf(v, added) <= p)
+    auto [v, p] = k;
+    bool own = v->definingNode() && v->definingNode()->phase() == Phase::Forward &&
+               live.lookup(v)->storage == cand.storage && p == cand.firstBackwardUse;
+    if ((!own && available(v, p)) || need_.count(k) || added.count(k))
       continue;
     const Node *n = v->definingNode();
     if (!n)
@@ -301,7 +300,7 @@ absl::Status PlanState::grow(int32_t c, Needs &added) {
                                  ", written in place before then"));
     if (std::string why = model_.whyNotRecomputable(*n); !why.empty())
       return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
-    added[v] = p;
+    added.insert(k);
     int64_t rank = live.rank.lookup(n);
     if (isReplayableDropout(*n)) { // replayed from the mask its forward call drew
       if (v == n->output(1))
@@ -350,7 +349,22 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
   auto inTarget = [&](const Value *v) {
     return cloneMap ? cloneMap->lookup(v) : const_cast<Value *>(v);
   };
-  ValueMap<Value *> recomputed(target, nullptr); // target value -> its clone
+  // Clones made so far, by (value of this model's graph, rank made before).
+  llvm::DenseMap<std::pair<const Value *, int64_t>, Value *> made;
+  llvm::DenseMap<const Value *, const RecomputeSet::Redirect *> own;
+  for (const RecomputeSet::Redirect &r : set.redirected)
+    own[r.value] = &r;
+  // What a clone made before rank `p` reads for `v`: a clone made there, the
+  // dropped value's own clone while it lives, or `v` itself.
+  auto source = [&](const Value *v, int64_t p) -> Value * {
+    if (auto it = made.find({v, p}); it != made.end())
+      return it->second;
+    if (auto it = own.find(v); it != own.end() && it->second->before <= p && p <= it->second->until)
+      if (auto m = made.find({v, it->second->before}); m != made.end())
+        return m->second;
+    return nullptr;
+  };
+  ValueMap<Value *> operands(target, nullptr); // for cloneNode: target operand -> what to read
   unsigned added = 0;
   for (const RecomputeSet::Clone &c : set.clones) {
     int64_t rank = baseline_.rank.lookup(c.original);
@@ -360,36 +374,47 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
     if (c.replayDropout) {
       // output = input * mask * scale: native_dropout_cpu's arithmetic, with
       // the mask its forward call drew (the mask output stays the original).
-      Value *input = original.arg(0).getValue();
-      if (Value *r = recomputed.lookup(input))
-        input = r;
-      auto made = target.createNode(
+      Value *input = source(c.original->arg(0).getValue(), c.before);
+      auto madeNode = target.createNode(
           "aten::native_dropout_backward",
-          {Argument::value(input), Argument::value(original.output(1)),
+          {Argument::value(input ? input : original.arg(0).getValue()),
+           Argument::value(original.output(1)),
            Argument::constant(Constant::ofFloat(dropoutScale(original)))},
           {original.output(0)->type()}, where, {original.output(0)->name().str()});
-      if (!made.ok())
-        return made.status();
-      clone = *made;
-      recomputed[original.output(0)] = clone->output(0);
+      if (!madeNode.ok())
+        return madeNode.status();
+      clone = *madeNode;
+      made[{c.original->output(0), c.before}] = clone->output(0);
     } else {
-      auto made = target.cloneNode(original, recomputed, where);
-      if (!made.ok())
-        return made.status();
-      clone = *made;
+      llvm::SmallVector<Value *, 4> set;
+      for (const Value *o : c.original->operandValues())
+        if (Value *src = source(o, c.before)) {
+          operands[inTarget(o)] = src;
+          set.push_back(inTarget(o));
+        }
+      auto madeNode = target.cloneNode(original, operands, where);
+      for (Value *v : set)
+        operands[v] = nullptr;
+      if (!madeNode.ok())
+        return madeNode.status();
+      clone = *madeNode;
+      for (unsigned i = 0; i < clone->numOutputs(); ++i) {
+        made[{c.original->output(i), c.before}] = clone->output(i);
+        operands[original.output(i)] = nullptr; // cloneNode recorded it: forget it
+      }
     }
     markRecomputeOf(*clone, *original.output(0));
     if (sourceRank)
       (*sourceRank)[clone] = rank;
     ++added;
   }
-  for (const Value *v : set.redirected) {
-    Value *t = inTarget(v);
-    Value *r = recomputed.lookup(t);
-    if (!r)
-      return absl::InternalError(
-          absl::StrCat("checkpoint: %", v->name().str(), " is dropped but never recomputed"));
-    t->replaceUsesWithIf(r, [](const Use &u) { return u.user && u.user->phase() != Phase::Forward; });
+  for (const RecomputeSet::Redirect &r : set.redirected) {
+    auto it = made.find({r.value, r.before});
+    if (it == made.end())
+      return absl::InternalError(absl::StrCat("checkpoint: %", r.value->name().str(),
+                                              " is dropped but never recomputed"));
+    inTarget(r.value)->replaceUsesWithIf(
+        it->second, [](const Use &u) { return u.user && u.user->phase() != Phase::Forward; });
   }
   return added;
 }

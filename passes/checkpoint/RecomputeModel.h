@@ -8,10 +8,14 @@
 //   - a plan: the set of candidates dropped;
 //   - its recomputation (`closure`): every dropped storage's values that
 //     backward reads are made again by clones of their producers, placed just
-//     before the first node that needs them. A clone reads each operand as is
-//     when it is still live there (a graph input, or a storage the plan keeps
-//     that is not freed yet), else a clone of it: chains of recomputation, each
-//     value made once and shared by every later reader;
+//     before the first node that needs them, and shared by every backward
+//     reader, as the activation was. A clone reads each operand as is when it
+//     is still live there (a graph input, or a storage the plan keeps that is
+//     not freed yet), or the dropped value's own clone while that lives, else
+//     a clone of it made at the same point and freed when used (chains of
+//     recomputation). A value two points need is made twice rather than held
+//     between them: recomputation never extends a lifetime (μ-TWO's rule);
+//     the planners see the repeated time and prefer plans that avoid it;
 //   - its cost: the clones' measured (or estimated) time; its memory: the
 //     liveness simulation of the rewritten graph (`simulate`), not a guess.
 //
@@ -33,6 +37,8 @@
 #include <absl/status/statusor.h>
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <string>
 #include <vector>
@@ -64,9 +70,15 @@ struct RecomputeSet {
     bool replayDropout = false; ///< native_dropout replayed from its mask
   };
   std::vector<Clone> clones; ///< sorted by (before, original rank)
-  double seconds = 0;        ///< the originals' time, summed
-  /// Values whose non-forward uses read their clone instead.
-  std::vector<const Value *> redirected;
+  double seconds = 0;        ///< the originals' time, summed over the clones
+  /// A dropped value's own clone: made before its first backward use
+  /// (`before`), read by every backward use, and by recomputations up to its
+  /// last backward use (`until`).
+  struct Redirect {
+    const Value *value = nullptr;
+    int64_t before = -1, until = -1;
+  };
+  std::vector<Redirect> redirected;
 };
 
 /// What a budget bounds.
@@ -164,20 +176,20 @@ public:
   /// What dropping `c` too would add: the seconds and number of the new clones.
   absl::StatusOr<std::pair<double, unsigned>> marginal(int32_t c);
   bool isDropped(int32_t c) const { return dropped_[c] != 0; }
-  /// The rank before which a value of the plan's recomputation is made, or -1.
-  int64_t neededAt(const Value *v) const;
   RecomputeSet result() const;
 
 private:
-  using Needs = llvm::DenseMap<const Value *, int64_t>;
+  /// A value made again just before the node of some rank.
+  using Key = std::pair<const Value *, int64_t>;
+  using Keys = llvm::DenseSet<Key>;
   bool available(const Value *v, int64_t p) const;
-  int64_t needOf(const Value *v, const Needs &added) const;
-  absl::Status grow(int32_t c, Needs &added);
+  absl::Status grow(int32_t c, Keys &added);
 
   const RecomputeModel &model_;
   std::vector<uint8_t> dropped_;
-  Needs need_;                                 ///< value -> rank it is made before
-  llvm::DenseMap<const Node *, int64_t> nodePos_; ///< cloned node -> its insertion rank
+  Keys need_;
+  /// Cloned node -> the ranks it is cloned before.
+  llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
 };
 
 /// True for native_dropout called in training mode, replayable from its mask.
