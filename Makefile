@@ -40,14 +40,17 @@ $(DEMO_MODEL): tools/export/export_model.py | configure
 # Redundant-op elimination to a fixpoint (what it merged, folded and removed: --pass-stats),
 # summary, liveness (simulated peak with the operators' scratch memory measured, breakdown,
 # largest activations), the profile (per-node medians, activation metrics, report.html),
-# three measured steps, and the verifier's check that the graph after the pipeline computes
+# checkpointing into half the activations saved for backward (what it recomputed, the
+# measured peak and step time before and after: docs/Checkpointing.md), three measured
+# steps of the result, and the verifier's check that the graph after the pipeline computes
 # bitwise what the input did.
 DEMO_REPORT := $(BUILD_DIR)/demo/report
 demo: build $(DEMO_MODEL)
 	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary \
-	  '-passes=repeat{cse,canonicalize,dce},liveness{scratch=measured},profile' --pass-stats \
+	  '-passes=repeat{cse,canonicalize,dce},liveness{scratch=measured},profile,checkpoint{activations=50%}' \
+	  --pass-stats \
 	  --report-dir $(DEMO_REPORT) --run 3 --verify --bitwise
-	@echo "demo: profile reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json)"
+	@echo "demo: reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json, report.html, checkpoint.json)"
 	@echo "demo: open $(abspath $(DEMO_REPORT))/report.html"
 
 # The benchmark harness (benchmarks/models/harness.py): every model x pipeline verified
