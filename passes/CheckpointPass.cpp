@@ -35,6 +35,7 @@ std::string moduleOf(const Value *v) {
 
 struct Measured {
   int64_t originalPeak = 0, rewrittenPeak = 0;
+  int64_t originalAtBackward = -1, rewrittenAtBackward = -1;
   double originalSeconds = 0, rewrittenSeconds = 0;
 };
 
@@ -61,8 +62,14 @@ absl::StatusOr<Measured> measurePlan(const Graph &graph, const RecomputeModel &m
                                  *rewrittenInputs, options);
   if (!report.ok())
     return report.status();
-  return Measured{report->original.peakBytes, report->optimized.peakBytes,
-                  report->original.median(), report->optimized.median()};
+  Measured m;
+  m.originalPeak = report->original.peakBytes;
+  m.rewrittenPeak = report->optimized.peakBytes;
+  m.originalAtBackward = report->original.backwardStartBytes;
+  m.rewrittenAtBackward = report->optimized.backwardStartBytes;
+  m.originalSeconds = report->original.median();
+  m.rewrittenSeconds = report->optimized.median();
+  return m;
 }
 
 } // namespace
@@ -180,6 +187,8 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   if (measured) {
     out.measuredBaselinePeak = measured->originalPeak;
     out.measuredPeak = measured->rewrittenPeak;
+    out.measuredBaselineAtBackward = measured->originalAtBackward;
+    out.measuredAtBackward = measured->rewrittenAtBackward;
     out.measuredBaselineSeconds = measured->originalSeconds;
     out.measuredSeconds = measured->rewrittenSeconds;
   }
@@ -246,6 +255,8 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
         {"predicted_peak_bytes", out.predictedPeak},
         {"measured_unoptimised_peak_bytes", bytesOrNull(out.measuredBaselinePeak)},
         {"measured_peak_bytes", bytesOrNull(out.measuredPeak)},
+        {"measured_unoptimised_backward_start_bytes", bytesOrNull(out.measuredBaselineAtBackward)},
+        {"measured_backward_start_bytes", bytesOrNull(out.measuredAtBackward)},
         {"unoptimised_step_seconds", out.baselineStepSeconds},
         {"predicted_extra_seconds", out.predictedExtraSeconds},
         {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
@@ -272,7 +283,12 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   os << "\n  cost model: " << o.costSource << "\n";
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)
      << ", predicted " << formatMiB(o.predictedActivations)
-     << llvm::format(" (%.2fx)\n", share(o.predictedActivations, o.activationBytes));
+     << llvm::format(" (%.2fx)", share(o.predictedActivations, o.activationBytes));
+  if (o.measuredAtBackward >= 0)
+    os << "; measured live at backward start " << formatMiB(o.measuredAtBackward) << " against "
+       << formatMiB(o.measuredBaselineAtBackward)
+       << llvm::format(" (%.2fx)", share(o.measuredAtBackward, o.measuredBaselineAtBackward));
+  os << "\n";
   os << "  peak above weights and inputs: unoptimised " << formatMiB(o.baselinePeak)
      << ", predicted " << formatMiB(o.predictedPeak)
      << llvm::format(" (%.2fx)", share(o.predictedPeak, o.baselinePeak));

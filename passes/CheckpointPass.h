@@ -55,6 +55,8 @@ public:
     int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
     int64_t predictedPeak = 0, predictedActivations = 0;
     int64_t measuredBaselinePeak = -1, measuredPeak = -1;
+    /// Measured live bytes above the inputs when backward starts (what forward left).
+    int64_t measuredBaselineAtBackward = -1, measuredAtBackward = -1;
     double baselineStepSeconds = 0, predictedExtraSeconds = 0;
     double measuredBaselineSeconds = -1, measuredSeconds = -1;
     double solveSeconds = 0, gap = -1;

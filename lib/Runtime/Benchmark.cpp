@@ -47,17 +47,29 @@ double GraphBenchmark::max() const { return quantile(1); }
 
 namespace {
 
-absl::StatusOr<int64_t> measuredPeak(const Graph &graph, WeightStore &weights,
-                                     llvm::ArrayRef<at::Tensor> inputs,
-                                     const ExecutionOptions &options) {
+struct MeasuredMemory {
   int64_t peak = 0;
+  int64_t atBackwardStart = -1;
+};
+
+/// One profiled run: the peak above the inputs, and what was live when the
+/// first non-forward node started (what forward left for backward).
+absl::StatusOr<MeasuredMemory> measuredMemory(const Graph &graph, WeightStore &weights,
+                                              llvm::ArrayRef<at::Tensor> inputs,
+                                              const ExecutionOptions &options) {
+  MeasuredMemory m;
   absl::Status st = profileRuns(graph, weights, inputs, options, 1, [&](const ProfiledRun &run) {
-    peak = run.profiler->runPeakBytes();
+    m.peak = run.profiler->runPeakBytes();
+    for (const NodeProfile &p : run.profiler->profiles())
+      if (p.node->phase() != Phase::Forward) {
+        m.atBackwardStart = p.bytesBefore;
+        break;
+      }
     return absl::OkStatus();
   });
   if (!st.ok())
     return st;
-  return peak;
+  return m;
 }
 
 std::string cpuModel() {
@@ -112,14 +124,16 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
         (isOriginal ? report.original : report.optimized).stepSeconds.push_back(*seconds);
     }
   }
-  auto peakA = measuredPeak(original, weights, originalInputs, options.execution);
-  if (!peakA.ok())
-    return peakA.status();
-  auto peakB = measuredPeak(optimized, weights, optimizedInputs, options.execution);
-  if (!peakB.ok())
-    return peakB.status();
-  report.original.peakBytes = *peakA;
-  report.optimized.peakBytes = *peakB;
+  auto memA = measuredMemory(original, weights, originalInputs, options.execution);
+  if (!memA.ok())
+    return memA.status();
+  auto memB = measuredMemory(optimized, weights, optimizedInputs, options.execution);
+  if (!memB.ok())
+    return memB.status();
+  report.original.peakBytes = memA->peak;
+  report.optimized.peakBytes = memB->peak;
+  report.original.backwardStartBytes = memA->atBackwardStart;
+  report.optimized.backwardStartBytes = memB->atBackwardStart;
   for (auto [steps, figures] : {std::pair(&a, &report.original), std::pair(&b, &report.optimized)})
     if (const CpuMemoryPlan *plan = steps->executor().memoryPlan()) {
       report.cpuMemoryPlan = true;
@@ -153,6 +167,12 @@ void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &r) {
   os << llvm::format("  %-30s %18s %18s\n", iqr,
                      range(a.quantile(0.25), a.quantile(0.75)).c_str(),
                      range(b.quantile(0.25), b.quantile(0.75)).c_str());
+  if (a.backwardStartBytes >= 0 && b.backwardStartBytes >= 0) {
+    const char *saved = "live at backward start (MiB)";
+    os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", saved, a.backwardStartBytes / 1048576.0,
+                       b.backwardStartBytes / 1048576.0,
+                       ratio(b.backwardStartBytes, a.backwardStartBytes));
+  }
   if (r.cpuMemoryPlan) {
     const char *arena = "CPU memory plan, arena (MiB)";
     os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", arena, a.arenaBytes / 1048576.0,
@@ -168,6 +188,9 @@ std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
       steps.push_back(s);
     return llvm::json::Object{{"nodes", static_cast<int64_t>(g.nodes)},
                               {"peak_bytes_above_inputs", g.peakBytes},
+                              {"backward_start_bytes",
+                               g.backwardStartBytes < 0 ? llvm::json::Value(nullptr)
+                                                        : llvm::json::Value(g.backwardStartBytes)},
                               {"cpu_arena_bytes", g.arenaBytes},
                               {"cpu_arena_live_bytes", g.arenaLiveBytes},
                               {"step_seconds_median", g.median()},
@@ -195,6 +218,10 @@ std::string benchmarkJson(const BenchmarkReport &r, llvm::StringRef model,
       {"ratios",
        llvm::json::Object{{"nodes", ratio(b.nodes, a.nodes)},
                           {"peak_bytes", ratio(b.peakBytes, a.peakBytes)},
+                          {"backward_start_bytes",
+                           a.backwardStartBytes > 0 && b.backwardStartBytes >= 0
+                               ? llvm::json::Value(ratio(b.backwardStartBytes, a.backwardStartBytes))
+                               : llvm::json::Value(nullptr)},
                           {"step_seconds_median", ratio(b.median(), a.median())}}}};
   std::string out;
   llvm::raw_string_ostream os(out);

@@ -59,6 +59,10 @@ struct GraphBenchmark {
   size_t nodes = 0;
   std::vector<double> stepSeconds; ///< one per measured run, in run order
   int64_t peakBytes = 0;           ///< above weights and inputs (profiled run)
+  /// Live above the inputs when the first backward node starts (profiled run):
+  /// what forward left for backward, the saved activations and the loss; -1
+  /// for a graph without backward.
+  int64_t backwardStartBytes = -1;
   /// The arena its CPU memory plan reserved (ExecutionOptions::planCpuMemory;
   /// 0 without one): memory the runs served from it, which the peak above
   /// counts tensor by tensor.
