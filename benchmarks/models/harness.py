@@ -19,7 +19,7 @@ regression from noise.
 - every peer (--peers, default eager,checkpoint), each in a process of its own
   (benchmarks/models/peers.py: the model built by tools/export/export_model.py as its .pt2 was
   exported, first step verified against eager's, warm-up, RUNS timed steps and more while they
-  total under --peer-min-time seconds, one step for the peak memory): `eager` (forward, loss,
+  total under --peer-min-time seconds, one profiled step for the memory): `eager` (forward, loss,
   backward in eager PyTorch), `checkpoint` (eager with
   torch.utils.checkpoint, non-reentrant, around every block: every child of an
   nn.ModuleList / nn.Sequential with two or more children of one class that have submodules;
@@ -28,13 +28,27 @@ regression from noise.
   torch._functorch.config.activation_memory_budget = F). A peer's baseline is eager, which
   runs whenever another peer does;
 - one row "(original graph)" against eager: graph-opt's executor running the input graph
-  (its step times pooled over the pipelines' runs, its peak) against eager PyTorch.
+  (its step times pooled over the pipelines' runs, its peak and backward start) against eager
+  PyTorch.
 All of them run with the same --threads (default: torch.get_num_threads(), the cores): the
 peers through torch.set_num_threads, graph-opt through OMP_NUM_THREADS and MKL_NUM_THREADS.
 
+Every configuration is compared with its own baseline on three figures, each measured the same
+way for both:
+- memory saved for backward, `backward_start_bytes`: the bytes live above the inputs when
+  backward starts (what forward left for it: the saved activations and the loss). graph-opt:
+  its JSON's `backward_start_bytes`, from the profiled run, when the first node that is not
+  forward starts (null for a graph without backward). A peer: in its profiled step, the running
+  total of the allocator's events that start before the profiler region around
+  loss.backward() does (peers.py's docstring, point 3);
+- peak memory above the inputs, `peak_bytes`: graph-opt's tracking allocator in that profiled
+  run; a peer's profiled step under torch.profiler (the peak of the same running total);
+- step time: the median of the timed steps (the profiled one is not among them).
+
 One row per (model, system, config): system `graph-opt` or `peer`; nodes (graph-opt only),
-peak bytes above the inputs, median step time and its interquartile range (IQR), each for the
-baseline and the configuration, the ratios configuration/baseline, the verification verdict,
+backward-start bytes, peak bytes above the inputs, median step time and its interquartile range
+(IQR), each for the baseline and the configuration, the ratios configuration/baseline (a
+figure either side lacks has none), the verification verdict,
 the compile time (compile peers: the first step's wall time, not in the step times), the
 number of checkpointed blocks, and a note (why a row FAILED or is an ERROR).
 
@@ -49,10 +63,11 @@ Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
 results.csv (one row per model, system and config), results.json (the rows, the machine, the
 threads, the checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the
 time), peers/<model>-<config>.json (what peers.py wrote: every step time, the verification's
-per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model: graph-opt's
-pipelines and the peers, each at (step-time ratio, peak-memory ratio) against its own
-baseline, the baselines at (1, 1), and the Pareto front: the points no other point beats on
-both). With --record FILE.jsonl, results.json's
+per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model, two panels:
+graph-opt's pipelines and the peers, each at (step-time ratio, memory ratio) against its own
+baseline, the memory being the peak on the left and the backward start on the right, the
+baselines at (1, 1), and each panel's Pareto front: the points no other point beats on both).
+With --record FILE.jsonl, results.json's
 content is also appended to FILE as one line (read, append, write a temporary file, rename):
 the regression record.
 
@@ -60,9 +75,10 @@ the regression record.
 first, graph-opt-only one), or `compare --record FILE.jsonl` (its last two entries): for every
 (model, system, config) in both, the step-time ratio regressed when NEW's exceeds OLD's by more
 than max(5%, the relative IQR of either run) (a run's relative IQR is the larger of IQR/median
-of its baseline and its configuration); nodes and peak bytes of the configuration are exact:
-any increase is a regression, and so is a verification that passed before and now fails (or
-errs).
+of its baseline and its configuration); nodes, backward-start bytes and peak bytes of the
+configuration are exact: any increase is a regression (a figure either run lacks, as records
+written before backward-start bytes were, is not compared), and so is a verification that
+passed before and now fails (or errs).
 
 Exit codes: `run`: 0 all rows verified, 1 some configuration failed verification (its row says
 so; the outputs are written), 2 bad arguments, a model or pipeline that graph-opt or the
@@ -114,6 +130,7 @@ CSV_COLUMNS = (
     "model", "system", "config", "baseline", "verification",
     "baseline_nodes", "nodes", "nodes_ratio",
     "baseline_peak_bytes", "peak_bytes", "peak_ratio",
+    "baseline_backward_start_bytes", "backward_start_bytes", "backward_start_ratio",
     "baseline_time_median_s", "baseline_time_iqr_s", "time_median_s", "time_iqr_s",
     "time_ratio", "compile_s", "blocks", "note",
 )
@@ -126,6 +143,10 @@ V1_COLUMNS = {
     "original_time_iqr_s": "baseline_time_iqr_s", "optimized_time_median_s": "time_median_s",
     "optimized_time_iqr_s": "time_iqr_s", "time_ratio": "time_ratio",
 }
+# Columns added after graph-opt-bench/2's first records: compare reads a row without them as
+# having none (None).
+OPTIONAL_COLUMNS = ("baseline_backward_start_bytes", "backward_start_bytes",
+                    "backward_start_ratio")
 BAD_VERDICTS = ("FAILED", "ERROR")
 
 
@@ -250,6 +271,11 @@ def _ratio(new, old):
     return new / old if old else None
 
 
+def _ratio_or_none(new, old):
+    """_ratio, or None when either figure is missing (None)."""
+    return None if new is None or old is None else _ratio(new, old)
+
+
 def quantile(values, q):
     """Linear interpolation between the sorted values, as graph-opt's benchmark has it."""
     s = sorted(values)
@@ -292,6 +318,8 @@ def benchmark(model, path, pipeline, args):
             with open(out) as f:
                 data = json.load(f)
             orig, opt = data["original"], data["optimized"]
+            # null for a graph without backward; absent from an older graph-opt's JSON
+            orig_bwd, opt_bwd = orig.get("backward_start_bytes"), opt.get("backward_start_bytes")
             row = empty_row(model, GRAPH_OPT, pipeline, ORIGINAL_GRAPH, data["verification"])
             row.update({
                 "baseline_nodes": orig["nodes"], "nodes": opt["nodes"],
@@ -300,6 +328,8 @@ def benchmark(model, path, pipeline, args):
                 "peak_bytes": opt["peak_bytes_above_inputs"],
                 "peak_ratio": _ratio(opt["peak_bytes_above_inputs"],
                                      orig["peak_bytes_above_inputs"]),
+                "baseline_backward_start_bytes": orig_bwd, "backward_start_bytes": opt_bwd,
+                "backward_start_ratio": _ratio_or_none(opt_bwd, orig_bwd),
                 "baseline_time_median_s": orig["step_seconds_median"],
                 "baseline_time_iqr_s": _iqr(orig),
                 "time_median_s": opt["step_seconds_median"],
@@ -345,9 +375,10 @@ def run_peer(model, path, config, args):
 
 
 def peer_stats(data):
-    """(median, IQR, peak) of a peer's JSON."""
+    """(median, IQR, peak, backward start) of a peer's JSON (backward start None when it has
+    none: an older peers.py's JSON)."""
     return (data["step_seconds_median"], data["step_seconds_q3"] - data["step_seconds_q1"],
-            data["peak_bytes"])
+            data["peak_bytes"], data.get("backward_start_bytes"))
 
 
 def peer_row(model, config, data, eager):
@@ -362,12 +393,14 @@ def peer_row(model, config, data, eager):
         row.update(compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
         return row
     row = empty_row(model, PEER, config, EAGER, data["verification"])
-    median, iqr, peak = peer_stats(data)
-    row.update(peak_bytes=peak, time_median_s=median, time_iqr_s=iqr,
+    median, iqr, peak, bwd = peer_stats(data)
+    row.update(peak_bytes=peak, backward_start_bytes=bwd, time_median_s=median, time_iqr_s=iqr,
                compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
     if eager is not None and eager.get("status") == "ok":
-        e_median, e_iqr, e_peak = peer_stats(eager)
+        e_median, e_iqr, e_peak, e_bwd = peer_stats(eager)
         row.update(baseline_peak_bytes=e_peak, peak_ratio=_ratio(peak, e_peak),
+                   baseline_backward_start_bytes=e_bwd,
+                   backward_start_ratio=_ratio_or_none(bwd, e_bwd),
                    baseline_time_median_s=e_median, baseline_time_iqr_s=e_iqr,
                    time_ratio=_ratio(median, e_median))
     else:
@@ -377,7 +410,8 @@ def peer_row(model, config, data, eager):
 
 def executor_row(model, graph_opt_runs, eager):
     """graph-opt's executor on the input graph against eager PyTorch: the original graph's
-    step times pooled over the pipelines' runs, its peak; None without both."""
+    step times pooled over the pipelines' runs, its peak and backward start; None without
+    both."""
     runs = [d for d in graph_opt_runs if d is not None]
     if not runs or eager is None or eager.get("status") != "ok":
         return None
@@ -385,10 +419,13 @@ def executor_row(model, graph_opt_runs, eager):
     median = quantile(times, 0.5)
     iqr = quantile(times, 0.75) - quantile(times, 0.25)
     peak = runs[0]["original"]["peak_bytes_above_inputs"]
-    e_median, e_iqr, e_peak = peer_stats(eager)
+    bwd = runs[0]["original"].get("backward_start_bytes")
+    e_median, e_iqr, e_peak, e_bwd = peer_stats(eager)
     row = empty_row(model, GRAPH_OPT, EXECUTOR, EAGER, "-")
     row.update(nodes=runs[0]["original"]["nodes"],
                baseline_peak_bytes=e_peak, peak_bytes=peak, peak_ratio=_ratio(peak, e_peak),
+               baseline_backward_start_bytes=e_bwd, backward_start_bytes=bwd,
+               backward_start_ratio=_ratio_or_none(bwd, e_bwd),
                baseline_time_median_s=e_median, baseline_time_iqr_s=e_iqr,
                time_median_s=median, time_iqr_s=iqr, time_ratio=_ratio(median, e_median),
                note=f"graph-opt's executor on the input graph ({len(times)} steps pooled)")
@@ -425,13 +462,13 @@ def _pair(fmt, a, b, ratio):
 
 
 def table(rows):
-    header = ("model", "system", "config", "vs", "verification", "nodes", "peak",
-              "step time (median)", "time", "notes")
+    header = ("model", "system", "config", "vs", "verification", "nodes", "backward start",
+              "peak", "step time (median)", "time", "notes")
     lines = [header]
     for r in rows:
         if r["time_median_s"] is None:
             lines.append((r["model"], r["system"], r["config"], r["baseline"],
-                          r["verification"], "-", "-", "-", "-", _fmt_note(r)))
+                          r["verification"], "-", "-", "-", "-", "-", _fmt_note(r)))
             continue
         if r["baseline_nodes"] is not None:
             nodes = _pair(str, r["baseline_nodes"], r["nodes"], r["nodes_ratio"])
@@ -439,6 +476,8 @@ def table(rows):
             nodes = "-" if r["nodes"] is None else str(r["nodes"])
         lines.append((
             r["model"], r["system"], r["config"], r["baseline"], r["verification"], nodes,
+            _pair(fmt_bytes, r.get("baseline_backward_start_bytes"),
+                  r.get("backward_start_bytes"), r.get("backward_start_ratio")),
             _pair(fmt_bytes, r["baseline_peak_bytes"], r["peak_bytes"], r["peak_ratio"]),
             _pair(fmt_time, r["baseline_time_median_s"], r["time_median_s"], None),
             _fmt_ratio(r["time_ratio"]), _fmt_note(r),
@@ -471,20 +510,37 @@ def pareto_front(points):
     return front
 
 
+# The Pareto plot's panels: (the ratio on the y axis, its label, the panel's title).
+PARETO_PANELS = (
+    ("peak_ratio", "peak memory / baseline's", "time against peak memory"),
+    ("backward_start_ratio", "live at backward start / baseline's",
+     "time against memory saved for backward"),
+)
+
+
 def plot_pareto(plt, model, rows, path):
-    """graph-opt's pipelines (against the original graph) and the peers (against eager) on one
-    pair of axes, the baselines at (1, 1), the front over all of them."""
+    """Two panels, each with graph-opt's pipelines (against the original graph) and the peers
+    (against eager) at (step-time ratio, memory ratio), the baselines at (1, 1), and the front
+    over all of them: left the peak memory, right what is live when backward starts."""
+    fig, axes = plt.subplots(1, len(PARETO_PANELS), figsize=(6.5 * len(PARETO_PANELS), 5))
+    for ax, (key, ylabel, title) in zip(axes, PARETO_PANELS):
+        _pareto_panel(ax, rows, key, ylabel, title)
+    fig.suptitle(f"{model}: lower left is better")
+    fig.tight_layout()
+    write_atomically(path, make_report.figure_png(plt, fig))
+
+
+def _pareto_panel(ax, rows, key, ylabel, title):
     def points_of(system, exclude=()):
-        return [(r["time_ratio"], r["peak_ratio"], r["config"]) for r in rows
+        return [(r["time_ratio"], r.get(key), r["config"]) for r in rows
                 if r["system"] == system and r["config"] not in exclude
-                and r["time_ratio"] is not None and r["peak_ratio"] is not None]
+                and r["time_ratio"] is not None and r.get(key) is not None]
 
     pipelines = points_of(GRAPH_OPT, exclude=(EXECUTOR,))
     peers = points_of(PEER, exclude=(EAGER,))
     baseline = (1.0, 1.0, "baselines")
     points = [baseline] + pipelines + peers
     front = pareto_front(points)
-    fig, ax = plt.subplots(figsize=(7, 5))
     ax.scatter([1.0], [1.0], color="#555555", marker="s", s=50, zorder=3,
                label="baselines (original graph; eager)")
     if pipelines:
@@ -507,8 +563,8 @@ def plot_pareto(plt, model, rows, path):
     ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
     ax.axhline(1.0, color="#999999", lw=0.8, ls=":")
     ax.set_xlabel("step time / baseline's (median)")
-    ax.set_ylabel("peak memory / baseline's")
-    ax.set_title(f"{model}: time against memory (lower left is better)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title if len(points) > 1 else f"{title}\n(no configuration has this figure)")
     ax.legend(loc="best", fontsize=8)
     # Ratios near 1 differ in the fourth digit: no offset notation, and at least +-5% shown.
     ax.ticklabel_format(useOffset=False, style="plain")
@@ -517,7 +573,6 @@ def plot_pareto(plt, model, rows, path):
         lo, hi = min(values), max(values)
         pad = max(0.05, 0.15 * (hi - lo))
         axis(lo - pad, hi + pad)
-    write_atomically(path, make_report.figure_png(plt, fig))
 
 
 def append_record(path, line):
@@ -543,6 +598,8 @@ def _progress(model, row):
     parts = []
     if row["nodes_ratio"] is not None:
         parts.append(f"nodes {_fmt_ratio(row['nodes_ratio'])}")
+    if row["backward_start_ratio"] is not None:
+        parts.append(f"backward start {_fmt_ratio(row['backward_start_ratio'])}")
     parts.append(f"peak {_fmt_ratio(row['peak_ratio'])}")
     parts.append(f"time {_fmt_ratio(row['time_ratio'])}")
     if row["verification"] != "-":
@@ -671,9 +728,12 @@ def _check_result(data, where):
     data["rows"] = [_upgrade_row(r) for r in data["rows"]]
     for i, r in enumerate(data["rows"]):
         missing = (r.pop("_missing", None) if isinstance(r, dict) else None) or \
-            [c for c in CSV_COLUMNS if not isinstance(r, dict) or c not in r]
+            [c for c in CSV_COLUMNS if c not in OPTIONAL_COLUMNS
+             and (not isinstance(r, dict) or c not in r)]
         if missing:
             raise BenchError(f"{where}: row {i} lacks {', '.join(missing)}")
+        for c in OPTIONAL_COLUMNS:
+            r.setdefault(c, None)
     return data
 
 
@@ -719,13 +779,14 @@ def relative_iqr(row):
 
 def compare_rows(old, new):
     """(regressions, cells) for one (model, system, config) in both runs: the time ratio
-    within the noise, the configuration's nodes and peak bytes exact."""
+    within the noise, the configuration's nodes, backward-start bytes and peak bytes exact
+    (a figure one run lacks is not compared)."""
     regressions, cells = [], []
     if new["verification"] in BAD_VERDICTS or old["verification"] in BAD_VERDICTS:
         if new["verification"] in BAD_VERDICTS and old["verification"] not in BAD_VERDICTS:
             regressions.append("verification" if new["verification"] == "FAILED" else "error")
         return regressions, [f"verification {old['verification']} -> {new['verification']}",
-                             "-", "-"]
+                             "-", "-", "-"]
     if old["time_ratio"] is not None and new["time_ratio"] is not None:
         threshold = max(MIN_TIME_THRESHOLD, relative_iqr(old), relative_iqr(new))
         if new["time_ratio"] > old["time_ratio"] * (1 + threshold):
@@ -734,7 +795,8 @@ def compare_rows(old, new):
                      f"(+{100 * threshold:.0f}% allowed)")
     else:
         cells.append("-")
-    for key, name in (("nodes", "nodes"), ("peak_bytes", "peak")):
+    for key, name in (("nodes", "nodes"), ("backward_start_bytes", "backward start"),
+                      ("peak_bytes", "peak")):
         if old[key] is None or new[key] is None:
             cells.append("-")
             continue
@@ -765,11 +827,12 @@ def cmd_compare(args):
 
     old_rows = {key(r): r for r in old["rows"]}
     new_rows = {key(r): r for r in new["rows"]}
-    lines = [("model", "system", "config", "time ratio", "nodes", "peak bytes", "verdict")]
+    lines = [("model", "system", "config", "time ratio", "nodes", "backward start bytes",
+              "peak bytes", "verdict")]
     regressed = []
     for k, nrow in new_rows.items():
         if k not in old_rows:
-            lines.append((*k, "-", "-", "-", "only in new"))
+            lines.append((*k, "-", "-", "-", "-", "only in new"))
             continue
         regressions, cells = compare_rows(old_rows[k], nrow)
         verdict = "REGRESSION: " + ", ".join(regressions) if regressions else "ok"
@@ -778,7 +841,7 @@ def cmd_compare(args):
         lines.append((*k, *cells, verdict))
     for k in old_rows:
         if k not in new_rows:
-            lines.append((*k, "-", "-", "-", "only in old"))
+            lines.append((*k, "-", "-", "-", "-", "only in old"))
     print()
     print(_format_table(lines))
     print()

@@ -41,11 +41,19 @@ compile caches and allocator state do not carry over from one to the next):
    max.
 3. One extra step under torch.profiler with profile_memory=True: the allocation events of
    c10's CPU allocator ("[memory]", size positive when allocated, negative when freed) summed
-   in time order; the peak of that running total is the step's peak above its start. Counted:
-   every tensor the step allocates through c10's CPU allocator (activations, saved tensors,
-   temporaries, gradients, the loss), requested bytes; not counted: the weights and inputs
-   (allocated before the step), memory that does not go through that allocator (oneDNN's
-   scratchpads, Python objects), and frees of blocks allocated before the step.
+   in time order; the peak of that running total is the step's peak above its start
+   (peak_bytes). Counted: every tensor the step allocates through c10's CPU allocator
+   (activations, saved tensors, temporaries, gradients, the loss), requested bytes; not
+   counted: the weights and inputs (allocated before the step), memory that does not go
+   through that allocator (oneDNN's scratchpads, Python objects), and frees of blocks
+   allocated before the step.
+   In that step alone (the timed steps run without it), loss.backward() runs inside
+   torch.profiler.record_function("graph-opt:backward"); the running total of the events
+   that start before that region does is backward_start_bytes: what forward left for
+   backward, the tensors saved for it and the loss (the forward's temporaries are freed by
+   then), graph-opt's "live at backward start" figure. For compile the compiled backward
+   runs inside loss.backward() (autograd calls it), so the region's start is where backward
+   starts there too; the seed gradient of the loss is allocated inside it, not counted.
 
 Output: a JSON object (to -o, atomically, and a one-line summary on stdout): status "ok",
 "failed" (verification) or "error" (with a message: a model with no block to checkpoint, a
@@ -214,11 +222,22 @@ def clear_grads(params):
         p.grad = None
 
 
+BACKWARD_REGION = "graph-opt:backward"  # the profiled step's loss.backward(), for peak_bytes_of
+
+
 def training_step(module, args):
-    """The step the configurations time: forward and loss, then loss.backward()."""
-    def run_step():
+    """The step the configurations time: forward and loss, then loss.backward(). With
+    mark_backward=True (the profiled step only), loss.backward() runs inside the profiler
+    region BACKWARD_REGION, which tells peak_bytes_of where backward starts."""
+    from torch.profiler import record_function
+
+    def run_step(mark_backward=False):
         (loss,) = module(*args)
-        loss.backward()
+        if mark_backward:
+            with record_function(BACKWARD_REGION):
+                loss.backward()
+        else:
+            loss.backward()
         return loss
     return run_step
 
@@ -317,22 +336,31 @@ def verify(kind, pristine, args, got):
 
 
 def peak_bytes_of(run_step):
-    """The peak of the step's live allocations above its start (see the module's docstring):
-    (peak bytes, number of allocation events)."""
+    """One profiled step (see the module's docstring): the peak of its live allocations above
+    its start, and their total when backward starts (the events that start before the region
+    BACKWARD_REGION around loss.backward() does): (peak bytes, backward-start bytes or None
+    when the region was not seen, number of allocation events)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run_step()
+        run_step(mark_backward=True)
     cpu = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
-    events = sorted((e for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]" and e.device_type() in cpu),
-                    key=lambda e: e.start_ns())
+    events, backward_ns = [], None
+    for e in prof.profiler.kineto_results.events():
+        if e.name() == "[memory]" and e.device_type() in cpu:
+            events.append(e)
+        elif e.name() == BACKWARD_REGION:
+            backward_ns = e.start_ns() if backward_ns is None else min(backward_ns, e.start_ns())
+    events.sort(key=lambda e: e.start_ns())
     total = peak = 0
+    at_backward = None if backward_ns is None else 0
     for e in events:
         total += e.nbytes()
         peak = max(peak, total)
-    return peak, len(events)
+        if backward_ns is not None and e.start_ns() < backward_ns:
+            at_backward = total
+    return peak, at_backward, len(events)
 
 
 def first_steps(kind, budget, step, args, model, model_config, result):
@@ -429,9 +457,11 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0):
     for key, q in (("median", 0.5), ("min", 0), ("max", 1), ("q1", 0.25), ("q3", 0.75)):
         result[f"step_seconds_{key}"] = quantile(times, q)
 
-    # 3. Peak memory above the step's start, in one more step.
+    # 3. Peak memory above the step's start, and what is live when backward starts, in one
+    # more step.
     clear_grads(params)
-    result["peak_bytes"], result["memory_events"] = peak_bytes_of(run_step)
+    result["peak_bytes"], result["backward_start_bytes"], result["memory_events"] = \
+        peak_bytes_of(run_step)
     return result
 
 
@@ -489,6 +519,8 @@ def main(argv=None):
     if result["status"] == "ok":
         summary = (f"{args.model} {args.config}: {result['verification']}, median "
                    f"{result['step_seconds_median'] * 1e3:.3f} ms, peak {result['peak_bytes']} B")
+        if result.get("backward_start_bytes") is not None:
+            summary += f", backward start {result['backward_start_bytes']} B"
         if result.get("compile_seconds") is not None:
             summary += f", compile {result['compile_seconds']:.1f} s"
         if result.get("blocks") is not None:

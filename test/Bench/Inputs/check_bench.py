@@ -14,7 +14,8 @@ with open(os.path.join(out, "results.csv")) as f:
     reader = csv.reader(f)
     header = next(reader)
     print("csv:", ",".join(header))
-    measured = [header.index(c) for c in ("peak_bytes", "time_median_s", "time_iqr_s")]
+    measured = [header.index(c) for c in ("backward_start_bytes", "peak_bytes",
+                                          "time_median_s", "time_iqr_s")]
     for row in reader:
         print("csv:", row[0], row[1], row[2], row[4],
               "numbers" if all(row[i] for i in measured) else "blanks")
@@ -37,9 +38,15 @@ def close(a, b):
 def consistent(r):
     """The row's numbers agree with one another and with its kind."""
     if r["verification"] in ("FAILED", "ERROR"):
-        return bool(r["note"]) and r["time_median_s"] is None and r["peak_bytes"] is None
+        return (bool(r["note"]) and r["time_median_s"] is None and r["peak_bytes"] is None
+                and r["backward_start_bytes"] is None)
+    # What forward leaves for backward is live at that moment: never above the peak.
     ok = (r["peak_bytes"] > 0 and r["time_median_s"] > 0 and r["time_iqr_s"] >= 0
           and r["baseline_time_iqr_s"] >= 0
+          and 0 < r["backward_start_bytes"] <= r["peak_bytes"]
+          and 0 < r["baseline_backward_start_bytes"] <= r["baseline_peak_bytes"]
+          and close(r["backward_start_ratio"],
+                    r["backward_start_bytes"] / r["baseline_backward_start_bytes"])
           and close(r["peak_ratio"], r["peak_bytes"] / r["baseline_peak_bytes"])
           and close(r["time_ratio"], r["time_median_s"] / r["baseline_time_median_s"]))
     if r["system"] == "graph-opt" and r["config"] == "(original graph)":
@@ -49,9 +56,11 @@ def consistent(r):
                 and close(r["nodes_ratio"], r["nodes"] / r["baseline_nodes"]))
     ok = ok and r["baseline"] == "eager" and r["nodes"] is None
     if r["config"] == "eager":
-        return ok and r["time_ratio"] == 1.0 and r["peak_ratio"] == 1.0
-    if r["config"] == "checkpoint":
-        return ok and isinstance(r["blocks"], int) and r["blocks"] > 0
+        return (ok and r["time_ratio"] == 1.0 and r["peak_ratio"] == 1.0
+                and r["backward_start_ratio"] == 1.0)
+    if r["config"] == "checkpoint":  # the checkpointed blocks' activations are not kept
+        return (ok and isinstance(r["blocks"], int) and r["blocks"] > 0
+                and r["backward_start_ratio"] < 1)
     if r["config"].startswith("compile"):
         return ok and r["compile_s"] > 0
     return ok
