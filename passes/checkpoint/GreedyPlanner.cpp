@@ -56,6 +56,15 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   auto begin = std::chrono::steady_clock::now();
   const int64_t target = budget;
   auto candidates = model.candidates();
+  // The ranks where dropping a candidate lowers the bounded memory. The peak
+  // above the inputs: from its last forward use until its own clone is made.
+  // The saved activations: its whole life, since neither it nor its clones
+  // are saved for backward any more.
+  auto freedRanks = [&](const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
+    if (model.boundedMemory() == BoundedMemory::SavedActivations)
+      return {c.created, model.baseline().lookup(c.storage)->freedAfter};
+    return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
+  };
 
   PeakTracker peak(model.boundedTimeline());
   PlanState state(model);
@@ -92,7 +101,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       const CheckpointCandidate &c = candidates[e.candidate];
       if (state.isDropped(e.candidate) || impossible[e.candidate])
         continue;
-      if (!(c.lastForwardUse < r && r < c.firstBackwardUse)) {
+      if (auto [first, last] = freedRanks(c); r < first || r > last) {
         aside.push_back(e);
         continue;
       }
@@ -126,9 +135,8 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       continue;
     }
     plan.dropped.push_back(chosen);
-    // Its storage is free from its last forward use until its own clone is made.
-    const CheckpointCandidate &c = candidates[chosen];
-    peak.add(c.lastForwardUse + 1, c.firstBackwardUse - 1, -c.bytes);
+    auto [first, last] = freedRanks(candidates[chosen]);
+    peak.add(first, last, -candidates[chosen].bytes);
     synced = false;
   }
   if (absl::Status st = completePlan(model, budget, plan); !st.ok())
