@@ -219,6 +219,8 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   out.changed = added > 0;
   addStatistic("activations recomputed", static_cast<int64_t>(plan.dropped.size()));
   addStatistic("nodes added", added);
+  addStatistic("clones shared (hoisted)", plan.hoists);
+  addStatistic("rewrites simulated", plan.simulations);
   setStatistic("predicted peak bytes", out.predictedPeak);
   if (out.measuredPeak >= 0)
     setStatistic("measured peak bytes", out.measuredPeak);

@@ -7,7 +7,7 @@
 //   - greedy (GreedyPlanner.cpp): μ-TWO's rule, by recompute ratio (bytes
 //     freed per second of recomputation), only among activations live at the
 //     current peak, with the liveness simulation of the rewritten graph in the
-//     loop;
+//     loop; then values made several times are shared where the budget allows;
 //   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
 //     CBC, with a time limit and the gap it proved.
 //
@@ -36,6 +36,7 @@ struct CheckpointPlan {
   std::string solverStatus; ///< "optimal", "time limit", ... ("" for greedy)
   bool meetsBudget = false;
   unsigned simulations = 0; ///< rewritten graphs simulated while planning
+  unsigned hoists = 0;      ///< own clones made earlier to share them (greedy)
 };
 
 // Budgets are bytes of the model's bounded memory (RecomputeModel::boundedMemory).
@@ -53,7 +54,10 @@ struct MilpOptions {
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
                                         const MilpOptions &options);
 
-/// Fills a plan's recomputation, simulation and predictions from its dropped set.
+/// Fills a plan's predictions from its recomputation (simulated).
+absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
+/// Fills a plan's recomputation (each own clone at its first backward use),
+/// simulation and predictions from its dropped set.
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
 
 } // namespace graphopt

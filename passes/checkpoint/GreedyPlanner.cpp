@@ -20,11 +20,7 @@
 
 namespace graphopt {
 
-absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
-  auto set = model.closure(plan.dropped);
-  if (!set.ok())
-    return set.status();
-  plan.recompute = std::move(*set);
+absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
   auto sim = model.simulate(plan.recompute);
   if (!sim.ok())
     return sim.status();
@@ -34,6 +30,14 @@ absl::Status completePlan(const RecomputeModel &model, int64_t budget, Checkpoin
   plan.predictedExtraSeconds = plan.recompute.seconds;
   plan.meetsBudget = plan.predictedBounded <= budget;
   return absl::OkStatus();
+}
+
+absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
+  auto set = model.closure(plan.dropped);
+  if (!set.ok())
+    return set.status();
+  plan.recompute = std::move(*set);
+  return predictPlan(model, budget, plan);
 }
 
 namespace {
@@ -48,6 +52,51 @@ struct Entry {
 
 double ratioOf(int64_t bytes, double seconds) {
   return static_cast<double>(bytes) / std::max(seconds, 1e-9);
+}
+
+/// At most this many hoists are tried, and none once planning took this long.
+constexpr unsigned kMaxHoistTrials = 32;
+constexpr double kHoistSecondsLimit = 0.5;
+
+/// A plan that meets the budget may still make some dropped value several
+/// times: for other recomputations before its own clone. Making its own clone
+/// at the earliest of those instead (held from there, shared) saves the
+/// repeats' time and costs memory between the two points; each such hoist,
+/// the costliest repeats first, is kept when the simulated rewrite still fits.
+absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState &state,
+                          std::chrono::steady_clock::time_point begin, CheckpointPlan &plan) {
+  unsigned trials = 0;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  };
+  while (trials < kMaxHoistTrials && elapsed() < kHoistSecondsLimit) {
+    double seconds = state.result().seconds;
+    bool improved = false;
+    for (const PlanState::Repeat &r : state.repeats()) {
+      if (trials >= kMaxHoistTrials || elapsed() >= kHoistSecondsLimit)
+        break;
+      ++trials;
+      auto next = state.hoisted(r.candidate, r.earliest);
+      if (!next.ok())
+        continue;
+      RecomputeSet set = next->result();
+      if (set.seconds >= seconds)
+        continue;
+      auto sim = model.simulate(set);
+      if (!sim.ok())
+        return sim.status();
+      ++plan.simulations;
+      if (sim->bounded <= budget) {
+        state = std::move(*next);
+        ++plan.hoists;
+        improved = true;
+        break;
+      }
+    }
+    if (!improved)
+      break;
+  }
+  return absl::OkStatus();
 }
 
 } // namespace
@@ -139,7 +188,11 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     peak.add(first, last, -candidates[chosen].bytes);
     synced = false;
   }
-  if (absl::Status st = completePlan(model, budget, plan); !st.ok())
+  if (synced && peak.peak() <= target)
+    if (absl::Status st = shareRepeats(model, budget, state, begin, plan); !st.ok())
+      return st;
+  plan.recompute = state.result();
+  if (absl::Status st = predictPlan(model, budget, plan); !st.ok())
     return st;
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

@@ -188,7 +188,11 @@ bool RecomputeModel::writtenBetween(const Value *v, int64_t after, int64_t befor
 }
 
 PlanState::PlanState(const RecomputeModel &model)
-    : model_(model), dropped_(model.candidates().size(), 0) {}
+    : model_(&model), dropped_(model.candidates().size(), 0) {
+  ownAt_.reserve(model.candidates().size());
+  for (const CheckpointCandidate &c : model.candidates())
+    ownAt_.push_back(c.firstBackwardUse);
+}
 
 absl::Status PlanState::add(int32_t c) {
   Keys added;
@@ -197,6 +201,7 @@ absl::Status PlanState::add(int32_t c) {
     dropped_[c] = 0;
     return st;
   }
+  order_.push_back(c);
   for (const Key &k : added) {
     need_.insert(k);
     auto &at = clonedAt_[k.first->definingNode()];
@@ -221,18 +226,18 @@ absl::StatusOr<std::pair<double, unsigned>> PlanState::marginal(int32_t c) {
     if (auto it = clonedAt_.find(n); it != clonedAt_.end() && llvm::is_contained(it->second, k.second))
       continue;
     if (fresh.insert({n, k.second}).second)
-      seconds += model_.seconds_[model_.baseline_.rank.lookup(n)];
+      seconds += model_->seconds_[model_->baseline_.rank.lookup(n)];
   }
   return std::make_pair(seconds, static_cast<unsigned>(fresh.size()));
 }
 
 RecomputeSet PlanState::result() const {
-  const LivenessResult &live = model_.baseline_;
+  const LivenessResult &live = model_->baseline_;
   RecomputeSet set;
   for (auto &[n, ranks] : clonedAt_)
     for (int64_t p : ranks) {
       set.clones.push_back({n, p, isReplayableDropout(*n)});
-      set.seconds += model_.seconds_[live.rank.lookup(n)];
+      set.seconds += model_->seconds_[live.rank.lookup(n)];
     }
   std::sort(set.clones.begin(), set.clones.end(), [&](const auto &a, const auto &b) {
     if (a.before != b.before)
@@ -241,9 +246,9 @@ RecomputeSet PlanState::result() const {
   });
   for (size_t c = 0; c < dropped_.size(); ++c)
     if (dropped_[c]) {
-      const CheckpointCandidate &cand = model_.candidates_[c];
+      const CheckpointCandidate &cand = model_->candidates_[c];
       for (const Value *v : cand.backwardValues)
-        set.redirected.push_back({v, cand.firstBackwardUse, live.lookup(v)->lastBackwardUse});
+        set.redirected.push_back({v, ownAt_[c], live.lookup(v)->lastBackwardUse});
     }
   return set;
 }
@@ -252,16 +257,16 @@ RecomputeSet PlanState::result() const {
 /// storage the plan keeps and is not freed before `p`; or a dropped value
 /// backward reads, while its own clone lives.
 bool PlanState::available(const Value *v, int64_t p) const {
-  const LivenessResult &live = model_.baseline_;
+  const LivenessResult &live = model_->baseline_;
   const ValueLiveness *l = live.lookup(v);
   const ValueLiveness *s = live.lookup(l->storage);
   if (s->created < 0)
     return true;
-  int32_t ci = model_.candidateOf(s->value);
+  int32_t ci = model_->candidateOf(s->value);
   if (ci >= 0 && dropped_[ci]) {
-    const CheckpointCandidate &d = model_.candidates_[ci];
+    const CheckpointCandidate &d = model_->candidates_[ci];
     return l->firstBackwardUse >= 0 && v->definingNode()->phase() == Phase::Forward &&
-           d.firstBackwardUse <= p && p <= l->lastBackwardUse;
+           ownAt_[ci] <= p && p <= l->lastBackwardUse;
   }
   return s->created < p && s->freedAfter >= p;
 }
@@ -270,11 +275,11 @@ bool PlanState::available(const Value *v, int64_t p) const {
 // its first backward use) and from the clones already planned that read it,
 // to values readable there, recording in `added` each (value, rank) to make.
 absl::Status PlanState::grow(int32_t c, Keys &added) {
-  const LivenessResult &live = model_.baseline_;
-  const CheckpointCandidate &cand = model_.candidates_[c];
+  const LivenessResult &live = model_->baseline_;
+  const CheckpointCandidate &cand = model_->candidates_[c];
   std::vector<Key> work;
   for (const Value *v : cand.backwardValues)
-    work.emplace_back(v, cand.firstBackwardUse);
+    work.emplace_back(v, ownAt_[c]);
   if (!clonedAt_.empty())
     for (const Value *v : cand.values)
       for (const Use &u : v->uses())
@@ -291,14 +296,14 @@ absl::Status PlanState::grow(int32_t c, Keys &added) {
     work.pop_back();
     auto [v, p] = k;
     bool own = v->definingNode() && v->definingNode()->phase() == Phase::Forward &&
-               live.lookup(v)->storage == cand.storage && p == cand.firstBackwardUse;
+               live.lookup(v)->storage == cand.storage && p == ownAt_[c];
     if ((!own && available(v, p)) || need_.count(k) || added.count(k))
       continue;
     const Node *n = v->definingNode();
     if (!n)
       return refuse(absl::StrCat("it needs the graph input %", v->name().str(),
                                  ", written in place before then"));
-    if (std::string why = model_.whyNotRecomputable(*n); !why.empty())
+    if (std::string why = model_->whyNotRecomputable(*n); !why.empty())
       return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
     added.insert(k);
     int64_t rank = live.rank.lookup(n);
@@ -316,12 +321,42 @@ absl::Status PlanState::grow(int32_t c, Keys &added) {
         work.emplace_back(o, p);
         continue;
       }
-      if (model_.writtenBetween(o, rank, p))
+      if (model_->writtenBetween(o, rank, p))
         return refuse(absl::StrCat("it reads %", o->name().str(),
                                    ", which is written in place before backward needs it"));
     }
   }
   return absl::OkStatus();
+}
+
+std::vector<PlanState::Repeat> PlanState::repeats() const {
+  const LivenessResult &live = model_->baseline_;
+  llvm::DenseMap<int32_t, Repeat> byCandidate;
+  for (const Key &k : need_) {
+    int32_t d = model_->candidateOf(live.lookup(k.first)->storage);
+    if (d < 0 || !dropped_[d] || k.second >= ownAt_[d])
+      continue;
+    auto [it, inserted] = byCandidate.try_emplace(d, Repeat{d, k.second, 0});
+    it->second.earliest = std::min(it->second.earliest, k.second);
+    it->second.seconds += model_->seconds_[live.rank.lookup(k.first->definingNode())];
+  }
+  std::vector<Repeat> out;
+  for (auto &[d, r] : byCandidate)
+    out.push_back(r);
+  std::sort(out.begin(), out.end(), [](const Repeat &a, const Repeat &b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.candidate < b.candidate;
+  });
+  return out;
+}
+
+absl::StatusOr<PlanState> PlanState::hoisted(int32_t c, int64_t p) const {
+  PlanState next(*model_);
+  next.ownAt_ = ownAt_;
+  next.ownAt_[c] = std::min(next.ownAt_[c], p);
+  for (int32_t d : order_)
+    if (absl::Status st = next.add(d); !st.ok())
+      return st;
+  return next;
 }
 
 absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dropped) const {

@@ -178,6 +178,23 @@ public:
   bool isDropped(int32_t c) const { return dropped_[c] != 0; }
   RecomputeSet result() const;
 
+  /// Where a dropped candidate's own clone is made: its first backward use,
+  /// unless hoisted earlier (the rank before which it is made).
+  int64_t ownAt(int32_t c) const { return ownAt_[c]; }
+  /// A dropped candidate whose values are also made again, for other
+  /// recomputations, before its own clone: where the earliest is, and the
+  /// seconds those repeats cost.
+  struct Repeat {
+    int32_t candidate;
+    int64_t earliest;
+    double seconds;
+  };
+  std::vector<Repeat> repeats() const;
+  /// The same plan with candidate `c`'s own clone made before rank `p` and
+  /// shared with the recomputations from there on (held from `p`, not
+  /// repeated); an error when the plan cannot be rebuilt so.
+  absl::StatusOr<PlanState> hoisted(int32_t c, int64_t p) const;
+
 private:
   /// A value made again just before the node of some rank.
   using Key = std::pair<const Value *, int64_t>;
@@ -185,8 +202,10 @@ private:
   bool available(const Value *v, int64_t p) const;
   absl::Status grow(int32_t c, Keys &added);
 
-  const RecomputeModel &model_;
+  const RecomputeModel *model_;
   std::vector<uint8_t> dropped_;
+  std::vector<int32_t> order_; ///< dropped candidates, in the order added
+  std::vector<int64_t> ownAt_;
   Keys need_;
   /// Cloned node -> the ranks it is cloned before.
   llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
