@@ -9,6 +9,7 @@ debs=(cmake ninja-build ccache g++ python3-venv
       llvm-14-dev llvm-14-tools libabsl-dev
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libbenchmark-tools   # Google Benchmark's compare.py: `make bench-compare` on micro runs
+      coinor-libcbc-dev pkgconf   # CBC, the MILP solver of checkpoint{planner=milp}, found by pkg-config
       chromium)   # headless Chromium renders the HTML profile report in its test
 
 missing=()

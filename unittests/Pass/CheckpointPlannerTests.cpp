@@ -1,0 +1,508 @@
+//===- CheckpointPlannerTests.cpp - checkpoint{planner=milp} against known optima ===//
+//
+// Hand-made joint graphs with hand-chosen node times, small enough that the
+// optimal plan is worked out below each graph: the MILP must find it, prove
+// it (gap 0), and never need more recomputation time than the greedy.
+//
+//===----------------------------------------------------------------------===//
+#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/MilpFormulation.h"
+
+#include "graphopt/IR/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace graphopt;
+
+namespace {
+
+// Three activations from graph inputs, all live across the peak at %y/%sy:
+//   %a 60 bytes, recomputed in 1 s   (60 bytes/s)
+//   %b 100 bytes, in 2 s             (50 bytes/s)
+//   %c 60 bytes, in 1.5 s            (40 bytes/s)
+// Peak above the inputs (rank 7, %sy): a + b + c + three sums + y + sy
+//   = 220 + 12 + 256 + 4 = 492 bytes.
+constexpr const char *kThree = R"(graph @three {
+  input %w : f32[4] parameter "w"
+  input %x1 : f32[15] user_input
+  input %x2 : f32[25] user_input
+  input %x3 : f32[15] user_input
+  input %x4 : f32[64] user_input
+forward:
+  %a = aten::sin(%x1) : f32[15]
+  %b = aten::cos(%x2) : f32[25]
+  %c = aten::exp(%x3) : f32[15]
+  %sa = aten::sum(%a) : f32[]
+  %sb = aten::sum(%b) : f32[]
+  %sc = aten::sum(%c) : f32[]
+  %y = aten::sin(%x4) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %l1 = aten::add.Tensor(%sa, %sb) : f32[]
+  %l2 = aten::add.Tensor(%l1, %sc) : f32[]
+  %loss = aten::add.Tensor(%l2, %sy) : f32[]
+backward:
+  %pc = aten::sum(%c) : f32[]
+  %pb = aten::sum(%b) : f32[]
+  %pa = aten::sum(%a) : f32[]
+  %s1 = aten::add.Tensor(%pc, %pb) : f32[]
+  %s2 = aten::add.Tensor(%s1, %pa) : f32[]
+  %gw = aten::mul.Tensor(%w, %s2) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+// Shared recomputation: %p and %q are both made from %h (5 s), which forward
+// frees before backward; %u (4 s) is made from an input. Each is 64 bytes, and
+// the peak needs two of them dropped. %p and %q are first read by the same
+// backward node, so their clones go at the same point and share one clone of %h:
+//   {p, q}: h + p + q = 5 + 1 + 1 = 7 s   <- optimum
+//   {p, u} or {q, u}: 5 + 1 + 4 = 10 s
+// The greedy rates u best alone (64 B / 4 s against 64 B / 6 s), takes it,
+// then p or q: 10 s.
+constexpr const char *kShared = R"(graph @shared {
+  input %w : f32[4] parameter "w"
+  input %x : f32[16] user_input
+  input %z : f32[64] user_input
+forward:
+  %h = aten::sin(%x) : f32[16]
+  %p = aten::cos(%h) : f32[16]
+  %q = aten::exp(%h) : f32[16]
+  %u = aten::tanh(%x) : f32[16]
+  %sp = aten::sum(%p) : f32[]
+  %sq = aten::sum(%q) : f32[]
+  %su = aten::sum(%u) : f32[]
+  %y = aten::sin(%z) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %l1 = aten::add.Tensor(%sp, %sq) : f32[]
+  %l2 = aten::add.Tensor(%l1, %su) : f32[]
+  %loss = aten::add.Tensor(%l2, %sy) : f32[]
+backward:
+  %bpq = aten::add.Tensor(%p, %q) : f32[16]
+  %bu = aten::sum(%u) : f32[]
+  %s1 = aten::sum(%bpq) : f32[]
+  %s2 = aten::add.Tensor(%s1, %bu) : f32[]
+  %gw = aten::mul.Tensor(%w, %s2) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+// The same forward, but backward reads %q and %p at different points: the
+// closure makes %h at each (never holding one clone between them), so
+// {p, q} costs 5 + 1 + 5 + 1 = 12 s and {p, u} or {q, u} 10 s is the optimum.
+constexpr const char *kTwoPoints = R"(graph @two_points {
+  input %w : f32[4] parameter "w"
+  input %x : f32[16] user_input
+  input %z : f32[64] user_input
+forward:
+  %h = aten::sin(%x) : f32[16]
+  %p = aten::cos(%h) : f32[16]
+  %q = aten::exp(%h) : f32[16]
+  %u = aten::tanh(%x) : f32[16]
+  %sp = aten::sum(%p) : f32[]
+  %sq = aten::sum(%q) : f32[]
+  %su = aten::sum(%u) : f32[]
+  %y = aten::sin(%z) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %l1 = aten::add.Tensor(%sp, %sq) : f32[]
+  %l2 = aten::add.Tensor(%l1, %su) : f32[]
+  %loss = aten::add.Tensor(%l2, %sy) : f32[]
+backward:
+  %bu = aten::sum(%u) : f32[]
+  %bq = aten::sum(%q) : f32[]
+  %bp = aten::sum(%p) : f32[]
+  %s1 = aten::add.Tensor(%bu, %bq) : f32[]
+  %s2 = aten::add.Tensor(%s1, %bp) : f32[]
+  %gw = aten::mul.Tensor(%w, %s2) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+// The program's memory rows do not see clone temporaries. Dropping %p (the
+// cheaper, 1 + 5 s with %h) fits the forward peak, but its clones (%h, then
+// %p) run in backward while %t (192 bytes) and %u are live: 388 bytes there,
+// over the budget of 332. The planner raises that rank's row by the error and
+// solves again: %u alone (8 s), whose clone runs after %t is gone. The greedy
+// drops %p first, sees the same simulated peak and adds %u: 14 s.
+constexpr const char *kTemporaries = R"(graph @temporaries {
+  input %w : f32[4] parameter "w"
+  input %x : f32[16] user_input
+  input %x2 : f32[16] user_input
+  input %z : f32[64] user_input
+  input %z2 : f32[48] user_input
+forward:
+  %h = aten::sin(%x) : f32[16]
+  %p = aten::cos(%h) : f32[16]
+  %u = aten::tanh(%x2) : f32[16]
+  %sp = aten::sum(%p) : f32[]
+  %su = aten::sum(%u) : f32[]
+  %y = aten::sin(%z) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %l1 = aten::add.Tensor(%sp, %su) : f32[]
+  %loss = aten::add.Tensor(%l1, %sy) : f32[]
+backward:
+  %t = aten::cos(%z2) : f32[48]
+  %bp = aten::sum(%p) : f32[]
+  %bt = aten::sum(%t) : f32[]
+  %bu = aten::sum(%u) : f32[]
+  %s1 = aten::add.Tensor(%bp, %bt) : f32[]
+  %s2 = aten::add.Tensor(%s1, %bu) : f32[]
+  %gw = aten::mul.Tensor(%w, %s2) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+// native_dropout is replayed from its mask, which stays: dropping %d costs
+// %h and the replay (3 + 1 s); dropping %e costs its clone alone (1 s) while
+// %d is kept, and %h, the replay and %e (5 s) when both go.
+constexpr const char *kDropout = R"(graph @dropout {
+  input %w : f32[4] parameter "w"
+  input %x : f32[16] user_input
+  input %z : f32[64] user_input
+forward:
+  %h = aten::sin(%x) : f32[16]
+  %d, %m = aten::native_dropout(%h, 0.5, true) : f32[16], bool[16]
+  %e = aten::exp(%d) : f32[16]
+  %se = aten::sum(%e) : f32[]
+  %y = aten::sin(%z) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %loss = aten::add.Tensor(%se, %sy) : f32[]
+backward:
+  %be = aten::mul.Tensor(%e, %d) : f32[16]
+  %gd = aten::native_dropout_backward(%be, %m, 2.0) : f32[16]
+  %s = aten::sum(%gd) : f32[]
+  %gw = aten::mul.Tensor(%w, %s) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+struct Fixture {
+  std::unique_ptr<Graph> graph;
+  std::optional<RecomputeModel> model;
+};
+
+/// Parses `text` and builds its model, each node's seconds by its first
+/// output's name (0.1 s for the others).
+Fixture build(const char *text, const std::map<std::string, double> &seconds) {
+  Fixture f;
+  auto g = parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok())
+    return f;
+  f.graph = std::move(*g);
+  std::vector<double> times;
+  for (const Node &n : f.graph->nodes()) {
+    auto it = seconds.find(n.output(0)->name().str());
+    times.push_back(it == seconds.end() ? 0.1 : it->second);
+  }
+  auto m = RecomputeModel::build(*f.graph, std::move(times), {});
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  if (m.ok())
+    f.model.emplace(std::move(*m));
+  return f;
+}
+
+std::set<std::string> droppedNames(const RecomputeModel &model, const CheckpointPlan &plan) {
+  std::set<std::string> names;
+  for (int32_t c : plan.dropped)
+    names.insert(model.candidates()[c].storage->name().str());
+  return names;
+}
+
+std::set<std::string> cloneNames(const CheckpointPlan &plan) {
+  std::set<std::string> names;
+  for (const RecomputeSet::Clone &c : plan.recompute.clones)
+    names.insert(c.original->output(0)->name().str());
+  return names;
+}
+
+const std::map<std::string, double> kThreeSeconds = {{"a", 1.0}, {"b", 2.0}, {"c", 1.5}};
+const std::map<std::string, double> kSharedSeconds = {
+    {"h", 5.0}, {"p", 1.0}, {"q", 1.0}, {"u", 4.0}};
+
+TEST(CheckpointPlannerTest, ThreeActivationsPeakAsWorkedOut) {
+  Fixture f = build(kThree, kThreeSeconds);
+  ASSERT_TRUE(f.model);
+  EXPECT_EQ(f.model->boundedPeak(), 492);
+  std::set<std::string> candidates;
+  for (const CheckpointCandidate &c : f.model->candidates())
+    candidates.insert(c.storage->name().str());
+  EXPECT_EQ(candidates, (std::set<std::string>{"a", "b", "c"}));
+}
+
+// 60 bytes to free: %a is the cheapest that frees enough and the best ratio,
+// so both planners drop it alone.
+TEST(CheckpointPlannerTest, MilpAgreesWithTheGreedyWhereTheRatioIsRight) {
+  Fixture f = build(kThree, kThreeSeconds);
+  ASSERT_TRUE(f.model);
+  const int64_t budget = 492 - 60;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_LE(milp->predictedBounded, budget);
+  EXPECT_EQ(droppedNames(*f.model, *milp), (std::set<std::string>{"a"}));
+  EXPECT_EQ(droppedNames(*f.model, *greedy), (std::set<std::string>{"a"}));
+  EXPECT_EQ(cloneNames(*milp), (std::set<std::string>{"a"}));
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 1.0);
+  EXPECT_EQ(milp->planner, "milp");
+  EXPECT_EQ(milp->solverStatus, "optimal");
+  EXPECT_EQ(milp->gap, 0);
+  EXPECT_GT(milp->solveSeconds, 0);
+}
+
+// 100 bytes to free: the greedy takes %a (best ratio) and then %b, 3 s; the
+// optimum is %b alone, 2 s.
+TEST(CheckpointPlannerTest, MilpBeatsTheRatioGreedyOnAKnapsack) {
+  Fixture f = build(kThree, kThreeSeconds);
+  ASSERT_TRUE(f.model);
+  const int64_t budget = 492 - 100;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_TRUE(greedy->meetsBudget);
+  EXPECT_EQ(droppedNames(*f.model, *milp), (std::set<std::string>{"b"}));
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 2.0);
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 3.0);
+  EXPECT_LT(milp->predictedExtraSeconds, greedy->predictedExtraSeconds);
+  EXPECT_EQ(milp->gap, 0);
+}
+
+// A value two clones at one point read is made once there; the program counts it once.
+TEST(CheckpointPlannerTest, SharedRecomputationIsPaidOnce) {
+  Fixture f = build(kShared, kSharedSeconds);
+  ASSERT_TRUE(f.model);
+  const int64_t peak = f.model->boundedPeak();
+  const int64_t budget = peak - 128;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_EQ(droppedNames(*f.model, *milp), (std::set<std::string>{"p", "q"}));
+  EXPECT_EQ(cloneNames(*milp), (std::set<std::string>{"h", "p", "q"}));
+  EXPECT_EQ(milp->recompute.clones.size(), 3u);
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 7.0);
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 10.0);
+  EXPECT_EQ(milp->solverStatus, "optimal");
+  EXPECT_EQ(milp->gap, 0);
+}
+
+// A value two points need is made at each: the program pays twice too, and
+// the optimum avoids it.
+TEST(CheckpointPlannerTest, RecomputationAtTwoPointsIsPaidTwice) {
+  Fixture f = build(kTwoPoints, kSharedSeconds);
+  ASSERT_TRUE(f.model);
+  const int64_t budget = f.model->boundedPeak() - 128;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 10.0);
+  EXPECT_EQ(droppedNames(*f.model, *milp).count("u"), 1u);
+  // Both p and q: %h at both points, 12 s, as the closure makes it.
+  CheckpointPlan both;
+  for (size_t c = 0; c < f.model->candidates().size(); ++c)
+    if (f.model->candidates()[c].storage->name() != "u")
+      both.dropped.push_back(static_cast<int32_t>(c));
+  ASSERT_TRUE(completePlan(*f.model, budget, both).ok());
+  EXPECT_DOUBLE_EQ(both.predictedExtraSeconds, 12.0);
+  EXPECT_EQ(both.recompute.clones.size(), 4u);
+}
+
+// Over every budget the two planners meet, the MILP's time is never more.
+TEST(CheckpointPlannerTest, MilpNeverNeedsMoreTimeThanTheGreedy) {
+  const std::map<std::string, double> temporariesSeconds = {{"h", 5.0}, {"p", 1.0}, {"u", 8.0}};
+  for (auto [text, seconds] : {std::make_pair(kThree, kThreeSeconds),
+                               std::make_pair(kShared, kSharedSeconds),
+                               std::make_pair(kTwoPoints, kSharedSeconds),
+                               std::make_pair(kTemporaries, temporariesSeconds)}) {
+    Fixture f = build(text, seconds);
+    ASSERT_TRUE(f.model);
+    const int64_t peak = f.model->boundedPeak();
+    for (int64_t cut = 0; cut <= 240; cut += 4) {
+      auto milp = planMilp(*f.model, peak - cut, MilpOptions{});
+      ASSERT_TRUE(milp.ok()) << milp.status().message();
+      auto greedy = planGreedy(*f.model, peak - cut);
+      ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+      SCOPED_TRACE(testing::Message() << f.graph->name().str() << ", budget " << peak - cut);
+      if (greedy->meetsBudget) {
+        EXPECT_TRUE(milp->meetsBudget);
+      }
+      if (milp->meetsBudget && greedy->meetsBudget) {
+        EXPECT_LE(milp->predictedExtraSeconds, greedy->predictedExtraSeconds + 1e-9);
+      }
+      if (milp->meetsBudget) {
+        EXPECT_LE(milp->predictedBounded, peak - cut);
+      }
+    }
+  }
+}
+
+// 300 bytes to free, 220 droppable: no plan; the plan says so, with the least
+// memory a plan reaches (all three dropped: 492 - 220).
+TEST(CheckpointPlannerTest, InfeasibleBudgetIsReportedUnmet) {
+  Fixture f = build(kThree, kThreeSeconds);
+  ASSERT_TRUE(f.model);
+  auto milp = planMilp(*f.model, 492 - 300, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  EXPECT_FALSE(milp->meetsBudget);
+  EXPECT_EQ(milp->planner, "milp");
+  EXPECT_EQ(milp->solverStatus, "infeasible");
+  EXPECT_EQ(milp->predictedBounded, 492 - 220);
+}
+
+TEST(CheckpointPlannerTest, CloneTemporariesOverTheBudgetTightenTheProgram) {
+  Fixture f = build(kTemporaries, {{"h", 5.0}, {"p", 1.0}, {"u", 8.0}});
+  ASSERT_TRUE(f.model);
+  ASSERT_EQ(f.model->boundedPeak(), 396); // p + u + sp + su + y + sy, at %sy
+  const int64_t budget = 332;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_LE(milp->predictedBounded, budget);
+  EXPECT_EQ(droppedNames(*f.model, *milp), (std::set<std::string>{"u"}));
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 8.0);
+  EXPECT_EQ(milp->solverStatus, "optimal");
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(greedy->meetsBudget);
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 14.0);
+  // Dropping %p alone is what the program chooses without the simulation.
+  CheckpointMilp program(*f.model);
+  std::vector<int32_t> p;
+  for (size_t c = 0; c < f.model->candidates().size(); ++c)
+    if (f.model->candidates()[c].storage->name() == "p")
+      p.push_back(static_cast<int32_t>(c));
+  std::vector<int64_t> modelled = program.modelledTimeline(p);
+  EXPECT_LE(*std::max_element(modelled.begin(), modelled.end()), budget);
+  CheckpointPlan onlyP;
+  onlyP.dropped = p;
+  ASSERT_TRUE(completePlan(*f.model, budget, onlyP).ok());
+  EXPECT_EQ(onlyP.predictedBounded, 388);
+}
+
+TEST(CheckpointPlannerTest, DropoutIsReplayedAndItsMaskKept) {
+  Fixture f = build(kDropout, {{"h", 3.0}, {"d", 1.0}, {"e", 1.0}});
+  ASSERT_TRUE(f.model);
+  std::set<std::string> candidates;
+  for (const CheckpointCandidate &c : f.model->candidates())
+    candidates.insert(c.storage->name().str());
+  EXPECT_EQ(candidates, (std::set<std::string>{"d", "e"})); // not the mask %m
+  const int64_t peak = f.model->boundedPeak();
+
+  auto one = planMilp(*f.model, peak - 64, MilpOptions{});
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_TRUE(one->meetsBudget);
+  EXPECT_EQ(droppedNames(*f.model, *one), (std::set<std::string>{"e"}));
+  EXPECT_DOUBLE_EQ(one->predictedExtraSeconds, 1.0);
+
+  auto both = planMilp(*f.model, peak - 128, MilpOptions{});
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_TRUE(both->meetsBudget);
+  EXPECT_EQ(droppedNames(*f.model, *both), (std::set<std::string>{"d", "e"}));
+  EXPECT_EQ(cloneNames(*both), (std::set<std::string>{"h", "d", "e"}));
+  EXPECT_DOUBLE_EQ(both->predictedExtraSeconds, 5.0);
+  unsigned replayed = 0;
+  for (const RecomputeSet::Clone &c : both->recompute.clones)
+    replayed += c.replayDropout;
+  EXPECT_EQ(replayed, 1u);
+}
+
+// The program itself: one column per candidate and per (node, point) a
+// clone may need; memory rows only where the timeline is over the budget.
+TEST(CheckpointPlannerTest, FormulationHasTheColumnsWorkedOut) {
+  Fixture f = build(kShared, kSharedSeconds);
+  ASSERT_TRUE(f.model);
+  CheckpointMilp milp(*f.model);
+  EXPECT_EQ(milp.numCandidates(), 3u);
+  EXPECT_EQ(milp.numNodeColumns(), 4u); // h, p, q at %bpq; u at %bu
+  EXPECT_EQ(milp.maxHops(), -1);
+  const int64_t peak = f.model->boundedPeak();
+  auto none = milp.problem(peak, {});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->memoryRows, 0u);
+  auto some = milp.problem(peak - 128, {});
+  ASSERT_TRUE(some);
+  EXPECT_GE(some->memoryRows, 1u);
+  EXPECT_FALSE(milp.problem(peak - 200, {})); // 192 bytes of candidates in all
+  // Dropping %p and %q: 128 bytes less wherever both are out of use.
+  std::vector<int32_t> pq;
+  for (size_t c = 0; c < f.model->candidates().size(); ++c)
+    if (f.model->candidates()[c].storage->name() != "u")
+      pq.push_back(static_cast<int32_t>(c));
+  std::vector<int64_t> modelled = milp.modelledTimeline(pq);
+  EXPECT_EQ(*std::max_element(modelled.begin(), modelled.end()), peak - 128);
+
+  CheckpointMilp two(*build(kTwoPoints, kSharedSeconds).model);
+  EXPECT_EQ(two.numNodeColumns(), 5u); // h at %bq and at %bp
+}
+
+// A chain: %b = sin(%a), both saved; backward reads %b first. With both
+// dropped, %b's clone needs %a before %a's own clone exists: %a is made at
+// %b's point too, one hop through a dropped candidate.
+constexpr const char *kChain = R"(graph @chain {
+  input %w : f32[4] parameter "w"
+  input %x : f32[16] user_input
+  input %z : f32[64] user_input
+forward:
+  %a = aten::exp(%x) : f32[16]
+  %b = aten::sin(%a) : f32[16]
+  %sb = aten::sum(%b) : f32[]
+  %y = aten::sin(%z) : f32[64]
+  %sy = aten::sum(%y) : f32[]
+  %loss = aten::add.Tensor(%sb, %sy) : f32[]
+backward:
+  %gb = aten::sum(%b) : f32[]
+  %ga = aten::sum(%a) : f32[]
+  %s = aten::add.Tensor(%gb, %ga) : f32[]
+  %gw = aten::mul.Tensor(%w, %s) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+// Past the column bound, chains are cut at fewer hops: the plan that needs
+// the cut chain has no columns any more (its drops may not coexist).
+TEST(CheckpointPlannerTest, ChainsAreCutPastTheColumnBound) {
+  Fixture f = build(kChain, {{"a", 2.0}, {"b", 1.0}});
+  ASSERT_TRUE(f.model);
+  CheckpointMilp full(*f.model);
+  EXPECT_EQ(full.maxHops(), -1);
+  EXPECT_EQ(full.numNodeColumns(), 3u); // b and a at %gb, a at %ga
+  CheckpointMilp cut(*f.model, /*maxColumns=*/2);
+  EXPECT_EQ(cut.maxHops(), 0);
+  EXPECT_EQ(cut.numNodeColumns(), 2u);
+
+  auto both = f.model->closure({0, 1});
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->clones.size(), 3u);
+  EXPECT_DOUBLE_EQ(both->seconds, 5.0);
+  EXPECT_FALSE(full.columnsOf({0, 1}, *both).empty());
+  EXPECT_TRUE(cut.columnsOf({0, 1}, *both).empty());
+
+  // The budget needs both dropped. The program's optimum is that plan, 5 s;
+  // the greedy's may hold %a's own clone from %b's point instead of making it
+  // twice (3 s, more memory between the points), which the program does not
+  // model: then the greedy's plan is returned, and says so.
+  const int64_t budget = f.model->boundedPeak() - 128;
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(milp->meetsBudget);
+  EXPECT_EQ(milp->dropped.size(), 2u);
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, std::min(5.0, greedy->predictedExtraSeconds));
+  if (greedy->predictedExtraSeconds < 5.0) {
+    EXPECT_EQ(milp->gap, -1);
+    EXPECT_EQ(milp->solverStatus, "the greedy's plan: faster than the program's (optimal)");
+  } else {
+    EXPECT_EQ(milp->gap, 0);
+  }
+}
+
+} // namespace
