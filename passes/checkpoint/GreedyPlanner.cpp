@@ -126,17 +126,23 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   CheckpointPlan plan;
   plan.planner = "greedy";
   bool synced = true; // the tracker holds a real simulation, not an estimate
+  // Replaces the estimate by the simulation of the plan so far.
+  auto sync = [&]() -> absl::Status {
+    auto sim = model.simulate(state.result());
+    if (!sim.ok())
+      return sim.status();
+    peak = PeakTracker(sim->boundedByRank);
+    ++plan.simulations;
+    synced = true;
+    return absl::OkStatus();
+  };
   while (true) {
     if (peak.peak() <= target || heap.empty()) {
       if (synced)
         break;
       // The estimate says it fits (or nothing is left): simulate for real.
-      auto sim = model.simulate(state.result());
-      if (!sim.ok())
-        return sim.status();
-      peak = PeakTracker(sim->boundedByRank);
-      ++plan.simulations;
-      synced = true;
+      if (absl::Status st = sync(); !st.ok())
+        return st;
       continue;
     }
     int64_t r = peak.peakRank();
@@ -171,12 +177,8 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     if (chosen < 0) { // nothing left to drop at the peak
       if (synced)
         break;
-      auto sim = model.simulate(state.result());
-      if (!sim.ok())
-        return sim.status();
-      peak = PeakTracker(sim->boundedByRank);
-      ++plan.simulations;
-      synced = true;
+      if (absl::Status st = sync(); !st.ok())
+        return st;
       continue;
     }
     if (absl::Status st = state.add(chosen); !st.ok()) {

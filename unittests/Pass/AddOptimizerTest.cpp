@@ -17,6 +17,7 @@
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Support/FileIO.h"
+#include "../TestSupport.h"
 #include "../ZooArchives.h"
 
 #include <ATen/ops/allclose.h>
@@ -39,14 +40,7 @@ using namespace graphopt::test;
 
 namespace {
 
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-std::unique_ptr<Graph> parse(const std::string &text) {
-  auto g = parseGraph(text, "test.gir");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(*g) : nullptr;
-}
+std::unique_ptr<Graph> parse(const std::string &text) { return parseOrFail(text); }
 
 /// Runs `pipeline` on `graph`; the status of the run.
 absl::Status runPipeline(Graph &graph, llvm::StringRef pipeline) {

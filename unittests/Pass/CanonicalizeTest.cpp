@@ -17,6 +17,7 @@
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/OutputVerifier.h"
+#include "../TestSupport.h"
 #include "../ZooArchives.h"
 
 #include <ATen/Context.h>
@@ -35,11 +36,7 @@ using namespace graphopt::test;
 
 namespace {
 
-std::unique_ptr<Graph> parse(const std::string &text) {
-  auto g = parseGraph(text, "test.gir");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(*g) : nullptr;
-}
+std::unique_ptr<Graph> parse(const std::string &text) { return parseOrFail(text); }
 
 /// Runs canonicalize (with `options`) on `graph`; its statistics by name.
 struct Outcome {

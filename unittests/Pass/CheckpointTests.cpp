@@ -27,6 +27,7 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "../TestSupport.h"
 #include "../ZooArchives.h"
 
 #include <gtest/gtest.h>
@@ -43,14 +44,7 @@ using namespace graphopt::test;
 
 namespace {
 
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-std::unique_ptr<Graph> parse(const std::string &text) {
-  auto g = parseGraph(text, "test.gir");
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(*g) : nullptr;
-}
+std::unique_ptr<Graph> parse(const std::string &text) { return parseOrFail(text); }
 
 const Value *valueNamed(const Graph &graph, llvm::StringRef name) {
   for (const Value *v : graph.allValues())
