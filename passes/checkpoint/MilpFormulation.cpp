@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <set>
 
 namespace graphopt {
@@ -12,7 +13,7 @@ namespace graphopt {
 namespace {
 
 /// A tie-break per column, in objective units (the costliest node is 1):
-/// among plans of equal time, fewer clones and fewer drops (views and other
+/// among plans of equal time, fewer clones, drops and hoists (views and other
 /// free nodes cost 0 seconds). Far below any node time that matters, so the
 /// gap CBC proves is still the gap on seconds.
 constexpr double kTieBreak = 1e-7;
@@ -29,8 +30,8 @@ bool CheckpointMilp::writtenBetween(const Value *storage, int64_t after, int64_t
   return false;
 }
 
-// PlanState::available and grow, for one clone: what it reads as is, what
-// must be made at its point too, and when.
+// PlanState::available and grow, for one clone: what it reads as is whatever
+// the plan, and what it may need made at its point too.
 bool CheckpointMilp::operandsOf(const Node &n, int64_t p, std::vector<Operand> &out) const {
   const LivenessResult &live = model_.baseline();
   out.clear();
@@ -50,19 +51,21 @@ bool CheckpointMilp::operandsOf(const Node &n, int64_t p, std::vector<Operand> &
       return false;
     const int32_t ci = model_.candidateOf(s->value);
     const Node *def = o->definingNode();
-    // Read as is: a graph input, a storage kept and live at p, or a dropped
-    // value's own clone while it lives (its candidate's point to its last use).
     bool kept = s->created < 0 || liveAt(*s);
-    bool ownClone = ci >= 0 && l->firstBackwardUse >= 0 && def->phase() == Phase::Forward &&
-                    model_.candidates()[ci].firstBackwardUse <= p && p <= l->lastBackwardUse;
-    if (kept && (ci < 0 || ownClone)) {
+    // A dropped candidate's own clone serves the values backward reads, from
+    // where it is made to each value's last backward use.
+    bool served = ci >= 0 && l->firstBackwardUse >= 0 && def->phase() == Phase::Forward &&
+                  p <= l->lastBackwardUse;
+    bool own = served && model_.candidates()[ci].firstBackwardUse <= p;
+    if (kept && (ci < 0 || own)) { // read as is, dropped or not
       if (writtenBetween(s->value, rank, p))
         return false; // the closure refuses to read a value written since
       continue;
     }
     if (isReplayableDropout(*def) && o == def->output(1))
       return false; // a mask that is gone cannot be drawn again
-    out.push_back({def, ci, kept ? Need::IfDropped : ownClone ? Need::IfKept : Need::Always});
+    bool early = ci >= 0 && p < model_.candidates()[ci].firstBackwardUse;
+    out.push_back({def, ci, kept, own, served && !own, early});
   }
   return true;
 }
@@ -79,7 +82,9 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
 
   // The (node, point) pairs chains may reach, and how many candidates a
   // chain passes through to get there (0-1 breadth first: an operand made
-  // whatever is dropped costs no hop, one made only for some drops costs one).
+  // whatever the plan costs no hop, one made only for some plans one). A
+  // clone that may read a candidate before its point makes that point a
+  // hoist of it, whose own clone is reached from there.
   using Key = std::pair<const Node *, int64_t>;
   llvm::DenseMap<Key, int> hops;
   std::vector<Key> order; // discovery order: the columns' order, deterministic
@@ -96,36 +101,50 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
     else
       queue.emplace_back(k, h);
   };
-  for (const CheckpointCandidate &c : candidates)
-    for (const Value *v : c.backwardValues)
-      reach({v->definingNode(), c.firstBackwardUse}, 0, false);
+  std::map<std::pair<int32_t, int64_t>, int> hoistHops; // (candidate, point) -> hops
+  std::vector<std::pair<int32_t, int64_t>> hoistOrder;
+  auto ownAt = [&](int32_t c, int64_t p, int h) {
+    for (const Value *v : candidates[c].backwardValues)
+      reach({v->definingNode(), p}, h, false);
+  };
+  for (size_t c = 0; c < numCandidates_; ++c)
+    ownAt(static_cast<int32_t>(c), candidates[c].firstBackwardUse, 0);
   std::vector<Operand> operands;
   while (!queue.empty()) {
     auto [k, h] = queue.front();
     queue.pop_front();
     if (hops[k] < h || !operandsOf(*k.first, k.second, operands))
       continue;
-    for (const Operand &o : operands)
-      reach({o.def, k.second}, o.need == Need::Always ? h : h + 1, o.need == Need::Always);
+    for (const Operand &o : operands) {
+      reach({o.def, k.second}, o.always() ? h : h + 1, o.always());
+      if (o.early) { // its own clone could be made here instead, sharing this one
+        auto [it, inserted] = hoistHops.try_emplace({o.candidate, k.second}, h + 1);
+        if (inserted)
+          hoistOrder.push_back(it->first);
+        if (inserted || h + 1 < it->second) {
+          it->second = std::min(it->second, h + 1);
+          ownAt(o.candidate, k.second, h + 1);
+        }
+      }
+    }
   }
-  // Past maxColumns, cut chains at the most hops that fit.
-  if (order.size() > maxColumns) {
+  // Past maxColumns (r and g columns together), cut chains at the most hops that fit.
+  if (order.size() + hoistOrder.size() > maxColumns) {
     std::vector<int> sorted;
     for (const Key &k : order)
       sorted.push_back(hops[k]);
+    for (const auto &ch : hoistOrder)
+      sorted.push_back(hoistHops[ch]);
     std::sort(sorted.begin(), sorted.end());
     maxHops_ = std::max(0, sorted[maxColumns] - 1);
   }
-  auto within = [&](const Key &k) {
-    auto it = hops.find(k);
-    return it != hops.end() && (maxHops_ < 0 || it->second <= maxHops_);
-  };
+  auto within = [&](int h) { return maxHops_ < 0 || h <= maxHops_; };
 
-  // Columns: the candidates, then the reachable (node, point) pairs.
+  // Columns: the candidates, the reachable (node, point) pairs, the hoists.
   objective_.assign(numCandidates_, kTieBreak);
   upper_.assign(numCandidates_, 1);
   for (const Key &k : order)
-    if (within(k)) {
+    if (within(hops[k])) {
       int64_t rank = live.rank.lookup(k.first);
       nodeColumn_[{rank, k.second}] = static_cast<int>(upper_.size());
       nodeRank_.push_back(rank);
@@ -137,20 +156,59 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
     auto it = nodeColumn_.find({live.rank.lookup(n), p});
     return it == nodeColumn_.end() ? -1 : it->second;
   };
-  std::set<std::vector<int>> seen; // each operand row once
-  auto addRow = [&](std::vector<int> cols, std::vector<double> coefs, double rhs) {
-    std::vector<int> key = cols;
-    for (double c : coefs)
-      key.push_back(static_cast<int>(c));
-    if (seen.insert(key).second)
-      structural_.push_back({std::move(cols), std::move(coefs), rhs});
-  };
-  // Drop: c's values that backward reads are made at its point.
-  for (size_t c = 0; c < numCandidates_; ++c)
+  // g_{c,k}: c's own clone is made at its k-th hoist point or earlier (a
+  // prefix, so each operand and memory row needs one g, not every hoist).
+  std::vector<std::vector<int64_t>> points(numCandidates_);
+  for (auto [c, q] : hoistOrder) {
+    bool reachable = within(hoistHops[{c, q}]);
     for (const Value *v : candidates[c].backwardValues)
-      addRow({columnOf(v->definingNode(), candidates[c].firstBackwardUse), static_cast<int>(c)},
-             {1, -1}, 0);
-  // Operands: made at the same point when the clone cannot read them.
+      reachable = reachable && columnOf(v->definingNode(), q) >= 0;
+    if (reachable) // else its own clone there was cut: no such hoist
+      points[c].push_back(q);
+  }
+  hoistsOf_.resize(numCandidates_);
+  for (size_t c = 0; c < numCandidates_; ++c) {
+    std::sort(points[c].begin(), points[c].end());
+    for (int64_t q : points[c]) {
+      hoistsOf_[c].emplace_back(q, static_cast<int>(upper_.size()));
+      hoists_.push_back({static_cast<int32_t>(c), q});
+      objective_.push_back(0); // scaled with the others below: a tie-break only
+      upper_.push_back(1);
+    }
+  }
+
+  std::set<std::pair<std::vector<int>, std::vector<double>>> seen; // each row once
+  auto addRow = [&](std::vector<int> cols, std::vector<double> coefs, double rhs) {
+    coefs.push_back(rhs);
+    if (!seen.insert({cols, coefs}).second)
+      return;
+    coefs.pop_back();
+    structural_.push_back({std::move(cols), std::move(coefs), rhs});
+  };
+  // Own clones: g_{c,1} <= ... <= g_{c,K} <= d_c; made at q_k when g_k - g_{k-1}
+  // (g_0 = 0), at the candidate's point when d_c - g_K.
+  for (size_t c = 0; c < numCandidates_; ++c) {
+    const int d = static_cast<int>(c);
+    const auto &g = hoistsOf_[c];
+    for (size_t k = 0; k < g.size(); ++k)
+      addRow({k + 1 < g.size() ? g[k + 1].second : d, g[k].second}, {1, -1}, 0);
+    for (const Value *v : candidates[c].backwardValues) {
+      int atPoint = columnOf(v->definingNode(), candidates[c].firstBackwardUse);
+      if (g.empty())
+        addRow({atPoint, d}, {1, -1}, 0);
+      else
+        addRow({atPoint, d, g.back().second}, {1, -1, 1}, 0);
+      for (size_t k = 0; k < g.size(); ++k) {
+        int at = columnOf(v->definingNode(), g[k].first);
+        if (k == 0)
+          addRow({at, g[k].second}, {1, -1}, 0);
+        else
+          addRow({at, g[k].second, g[k - 1].second}, {1, -1, 1}, 0);
+      }
+    }
+  }
+  // Operands: r_{def(o),p} >= r_{n,p} - [o is there], where [o is there] =
+  // live (1 - d_s) + own d_s + hoistable g_{s,k} (k: its last hoist point <= p).
   for (size_t k = 0; k < nodeRank_.size(); ++k) {
     const int col = static_cast<int>(numCandidates_ + k);
     const int64_t p = nodePoint_[k];
@@ -160,33 +218,35 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
     }
     for (const Operand &o : operands) {
       int def = columnOf(o.def, p);
-      switch (o.need) {
-      case Need::Always: // r_def >= r_n (never cut: it costs no hop)
-        if (def >= 0)
-          addRow({def, col}, {1, -1}, 0);
-        else
-          upper_[col] = 0;
-        break;
-      case Need::IfDropped: // r_def >= r_n + d_s - 1; cut: r_n + d_s <= 1
-        if (def >= 0)
-          addRow({def, col, o.candidate}, {1, -1, -1}, -1);
-        else
-          addRow({col, o.candidate}, {-1, -1}, -1);
-        break;
-      case Need::IfKept: // r_def >= r_n - d_s; cut: r_n <= d_s
-        if (def >= 0)
-          addRow({def, col, o.candidate}, {1, -1, 1}, 0);
-        else
-          addRow({col, o.candidate}, {-1, 1}, 0);
-        break;
+      if (o.always() && def < 0) {
+        upper_[col] = 0; // cannot happen (no hop), but never a clone without its operand
+        continue;
       }
+      std::vector<int> cols{col};
+      std::vector<double> coefs{-1};
+      if (def >= 0) { // a cut operand: the clone may not exist while it is missing
+        cols.push_back(def);
+        coefs.push_back(1);
+      }
+      if (o.candidate >= 0) {
+        int own = o.own ? 1 : 0, lv = o.live ? 1 : 0;
+        if (own != lv) {
+          cols.push_back(o.candidate);
+          coefs.push_back(own - lv);
+        }
+        if (int g = hoistedBy(o.candidate, p); o.hoistable && g >= 0) {
+          cols.push_back(g);
+          coefs.push_back(1);
+        }
+      }
+      addRow(cols, coefs, o.live ? -1 : 0);
     }
   }
 
   // Objective in units of the costliest node, so CBC's tolerances mean the
   // same for microseconds (flops estimates) as for seconds.
   double maxSeconds = 0;
-  for (size_t k = numCandidates_; k < objective_.size(); ++k)
+  for (size_t k = numCandidates_; k < numCandidates_ + nodeRank_.size(); ++k)
     maxSeconds = std::max(maxSeconds, objective_[k]);
   secondsUnit_ = maxSeconds > 0 ? maxSeconds : 1;
   for (size_t k = numCandidates_; k < objective_.size(); ++k)
@@ -197,22 +257,23 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
   bytesUnit_ = static_cast<double>(maxBytes);
 
   // Where dropping each candidate takes its bytes off the bounded memory. The
-  // peak: between its last forward use and its point (its clone is made
-  // there). The saved activations: its whole life, as its storage is no
-  // longer read in backward (not an activation any more) and its clone is
-  // made in backward (not one either).
-  const bool activations = model.boundedMemory() == BoundedMemory::SavedActivations;
+  // peak: between its last forward use and its own clone. The saved
+  // activations: its whole life, as its storage is no longer read in backward
+  // (not an activation any more) and its clone is made in backward (not one
+  // either), hoisted or not.
+  peakBound_ = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
   for (const CheckpointCandidate &c : candidates)
-    covers_.push_back(activations
-                          ? std::make_pair(c.created, live.lookup(c.storage)->freedAfter)
-                          : std::make_pair(c.lastForwardUse + 1, c.firstBackwardUse - 1));
-  // The covering set changes only where an interval begins or ends.
+    covers_.push_back(peakBound_ ? std::make_pair(c.lastForwardUse + 1, c.firstBackwardUse - 1)
+                                 : std::make_pair(c.created, live.lookup(c.storage)->freedAfter));
+  // The coefficients change only where an interval begins or ends.
   cuts_ = {0, numNodes};
   for (auto [from, to] : covers_)
     if (from <= to) {
       cuts_.push_back(from);
       cuts_.push_back(to + 1);
     }
+  for (const Hoist &h : hoists_)
+    cuts_.push_back(h.point);
   llvm::erase_if(cuts_, [&](int64_t r) { return r < 0 || r > numNodes; });
   std::sort(cuts_.begin(), cuts_.end());
   cuts_.erase(std::unique(cuts_.begin(), cuts_.end()), cuts_.end());
@@ -235,12 +296,18 @@ std::optional<MilpProblem> CheckpointMilp::problem(int64_t budget,
       continue;
     MilpProblem::Row row;
     int64_t coverable = 0;
-    for (size_t c = 0; c < candidates.size(); ++c)
-      if (covers_[c].first <= first && first <= covers_[c].second) {
-        row.columns.push_back(static_cast<int>(c));
-        row.coefficients.push_back(static_cast<double>(candidates[c].bytes) / bytesUnit_);
-        coverable += candidates[c].bytes;
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      if (!(covers_[c].first <= first && first <= covers_[c].second))
+        continue;
+      double bytes = static_cast<double>(candidates[c].bytes) / bytesUnit_;
+      row.columns.push_back(static_cast<int>(c));
+      row.coefficients.push_back(bytes);
+      coverable += candidates[c].bytes;
+      if (int g = hoistedBy(static_cast<int32_t>(c), first); peakBound_ && g >= 0) {
+        row.columns.push_back(g); // hoisted by then: held again
+        row.coefficients.push_back(-bytes);
       }
+    }
     if (coverable < high - budget)
       return std::nullopt; // dropping all of them is not enough
     row.rhs = static_cast<double>(high - budget) / bytesUnit_;
@@ -250,30 +317,67 @@ std::optional<MilpProblem> CheckpointMilp::problem(int64_t budget,
   return p;
 }
 
+int CheckpointMilp::hoistedBy(int32_t c, int64_t p) const {
+  const auto &g = hoistsOf_[c];
+  auto it = std::upper_bound(g.begin(), g.end(), p,
+                             [](int64_t v, const auto &qg) { return v < qg.first; });
+  return it == g.begin() ? -1 : std::prev(it)->second;
+}
+
+CheckpointMilp::Decoded CheckpointMilp::decode(llvm::ArrayRef<double> columns) const {
+  Decoded plan;
+  for (size_t c = 0; c < numCandidates_; ++c)
+    if (columns[c] > 0.5)
+      plan.dropped.push_back(static_cast<int32_t>(c));
+  for (size_t c = 0; c < numCandidates_; ++c)
+    for (auto [q, g] : hoistsOf_[c])
+      if (columns[g] > 0.5) { // the first point it is made by
+        plan.hoists.push_back({static_cast<int32_t>(c), q});
+        break;
+      }
+  return plan;
+}
+
 std::vector<double> CheckpointMilp::columnsOf(llvm::ArrayRef<int32_t> dropped,
                                               const RecomputeSet &set) const {
+  const LivenessResult &live = model_.baseline();
   std::vector<double> x(upper_.size(), 0);
   for (int32_t c : dropped)
     x[c] = 1;
   for (const RecomputeSet::Clone &clone : set.clones) {
-    auto it = nodeColumn_.find({model_.baseline().rank.lookup(clone.original), clone.before});
+    auto it = nodeColumn_.find({live.rank.lookup(clone.original), clone.before});
     if (it == nodeColumn_.end() || upper_[it->second] == 0)
       return {};
     x[it->second] = 1;
   }
+  for (const RecomputeSet::Redirect &r : set.redirected) { // own clones made early: hoists
+    int32_t c = model_.candidateOf(live.lookup(r.value)->storage);
+    if (c < 0 || r.before >= model_.candidates()[c].firstBackwardUse)
+      continue;
+    const auto &g = hoistsOf_[c];
+    if (llvm::none_of(g, [&](const auto &qg) { return qg.first == r.before; }))
+      return {};
+    for (auto [q, col] : g)
+      if (q >= r.before)
+        x[col] = 1;
+  }
   return x;
 }
 
-std::vector<int64_t> CheckpointMilp::modelledTimeline(llvm::ArrayRef<int32_t> dropped) const {
+std::vector<int64_t> CheckpointMilp::modelledTimeline(const Decoded &plan) const {
   std::vector<int64_t> timeline = model_.boundedTimeline().vec();
   std::vector<int64_t> delta(timeline.size() + 1, 0);
-  for (int32_t ci : dropped) {
-    auto [from, to] = covers_[ci];
+  auto add = [&](int64_t from, int64_t to, int64_t bytes) { // [from, to]
     if (from <= to) {
-      delta[from] -= model_.candidates()[ci].bytes;
-      delta[to + 1] += model_.candidates()[ci].bytes;
+      delta[from] += bytes;
+      delta[to + 1] -= bytes;
     }
-  }
+  };
+  for (int32_t c : plan.dropped)
+    add(covers_[c].first, covers_[c].second, -model_.candidates()[c].bytes);
+  if (peakBound_)
+    for (const Hoist &h : plan.hoists)
+      add(h.point, covers_[h.candidate].second, model_.candidates()[h.candidate].bytes);
   int64_t running = 0;
   for (size_t t = 0; t < timeline.size(); ++t)
     timeline[t] += running += delta[t];
