@@ -282,6 +282,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
      << llvm::format(", planned in %.1f ms", o.solveSeconds * 1e3);
   if (o.gap >= 0)
     os << llvm::format(" (%s, gap %.2f%%)", o.solverStatus.c_str(), 100 * o.gap);
+  else if (!o.solverStatus.empty())
+    os << " (" << o.solverStatus << ")";
   os << "\n  cost model: " << o.costSource << "\n";
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)
      << ", predicted " << formatMiB(o.predictedActivations)
