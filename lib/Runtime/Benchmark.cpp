@@ -159,6 +159,12 @@ void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &r) {
   os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", peak,
                      a.peakBytes / 1048576.0, b.peakBytes / 1048576.0,
                      ratio(b.peakBytes, a.peakBytes));
+  if (a.backwardStartBytes >= 0 && b.backwardStartBytes >= 0) {
+    const char *saved = "live at backward start (MiB)";
+    os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", saved, a.backwardStartBytes / 1048576.0,
+                       b.backwardStartBytes / 1048576.0,
+                       ratio(b.backwardStartBytes, a.backwardStartBytes));
+  }
   os << llvm::format("  %-30s %18.3f %18.3f %8.3f\n", median, 1e3 * a.median(),
                      1e3 * b.median(), ratio(b.median(), a.median()));
   auto range = [](double lo, double hi) { return llvm::formatv("{0:f3}-{1:f3}", 1e3 * lo, 1e3 * hi).str(); };
@@ -167,12 +173,6 @@ void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &r) {
   os << llvm::format("  %-30s %18s %18s\n", iqr,
                      range(a.quantile(0.25), a.quantile(0.75)).c_str(),
                      range(b.quantile(0.25), b.quantile(0.75)).c_str());
-  if (a.backwardStartBytes >= 0 && b.backwardStartBytes >= 0) {
-    const char *saved = "live at backward start (MiB)";
-    os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", saved, a.backwardStartBytes / 1048576.0,
-                       b.backwardStartBytes / 1048576.0,
-                       ratio(b.backwardStartBytes, a.backwardStartBytes));
-  }
   if (r.cpuMemoryPlan) {
     const char *arena = "CPU memory plan, arena (MiB)";
     os << llvm::format("  %-30s %18.2f %18.2f %8.3f\n", arena, a.arenaBytes / 1048576.0,
