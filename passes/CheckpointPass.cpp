@@ -27,21 +27,13 @@ namespace {
 constexpr unsigned kMaxPlanAttempts = 3;
 
 std::string moduleOf(const Value *v) {
-  if (const Node *n = v->definingNode())
-    if (const Constant *m = n->attr("module"); m && m->kind() == ConstantKind::String)
-      return m->asString();
-  return "";
+  const Node *n = v->definingNode();
+  return n ? stringAttr(*n, "module") : std::string();
 }
 
-struct Measured {
-  int64_t originalPeak = 0, rewrittenPeak = 0;
-  int64_t originalAtBackward = -1, rewrittenAtBackward = -1;
-  double originalSeconds = 0, rewrittenSeconds = 0;
-};
-
 /// Runs the graph and its rewrite alternately (the benchmark harness's
-/// measurement) for their peaks above the inputs and step times.
-absl::StatusOr<Measured> measurePlan(const Graph &graph, const RecomputeModel &model,
+/// measurement) for their peaks above the inputs, backward-start bytes and step times.
+absl::StatusOr<BenchmarkReport> measurePlan(const Graph &graph, const RecomputeModel &model,
                                      const CheckpointPlan &plan, AnalysisManager &analyses) {
   auto setup = analyses.setupToRun(graph, "checkpoint{measure=true}");
   if (!setup.ok())
@@ -58,18 +50,8 @@ absl::StatusOr<Measured> measurePlan(const Graph &graph, const RecomputeModel &m
   options.runs = 3;
   options.execution.device = setup->context->device;
   options.execution.seed = setup->context->seed;
-  auto report = benchmarkRewrite(graph, *rewritten, *setup->context->weights, setup->inputs,
-                                 *rewrittenInputs, options);
-  if (!report.ok())
-    return report.status();
-  Measured m;
-  m.originalPeak = report->original.peakBytes;
-  m.rewrittenPeak = report->optimized.peakBytes;
-  m.originalAtBackward = report->original.backwardStartBytes;
-  m.rewrittenAtBackward = report->optimized.backwardStartBytes;
-  m.originalSeconds = report->original.median();
-  m.rewrittenSeconds = report->optimized.median();
-  return m;
+  return benchmarkRewrite(graph, *rewritten, *setup->context->weights, setup->inputs,
+                          *rewrittenInputs, options);
 }
 
 } // namespace
@@ -143,7 +125,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   bool tighten = measuring && bounded == BoundedMemory::PeakAboveInputs;
   int64_t target = out.budgetBytes;
   CheckpointPlan plan;
-  std::optional<Measured> measured;
+  std::optional<BenchmarkReport> measured;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
     auto made = planner_.get() == Planner::Greedy
@@ -167,15 +149,15 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     if (!m.ok())
       return m.status();
     measured = *m;
-    if (!tighten || m->rewrittenPeak <= out.budgetBytes)
+    if (!tighten || m->optimized.peakBytes <= out.budgetBytes)
       break;
     if (attempt == kMaxPlanAttempts)
       return absl::OutOfRangeError(absl::StrCat(
           out.budgetText, " (", formatBytes(out.budgetBytes),
           ") cannot be met as measured: the rewritten step still peaks at ",
-          formatBytes(m->rewrittenPeak), " after ", attempt,
+          formatBytes(m->optimized.peakBytes), " after ", attempt,
           " plans, each tightened by the last one's excess over the simulation"));
-    target -= m->rewrittenPeak - out.budgetBytes; // plan for the excess the simulation misses
+    target -= m->optimized.peakBytes - out.budgetBytes; // plan for the excess the simulation misses
   }
 
   out.predictedPeak = plan.predictedPeak;
@@ -185,12 +167,12 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   out.gap = plan.gap;
   out.solverStatus = plan.solverStatus;
   if (measured) {
-    out.measuredBaselinePeak = measured->originalPeak;
-    out.measuredPeak = measured->rewrittenPeak;
-    out.measuredBaselineAtBackward = measured->originalAtBackward;
-    out.measuredAtBackward = measured->rewrittenAtBackward;
-    out.measuredBaselineSeconds = measured->originalSeconds;
-    out.measuredSeconds = measured->rewrittenSeconds;
+    out.measuredBaselinePeak = measured->original.peakBytes;
+    out.measuredPeak = measured->optimized.peakBytes;
+    out.measuredBaselineAtBackward = measured->original.backwardStartBytes;
+    out.measuredAtBackward = measured->optimized.backwardStartBytes;
+    out.measuredBaselineSeconds = measured->original.median();
+    out.measuredSeconds = measured->optimized.median();
   }
   std::vector<uint8_t> dropped(model.candidates().size(), 0);
   for (int32_t c : plan.dropped)

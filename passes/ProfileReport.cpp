@@ -15,11 +15,6 @@ namespace {
 /// Seconds and ratios in CSV: enough digits to sum without losing time.
 std::string num(double x) { return absl::StrFormat("%.9g", x); }
 
-std::string attrText(const Node &n, llvm::StringRef key) {
-  const Constant *c = n.attr(key);
-  return c && c->kind() == ConstantKind::String ? c->asString() : std::string();
-}
-
 llvm::json::Object byKind(const std::array<int64_t, kNumMemoryKinds> &bytes) {
   llvm::json::Object o;
   for (int k = 0; k < kNumMemoryKinds; ++k)
@@ -65,8 +60,8 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"output_bytes", s.outputBytes},
         {"scratch_bytes", s.scratchBytes},
         {"device", p.device},
-        {"module", attrText(n, "module")},
-        {"source", attrText(n, "source")},
+        {"module", stringAttr(n, "module")},
+        {"source", stringAttr(n, "source")},
         {"live_bytes_by_kind", byKind(p.liveByKind[rank])}});
   }
 
@@ -94,7 +89,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"recompute_ratio", a.recomputeRatio},
         {"recompute_nodes", static_cast<int64_t>(a.recomputeNodes)},
         {"recomputable", a.recomputable},
-        {"module", attrText(*a.value->definingNode(), "module")}});
+        {"module", stringAttr(*a.value->definingNode(), "module")}});
   }
 
   llvm::json::Value limit = nullptr;
@@ -149,8 +144,8 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"args", llvm::json::Object{{"rank", static_cast<int64_t>(rank)},
                                     {"op", n.opName()},
                                     {"phase", phaseName(n.phase())},
-                                    {"module", attrText(n, "module")},
-                                    {"source", attrText(n, "source")}}}});
+                                    {"module", stringAttr(n, "module")},
+                                    {"source", stringAttr(n, "source")}}}});
     events.push_back(llvm::json::Object{{"name", "live memory by kind (simulated, bytes)"},
                                         {"ph", "C"},
                                         {"ts", ts},

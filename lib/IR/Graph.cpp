@@ -208,6 +208,11 @@ void markRecomputeOf(Node &clone, const Value &original) {
   clone.setAttr(kRecomputeOfAttr, Constant::ofString(original.name().str()));
 }
 
+std::string stringAttr(const Node &node, llvm::StringRef key) {
+  const Constant *c = node.attr(key);
+  return c && c->kind() == ConstantKind::String ? c->asString() : std::string();
+}
+
 // --- InsertionPoint ----------------------------------------------------------
 
 Graph *InsertionPoint::graph() const { return before_ ? before_->graph() : graph_; }

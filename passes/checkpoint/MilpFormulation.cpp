@@ -1,8 +1,6 @@
 //===- MilpFormulation.cpp - checkpoint{planner=milp}'s mixed-integer program ---===//
 #include "checkpoint/MilpFormulation.h"
 
-#include "graphopt/IR/OpEffects.h"
-
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -19,16 +17,6 @@ namespace {
 constexpr double kTieBreak = 1e-7;
 
 } // namespace
-
-bool CheckpointMilp::writtenBetween(const Value *storage, int64_t after, int64_t before) const {
-  auto it = writes_.find(storage);
-  if (it == writes_.end())
-    return false;
-  for (int64_t w : it->second)
-    if (after < w && w < before)
-      return true;
-  return false;
-}
 
 // PlanState::available and grow, for one clone: what it reads as is whatever
 // the plan, and what it may need made at its point too.
@@ -58,7 +46,7 @@ bool CheckpointMilp::operandsOf(const Node &n, int64_t p, std::vector<Operand> &
                   p <= l->lastBackwardUse;
     bool own = served && model_.candidates()[ci].firstBackwardUse <= p;
     if (kept && (ci < 0 || own)) { // read as is, dropped or not
-      if (writtenBetween(s->value, rank, p))
+      if (model_.writtenBetween(s->value, rank, p))
         return false; // the closure refuses to read a value written since
       continue;
     }
@@ -75,10 +63,6 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
   const int64_t numNodes = static_cast<int64_t>(live.timeline.size());
   auto candidates = model.candidates();
   numCandidates_ = candidates.size();
-  for (int64_t r = 0; r < numNodes; ++r)
-    for (Value *w : writtenValues(*model.nodeAt(r)))
-      if (const ValueLiveness *l = live.lookup(w))
-        writes_[l->storage].push_back(r);
 
   // The (node, point) pairs chains may reach, and how many candidates a
   // chain passes through to get there (0-1 breadth first: an operand made

@@ -129,14 +129,12 @@ private:
   /// The operands the clone of `n` before rank `p` may need made; false when
   /// that clone may not exist at all.
   bool operandsOf(const Node &n, int64_t p, std::vector<Operand> &out) const;
-  bool writtenBetween(const Value *storage, int64_t after, int64_t before) const;
   /// The g column saying candidate c's own clone is made by rank p, or -1.
   int hoistedBy(int32_t c, int64_t p) const;
 
   const RecomputeModel &model_;
   size_t numCandidates_ = 0;
   int maxHops_ = -1;
-  llvm::DenseMap<const Value *, std::vector<int64_t>> writes_; ///< storage -> write ranks
   std::vector<int64_t> nodeRank_;  ///< per r column, its node's rank
   std::vector<int64_t> nodePoint_; ///< per r column, the rank its clone goes before
   llvm::DenseMap<std::pair<int64_t, int64_t>, int> nodeColumn_; ///< (rank, point) -> column

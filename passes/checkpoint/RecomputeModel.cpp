@@ -34,10 +34,6 @@ double dropoutScale(const Node &node) {
   return keep == 0 ? 0.0 : 1.0 / keep; // as native_dropout_cpu computes it
 }
 
-} // namespace
-
-namespace {
-
 /// The bounded memory of `live` at each rank, inputs left out.
 std::vector<int64_t> boundedOf(const LivenessResult &live, BoundedMemory bounded) {
   std::vector<int64_t> out;
@@ -263,11 +259,9 @@ bool PlanState::available(const Value *v, int64_t p) const {
   if (s->created < 0)
     return true;
   int32_t ci = model_->candidateOf(s->value);
-  if (ci >= 0 && dropped_[ci]) {
-    const CheckpointCandidate &d = model_->candidates_[ci];
+  if (ci >= 0 && dropped_[ci])
     return l->firstBackwardUse >= 0 && v->definingNode()->phase() == Phase::Forward &&
            ownAt_[ci] <= p && p <= l->lastBackwardUse;
-  }
   return s->created < p && s->freedAfter >= p;
 }
 

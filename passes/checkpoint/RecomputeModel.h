@@ -128,6 +128,8 @@ public:
   /// Why `node` may not run again ("" when it may); the MILP planner asks it of every node.
   std::string whyNotRecomputable(const Node &node) const;
 
+  /// True when some node writes `v`'s storage at a rank in (after, before).
+  bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
   /// The recomputation `dropped` (candidate indices) needs; an error names
   /// the value that cannot be made again and why.
   absl::StatusOr<RecomputeSet> closure(llvm::ArrayRef<int32_t> dropped) const;
@@ -148,8 +150,6 @@ public:
 private:
   friend class PlanState;
   RecomputeModel() = default;
-  /// True when some node writes `v`'s storage at a rank in (after, before).
-  bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
 
   const Graph *graph_ = nullptr;
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;

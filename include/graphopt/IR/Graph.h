@@ -294,6 +294,8 @@ private:
 inline constexpr llvm::StringLiteral kRecomputeOfAttr = "recompute_of";
 /// Marks `clone` as recomputing `original` (attribute recompute_of).
 void markRecomputeOf(Node &clone, const Value &original);
+/// The string attribute `key` of `node` (`module`, `source`), or "" when it has none.
+std::string stringAttr(const Node &node, llvm::StringRef key);
 
 /// The nodes of a graph as a range (range-for, begin/end, front/back, empty).
 /// The list itself stays private to the Graph: nodes are added, moved and
