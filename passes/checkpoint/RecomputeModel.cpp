@@ -190,41 +190,35 @@ PlanState::PlanState(const RecomputeModel &model)
     ownAt_.push_back(c.firstBackwardUse);
 }
 
+bool PlanState::isCloned(const Node *n, int64_t p) const {
+  auto it = clonedAt_.find(n);
+  return it != clonedAt_.end() && llvm::is_contained(it->second, p);
+}
+
 absl::Status PlanState::add(int32_t c) {
-  Keys added;
+  Clones added;
   dropped_[c] = 1;
   if (absl::Status st = grow(c, added); !st.ok()) {
     dropped_[c] = 0;
     return st;
   }
   order_.push_back(c);
-  for (const Key &k : added) {
-    need_.insert(k);
-    auto &at = clonedAt_[k.first->definingNode()];
-    if (llvm::find(at, k.second) == at.end())
-      at.push_back(k.second);
-  }
+  for (auto [n, p] : added)
+    clonedAt_[n].push_back(p);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::pair<double, unsigned>> PlanState::marginal(int32_t c) {
-  Keys added;
+  Clones added; // only clones not planned yet
   dropped_[c] = 1;
   absl::Status st = grow(c, added);
   dropped_[c] = 0;
   if (!st.ok())
     return st;
-  // New clones: (node, rank) pairs not planned yet, each counted once.
-  llvm::DenseSet<std::pair<const Node *, int64_t>> fresh;
   double seconds = 0;
-  for (const Key &k : added) {
-    const Node *n = k.first->definingNode();
-    if (auto it = clonedAt_.find(n); it != clonedAt_.end() && llvm::is_contained(it->second, k.second))
-      continue;
-    if (fresh.insert({n, k.second}).second)
-      seconds += model_->seconds_[model_->baseline_.rank.lookup(n)];
-  }
-  return std::make_pair(seconds, static_cast<unsigned>(fresh.size()));
+  for (auto [n, p] : added)
+    seconds += model_->seconds_[model_->baseline_.rank.lookup(n)];
+  return std::make_pair(seconds, static_cast<unsigned>(added.size()));
 }
 
 RecomputeSet PlanState::result() const {
@@ -267,11 +261,12 @@ bool PlanState::available(const Value *v, int64_t p) const {
 
 // Walks back from what backward reads of candidate `c` (its own clones, at
 // its first backward use) and from the clones already planned that read it,
-// to values readable there, recording in `added` each (value, rank) to make.
-absl::Status PlanState::grow(int32_t c, Keys &added) {
+// to values readable there, recording in `added` each clone (node, rank) the
+// plan does not have yet.
+absl::Status PlanState::grow(int32_t c, Clones &added) {
   const LivenessResult &live = model_->baseline_;
   const CheckpointCandidate &cand = model_->candidates_[c];
-  std::vector<Key> work;
+  std::vector<std::pair<const Value *, int64_t>> work;
   for (const Value *v : cand.backwardValues)
     work.emplace_back(v, ownAt_[c]);
   if (!clonedAt_.empty())
@@ -286,20 +281,22 @@ absl::Status PlanState::grow(int32_t c, Keys &added) {
         absl::StrCat("%", cand.storage->name().str(), " cannot be recomputed: ", why));
   };
   while (!work.empty()) {
-    Key k = work.back();
+    auto [v, p] = work.back();
     work.pop_back();
-    auto [v, p] = k;
-    bool own = v->definingNode() && v->definingNode()->phase() == Phase::Forward &&
-               live.lookup(v)->storage == cand.storage && p == ownAt_[c];
-    if ((!own && available(v, p)) || need_.count(k) || added.count(k))
-      continue;
     const Node *n = v->definingNode();
+    bool own = n && n->phase() == Phase::Forward && live.lookup(v)->storage == cand.storage &&
+               p == ownAt_[c];
+    if (!own && available(v, p))
+      continue;
     if (!n)
       return refuse(absl::StrCat("it needs the graph input %", v->name().str(),
                                  ", written in place before then"));
+    // A clone makes all of its node's outputs: one per (node, rank).
+    if (isCloned(n, p) || added.count({n, p}))
+      continue;
     if (std::string why = model_->whyNotRecomputable(*n); !why.empty())
       return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
-    added.insert(k);
+    added.insert({n, p});
     int64_t rank = live.rank.lookup(n);
     if (isReplayableDropout(*n)) { // replayed from the mask its forward call drew
       if (v == n->output(1))
@@ -326,14 +323,19 @@ absl::Status PlanState::grow(int32_t c, Keys &added) {
 std::vector<PlanState::Repeat> PlanState::repeats() const {
   const LivenessResult &live = model_->baseline_;
   llvm::DenseMap<int32_t, Repeat> byCandidate;
-  for (const Key &k : need_) {
-    int32_t d = model_->candidateOf(live.lookup(k.first)->storage);
-    if (d < 0 || !dropped_[d] || k.second >= ownAt_[d])
-      continue;
-    auto [it, inserted] = byCandidate.try_emplace(d, Repeat{d, k.second, 0});
-    it->second.earliest = std::min(it->second.earliest, k.second);
-    it->second.seconds += model_->seconds_[live.rank.lookup(k.first->definingNode())];
-  }
+  for (auto &[n, ranks] : clonedAt_)
+    for (const Value *out : n->outputs()) {
+      int32_t d = model_->candidateOf(live.lookup(out)->storage);
+      if (d < 0 || !dropped_[d])
+        continue;
+      for (int64_t p : ranks) {
+        if (p >= ownAt_[d])
+          continue;
+        auto [it, inserted] = byCandidate.try_emplace(d, Repeat{d, p, 0});
+        it->second.earliest = std::min(it->second.earliest, p);
+        it->second.seconds += model_->seconds_[live.rank.lookup(n)];
+      }
+    }
   std::vector<Repeat> out;
   for (auto &[d, r] : byCandidate)
     out.push_back(r);

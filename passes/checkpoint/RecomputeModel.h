@@ -196,17 +196,17 @@ public:
   absl::StatusOr<PlanState> hoisted(int32_t c, int64_t p) const;
 
 private:
-  /// A value made again just before the node of some rank.
-  using Key = std::pair<const Value *, int64_t>;
-  using Keys = llvm::DenseSet<Key>;
+  /// A node cloned just before the node of some rank.
+  using Clone = std::pair<const Node *, int64_t>;
+  using Clones = llvm::DenseSet<Clone>;
   bool available(const Value *v, int64_t p) const;
-  absl::Status grow(int32_t c, Keys &added);
+  bool isCloned(const Node *n, int64_t p) const;
+  absl::Status grow(int32_t c, Clones &added);
 
   const RecomputeModel *model_;
   std::vector<uint8_t> dropped_;
   std::vector<int32_t> order_; ///< dropped candidates, in the order added
   std::vector<int64_t> ownAt_;
-  Keys need_;
   /// Cloned node -> the ranks it is cloned before.
   llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
 };
