@@ -74,7 +74,7 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
     return absl::InvalidArgumentError(
         absl::StrCat("@", graph.name().str(),
                      " has no backward nodes: checkpointing needs a joint training graph "
-                     "(export it with tools/export/export_model.py --train)"));
+                     "(export it with tools/export/export_model.py --mode train)"));
   auto live = LivenessAnalysis::compute(graph, scratch);
   if (!live.ok())
     return live.status();
