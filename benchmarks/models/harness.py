@@ -26,7 +26,9 @@ regression from noise.
   a model with none is an ERROR row), `compile` (torch.compile, inductor, of the training
   step, backward included) and `compile-budget=F` (the same with
   torch._functorch.config.activation_memory_budget = F). A peer's baseline is eager, which
-  runs whenever another peer does;
+  runs whenever another peer does, except compile-budget=F's: torch.compile without a budget
+  (each system against its own unoptimised baseline, as its users would compare), which runs
+  whenever a budget is named;
 - one row "(original graph)" against eager: graph-opt's executor running the input graph
   (its step times pooled over the pipelines' runs, its peak and backward start) against eager
   PyTorch.
@@ -126,6 +128,7 @@ GRAPH_OPT, PEER = "graph-opt", "peer"
 ORIGINAL_GRAPH = "original graph"     # the baseline of graph-opt's pipelines
 EXECUTOR = "(original graph)"         # graph-opt's config in the row against eager
 EAGER = "eager"
+COMPILE = "compile"
 CSV_COLUMNS = (
     "model", "system", "config", "baseline", "verification",
     "baseline_nodes", "nodes", "nodes_ratio",
@@ -187,7 +190,8 @@ def parse_pipelines(text):
 
 def parse_peers(text):
     """Comma-separated peer configurations, or 'none'. Eager, the peers' baseline, comes first
-    and is added when another peer is named without it."""
+    and is added when another peer is named without it; `compile`, the baseline of
+    `compile-budget=F`, is added (second) when a budget is named without it."""
     import peers
 
     if text.strip() == "none":
@@ -205,7 +209,17 @@ def parse_peers(text):
             names.append(item)
     if not names:
         raise argparse.ArgumentTypeError(f"'{text}' names no peer (give 'none' for none)")
-    return [EAGER] + [n for n in names if n != EAGER]
+    budgets = [n for n in names if n.startswith(COMPILE + "-budget")]
+    rest = [n for n in names if n not in (EAGER, COMPILE) and n not in budgets]
+    compile_ = [COMPILE] if budgets or COMPILE in names else []
+    return [EAGER] + compile_ + rest + budgets
+
+
+def peer_baseline(config):
+    """The configuration a peer is measured against: torch.compile with a memory budget against
+    torch.compile without one (its own unoptimised baseline, as a torch.compile user would
+    compare), every other peer against eager."""
+    return COMPILE if config.startswith(COMPILE + "-budget") else EAGER
 
 
 def non_negative_float(text):
@@ -381,30 +395,33 @@ def peer_stats(data):
             data["peak_bytes"], data.get("backward_start_bytes"))
 
 
-def peer_row(model, config, data, eager):
-    """The row of one peer against eager (eager's own JSON, None if eager did not run)."""
+def peer_row(model, config, data, baselines):
+    """The row of one peer against its baseline (peer_baseline; `baselines` maps a peer
+    configuration already run to its JSON)."""
+    base_name = peer_baseline(config)
+    base = baselines.get(base_name)
     status = data.get("status")
     if status == "error":
-        return empty_row(model, PEER, config, EAGER, "ERROR", data.get("message"))
+        return empty_row(model, PEER, config, base_name, "ERROR", data.get("message"))
     if status == "failed":
         verdict = data.get("verification") or "FAILED"
-        row = empty_row(model, PEER, config, EAGER, "FAILED",
+        row = empty_row(model, PEER, config, base_name, "FAILED",
                         verdict[len("FAILED: "):] if verdict.startswith("FAILED: ") else verdict)
         row.update(compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
         return row
-    row = empty_row(model, PEER, config, EAGER, data["verification"])
+    row = empty_row(model, PEER, config, base_name, data["verification"])
     median, iqr, peak, bwd = peer_stats(data)
     row.update(peak_bytes=peak, backward_start_bytes=bwd, time_median_s=median, time_iqr_s=iqr,
                compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
-    if eager is not None and eager.get("status") == "ok":
-        e_median, e_iqr, e_peak, e_bwd = peer_stats(eager)
+    if base is not None and base.get("status") == "ok":
+        e_median, e_iqr, e_peak, e_bwd = peer_stats(base)
         row.update(baseline_peak_bytes=e_peak, peak_ratio=_ratio(peak, e_peak),
                    baseline_backward_start_bytes=e_bwd,
                    backward_start_ratio=_ratio_or_none(bwd, e_bwd),
                    baseline_time_median_s=e_median, baseline_time_iqr_s=e_iqr,
                    time_ratio=_ratio(median, e_median))
     else:
-        row["note"] = "no ratios: eager did not run"
+        row["note"] = f"no ratios: {base_name} did not run"
     return row
 
 
@@ -520,7 +537,7 @@ PARETO_PANELS = (
 
 def plot_pareto(plt, model, rows, path):
     """Two panels, each with graph-opt's pipelines (against the original graph) and the peers
-    (against eager) at (step-time ratio, memory ratio), the baselines at (1, 1), and the front
+    (against eager; compile-budget=F against compile) at (step-time ratio, memory ratio), the baselines at (1, 1), and the front
     over all of them: left the peak memory, right what is live when backward starts."""
     fig, axes = plt.subplots(1, len(PARETO_PANELS), figsize=(6.5 * len(PARETO_PANELS), 5))
     for ax, (key, ylabel, title) in zip(axes, PARETO_PANELS):
@@ -542,13 +559,13 @@ def _pareto_panel(ax, rows, key, ylabel, title):
     points = [baseline] + pipelines + peers
     front = pareto_front(points)
     ax.scatter([1.0], [1.0], color="#555555", marker="s", s=50, zorder=3,
-               label="baselines (original graph; eager)")
+               label="baselines (original graph; eager; compile)")
     if pipelines:
         ax.scatter([p[0] for p in pipelines], [p[1] for p in pipelines], color="#4C72B0",
                    marker="o", s=40, zorder=3, label="graph-opt pipelines (vs original graph)")
     if peers:
         ax.scatter([p[0] for p in peers], [p[1] for p in peers], color="#DD8452", marker="^",
-                   s=55, zorder=3, label="peers (vs eager)")
+                   s=55, zorder=3, label="peers (vs eager; compile budgets vs compile)")
     # Points often nearly coincide: a label goes right of its point, one line lower for each
     # earlier point within 4% of the axes' spans, so that they stay legible.
     span_x = max(p[0] for p in points) - min(p[0] for p in points) or 1.0
@@ -635,16 +652,15 @@ def cmd_run(args):
                       f"threads, not {args.threads}", file=sys.stderr)
             rows.append(row)
             print(_progress(model, row), flush=True)
-        eager = None
+        baselines = {}
         peer_rows = []
         for config in args.peers:
             data = run_peer(model, path, config, args)
-            if config == EAGER:
-                eager = data
-            row = peer_row(model, config, data, eager)
+            baselines[config] = data
+            row = peer_row(model, config, data, baselines)
             peer_rows.append(row)
             print(_progress(model, row), flush=True)
-        row = executor_row(model, runs, eager)
+        row = executor_row(model, runs, baselines.get(EAGER))
         if row is not None:
             rows.append(row)
             print(_progress(model, row), flush=True)
