@@ -7,6 +7,7 @@ regression from noise.
                    [--pipelines 'repeat{cse,canonicalize,dce};cse']
                    [--peers eager,checkpoint,compile,compile-budget=0.5 | none]
                    [--runs 5] [--warmup 1] [--peer-min-time 1] [--threads N] [--bitwise]
+                   [--time-failed]
                    [--graph-opt PATH] [--zoo DIR] [--exports DIR] [--record FILE.jsonl]
     harness.py compare OLD.json NEW.json
     harness.py compare --record FILE.jsonl
@@ -366,6 +367,8 @@ def run_peer(model, path, config, args):
                "--runs", str(args.runs), "--warmup", str(args.warmup),
                "--min-time", str(args.peer_min_time),
                "--threads", str(args.threads), "-o", out]
+        if args.time_failed:
+            cmd.append("--time-failed")
         if os.path.isfile(facts):
             cmd += ["--facts", facts]
         env = thread_env(args.threads)
@@ -408,12 +411,14 @@ def peer_row(model, config, data, baselines):
         row = empty_row(model, PEER, config, base_name, "FAILED",
                         verdict[len("FAILED: "):] if verdict.startswith("FAILED: ") else verdict)
         row.update(compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
-        return row
-    row = empty_row(model, PEER, config, base_name, data["verification"])
+        if "step_seconds_median" not in data:  # not measured (no --time-failed)
+            return row
+    else:
+        row = empty_row(model, PEER, config, base_name, data["verification"])
     median, iqr, peak, bwd = peer_stats(data)
     row.update(peak_bytes=peak, backward_start_bytes=bwd, time_median_s=median, time_iqr_s=iqr,
                compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
-    if base is not None and base.get("status") == "ok":
+    if base is not None and "step_seconds_median" in base:  # measured (ok, or --time-failed)
         e_median, e_iqr, e_peak, e_bwd = peer_stats(base)
         row.update(baseline_peak_bytes=e_peak, peak_ratio=_ratio(peak, e_peak),
                    baseline_backward_start_bytes=e_bwd,
@@ -549,7 +554,9 @@ def plot_pareto(plt, model, rows, path):
 
 def _pareto_panel(ax, rows, key, ylabel, title):
     def points_of(system, exclude=()):
-        return [(r["time_ratio"], r.get(key), r["config"]) for r in rows
+        return [(r["time_ratio"], r.get(key),
+                 r["config"] + (" (FAILED check)" if r["verification"] == "FAILED" else ""))
+                for r in rows
                 if r["system"] == system and r["config"] not in exclude
                 and r["time_ratio"] is not None and r.get(key) is not None]
 
@@ -900,6 +907,9 @@ def main(argv=None):
     r.add_argument("--threads", type=positive_int(1), default=None,
                    help="intra-op threads of graph-opt and the peers (torch.get_num_threads())")
     r.add_argument("--bitwise", action="store_true", help="verify bitwise, not to tolerance")
+    r.add_argument("--time-failed", action="store_true",
+                   help="measure a peer whose verification failed too (its row stays FAILED, "
+                   "with its figures): torch.compile's speed where it disagrees with eager")
     r.add_argument("--graph-opt", default=DEFAULT_GRAPH_OPT,
                    help="graph-opt binary, a path or a name on PATH (build/bin/graph-opt)")
     r.add_argument("--zoo", default=DEFAULT_ZOO, help="the tiny zoo's directory (build/zoo)")

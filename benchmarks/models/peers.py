@@ -2,7 +2,7 @@
 """One peer configuration of a zoo model's training step, measured in this process alone.
 
     peers.py --model NAME:SIZE --config CONFIG [--runs 5] [--warmup 1] [--min-time 0]
-             [--threads N] [--facts FILE.facts.json] [-o OUT.json]
+             [--threads N] [--facts FILE.facts.json] [--time-failed] [-o OUT.json]
 
 CONFIG is one of
   eager               the training step in eager PyTorch: forward, loss, loss.backward();
@@ -32,7 +32,8 @@ compile caches and allocator state do not carry over from one to the next):
    verification is FAILED. Inductor draws other random numbers than eager (and the same
    again where it recomputes), so for a model with dropout compile is verified on the same
    model with every dropout probability 0 (same weights and inputs; "(dropout off)"), then
-   the model itself is compiled and timed.
+   the model itself is compiled and timed. With --time-failed, a configuration that disagrees is
+   timed and measured all the same (its status stays "failed").
 2. --warmup unmeasured steps, then --runs measured steps, and more while they total less than
    --min-time seconds (up to 50x --runs: a few milliseconds' step measured five times is at the
    mercy of one slow step): the wall time of forward, loss and backward (gradients are set to
@@ -417,7 +418,7 @@ def first_steps(kind, budget, step, args, model, model_config, result):
     return run_step
 
 
-def measure(config, model, runs, warmup, threads, facts, min_time=0.0):
+def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_failed=False):
     import torch
 
     kind, budget = parse_config(config)
@@ -440,7 +441,8 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0):
         raise PeerError(f"{config} failed on its first step: {first_line(e)}") from e
     if result["verification"].startswith("FAILED"):
         result["status"] = "failed"
-        return result
+        if not time_failed:
+            return result
     restore(step, initial)
 
     # 2. Warm-up, then the measured steps.
@@ -484,6 +486,9 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=None,
                    help="torch.set_num_threads (default: torch's own choice)")
     p.add_argument("--facts", help="the .pt2's FILE.facts.json, to check the model against")
+    p.add_argument("--time-failed", action="store_true",
+                   help="measure a configuration whose verification failed too (status stays "
+                   "'failed'): what its users get, wrong or not")
     p.add_argument("-o", "--output", help="write the JSON here (default: stdout)")
     args = p.parse_args(argv)
     try:
@@ -501,7 +506,7 @@ def main(argv=None):
     threads = args.threads or torch.get_num_threads()
     try:
         result = measure(args.config, args.model, args.runs, args.warmup, threads, args.facts,
-                         args.min_time)
+                         args.min_time, args.time_failed)
     except PeerError as e:
         result = {"format": FORMAT, "model": args.model, "config": args.config,
                   "threads": threads, "status": "error", "message": str(e)}
