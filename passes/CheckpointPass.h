@@ -60,6 +60,7 @@ public:
     double baselineStepSeconds = 0, predictedExtraSeconds = 0;
     double measuredBaselineSeconds = -1, measuredSeconds = -1;
     double solveSeconds = 0, gap = -1;
+    double greedyExtraSeconds = -1; ///< milp: the greedy plan's predicted extra time
     unsigned nodesAdded = 0, planAttempts = 0;
     bool changed = false;
     std::vector<Activation> activations;

@@ -37,6 +37,9 @@ struct CheckpointPlan {
   bool meetsBudget = false;
   unsigned simulations = 0; ///< rewritten graphs simulated while planning
   unsigned hoists = 0;      ///< own clones made earlier to share them (greedy)
+  /// milp: the greedy's predicted extra time on the same model and budget,
+  /// -1 when its plan does not meet the budget (the oracle's comparison).
+  double greedyExtraSeconds = -1;
 };
 
 // Budgets are bytes of the model's bounded memory (RecomputeModel::boundedMemory).

@@ -204,6 +204,7 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
       }
       plan.simulations = simulations;
       plan.solveSeconds = since(begin);
+      plan.greedyExtraSeconds = greedy->predictedExtraSeconds;
       return plan;
     }
     // Where the simulation is over the budget, the program was short by its
@@ -234,6 +235,7 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
   // accepts are outside the program: cut chains). No gap to give.
   if (greedy->meetsBudget) {
     CheckpointPlan plan = std::move(*greedy);
+    plan.greedyExtraSeconds = plan.predictedExtraSeconds;
     plan.planner = "milp";
     plan.solverStatus =
         reason.empty() ? absl::StrCat("the greedy's plan: none solved fits (", status, ")") : reason;
