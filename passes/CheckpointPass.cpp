@@ -203,6 +203,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   addStatistic("activations recomputed", static_cast<int64_t>(plan.dropped.size()));
   addStatistic("nodes added", added);
   addStatistic("clones shared (hoisted)", plan.hoists);
+  addStatistic("drops undone (made unneeded by later ones)", plan.kept);
   addStatistic("rewrites simulated", plan.simulations);
   setStatistic("predicted peak bytes", out.predictedPeak);
   if (out.measuredPeak >= 0)

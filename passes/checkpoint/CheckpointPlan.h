@@ -37,6 +37,7 @@ struct CheckpointPlan {
   bool meetsBudget = false;
   unsigned simulations = 0; ///< rewritten graphs simulated while planning
   unsigned hoists = 0;      ///< own clones made earlier to share them (greedy)
+  unsigned kept = 0;        ///< drops undone once later ones made them unneeded (greedy)
   /// milp: the greedy's predicted extra time on the same model and budget,
   /// -1 when its plan does not meet the budget (the oracle's comparison).
   double greedyExtraSeconds = -1;

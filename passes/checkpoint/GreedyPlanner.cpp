@@ -8,14 +8,18 @@
 // per drop, an estimate that leaves out the clones' own temporaries; each
 // time the estimate says the budget is met, the rewritten graph is simulated
 // for real and the timeline replaced by that simulation, so the plan ends only
-// on a simulated peak within the budget.
+// on a simulated peak within the budget. Then repeated recomputations are
+// shared and drops that later ones made unneeded undone, each step checked
+// by a simulation.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 
 #include "graphopt/Analysis/PeakTracker.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <queue>
 
 namespace graphopt {
@@ -54,9 +58,31 @@ double ratioOf(int64_t bytes, double seconds) {
   return static_cast<double>(bytes) / std::max(seconds, 1e-9);
 }
 
-/// At most this many hoists are tried, and none once planning took this long.
-constexpr unsigned kMaxHoistTrials = 32;
-constexpr double kHoistSecondsLimit = 0.5;
+/// Each refinement below tries at most kMaxTrials plans, and together they
+/// simulate at most kTrialNodes nodes of rewritten graphs (a simulation
+/// costs some microseconds per node: well under a second in all). Counts,
+/// not a clock, so that the plan does not depend on the machine's load.
+constexpr unsigned kMaxTrials = 32;
+class SimulationBudget {
+public:
+  static constexpr size_t kTrialNodes = 160000;
+  /// Charges one simulation of `set`'s rewrite; false, charging nothing, when
+  /// what is left does not cover it.
+  bool charge(const RecomputeModel &model, const RecomputeSet &set) {
+    if (!covers(model, set))
+      return false;
+    nodesLeft_ -= model.graph().numNodes() + set.clones.size();
+    return true;
+  }
+  /// Whether a simulation of `set`'s rewrite is still covered. Asked before
+  /// building a trial plan, which on a large graph costs as much.
+  bool covers(const RecomputeModel &model, const RecomputeSet &set) const {
+    return model.graph().numNodes() + set.clones.size() <= nodesLeft_;
+  }
+
+private:
+  size_t nodesLeft_ = kTrialNodes;
+};
 
 /// A plan that meets the budget may still make some dropped value several
 /// times: for other recomputations before its own clone. Making its own clone
@@ -64,16 +90,15 @@ constexpr double kHoistSecondsLimit = 0.5;
 /// repeats' time and costs memory between the two points; each such hoist,
 /// the costliest repeats first, is kept when the simulated rewrite still fits.
 absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState &state,
-                          std::chrono::steady_clock::time_point begin, CheckpointPlan &plan) {
+                          SimulationBudget &simulations, CheckpointPlan &plan,
+                          std::vector<std::pair<int32_t, int64_t>> &hoists) {
   unsigned trials = 0;
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  };
-  while (trials < kMaxHoistTrials && elapsed() < kHoistSecondsLimit) {
+  bool exhausted = false;
+  while (!exhausted && trials < kMaxTrials && simulations.covers(model, state.result())) {
     double seconds = state.result().seconds;
     bool improved = false;
     for (const PlanState::Repeat &r : state.repeats()) {
-      if (trials >= kMaxHoistTrials || elapsed() >= kHoistSecondsLimit)
+      if (trials >= kMaxTrials)
         break;
       ++trials;
       auto next = state.hoisted(r.candidate, r.earliest);
@@ -82,12 +107,17 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
       RecomputeSet set = next->result();
       if (set.seconds >= seconds)
         continue;
+      if (!simulations.charge(model, set)) {
+        exhausted = true;
+        break;
+      }
       auto sim = model.simulate(set);
       if (!sim.ok())
         return sim.status();
       ++plan.simulations;
       if (sim->bounded <= budget) {
         state = std::move(*next);
+        hoists.push_back({r.candidate, r.earliest});
         ++plan.hoists;
         improved = true;
         break;
@@ -95,6 +125,71 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
     }
     if (!improved)
       break;
+  }
+  return absl::OkStatus();
+}
+
+/// The greedy drops at the peak of the moment, and a later drop at another
+/// peak may bring that one down too: an earlier drop can end up unneeded.
+/// Each dropped candidate, the dearest per byte first, is kept again when the
+/// plan without it (the same hoists replayed) is faster and its simulated
+/// rewrite still fits; so this step never slows the plan. The estimate
+/// screens first: the candidate's bytes back over the ranks dropping it
+/// freed, on the current simulation (an upper bound, as keeping it also
+/// removes its clones).
+absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState &state,
+                          PeakTracker &peak,
+                          const std::function<std::pair<int64_t, int64_t>(
+                              const CheckpointCandidate &)> &freedRanks,
+                          const std::vector<std::pair<int32_t, int64_t>> &hoists,
+                          SimulationBudget &simulations, CheckpointPlan &plan) {
+  auto candidates = model.candidates();
+  std::vector<int32_t> order = plan.dropped;
+  auto dearness = [&](int32_t c) {
+    return candidates[c].standaloneSeconds / std::max<double>(candidates[c].bytes, 1);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return dearness(a) > dearness(b); });
+  unsigned trials = 0;
+  for (int32_t c : order) {
+    auto [first, last] = freedRanks(candidates[c]);
+    peak.add(first, last, candidates[c].bytes);
+    bool mayFit = peak.peak() <= budget;
+    peak.add(first, last, -candidates[c].bytes);
+    if (!mayFit)
+      continue;
+    if (trials++ >= kMaxTrials || !simulations.covers(model, state.result()))
+      break;
+    PlanState without(model);
+    std::vector<int32_t> rest;
+    bool rebuilt = true;
+    for (int32_t d : plan.dropped)
+      if (d != c) {
+        rebuilt = rebuilt && without.add(d).ok();
+        rest.push_back(d);
+      }
+    for (auto [d, point] : hoists) {
+      if (!rebuilt || d == c)
+        continue;
+      auto next = without.hoisted(d, point);
+      rebuilt = next.ok();
+      if (rebuilt)
+        without = std::move(*next);
+    }
+    if (!rebuilt || without.result().seconds >= state.result().seconds)
+      continue;
+    if (!simulations.charge(model, without.result()))
+      break;
+    auto sim = model.simulate(without.result());
+    if (!sim.ok())
+      return sim.status();
+    ++plan.simulations;
+    if (sim->bounded > budget)
+      continue;
+    state = std::move(without);
+    plan.dropped = std::move(rest);
+    peak = PeakTracker(sim->boundedByRank);
+    ++plan.kept;
   }
   return absl::OkStatus();
 }
@@ -109,7 +204,8 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   // above the inputs: from its last forward use until its own clone is made.
   // The saved activations: its whole life, since neither it nor its clones
   // are saved for backward any more.
-  auto freedRanks = [&](const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
+  std::function<std::pair<int64_t, int64_t>(const CheckpointCandidate &)> freedRanks =
+      [&](const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
     if (model.boundedMemory() == BoundedMemory::SavedActivations)
       return {c.created, model.baseline().lookup(c.storage)->freedAfter};
     return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
@@ -190,9 +286,19 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     peak.add(first, last, -candidates[chosen].bytes);
     synced = false;
   }
-  if (synced && peak.peak() <= target)
-    if (absl::Status st = shareRepeats(model, budget, state, begin, plan); !st.ok())
+  if (synced && peak.peak() <= target) {
+    std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
+    SimulationBudget simulations;
+    if (absl::Status st = shareRepeats(model, budget, state, simulations, plan, hoists); !st.ok())
       return st;
+    if (hoists.size() > 0) // the tracker holds the plan before them
+      if (absl::Status st = sync(); !st.ok())
+        return st;
+    if (absl::Status st =
+            keepUnneeded(model, budget, state, peak, freedRanks, hoists, simulations, plan);
+        !st.ok())
+      return st;
+  }
   plan.recompute = state.result();
   if (absl::Status st = predictPlan(model, budget, plan); !st.ok())
     return st;
