@@ -169,7 +169,7 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
         rest.push_back(d);
       }
     for (auto [d, point] : hoists) {
-      if (!rebuilt || d == c)
+      if (!rebuilt || !without.isDropped(d)) // c itself, or a drop undone before
         continue;
       auto next = without.hoisted(d, point);
       rebuilt = next.ok();
