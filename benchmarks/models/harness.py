@@ -210,7 +210,7 @@ def parse_peers(text):
             names.append(item)
     if not names:
         raise argparse.ArgumentTypeError(f"'{text}' names no peer (give 'none' for none)")
-    budgets = [n for n in names if n.startswith(COMPILE + "-budget")]
+    budgets = [n for n in names if peer_baseline(n) == COMPILE]
     rest = [n for n in names if n not in (EAGER, COMPILE) and n not in budgets]
     compile_ = [COMPILE] if budgets or COMPILE in names else []
     return [EAGER] + compile_ + rest + budgets
@@ -542,8 +542,9 @@ PARETO_PANELS = (
 
 def plot_pareto(plt, model, rows, path):
     """Two panels, each with graph-opt's pipelines (against the original graph) and the peers
-    (against eager; compile-budget=F against compile) at (step-time ratio, memory ratio), the baselines at (1, 1), and the front
-    over all of them: left the peak memory, right what is live when backward starts."""
+    (against eager; compile-budget=F against compile) at (step-time ratio, memory ratio), the
+    baselines at (1, 1), and the front over all of them: left the peak memory, right what is
+    live when backward starts."""
     fig, axes = plt.subplots(1, len(PARETO_PANELS), figsize=(6.5 * len(PARETO_PANELS), 5))
     for ax, (key, ylabel, title) in zip(axes, PARETO_PANELS):
         _pareto_panel(ax, rows, key, ylabel, title)

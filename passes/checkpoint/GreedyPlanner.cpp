@@ -118,7 +118,6 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
       if (sim->bounded <= budget) {
         state = std::move(*next);
         hoists.push_back({r.candidate, r.earliest});
-        ++plan.hoists;
         improved = true;
         break;
       }
@@ -151,6 +150,7 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return dearness(a) > dearness(b); });
   unsigned trials = 0;
+  RecomputeSet current = state.result();
   for (int32_t c : order) {
     auto [first, last] = freedRanks(candidates[c]);
     peak.add(first, last, candidates[c].bytes);
@@ -158,7 +158,7 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
     peak.add(first, last, -candidates[c].bytes);
     if (!mayFit)
       continue;
-    if (trials++ >= kMaxTrials || !simulations.covers(model, state.result()))
+    if (trials++ >= kMaxTrials || !simulations.covers(model, current))
       break;
     PlanState without(model);
     std::vector<int32_t> rest;
@@ -176,17 +176,21 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
       if (rebuilt)
         without = std::move(*next);
     }
-    if (!rebuilt || without.result().seconds >= state.result().seconds)
+    if (!rebuilt)
       continue;
-    if (!simulations.charge(model, without.result()))
+    RecomputeSet set = without.result();
+    if (set.seconds >= current.seconds)
+      continue;
+    if (!simulations.charge(model, set))
       break;
-    auto sim = model.simulate(without.result());
+    auto sim = model.simulate(set);
     if (!sim.ok())
       return sim.status();
     ++plan.simulations;
     if (sim->bounded > budget)
       continue;
     state = std::move(without);
+    current = std::move(set);
     plan.dropped = std::move(rest);
     peak = PeakTracker(sim->boundedByRank);
     ++plan.kept;
@@ -291,7 +295,8 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     SimulationBudget simulations;
     if (absl::Status st = shareRepeats(model, budget, state, simulations, plan, hoists); !st.ok())
       return st;
-    if (hoists.size() > 0) // the tracker holds the plan before them
+    plan.hoists = static_cast<unsigned>(hoists.size());
+    if (!hoists.empty()) // the tracker holds the plan before them
       if (absl::Status st = sync(); !st.ok())
         return st;
     if (absl::Status st =
