@@ -1,0 +1,293 @@
+//===- ReinplacePass.cpp - Functional ops into their in-place variants -----===//
+#include "ReinplacePass.h"
+
+#include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/IR/TypeInference.h"
+#include "graphopt/Pass/PassRegistry.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/enum_tag.h>
+#include <absl/strings/str_cat.h>
+
+#include <unordered_map>
+#include <mutex>
+#include <optional>
+
+namespace graphopt {
+
+namespace {
+
+/// True when `inplace` is `functional` with its first argument and its one
+/// result written in place: the same arguments (names, types, keyword-only
+/// marks) otherwise.
+bool isInPlaceVariantOf(const c10::FunctionSchema &inplace, const c10::FunctionSchema &functional) {
+  const auto &args = inplace.arguments();
+  const auto &fargs = functional.arguments();
+  if (args.size() != fargs.size() || args.empty() || inplace.returns().size() != 1 ||
+      functional.returns().size() != 1)
+    return false;
+  const c10::AliasInfo *self = args[0].alias_info();
+  const c10::AliasInfo *ret = inplace.returns()[0].alias_info();
+  if (!self || !self->isWrite() || !ret || !ret->isWrite() ||
+      args[0].type()->kind() != c10::TypeKind::TensorType)
+    return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].name() != fargs[i].name() || args[i].kwarg_only() != fargs[i].kwarg_only() ||
+        args[i].type()->str() != fargs[i].type()->str())
+      return false;
+    if (i > 0 && args[i].alias_info()) // only self may be written or aliased
+      return false;
+  }
+  return true;
+}
+
+/// The in-place variant of `op` (`aten::mul.Tensor` -> `aten::mul_.Tensor`),
+/// if the registry has one that computes the same thing into its first
+/// argument; cached per operator.
+std::optional<c10::OperatorHandle> inPlaceVariant(const c10::OperatorHandle &op) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace(op.operator_name());
+  if (!inserted)
+    return it->second;
+  const c10::OperatorName &name = op.operator_name();
+  if (name.name.empty() || name.name.back() == '_')
+    return std::nullopt;
+  auto handle = c10::Dispatcher::singleton().findSchema({name.name + "_", name.overload_name});
+  if (handle && !handle->hasTag(at::Tag::inplace_view) &&
+      isInPlaceVariantOf(handle->schema(), op.schema()))
+    it->second = *handle;
+  return it->second;
+}
+
+/// The view op that selects what `scatter` writes (`aten::slice_scatter` ->
+/// `aten::slice.Tensor`): named as `scatter` without `_scatter`, taking
+/// `scatter`'s arguments less `src` (its second), returning one view of its
+/// first. Cached per operator.
+std::optional<c10::OperatorHandle> viewOfScatter(const c10::OperatorHandle &op) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace(op.operator_name());
+  if (!inserted)
+    return it->second;
+  llvm::StringRef name = op.operator_name().name;
+  const c10::FunctionSchema &scatter = op.schema();
+  const auto &sargs = scatter.arguments();
+  if (!name.consume_back("_scatter") || sargs.size() < 2 || sargs[1].name() != "src" ||
+      scatter.returns().size() != 1)
+    return std::nullopt;
+  for (const char *overload : {"", "Tensor", "int"}) {
+    auto view = c10::Dispatcher::singleton().findSchema({name.str(), overload});
+    if (!view)
+      continue;
+    const auto &vargs = view->schema().arguments();
+    const auto &rets = view->schema().returns();
+    if (vargs.size() + 1 != sargs.size() || rets.size() != 1 || !rets[0].alias_info() ||
+        rets[0].alias_info()->isWrite() || !vargs[0].alias_info())
+      continue;
+    bool same = true;
+    for (size_t i = 0; i < vargs.size() && same; ++i) {
+      const c10::Argument &a = sargs[i == 0 ? 0 : i + 1];
+      same = vargs[i].name() == a.name() && vargs[i].type()->str() == a.type()->str();
+    }
+    if (same) {
+      it->second = *view;
+      break;
+    }
+  }
+  return it->second;
+}
+
+} // namespace
+
+/// What the pass knows of one storage: the values rooted in it (the value
+/// that made it, views of it, in-place results written into it) are read last
+/// by `lastReader`; `escapes` when one of them is a graph output.
+struct StorageUse {
+  const Node *lastReader = nullptr;
+  bool escapes = false;
+};
+
+class StorageUses {
+public:
+  explicit StorageUses(const Graph &graph) {
+    for (const Value *v : graph.allValues())
+      noteUsesOf(v);
+  }
+  /// Records the uses of `v` under each storage it is rooted in.
+  void noteUsesOf(const Value *v) {
+    for (const Value *root : storageRoots(v))
+      for (const Use &use : v->uses()) {
+        StorageUse &s = uses_[root];
+        if (!use.user)
+          s.escapes = true;
+        else if (!s.lastReader || s.lastReader->comesBefore(use.user))
+          s.lastReader = use.user;
+      }
+  }
+  /// `oldRoot`, a fresh result about to be erased, now lives in the storage
+  /// of `value`: what read it (through any view) reads that storage.
+  void mergeInto(const Value *oldRoot, const Value *value) {
+    auto it = uses_.find(oldRoot);
+    if (it == uses_.end())
+      return;
+    StorageUse moved = it->second;
+    uses_.erase(it); // the address may be reused by a value made later
+    for (const Value *root : storageRoots(value)) {
+      StorageUse &s = uses_[root];
+      s.escapes |= moved.escapes;
+      if (moved.lastReader && (!s.lastReader || s.lastReader->comesBefore(moved.lastReader)))
+        s.lastReader = moved.lastReader;
+    }
+  }
+  /// `from` is about to be erased, `to` reads what it read, where it read it.
+  void replaceReader(const Node *from, const Node *to) {
+    for (const Value *v : from->operandValues())
+      for (const Value *root : storageRoots(v))
+        if (StorageUse &s = uses_[root]; s.lastReader == from)
+          s.lastReader = to;
+  }
+  const StorageUse &of(const Value *root) { return uses_[root]; }
+
+private:
+  llvm::DenseMap<const Value *, StorageUse> uses_;
+};
+
+namespace {
+
+/// Why `node` may not write `self` in place, or null when it may: `self`'s
+/// storage must be the graph's own (not an input's), never returned, and read
+/// last by `node`, which reads it once, through `self` alone.
+const char *whyNotWritable(const Node &node, const Value *self, StorageUses &storages) {
+  llvm::SmallVector<const Value *, 2> roots = storageRoots(self);
+  if (roots.size() != 1)
+    return "first operand may share several storages";
+  const Value *root = roots[0];
+  if (root->isGraphInput())
+    return "first operand is a graph input or a view of one";
+  const StorageUse &use = storages.of(root);
+  if (use.escapes)
+    return "first operand's storage is returned";
+  if (use.lastReader != &node)
+    return "first operand's storage is read later";
+  unsigned reads = 0;
+  for (const Value *v : node.operandValues())
+    reads += llvm::is_contained(storageRoots(v), root);
+  return reads == 1 ? nullptr : "the node reads its first operand's storage twice";
+}
+
+} // namespace
+
+absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
+  StorageUses storages(graph);
+  int64_t bytesReused = 0;
+  bool changed = false;
+  for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
+    Node &n = *it++;
+    if (n.numOutputs() != 1 || n.numArgs() == 0 || !n.arg(0).isValue() || !isPure(n))
+      continue;
+    std::optional<c10::OperatorHandle> inplace = inPlaceVariant(n.op());
+    std::optional<c10::OperatorHandle> view = inplace ? std::nullopt : viewOfScatter(n.op());
+    if (!inplace && !view)
+      continue;
+    Value *self = n.arg(0).getValue();
+    if (const char *why = whyNotWritable(n, self, storages)) {
+      addStatistic(absl::StrCat("kept: ", why));
+      continue;
+    }
+    if (n.output(0)->type() != self->type()) {
+      addStatistic("kept: result type differs from the first operand's");
+      continue;
+    }
+    // The rewrite erases n: its replacement reads what n read, and the
+    // storage now also holds the result, so its readers count for it.
+    absl::StatusOr<const Node *> last =
+        inplace ? callInPlace(graph, n, *inplace, storages) : scatterInPlace(graph, n, *view, storages);
+    if (!last.ok())
+      return last.status();
+    if (!*last)
+      continue;
+    bytesReused += self->tensorType().storageBytes();
+    addStatistic("reinplaced nodes");
+    const c10::OperatorName &name = (inplace ? *inplace : n.op()).operator_name();
+    addStatistic(absl::StrCat("reinplaced ", name.name, name.overload_name.empty() ? "" : ".",
+                              name.overload_name));
+    changed = true;
+  }
+  addStatistic("bytes no longer allocated", bytesReused);
+  return changed;
+}
+
+absl::StatusOr<const Node *> ReinplacePass::callInPlace(Graph &graph, Node &n,
+                                                        const c10::OperatorHandle &inplace,
+                                                        StorageUses &storages) {
+  Value *result = n.output(0);
+  std::string name = result->name().str();
+  Node *replacement = graph.createNode(inplace, n.args(), {result->type()}, n.phase(),
+                                       {name + "_inplace"}, &n);
+  for (const Node::Attribute &a : n.attrs())
+    replacement->setAttr(a.first, a.second);
+  result->replaceAllUsesWith(replacement->output(0));
+  storages.replaceReader(&n, replacement);
+  storages.mergeInto(result, replacement->output(0));
+  if (absl::Status st = graph.eraseNode(&n); !st.ok())
+    return st;
+  replacement->output(0)->setName(name);
+  return replacement;
+}
+
+absl::StatusOr<const Node *> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
+                                                           const c10::OperatorHandle &view,
+                                                           StorageUses &storages) {
+  // r = slice_scatter(s, src, dim, start, end, step)  becomes
+  //   v = slice(s, dim, start, end, step); copy_(v, src)
+  // and r's readers read s, which now holds r.
+  Value *self = n.arg(0).getValue();
+  Value *src = n.arg(1).isValue() ? n.arg(1).getValue() : nullptr;
+  if (!src || !src->isTensor())
+    return nullptr;
+  llvm::SmallVector<Argument, 6> viewArgs{n.arg(0)};
+  for (unsigned i = 2; i < n.numArgs(); ++i)
+    viewArgs.push_back(n.arg(i));
+  Node *slice = graph.createNode(view, viewArgs, {ValueType::unknownTensor()}, n.phase(),
+                                 {self->name().str() + "_part"}, &n);
+  auto erase = [&](absl::Status why) -> absl::StatusOr<const Node *> {
+    if (absl::Status st = graph.eraseNode(slice); !st.ok())
+      return st;
+    if (!why.ok())
+      addStatistic("kept: the written part's type is unknown");
+    return nullptr;
+  };
+  if (absl::Status st = inferNodeTypes(*slice); !st.ok())
+    return erase(st);
+  const TensorType &part = slice->output(0)->tensorType();
+  // copy_ would broadcast or convert a src that does not match the part;
+  // the scatter op would have refused it.
+  if (part.sizes != src->tensorType().sizes || part.dtype != src->tensorType().dtype) {
+    addStatistic("kept: src does not match the part it replaces");
+    return erase(absl::OkStatus());
+  }
+  absl::StatusOr<Node *> copy =
+      graph.createNode("aten::copy_", {Argument::value(slice->output(0)), Argument::value(src),
+                                        Argument::constant(Constant::ofBool(false))},
+                       {slice->output(0)->type()}, n.phase(), {}, &n);
+  if (!copy.ok())
+    return copy.status();
+  for (const Node::Attribute &a : n.attrs()) {
+    slice->setAttr(a.first, a.second);
+    (*copy)->setAttr(a.first, a.second);
+  }
+  n.output(0)->replaceAllUsesWith(self);
+  storages.replaceReader(&n, *copy);
+  storages.mergeInto(n.output(0), self);
+  if (absl::Status st = graph.eraseNode(&n); !st.ok())
+    return st;
+  return *copy;
+}
+
+GRAPHOPT_REGISTER_PASS(ReinplacePass);
+
+} // namespace graphopt
