@@ -1,0 +1,136 @@
+//===- ReinplaceTest.cpp - the reinplace pass -------------------------------===//
+#include "graphopt/Analysis/Liveness.h"
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/IR/Parser.h"
+#include "graphopt/IR/Verifier.h"
+#include "graphopt/Import/Importer.h"
+#include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Runtime/OutputVerifier.h"
+#include "../ZooArchives.h"
+
+#include <gtest/gtest.h>
+
+using namespace graphopt;
+using namespace graphopt::test;
+
+namespace {
+
+std::unique_ptr<Graph> parse(llvm::StringRef text) {
+  auto g = parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+/// Runs `pipeline` on `graph`; returns reinplace's statistic `stat` (0 without one).
+int64_t runCounting(Graph &graph, llvm::StringRef pipeline, const std::string &stat) {
+  GraphOptimizer opt;
+  absl::Status added = opt.addPipeline(pipeline);
+  EXPECT_TRUE(added.ok()) << added.message();
+  auto changed = opt.run(graph);
+  EXPECT_TRUE(changed.ok()) << changed.status().message();
+  for (const auto &p : opt.passes())
+    if (p->name() == "reinplace") {
+      auto it = p->statistics().find(stat);
+      return it == p->statistics().end() ? 0 : it->second.value;
+    }
+  return 0;
+}
+
+const Node *definingNodeOf(const Graph &g, llvm::StringRef name) {
+  for (const Node &n : g.nodes())
+    for (unsigned o = 0; o < n.numOutputs(); ++o)
+      if (n.output(o)->name() == name)
+        return &n;
+  return nullptr;
+}
+
+} // namespace
+
+// A chain reuses one buffer: each step writes the storage the previous one
+// made, and the result of the last is what the graph returns.
+TEST(ReinplaceTest, ChainsShareOneStorage) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[64] user_input
+forward:
+  %a = aten::exp(%x) : f32[64]
+  %b = aten::mul.Tensor(%a, 2) : f32[64]
+  %c = aten::sub.Tensor(%b, %x) : f32[64]
+  %d = aten::relu(%c) : f32[64]
+  output %d user_output
+})");
+  auto before = LivenessAnalysis::compute(*g);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(runCounting(*g, "reinplace", "reinplaced nodes"), 3);
+  EXPECT_TRUE(verifyGraph(*g).ok());
+  EXPECT_EQ(definingNodeOf(*g, "a")->opName(), "aten::exp");
+  EXPECT_EQ(definingNodeOf(*g, "b")->opName(), "aten::mul_.Tensor");
+  EXPECT_EQ(definingNodeOf(*g, "d")->opName(), "aten::relu_");
+  auto roots = storageRoots(g->outputs()[0].value);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0]->name(), "a");
+  auto after = LivenessAnalysis::compute(*g);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->peakBytes - after->inputBytes, 64 * 4);
+  EXPECT_LT(after->peakBytes, before->peakBytes);
+}
+
+// An in-place write must not reach what a later node reads through a view
+// taken before the rewrite made the views share a storage (the reason the
+// pass merges what it knows of the old result into its new storage).
+TEST(ReinplaceTest, ViewOfARewrittenResultKeepsItsValue) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[8] user_input
+forward:
+  %a = aten::exp(%x) : f32[8]
+  %t = aten::tanh(%a) : f32[8]
+  %view_t = aten::alias(%t) : f32[8]
+  %u = aten::add.Tensor(%t, 1) : f32[8]
+  %w = aten::mul.Tensor(%view_t, %u) : f32[8]
+  output %w user_output
+})");
+  std::unique_ptr<Graph> original = g->clone();
+  runCounting(*g, "reinplace", "reinplaced nodes");
+  EXPECT_EQ(definingNodeOf(*g, "t")->opName(), "aten::tanh_");
+  EXPECT_EQ(definingNodeOf(*g, "u")->opName(), "aten::add.Tensor"); // %view_t reads %t later
+  VerifierOptions options;
+  options.bitwise = true;
+  options.device = c10::Device(c10::DeviceType::CPU);
+  WeightStore noWeights;
+  auto report = verifyRewrite(*original, *g, noWeights, makeExampleInputs(*original, 0), options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_TRUE(report->passed);
+}
+
+// On real joint graphs, after checkpointing: bitwise the same outputs and
+// gradients, and a simulated peak that is never higher.
+class ReinplaceZooTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ReinplaceZooTest, LowersNoPeakAndVerifiesBitwise) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  auto model = importModel(absl::StrCat(zooDir(), "/", GetParam(), ".pt2"));
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  std::unique_ptr<Graph> original = model->graph->clone();
+  std::unique_ptr<Graph> g = original->clone();
+  runCounting(*g, "checkpoint{activations=40%,cost=flops,measure=false}", "reinplaced nodes");
+  auto before = LivenessAnalysis::compute(*g);
+  ASSERT_TRUE(before.ok());
+  EXPECT_GT(runCounting(*g, "reinplace", "reinplaced nodes"), 0);
+  auto after = LivenessAnalysis::compute(*g);
+  ASSERT_TRUE(after.ok());
+  EXPECT_LE(after->peakBytes, before->peakBytes);
+  VerifierOptions options;
+  options.bitwise = true;
+  options.device = c10::Device(c10::DeviceType::CPU);
+  auto report = verifyRewrite(*original, *g, model->weights,
+                              makeExampleInputs(*original, /*seed=*/0), options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  report->print(os);
+  EXPECT_TRUE(report->passed) << os.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ReinplaceZooTest,
+                         testing::Values("mlp-train", "cnn-train", "resnet18-train", "bert-train",
+                                         "gpt2-train", "llama-train", "t5-train"),
+                         ArchiveName());
