@@ -41,13 +41,14 @@ $(DEMO_MODEL): tools/export/export_model.py | configure
 # summary, liveness (simulated peak with the operators' scratch memory measured, breakdown,
 # largest activations), the profile (per-node medians, activation metrics, report.html),
 # checkpointing into half the activations saved for backward (what it recomputed, the
-# measured peak and step time before and after: docs/Checkpointing.md), three measured
+# measured peak and step time before and after: docs/Checkpointing.md), reinplace (the
+# results that can reuse a dying operand's storage do: docs/Reinplace.md), three measured
 # steps of the result, and the verifier's check that the graph after the pipeline computes
 # bitwise what the input did.
 DEMO_REPORT := $(BUILD_DIR)/demo/report
 demo: build $(DEMO_MODEL)
 	@$(BUILD_DIR)/bin/graph-opt $(DEMO_MODEL) --summary \
-	  '-passes=repeat{cse,canonicalize,dce},liveness{scratch=measured},profile,checkpoint{activations=50%}' \
+	  '-passes=repeat{cse,canonicalize,dce},liveness{scratch=measured},profile,checkpoint{activations=50%},reinplace' \
 	  --pass-stats \
 	  --report-dir $(DEMO_REPORT) --run 3 --verify --bitwise
 	@echo "demo: reports in $(DEMO_REPORT)/ (node_stats.csv, activation_stats.csv, profile.json, trace.json, report.html, checkpoint.json)"
