@@ -346,9 +346,15 @@ std::vector<PlanState::Repeat> PlanState::repeats() const {
 }
 
 absl::StatusOr<PlanState> PlanState::hoisted(int32_t c, int64_t p) const {
+  return hoisted({{c, p}});
+}
+
+absl::StatusOr<PlanState>
+PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
   PlanState next(*model_);
   next.ownAt_ = ownAt_;
-  next.ownAt_[c] = std::min(next.ownAt_[c], p);
+  for (auto [c, p] : points)
+    next.ownAt_[c] = std::min(next.ownAt_[c], p);
   for (int32_t d : order_)
     if (absl::Status st = next.add(d); !st.ok())
       return st;

@@ -194,6 +194,8 @@ public:
   /// shared with the recomputations from there on (held from `p`, not
   /// repeated); an error when the plan cannot be rebuilt so.
   absl::StatusOr<PlanState> hoisted(int32_t c, int64_t p) const;
+  /// The same for several (candidate, point) pairs at once: one rebuild.
+  absl::StatusOr<PlanState> hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const;
 
 private:
   /// A node cloned just before the node of some rank.
