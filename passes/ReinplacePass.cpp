@@ -42,37 +42,43 @@ bool isInPlaceVariantOf(const c10::FunctionSchema &inplace, const c10::FunctionS
   return true;
 }
 
-/// The in-place variant of `op` (`aten::mul.Tensor` -> `aten::mul_.Tensor`),
-/// if the registry has one that computes the same thing into its first
-/// argument; cached per operator.
-std::optional<c10::OperatorHandle> inPlaceVariant(const c10::OperatorHandle &op) {
-  static std::mutex mutex;
-  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = cache.try_emplace(op.operator_name());
-  if (!inserted)
+/// An operator found for each operator, looked up once (thread safe).
+class PerOperator {
+public:
+  using Find = std::optional<c10::OperatorHandle> (*)(const c10::OperatorHandle &);
+  explicit PerOperator(Find find) : find_(find) {}
+  std::optional<c10::OperatorHandle> operator()(const c10::OperatorHandle &op) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto [it, inserted] = found_.try_emplace(op.operator_name());
+    if (inserted)
+      it->second = find_(op);
     return it->second;
+  }
+
+private:
+  Find find_;
+  std::mutex mutex_;
+  std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> found_;
+};
+
+/// The in-place variant of `op` (`aten::mul.Tensor` -> `aten::mul_.Tensor`),
+/// if the registry has one that computes the same thing into its first argument.
+std::optional<c10::OperatorHandle> findInPlaceVariant(const c10::OperatorHandle &op) {
   const c10::OperatorName &name = op.operator_name();
   if (name.name.empty() || name.name.back() == '_')
     return std::nullopt;
   auto handle = c10::Dispatcher::singleton().findSchema({name.name + "_", name.overload_name});
   if (handle && !handle->hasTag(at::Tag::inplace_view) &&
       isInPlaceVariantOf(handle->schema(), op.schema()))
-    it->second = *handle;
-  return it->second;
+    return *handle;
+  return std::nullopt;
 }
 
 /// The view op that selects what `scatter` writes (`aten::slice_scatter` ->
 /// `aten::slice.Tensor`): named as `scatter` without `_scatter`, taking
 /// `scatter`'s arguments less `src` (its second), returning one view of its
-/// first. Cached per operator.
-std::optional<c10::OperatorHandle> viewOfScatter(const c10::OperatorHandle &op) {
-  static std::mutex mutex;
-  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [it, inserted] = cache.try_emplace(op.operator_name());
-  if (!inserted)
-    return it->second;
+/// first.
+std::optional<c10::OperatorHandle> findViewOfScatter(const c10::OperatorHandle &op) {
   llvm::StringRef name = op.operator_name().name;
   const c10::FunctionSchema &scatter = op.schema();
   const auto &sargs = scatter.arguments();
@@ -93,12 +99,10 @@ std::optional<c10::OperatorHandle> viewOfScatter(const c10::OperatorHandle &op) 
       const c10::Argument &a = sargs[i == 0 ? 0 : i + 1];
       same = vargs[i].name() == a.name() && vargs[i].type()->str() == a.type()->str();
     }
-    if (same) {
-      it->second = *view;
-      break;
-    }
+    if (same)
+      return *view;
   }
-  return it->second;
+  return std::nullopt;
 }
 
 } // namespace
@@ -189,6 +193,7 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     Node &n = *it++;
     if (n.numOutputs() != 1 || n.numArgs() == 0 || !n.arg(0).isValue() || !isPure(n))
       continue;
+    static PerOperator inPlaceVariant(findInPlaceVariant), viewOfScatter(findViewOfScatter);
     std::optional<c10::OperatorHandle> inplace = inPlaceVariant(n.op());
     std::optional<c10::OperatorHandle> view = inplace ? std::nullopt : viewOfScatter(n.op());
     if (!inplace && !view)

@@ -6,6 +6,8 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Runtime/OutputVerifier.h"
+#include "../BitwiseRewrite.h"
+#include "../PassRun.h"
 #include "../ZooArchives.h"
 
 #include <gtest/gtest.h>
@@ -21,33 +23,6 @@ std::unique_ptr<Graph> parse(llvm::StringRef text) {
   auto g = parseGraph(text);
   EXPECT_TRUE(g.ok()) << g.status().message();
   return g.ok() ? std::move(*g) : nullptr;
-}
-
-/// Runs `pipeline` on `graph`; returns the optimizer for its statistics.
-std::unique_ptr<GraphOptimizer> runPipeline(Graph &graph, llvm::StringRef pipeline) {
-  auto opt = std::make_unique<GraphOptimizer>();
-  absl::Status added = opt->addPipeline(pipeline);
-  EXPECT_TRUE(added.ok()) << added.message();
-  auto changed = opt->run(graph);
-  EXPECT_TRUE(changed.ok()) << changed.status().message();
-  return opt;
-}
-
-int64_t statistic(const GraphOptimizer &opt, llvm::StringRef pass, const std::string &name) {
-  int64_t sum = 0;
-  std::function<void(const OptimizationPass &)> visit = [&](const OptimizationPass &p) {
-    if (p.name() == pass) {
-      auto it = p.statistics().find(name);
-      if (it != p.statistics().end())
-        sum += it->second.value;
-    }
-    if (const auto *group = dynamic_cast<const PassGroup *>(&p))
-      for (const auto &n : group->nested())
-        visit(*n);
-  };
-  for (const auto &p : opt.passes())
-    visit(*p);
-  return sum;
 }
 
 } // namespace
@@ -136,16 +111,7 @@ TEST_P(CSEZooTest, PredictedPeakIsLivenessPeakAndVerifiesBitwise) {
   }
   std::unique_ptr<Graph> g = original->clone();
   runPipeline(*g, "repeat{cse,dce}");
-  VerifierOptions options;
-  options.bitwise = true;
-  options.device = c10::Device(c10::DeviceType::CPU);
-  auto report = verifyRewrite(*original, *g, model->weights,
-                              makeExampleInputs(*original, /*seed=*/0), options);
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  report->print(os);
-  EXPECT_TRUE(report->passed) << os.str();
+  expectBitwiseSame(*original, *g, model->weights);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, CSEZooTest,

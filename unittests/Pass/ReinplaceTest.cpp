@@ -6,6 +6,9 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Runtime/OutputVerifier.h"
+#include "../BitwiseRewrite.h"
+#include "../PassRun.h"
+#include "../TestSupport.h"
 #include "../ZooArchives.h"
 
 #include <gtest/gtest.h>
@@ -15,25 +18,9 @@ using namespace graphopt::test;
 
 namespace {
 
-std::unique_ptr<Graph> parse(llvm::StringRef text) {
-  auto g = parseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(*g) : nullptr;
-}
-
-/// Runs `pipeline` on `graph`; returns reinplace's statistic `stat` (0 without one).
+/// Runs `pipeline` on `graph`; returns reinplace's statistic `stat`.
 int64_t runCounting(Graph &graph, llvm::StringRef pipeline, const std::string &stat) {
-  GraphOptimizer opt;
-  absl::Status added = opt.addPipeline(pipeline);
-  EXPECT_TRUE(added.ok()) << added.message();
-  auto changed = opt.run(graph);
-  EXPECT_TRUE(changed.ok()) << changed.status().message();
-  for (const auto &p : opt.passes())
-    if (p->name() == "reinplace") {
-      auto it = p->statistics().find(stat);
-      return it == p->statistics().end() ? 0 : it->second.value;
-    }
-  return 0;
+  return statistic(*runPipeline(graph, pipeline), "reinplace", stat);
 }
 
 const Node *definingNodeOf(const Graph &g, llvm::StringRef name) {
@@ -49,7 +36,7 @@ const Node *definingNodeOf(const Graph &g, llvm::StringRef name) {
 // A chain reuses one buffer: each step writes the storage the previous one
 // made, and the result of the last is what the graph returns.
 TEST(ReinplaceTest, ChainsShareOneStorage) {
-  auto g = parse(R"(graph @g {
+  auto g = parseOrFail(R"(graph @g {
   input %x : f32[64] user_input
 forward:
   %a = aten::exp(%x) : f32[64]
@@ -78,7 +65,7 @@ forward:
 // taken before the rewrite made the views share a storage (the reason the
 // pass merges what it knows of the old result into its new storage).
 TEST(ReinplaceTest, ViewOfARewrittenResultKeepsItsValue) {
-  auto g = parse(R"(graph @g {
+  auto g = parseOrFail(R"(graph @g {
   input %x : f32[8] user_input
 forward:
   %a = aten::exp(%x) : f32[8]
@@ -92,13 +79,8 @@ forward:
   runCounting(*g, "reinplace", "reinplaced nodes");
   EXPECT_EQ(definingNodeOf(*g, "t")->opName(), "aten::tanh_");
   EXPECT_EQ(definingNodeOf(*g, "u")->opName(), "aten::add.Tensor"); // %view_t reads %t later
-  VerifierOptions options;
-  options.bitwise = true;
-  options.device = c10::Device(c10::DeviceType::CPU);
   WeightStore noWeights;
-  auto report = verifyRewrite(*original, *g, noWeights, makeExampleInputs(*original, 0), options);
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  EXPECT_TRUE(report->passed);
+  expectBitwiseSame(*original, *g, noWeights);
 }
 
 // On real joint graphs, after checkpointing: bitwise the same outputs and
@@ -118,16 +100,7 @@ TEST_P(ReinplaceZooTest, LowersNoPeakAndVerifiesBitwise) {
   auto after = LivenessAnalysis::compute(*g);
   ASSERT_TRUE(after.ok());
   EXPECT_LE(after->peakBytes, before->peakBytes);
-  VerifierOptions options;
-  options.bitwise = true;
-  options.device = c10::Device(c10::DeviceType::CPU);
-  auto report = verifyRewrite(*original, *g, model->weights,
-                              makeExampleInputs(*original, /*seed=*/0), options);
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  report->print(os);
-  EXPECT_TRUE(report->passed) << os.str();
+  expectBitwiseSame(*original, *g, model->weights);
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ReinplaceZooTest,
