@@ -186,6 +186,7 @@ const char *whyNotWritable(const Node &node, const Value *self, StorageUses &sto
 } // namespace
 
 absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
+  static PerOperator inPlaceVariant(findInPlaceVariant), viewOfScatter(findViewOfScatter);
   StorageUses storages(graph);
   int64_t bytesReused = 0;
   bool changed = false;
@@ -193,7 +194,6 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     Node &n = *it++;
     if (n.numOutputs() != 1 || n.numArgs() == 0 || !n.arg(0).isValue() || !isPure(n))
       continue;
-    static PerOperator inPlaceVariant(findInPlaceVariant), viewOfScatter(findViewOfScatter);
     std::optional<c10::OperatorHandle> inplace = inPlaceVariant(n.op());
     std::optional<c10::OperatorHandle> view = inplace ? std::nullopt : viewOfScatter(n.op());
     if (!inplace && !view)
@@ -209,15 +209,20 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     }
     // The rewrite erases n: its replacement reads what n read, and the
     // storage now also holds the result, so its readers count for it.
-    absl::StatusOr<const Node *> last =
-        inplace ? callInPlace(graph, n, *inplace, storages) : scatterInPlace(graph, n, *view, storages);
-    if (!last.ok())
-      return last.status();
-    if (!*last)
-      continue;
+    // (n is erased by the rewrite: name the operator first.)
+    const c10::OperatorName name = (inplace ? *inplace : n.op()).operator_name();
+    if (inplace) {
+      if (absl::Status st = callInPlace(graph, n, *inplace, storages); !st.ok())
+        return st;
+    } else {
+      absl::StatusOr<bool> done = scatterInPlace(graph, n, *view, storages);
+      if (!done.ok())
+        return done.status();
+      if (!*done)
+        continue;
+    }
     bytesReused += self->tensorType().storageBytes();
     addStatistic("reinplaced nodes");
-    const c10::OperatorName &name = (inplace ? *inplace : n.op()).operator_name();
     addStatistic(absl::StrCat("reinplaced ", name.name, name.overload_name.empty() ? "" : ".",
                               name.overload_name));
     changed = true;
@@ -226,9 +231,8 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
   return changed;
 }
 
-absl::StatusOr<const Node *> ReinplacePass::callInPlace(Graph &graph, Node &n,
-                                                        const c10::OperatorHandle &inplace,
-                                                        StorageUses &storages) {
+absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::OperatorHandle &inplace,
+                                        StorageUses &storages) {
   Value *result = n.output(0);
   std::string name = result->name().str();
   Node *replacement = graph.createNode(inplace, n.args(), {result->type()}, n.phase(),
@@ -241,40 +245,37 @@ absl::StatusOr<const Node *> ReinplacePass::callInPlace(Graph &graph, Node &n,
   if (absl::Status st = graph.eraseNode(&n); !st.ok())
     return st;
   replacement->output(0)->setName(name);
-  return replacement;
+  return absl::OkStatus();
 }
 
-absl::StatusOr<const Node *> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
-                                                           const c10::OperatorHandle &view,
-                                                           StorageUses &storages) {
+absl::StatusOr<bool> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
+                                                   const c10::OperatorHandle &view,
+                                                   StorageUses &storages) {
   // r = slice_scatter(s, src, dim, start, end, step)  becomes
   //   v = slice(s, dim, start, end, step); copy_(v, src)
   // and r's readers read s, which now holds r.
   Value *self = n.arg(0).getValue();
   Value *src = n.arg(1).isValue() ? n.arg(1).getValue() : nullptr;
   if (!src || !src->isTensor())
-    return nullptr;
+    return false;
   llvm::SmallVector<Argument, 6> viewArgs{n.arg(0)};
   for (unsigned i = 2; i < n.numArgs(); ++i)
     viewArgs.push_back(n.arg(i));
   Node *slice = graph.createNode(view, viewArgs, {ValueType::unknownTensor()}, n.phase(),
                                  {self->name().str() + "_part"}, &n);
-  auto erase = [&](absl::Status why) -> absl::StatusOr<const Node *> {
+  auto keep = [&](const char *why) -> absl::StatusOr<bool> {
+    addStatistic(absl::StrCat("kept: ", why));
     if (absl::Status st = graph.eraseNode(slice); !st.ok())
       return st;
-    if (!why.ok())
-      addStatistic("kept: the written part's type is unknown");
-    return nullptr;
+    return false;
   };
-  if (absl::Status st = inferNodeTypes(*slice); !st.ok())
-    return erase(st);
+  if (!inferNodeTypes(*slice).ok())
+    return keep("the written part's type is unknown");
   const TensorType &part = slice->output(0)->tensorType();
   // copy_ would broadcast or convert a src that does not match the part;
   // the scatter op would have refused it.
-  if (part.sizes != src->tensorType().sizes || part.dtype != src->tensorType().dtype) {
-    addStatistic("kept: src does not match the part it replaces");
-    return erase(absl::OkStatus());
-  }
+  if (part.sizes != src->tensorType().sizes || part.dtype != src->tensorType().dtype)
+    return keep("src does not match the part it replaces");
   absl::StatusOr<Node *> copy =
       graph.createNode("aten::copy_", {Argument::value(slice->output(0)), Argument::value(src),
                                         Argument::constant(Constant::ofBool(false))},
@@ -290,7 +291,7 @@ absl::StatusOr<const Node *> ReinplacePass::scatterInPlace(Graph &graph, Node &n
   storages.mergeInto(n.output(0), self);
   if (absl::Status st = graph.eraseNode(&n); !st.ok())
     return st;
-  return *copy;
+  return true;
 }
 
 GRAPHOPT_REGISTER_PASS(ReinplacePass);

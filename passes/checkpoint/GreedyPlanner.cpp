@@ -99,6 +99,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
                           std::vector<std::pair<int32_t, int64_t>> &hoists) {
   unsigned trials = 0;
   bool exhausted = false;
+  RecomputeSet current = state.result();
   // Tries `points` on top of the current state; true when they were kept.
   auto tryHoists = [&](llvm::ArrayRef<std::pair<int32_t, int64_t>> points) -> absl::StatusOr<bool> {
     ++trials;
@@ -106,7 +107,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
     if (!next.ok())
       return false;
     RecomputeSet set = next->result();
-    if (set.seconds >= state.result().seconds)
+    if (set.seconds >= current.seconds)
       return false;
     if (!simulations.charge(model, set)) {
       exhausted = true;
@@ -119,6 +120,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
     if (sim->bounded > budget)
       return false;
     state = std::move(*next);
+    current = std::move(set);
     hoists.insert(hoists.end(), points.begin(), points.end());
     return true;
   };
@@ -139,7 +141,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
       group /= 2;
   }
 
-  while (!exhausted && trials < kMaxTrials && simulations.covers(model, state.result())) {
+  while (!exhausted && trials < kMaxTrials && simulations.covers(model, current)) {
     bool improved = false;
     for (const PlanState::Repeat &r : state.repeats()) {
       if (trials >= kMaxTrials || exhausted)
