@@ -203,7 +203,7 @@ absl::Status PlanState::add(int32_t c) {
     return st;
   }
   order_.push_back(c);
-  for (auto [n, p] : added)
+  for (auto [n, p] : inRankOrder({added.begin(), added.end()}))
     clonedAt_[n].push_back(p);
   return absl::OkStatus();
 }
@@ -216,24 +216,36 @@ absl::StatusOr<std::pair<double, unsigned>> PlanState::marginal(int32_t c) {
   if (!st.ok())
     return st;
   double seconds = 0;
-  for (auto [n, p] : added)
+  for (auto [n, p] : inRankOrder({added.begin(), added.end()}))
     seconds += model_->seconds_[model_->baseline_.rank.lookup(n)];
   return std::make_pair(seconds, static_cast<unsigned>(added.size()));
+}
+
+std::vector<PlanState::Clone> PlanState::inRankOrder(std::vector<Clone> clones) const {
+  const LivenessResult &live = model_->baseline_;
+  std::sort(clones.begin(), clones.end(), [&](const Clone &a, const Clone &b) {
+    if (a.second != b.second)
+      return a.second < b.second;
+    return live.rank.lookup(a.first) < live.rank.lookup(b.first);
+  });
+  return clones;
+}
+
+std::vector<PlanState::Clone> PlanState::plannedClones() const {
+  std::vector<Clone> clones;
+  for (auto &[n, ranks] : clonedAt_)
+    for (int64_t p : ranks)
+      clones.push_back({n, p});
+  return inRankOrder(std::move(clones));
 }
 
 RecomputeSet PlanState::result() const {
   const LivenessResult &live = model_->baseline_;
   RecomputeSet set;
-  for (auto &[n, ranks] : clonedAt_)
-    for (int64_t p : ranks) {
-      set.clones.push_back({n, p, isReplayableDropout(*n)});
-      set.seconds += model_->seconds_[live.rank.lookup(n)];
-    }
-  std::sort(set.clones.begin(), set.clones.end(), [&](const auto &a, const auto &b) {
-    if (a.before != b.before)
-      return a.before < b.before;
-    return live.rank.lookup(a.original) < live.rank.lookup(b.original);
-  });
+  for (auto [n, p] : plannedClones()) {
+    set.clones.push_back({n, p, isReplayableDropout(*n)});
+    set.seconds += model_->seconds_[live.rank.lookup(n)];
+  }
   for (size_t c = 0; c < dropped_.size(); ++c)
     if (dropped_[c]) {
       const CheckpointCandidate &cand = model_->candidates_[c];
@@ -323,18 +335,14 @@ absl::Status PlanState::grow(int32_t c, Clones &added) {
 std::vector<PlanState::Repeat> PlanState::repeats() const {
   const LivenessResult &live = model_->baseline_;
   llvm::DenseMap<int32_t, Repeat> byCandidate;
-  for (auto &[n, ranks] : clonedAt_)
+  for (auto [n, p] : plannedClones())
     for (const Value *out : n->outputs()) {
       int32_t d = model_->candidateOf(live.lookup(out)->storage);
-      if (d < 0 || !dropped_[d])
+      if (d < 0 || !dropped_[d] || p >= ownAt_[d])
         continue;
-      for (int64_t p : ranks) {
-        if (p >= ownAt_[d])
-          continue;
-        auto [it, inserted] = byCandidate.try_emplace(d, Repeat{d, p, 0});
-        it->second.earliest = std::min(it->second.earliest, p);
-        it->second.seconds += model_->seconds_[live.rank.lookup(n)];
-      }
+      auto [it, inserted] = byCandidate.try_emplace(d, Repeat{d, p, 0});
+      it->second.earliest = std::min(it->second.earliest, p);
+      it->second.seconds += model_->seconds_[live.rank.lookup(n)];
     }
   std::vector<Repeat> out;
   for (auto &[d, r] : byCandidate)

@@ -201,6 +201,12 @@ private:
   /// A node cloned just before the node of some rank.
   using Clone = std::pair<const Node *, int64_t>;
   using Clones = llvm::DenseSet<Clone>;
+  /// `clones` by (rank made before, rank of the node cloned): an order that
+  /// does not depend on where nodes live in memory, so that sums of their
+  /// seconds, and the choices made on those sums, repeat from run to run.
+  std::vector<Clone> inRankOrder(std::vector<Clone> clones) const;
+  /// The planned clones, inRankOrder.
+  std::vector<Clone> plannedClones() const;
   bool available(const Value *v, int64_t p) const;
   bool isCloned(const Node *n, int64_t p) const;
   absl::Status grow(int32_t c, Clones &added);
