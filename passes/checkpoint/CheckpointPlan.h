@@ -60,6 +60,8 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
 
 /// Fills a plan's predictions from its recomputation (simulated).
 absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
+/// The same from a simulation of `plan.recompute` already made.
+void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan);
 /// Fills a plan's recomputation (each own clone at its first backward use),
 /// simulation and predictions from its dropped set.
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
