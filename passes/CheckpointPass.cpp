@@ -305,8 +305,10 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   os << "  activations: " << o.activations.size() << ", recomputed " << recomputed << " ("
      << formatMiB(recomputedBytes) << "), never recomputable " << never << "; nodes added "
      << o.nodesAdded << "\n";
-  if (!recomputed)
+  if (!recomputed) {
+    os << "  the unoptimised step is already within " << o.budgetText << ": nothing to recompute\n";
     return;
+  }
   os << "  " << llvm::left_justify("recomputed", 32) << " " << llvm::left_justify("module", 32)
      << " " << llvm::right_justify("bytes", 12) << " " << llvm::right_justify("recompute", 12) << "\n";
   unsigned shown = 0;

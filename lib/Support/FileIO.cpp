@@ -5,6 +5,7 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
+#include <llvm/Support/Process.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace graphopt {
@@ -34,16 +35,22 @@ absl::StatusOr<std::string> readFile(llvm::StringRef path) {
 namespace {
 
 /// Writes `contents` to a new temporary file beside `path`; returns its name.
+/// The name is `path` plus ".tmp-" and random hex digits, made here rather
+/// than by llvm::sys::fs::createUniqueFile, which would replace every '%' of
+/// the path (a directory named "run%1" included), not only the suffix's.
 absl::StatusOr<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::StringRef contents) {
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
-  llvm::SmallString<256> model(dir);
-  llvm::sys::path::append(model, llvm::sys::path::filename(path) + ".tmp-%%%%%%%%");
-  int fd;
-  llvm::SmallString<256> tmp;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmp))
+  int fd = -1;
+  std::string tmp;
+  std::error_code ec;
+  for (int attempt = 0; attempt < 128; ++attempt) {
+    tmp = absl::StrCat(path.str(), ".tmp-",
+                       absl::Hex(llvm::sys::Process::GetRandomNumber(), absl::kZeroPad8),
+                       absl::Hex(llvm::sys::Process::GetRandomNumber(), absl::kZeroPad8));
+    ec = llvm::sys::fs::openFileForWrite(tmp, fd, llvm::sys::fs::CD_CreateNew);
+    if (ec != std::errc::file_exists)
+      break;
+  }
+  if (ec)
     return absl::UnavailableError(
         absl::StrCat(path.str(), ": cannot create a temporary file beside it: ", ec.message()));
   llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
@@ -55,7 +62,7 @@ absl::StatusOr<std::string> writeTemporaryBeside(llvm::StringRef path, llvm::Str
     llvm::sys::fs::remove(tmp);
     return absl::UnavailableError(absl::StrCat(path.str(), ": write failed: ", msg));
   }
-  return std::string(tmp.str());
+  return tmp;
 }
 
 } // namespace

@@ -44,6 +44,19 @@ TEST_F(FileIOTest, WritesAndReplacesWholeFiles) {
   EXPECT_EQ(entries(), std::vector<std::string>{"a.txt"}); // no temporary left
 }
 
+// '%' is an ordinary character in a path: the temporary's random suffix
+// must not be spelled with it (LLVM's unique-file models replace every '%').
+TEST_F(FileIOTest, PercentSignsInPathsAreKept) {
+  ASSERT_FALSE(llvm::sys::fs::create_directory(path("run%1")));
+  std::string file = path("run%1/50%.json");
+  absl::Status st = writeReportFiles(path("run%2"), {{"a%%.csv", "a"}});
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(writeFileAtomically(file, "x").ok());
+  EXPECT_EQ(*readFile(file), "x");
+  EXPECT_EQ(*readFile(path("run%2/a%%.csv")), "a");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"run%1", "run%2"}));
+}
+
 TEST_F(FileIOTest, ASetIsWrittenWhole) {
   ASSERT_TRUE(writeFilesAtomically({{path("a.csv"), "a"}, {path("b.json"), "b"}}).ok());
   EXPECT_EQ(entries(), (std::vector<std::string>{"a.csv", "b.json"}));
