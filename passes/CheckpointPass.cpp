@@ -57,10 +57,13 @@ absl::StatusOr<BenchmarkReport> measurePlan(const Graph &graph, const RecomputeM
 } // namespace
 
 absl::Status CheckpointPass::validateOptions() {
-  if (budget_.get().has_value() == activations_.get().has_value())
+  if (!budget_.get() && !activations_.get())
     return absl::InvalidArgumentError(
-        "give exactly one of budget= (bytes or a share of the peak, e.g. budget=60%) and "
-        "activations= (a share of the activation memory, e.g. activations=50%)");
+        "give budget= (bytes or a share of the peak, e.g. budget=60%), activations= (a share "
+        "of the activation memory, e.g. activations=50%), or both");
+  if (budget_.get() && activations_.get() && planner_.get() == Planner::Milp)
+    return absl::InvalidArgumentError(
+        "planner=milp plans for one bound: give budget= or activations=, not both");
   if (activations_.get() && !activations_.get()->isPercent())
     return absl::InvalidArgumentError(absl::StrCat(
         "activations=", activations_.get()->str(), ": must be a share, e.g. activations=50%"));
@@ -95,8 +98,9 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
       out.baselineStepSeconds += s;
   }
   // budget= bounds the peak above the inputs; activations= the saved activations.
+  // Both given: the saved activations are bounded, and the peak capped.
   BoundedMemory bounded =
-      budget_.get() ? BoundedMemory::PeakAboveInputs : BoundedMemory::SavedActivations;
+      activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
   auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded);
   if (!built.ok())
     return built.status();
@@ -105,7 +109,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   out.baselinePeak = base.peakBytes - base.inputBytes;
   for (const auto &kinds : liveBytesByKind(base))
     out.activationBytes = std::max(out.activationBytes, kinds[static_cast<int>(MemoryKind::Act)]);
-  if (budget_.get()) {
+  if (bounded == BoundedMemory::PeakAboveInputs) {
     out.budgetBytes = budget_.get()->resolve(out.baselinePeak);
     out.budgetText = absl::StrCat("budget=", budget_.get()->str());
     out.boundedName = "peak above weights and inputs";
@@ -113,7 +117,14 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     out.budgetBytes = activations_.get()->resolve(out.activationBytes);
     out.budgetText = absl::StrCat("activations=", activations_.get()->str());
     out.boundedName = "activations saved for backward";
+    if (budget_.get())
+      out.peakCapBytes = budget_.get()->resolve(out.baselinePeak);
   }
+  const std::string peakCapText =
+      out.peakCapBytes < 0 ? ""
+                           : absl::StrCat("budget=", budget_.get()->str(), " (",
+                                          formatBytes(out.peakCapBytes),
+                                          " of peak above weights and inputs)");
   out.planner = planner_.get() == Planner::Greedy ? "greedy" : "milp";
   setStatistic("budget bytes", out.budgetBytes);
   setStatistic("unoptimised peak bytes", out.baselinePeak);
@@ -122,18 +133,29 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   bool measuring = measure_.get() && cost_.get() == Cost::Profile;
-  bool tighten = measuring && bounded == BoundedMemory::PeakAboveInputs;
+  bool tighten = measuring && budget_.get();
+  const int64_t peakBudget = bounded == BoundedMemory::PeakAboveInputs ? out.budgetBytes
+                                                                       : out.peakCapBytes;
   int64_t target = out.budgetBytes;
+  int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
   CheckpointPlan plan;
   std::optional<BenchmarkReport> measured;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
     auto made = planner_.get() == Planner::Greedy
-                    ? planGreedy(model, target)
+                    ? planGreedy(model, target, peakCap)
                     : planMilp(model, target, MilpOptions{timeLimit_.get()});
     if (!made.ok())
       return made.status();
     plan = std::move(*made);
+    if (!plan.meetsBudget && plan.predictedBounded <= target)
+      return absl::OutOfRangeError(absl::StrCat(
+          out.budgetText, " and ", peakCapText, " cannot both be met: the least peak the ",
+          out.planner, " planner reaches within ", out.budgetText, " is ",
+          formatBytes(plan.predictedPeak), " (", plan.predictedPeak, " bytes)",
+          attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
+                                     " time(s)")
+                      : ""));
     if (!plan.meetsBudget)
       return absl::OutOfRangeError(absl::StrCat(
           out.budgetText, " (", formatBytes(out.budgetBytes), " of ", out.boundedName, "; ",
@@ -149,15 +171,20 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     if (!m.ok())
       return m.status();
     measured = *m;
-    if (!tighten || m->optimized.peakBytes <= out.budgetBytes)
+    if (!tighten || m->optimized.peakBytes <= peakBudget)
       break;
     if (attempt == kMaxPlanAttempts)
       return absl::OutOfRangeError(absl::StrCat(
-          out.budgetText, " (", formatBytes(out.budgetBytes),
+          "budget=", budget_.get()->str(), " (", formatBytes(peakBudget),
           ") cannot be met as measured: the rewritten step still peaks at ",
           formatBytes(m->optimized.peakBytes), " after ", attempt,
           " plans, each tightened by the last one's excess over the simulation"));
-    target -= m->optimized.peakBytes - out.budgetBytes; // plan for the excess the simulation misses
+    // Plan for the excess the simulation misses.
+    int64_t excess = m->optimized.peakBytes - peakBudget;
+    if (bounded == BoundedMemory::PeakAboveInputs)
+      target -= excess;
+    else
+      peakCap -= excess;
   }
 
   out.predictedPeak = plan.predictedPeak;
@@ -228,6 +255,8 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
         {"graph", out.graph},
         {"budget", out.budgetText},
         {"budget_bytes", out.budgetBytes},
+        {"peak_budget_bytes", out.peakCapBytes < 0 ? llvm::json::Value(nullptr)
+                                                   : llvm::json::Value(out.peakCapBytes)},
         {"planner", out.planner},
         {"cost", out.costSource},
         {"solve_seconds", out.solveSeconds},
@@ -263,7 +292,10 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   const Outcome &o = *outcome_;
   auto share = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
   os << "checkpoint @" << o.graph << ": " << o.budgetText << " = " << formatMiB(o.budgetBytes)
-     << " of " << o.boundedName << "; planner " << o.planner
+     << " of " << o.boundedName;
+  if (o.peakCapBytes >= 0)
+    os << ", peak above weights and inputs at most " << formatMiB(o.peakCapBytes);
+  os << "; planner " << o.planner
      << llvm::format(", planned in %.1f ms", o.solveSeconds * 1e3);
   if (o.gap >= 0)
     os << llvm::format(" (%s, gap %.2f%%)", o.solverStatus.c_str(), 100 * o.gap);

@@ -7,7 +7,8 @@
 // recomputation time (docs/Checkpointing.md).
 //
 //   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
-//   activations=50%              the activations saved for backward: half the unoptimised
+//   activations=50%              the activations saved for backward: half the unoptimised;
+//                                with budget= as well, the peak is bounded too
 //   planner=greedy|milp          μ-TWO's greedy (default) or CBC's MILP optimum
 //   cost=profile|flops           measured node times (runs the graph) or a static estimate
 //   time-limit=10                seconds for the MILP solver
@@ -51,6 +52,8 @@ public:
   struct Outcome {
     std::string graph, planner, budgetText, boundedName, costSource, solverStatus;
     int64_t budgetBytes = 0;     ///< of the bounded memory
+    /// activations= with budget= too: the peak above the inputs allowed; -1 otherwise.
+    int64_t peakCapBytes = -1;
     int64_t baselinePeak = 0;    ///< unoptimised, above weights and inputs (simulated)
     int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
     int64_t predictedPeak = 0, predictedActivations = 0;
@@ -80,7 +83,8 @@ private:
       std::nullopt};
   PassOption<std::optional<MemoryAmount>> activations_{
       this, "activations",
-      "bound the activations saved for backward instead: a share of the unoptimised (50%)",
+      "bound the activations saved for backward instead: a share of the unoptimised (50%); "
+      "with budget= too, both bounds hold",
       std::nullopt};
   PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
                                {{"greedy", Planner::Greedy}, {"milp", Planner::Milp}}};

@@ -18,6 +18,7 @@
 
 #include "checkpoint/RecomputeModel.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,17 @@ struct CheckpointPlan {
 
 // Budgets are bytes of the model's bounded memory (RecomputeModel::boundedMemory).
 
+/// No bound on the peak above the inputs besides the budget.
+inline constexpr int64_t kNoPeakCap = std::numeric_limits<int64_t>::max();
+
 /// μ-TWO greedy with the simulator in the loop. When the budget cannot be
 /// met, the plan returned is where it stopped: no activation left to drop at
 /// the peak (meetsBudget false; its predicted bounded memory is the least the
-/// greedy reaches).
-absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget);
+/// greedy reaches). `peakCap` bounds the simulated peak above the inputs as
+/// well, when the model bounds the saved activations: the greedy drops at
+/// whichever bound is over, and sharing clones never lifts the peak past it.
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
+                                          int64_t peakCap = kNoPeakCap);
 
 struct MilpOptions {
   double timeLimitSeconds = 10;
@@ -58,10 +65,14 @@ struct MilpOptions {
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
                                         const MilpOptions &options);
 
-/// Fills a plan's predictions from its recomputation (simulated).
-absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
+/// Fills a plan's predictions from its recomputation (simulated); it meets
+/// the budget when its bounded memory is within `budget` and its peak above
+/// the inputs within `peakCap`.
+absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan,
+                         int64_t peakCap = kNoPeakCap);
 /// The same from a simulation of `plan.recompute` already made.
-void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan);
+void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan,
+                 int64_t peakCap = kNoPeakCap);
 /// Fills a plan's recomputation (each own clone at its first backward use),
 /// simulation and predictions from its dropped set.
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);

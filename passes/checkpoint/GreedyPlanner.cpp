@@ -20,25 +20,27 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 
 namespace graphopt {
 
-absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
+absl::Status predictPlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan,
+                         int64_t peakCap) {
   auto sim = model.simulate(plan.recompute);
   if (!sim.ok())
     return sim.status();
-  predictPlan(*sim, budget, plan);
+  predictPlan(*sim, budget, plan, peakCap);
   return absl::OkStatus();
 }
 
-void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan) {
+void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan, int64_t peakCap) {
   plan.predictedPeak = sim.peakAboveInputs;
   plan.predictedBounded = sim.bounded;
   plan.predictedActivations = sim.savedActivations;
   plan.predictedExtraSeconds = plan.recompute.seconds;
-  plan.meetsBudget = plan.predictedBounded <= budget;
+  plan.meetsBudget = plan.predictedBounded <= budget && plan.predictedPeak <= peakCap;
 }
 
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
@@ -99,7 +101,8 @@ private:
 /// repeats (BERT-base at activations=10%) this keeps far more of them within
 /// the trial limits than one simulation per hoist. Then single hoists, as the
 /// first ones change the repeats of the rest.
-absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState &state,
+absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, int64_t peakCap,
+                          PlanState &state,
                           std::optional<Simulation> &stateSim, SimulationBudget &simulations,
                           CheckpointPlan &plan,
                           std::vector<std::pair<int32_t, int64_t>> &hoists) {
@@ -123,7 +126,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
     if (!sim.ok())
       return sim.status();
     ++plan.simulations;
-    if (sim->bounded > budget)
+    if (sim->bounded > budget || sim->peakAboveInputs > peakCap)
       return false;
     state = std::move(*next);
     stateSim = std::move(*sim);
@@ -175,7 +178,8 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, PlanState
 /// screens first: the candidate's bytes back over the ranks dropping it
 /// freed, on the current simulation (an upper bound, as keeping it also
 /// removes its clones).
-absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState &state,
+absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, int64_t peakCap,
+                          PlanState &state,
                           std::optional<Simulation> &stateSim, PeakTracker &peak,
                           const std::function<std::pair<int64_t, int64_t>(
                               const CheckpointCandidate &)> &freedRanks,
@@ -228,7 +232,7 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
     if (!sim.ok())
       return sim.status();
     ++plan.simulations;
-    if (sim->bounded > budget)
+    if (sim->bounded > budget || sim->peakAboveInputs > peakCap)
       continue;
     state = std::move(without);
     current = std::move(set);
@@ -242,22 +246,48 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, PlanState
 
 } // namespace
 
-absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget) {
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
+                                          int64_t peakCap) {
   auto begin = std::chrono::steady_clock::now();
-  const int64_t target = budget;
   auto candidates = model.candidates();
-  // The ranks where dropping a candidate lowers the bounded memory. The peak
+  // The ranks where dropping a candidate lowers a bounded memory. The peak
   // above the inputs: from its last forward use until its own clone is made.
   // The saved activations: its whole life, since neither it nor its clones
   // are saved for backward any more.
-  std::function<std::pair<int64_t, int64_t>(const CheckpointCandidate &)> freedRanks =
-      [&](const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
-    if (model.boundedMemory() == BoundedMemory::SavedActivations)
+  auto freedRanksOf = [&](BoundedMemory kind,
+                          const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
+    if (kind == BoundedMemory::SavedActivations)
       return {c.created, model.baseline().lookup(c.storage)->freedAfter};
     return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
   };
+  std::function<std::pair<int64_t, int64_t>(const CheckpointCandidate &)> freedRanks =
+      [&](const CheckpointCandidate &c) { return freedRanksOf(model.boundedMemory(), c); };
 
-  PeakTracker peak(model.boundedTimeline());
+  // The bounds a plan must meet, each with its timeline (estimated between
+  // simulations): the model's bounded memory, and with a peak cap on saved
+  // activations, the peak above the inputs too.
+  struct Bound {
+    BoundedMemory kind;
+    int64_t limit;
+    PeakTracker timeline;
+  };
+  std::vector<Bound> bounds;
+  if (model.boundedMemory() == BoundedMemory::PeakAboveInputs) {
+    bounds.push_back({BoundedMemory::PeakAboveInputs, std::min(budget, peakCap),
+                      PeakTracker(model.boundedTimeline())});
+  } else {
+    bounds.push_back({model.boundedMemory(), budget, PeakTracker(model.boundedTimeline())});
+    if (peakCap != kNoPeakCap)
+      bounds.push_back({BoundedMemory::PeakAboveInputs, peakCap,
+                        PeakTracker(model.peakAboveInputsTimeline())});
+  }
+  PeakTracker &peak = bounds[0].timeline;
+  auto overBound = [&]() -> Bound * {
+    for (Bound &b : bounds)
+      if (b.timeline.peak() > b.limit)
+        return &b;
+    return nullptr;
+  };
   PlanState state(model);
   std::priority_queue<Entry> heap;
   for (size_t c = 0; c < candidates.size(); ++c)
@@ -267,23 +297,26 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
 
   CheckpointPlan plan;
   plan.planner = "greedy";
-  bool synced = true; // the tracker holds a real simulation, not an estimate
+  bool synced = true; // the timelines hold a real simulation, not an estimate
   // The simulation of `state`'s plan, once made: the prediction reuses it
   // (at 100k nodes a simulation is a third of a second).
   std::optional<Simulation> stateSim;
-  // Replaces the estimate by the simulation of the plan so far.
+  // Replaces the estimates by the simulation of the plan so far.
   auto sync = [&]() -> absl::Status {
     auto sim = model.simulate(state.result());
     if (!sim.ok())
       return sim.status();
-    peak = PeakTracker(sim->boundedByRank);
+    for (Bound &b : bounds)
+      b.timeline = PeakTracker(b.kind == model.boundedMemory() ? sim->boundedByRank
+                                                               : sim->peakAboveInputsByRank);
     ++plan.simulations;
     synced = true;
     stateSim = std::move(*sim);
     return absl::OkStatus();
   };
   while (true) {
-    if (peak.peak() <= target || heap.empty()) {
+    Bound *over = overBound();
+    if (!over || heap.empty()) {
       if (synced)
         break;
       // The estimate says it fits (or nothing is left): simulate for real.
@@ -291,7 +324,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
         return st;
       continue;
     }
-    int64_t r = peak.peakRank();
+    int64_t r = over->timeline.peakRank();
     // The best candidate live across r, re-rated against the current plan
     // (lazily: a re-rated entry that is no longer the best goes back).
     std::vector<Entry> aside;
@@ -302,7 +335,7 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       const CheckpointCandidate &c = candidates[e.candidate];
       if (state.isDropped(e.candidate) || impossible[e.candidate])
         continue;
-      if (auto [first, last] = freedRanks(c); r < first || r > last) {
+      if (auto [first, last] = freedRanksOf(over->kind, c); r < first || r > last) {
         aside.push_back(e);
         continue;
       }
@@ -333,28 +366,30 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     }
     plan.dropped.push_back(chosen);
     stateSim.reset();
-    auto [first, last] = freedRanks(candidates[chosen]);
-    peak.add(first, last, -candidates[chosen].bytes);
+    for (Bound &b : bounds) {
+      auto [first, last] = freedRanksOf(b.kind, candidates[chosen]);
+      b.timeline.add(first, last, -candidates[chosen].bytes);
+    }
     synced = false;
   }
-  if (synced && peak.peak() <= target) {
+  if (synced && !overBound()) {
     std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
     SimulationBudget simulations;
-    if (absl::Status st = shareRepeats(model, budget, state, stateSim, simulations, plan, hoists);
+    if (absl::Status st = shareRepeats(model, budget, peakCap, state, stateSim, simulations, plan, hoists);
         !st.ok())
       return st;
     plan.hoists = static_cast<unsigned>(hoists.size());
     if (!hoists.empty()) // the tracker holds the plan before them
       peak = PeakTracker(stateSim->boundedByRank);
-    if (absl::Status st = keepUnneeded(model, budget, state, stateSim, peak, freedRanks, hoists,
+    if (absl::Status st = keepUnneeded(model, budget, peakCap, state, stateSim, peak, freedRanks, hoists,
                                        simulations, plan);
         !st.ok())
       return st;
   }
   plan.recompute = state.result();
   if (stateSim)
-    predictPlan(*stateSim, budget, plan);
-  else if (absl::Status st = predictPlan(model, budget, plan); !st.ok())
+    predictPlan(*stateSim, budget, plan, peakCap);
+  else if (absl::Status st = predictPlan(model, budget, plan, peakCap); !st.ok())
     return st;
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

@@ -80,6 +80,9 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
     return live.status();
   m.baseline_ = std::move(*live);
   m.boundedTimeline_ = boundedOf(m.baseline_, bounded);
+  m.peakTimeline_ = bounded == BoundedMemory::PeakAboveInputs
+                        ? m.boundedTimeline_
+                        : boundedOf(m.baseline_, BoundedMemory::PeakAboveInputs);
   m.seconds_ = std::move(seconds);
   m.scratch_ = std::move(scratch);
 
@@ -484,21 +487,31 @@ absl::StatusOr<Simulation> RecomputeModel::simulate(const RecomputeSet &set) con
   Simulation sim;
   sim.peakAboveInputs = live->peakBytes - live->inputBytes;
   sim.peakNode = live->peakNode;
-  std::vector<int64_t> bounded = boundedOf(*live, bounded_);
-  for (int64_t bytes : boundedOf(*live, BoundedMemory::SavedActivations))
+  std::vector<int64_t> saved = boundedOf(*live, BoundedMemory::SavedActivations);
+  std::vector<int64_t> above = boundedOf(*live, BoundedMemory::PeakAboveInputs);
+  for (int64_t bytes : saved)
     sim.savedActivations = std::max(sim.savedActivations, bytes);
+  const std::vector<int64_t> &bounded =
+      bounded_ == BoundedMemory::PeakAboveInputs ? above : saved;
+  for (int64_t bytes : bounded)
+    sim.bounded = std::max(sim.bounded, bytes);
   // Each original rank takes the highest of itself and the clones before it.
-  sim.boundedByRank.assign(nodes_.size(), 0);
-  int64_t pending = 0;
-  size_t k = 0;
-  for (const Node &n : copy->nodes()) {
-    pending = std::max(pending, bounded[k++]);
-    sim.bounded = std::max(sim.bounded, bounded[k - 1]);
-    if (isOriginal.lookup(&n)) {
-      sim.boundedByRank[source.lookup(&n)] = pending;
-      pending = 0;
+  auto byOriginalRank = [&](const std::vector<int64_t> &timeline) {
+    std::vector<int64_t> out(nodes_.size(), 0);
+    int64_t pending = 0;
+    size_t k = 0;
+    for (const Node &n : copy->nodes()) {
+      pending = std::max(pending, timeline[k++]);
+      if (isOriginal.lookup(&n)) {
+        out[source.lookup(&n)] = pending;
+        pending = 0;
+      }
     }
-  }
+    return out;
+  };
+  sim.boundedByRank = byOriginalRank(bounded);
+  sim.peakAboveInputsByRank =
+      bounded_ == BoundedMemory::PeakAboveInputs ? sim.boundedByRank : byOriginalRank(above);
   return sim;
 }
 

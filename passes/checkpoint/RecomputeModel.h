@@ -99,6 +99,9 @@ struct Simulation {
   int64_t peakNode = -1;       ///< the rank in the rewritten graph
   /// Per original rank: the bounded memory at it and at the clones before it (highest).
   std::vector<int64_t> boundedByRank;
+  /// The same for the peak above the inputs (equal to boundedByRank when
+  /// that is the bounded memory): a second bound's timeline.
+  std::vector<int64_t> peakAboveInputsByRank;
 };
 
 class RecomputeModel {
@@ -113,6 +116,9 @@ public:
   llvm::ArrayRef<int64_t> boundedTimeline() const { return boundedTimeline_; }
   /// Its highest value: what a plan must bring down to the budget.
   int64_t boundedPeak() const;
+  /// The memory above the inputs at each rank of the unoptimised graph,
+  /// whichever memory is bounded.
+  llvm::ArrayRef<int64_t> peakAboveInputsTimeline() const { return peakTimeline_; }
 
   const Graph &graph() const { return *graph_; }
   /// The unoptimised graph's simulation (with scratch when given).
@@ -155,6 +161,7 @@ private:
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
   LivenessResult baseline_;
   std::vector<int64_t> boundedTimeline_;
+  std::vector<int64_t> peakTimeline_;
   std::vector<double> seconds_;
   std::vector<int64_t> scratch_;
   std::vector<const Node *> nodes_;
