@@ -109,16 +109,18 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   out.baselinePeak = base.peakBytes - base.inputBytes;
   for (const auto &kinds : liveBytesByKind(base))
     out.activationBytes = std::max(out.activationBytes, kinds[static_cast<int>(MemoryKind::Act)]);
+  // What budget= allows the peak above the inputs (-1: no budget=); the
+  // bound itself, or with activations= a cap beside it.
+  const int64_t peakBudget = budget_.get() ? budget_.get()->resolve(out.baselinePeak) : -1;
   if (bounded == BoundedMemory::PeakAboveInputs) {
-    out.budgetBytes = budget_.get()->resolve(out.baselinePeak);
+    out.budgetBytes = peakBudget;
     out.budgetText = absl::StrCat("budget=", budget_.get()->str());
     out.boundedName = "peak above weights and inputs";
   } else {
     out.budgetBytes = activations_.get()->resolve(out.activationBytes);
     out.budgetText = absl::StrCat("activations=", activations_.get()->str());
     out.boundedName = "activations saved for backward";
-    if (budget_.get())
-      out.peakCapBytes = budget_.get()->resolve(out.baselinePeak);
+    out.peakCapBytes = peakBudget;
   }
   const std::string peakCapText =
       out.peakCapBytes < 0 ? ""
@@ -133,9 +135,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   bool measuring = measure_.get() && cost_.get() == Cost::Profile;
-  bool tighten = measuring && budget_.get();
-  const int64_t peakBudget = bounded == BoundedMemory::PeakAboveInputs ? out.budgetBytes
-                                                                       : out.peakCapBytes;
+  bool tighten = measuring && peakBudget >= 0;
   int64_t target = out.budgetBytes;
   int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
   CheckpointPlan plan;
@@ -338,7 +338,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
      << formatMiB(recomputedBytes) << "), never recomputable " << never << "; nodes added "
      << o.nodesAdded << "\n";
   if (!recomputed) {
-    os << "  the unoptimised step is already within " << o.budgetText << ": nothing to recompute\n";
+    os << "  the unoptimised step is already within " << o.budgetText
+       << ": nothing to recompute\n";
     return;
   }
   os << "  " << llvm::left_justify("recomputed", 32) << " " << llvm::left_justify("module", 32)

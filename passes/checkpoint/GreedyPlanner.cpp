@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <queue>
 
@@ -375,14 +374,15 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   if (synced && !overBound()) {
     std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
     SimulationBudget simulations;
-    if (absl::Status st = shareRepeats(model, budget, peakCap, state, stateSim, simulations, plan, hoists);
+    if (absl::Status st =
+            shareRepeats(model, budget, peakCap, state, stateSim, simulations, plan, hoists);
         !st.ok())
       return st;
     plan.hoists = static_cast<unsigned>(hoists.size());
-    if (!hoists.empty()) // the tracker holds the plan before them
+    if (!hoists.empty()) // the tracker holds the plan before them; stateSim, after
       peak = PeakTracker(stateSim->boundedByRank);
-    if (absl::Status st = keepUnneeded(model, budget, peakCap, state, stateSim, peak, freedRanks, hoists,
-                                       simulations, plan);
+    if (absl::Status st = keepUnneeded(model, budget, peakCap, state, stateSim, peak,
+                                       freedRanks, hoists, simulations, plan);
         !st.ok())
       return st;
   }
