@@ -18,7 +18,7 @@ inline void expectBitwiseSame(const Graph &original, const Graph &rewritten, Wei
   VerifierOptions options;
   options.bitwise = true;
   options.device = c10::Device(c10::DeviceType::CPU);
-  auto report = verifyRewrite(original, rewritten, weights, makeExampleInputs(original, /*seed=*/0),
+  auto report = verifyRewrite(original, rewritten, weights, makeExampleInputs(original, /*seed=*/0).value(),
                               options);
   ASSERT_TRUE(report.ok()) << report.status().message();
   std::string text;

@@ -352,6 +352,8 @@ absl::StatusOr<ValueType> Parser::parseType() {
     }
     consume();
   }
+  if (absl::Status st = validateTensorType(t); !st.ok())
+    return errorAt(typeTok, absl::StrCat("invalid tensor type: ", st.message()));
   return ValueType::ofTensor(std::move(t));
 }
 
@@ -686,8 +688,8 @@ absl::StatusOr<std::vector<ValueType>> parseTypeList(llvm::StringRef text, llvm:
   return parser.parseTypes();
 }
 
-absl::StatusOr<std::unique_ptr<Graph>> parseGraphFile(llvm::StringRef path) {
-  auto text = readFile(path);
+absl::StatusOr<std::unique_ptr<Graph>> parseGraphFile(llvm::StringRef path, int64_t maxBytes) {
+  auto text = readFile(path, maxBytes);
   if (!text.ok())
     return text.status();
   return parseGraph(*text, path);

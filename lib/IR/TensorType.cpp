@@ -1,7 +1,10 @@
 //===- TensorType.cpp -----------------------------------------------------===//
 #include "graphopt/IR/TensorType.h"
 
+#include <absl/strings/str_cat.h>
 #include <llvm/ADT/STLExtras.h>
+
+#include <limits>
 
 namespace graphopt {
 
@@ -15,12 +18,27 @@ TensorType TensorType::contiguous(c10::ScalarType dtype, llvm::ArrayRef<int64_t>
   return TensorType(dtype, sizes, contiguousStrides(sizes), device);
 }
 
+namespace {
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+
+/// a * b, or INT64_MAX where it overflows: sizes are validated where types
+/// enter (validateTensorType), and until then nothing may be undefined.
+int64_t saturatingMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? kMaxInt64 : r;
+}
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? kMaxInt64 : r;
+}
+} // namespace
+
 llvm::SmallVector<int64_t, 4> TensorType::contiguousStrides(llvm::ArrayRef<int64_t> sizes) {
   llvm::SmallVector<int64_t, 4> strides(sizes.size());
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
-    running *= std::max<int64_t>(sizes[i], 1);
+    running = saturatingMul(running, std::max<int64_t>(sizes[i], 1));
   }
   return strides;
 }
@@ -32,7 +50,7 @@ bool TensorType::isContiguous() const {
 int64_t TensorType::numel() const {
   int64_t n = 1;
   for (int64_t s : sizes)
-    n *= s;
+    n = saturatingMul(n, s);
   return n;
 }
 
@@ -41,8 +59,41 @@ int64_t TensorType::storageBytes() const {
     return 0;
   int64_t span = 1;
   for (size_t i = 0; i < sizes.size() && i < strides.size(); ++i)
-    span += (sizes[i] - 1) * strides[i];
-  return span * static_cast<int64_t>(c10::elementSize(dtype));
+    span = saturatingAdd(span, saturatingMul(sizes[i] - 1, strides[i]));
+  return saturatingMul(span, static_cast<int64_t>(c10::elementSize(dtype)));
+}
+
+absl::Status validateTensorType(const TensorType &t) {
+  if (!t.isKnown())
+    return absl::OkStatus();
+  if (t.strides.size() != t.sizes.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat(t.sizes.size(), " sizes but ", t.strides.size(), " strides"));
+  int64_t elements = 1, span = 1;
+  bool empty = false;
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("size ", t.sizes[d], " of dimension ", d, " is negative"));
+    if (t.strides[d] < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat("stride ", t.strides[d], " of dimension ", d,
+                       " is negative (graph-opt takes non-negative strides only)"));
+    empty |= t.sizes[d] == 0;
+    if (__builtin_mul_overflow(elements, t.sizes[d], &elements))
+      return absl::InvalidArgumentError(
+          absl::StrCat("its ", t.sizes.size(), " sizes have more elements than int64 counts"));
+  }
+  if (empty)
+    return absl::OkStatus();
+  int64_t extent, bytes;
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &extent) ||
+        __builtin_add_overflow(span, extent, &span))
+      return absl::InvalidArgumentError("its strides span more elements than int64 counts");
+  if (__builtin_mul_overflow(span, static_cast<int64_t>(c10::elementSize(t.dtype)), &bytes))
+    return absl::InvalidArgumentError("its storage has more bytes than int64 counts");
+  return absl::OkStatus();
 }
 
 bool TensorType::operator==(const TensorType &o) const {

@@ -1,6 +1,7 @@
 //===- TypeInference.cpp - Output types by running ops on meta tensors ----===//
 #include "graphopt/IR/TypeInference.h"
 
+#include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/NodeResults.h"
 #include "graphopt/IR/SchemaUtils.h"
@@ -78,18 +79,21 @@ absl::Status runOnStandIns(const Node &node, c10::Device on, torch::jit::Stack &
                            c10::Device &device) {
   stack.clear();
   bool sawDevice = false, sawDeviceConstant = false;
-  for (unsigned i = 0; i < node.numArgs(); ++i) {
-    auto v = toStandInIValue(node, i, on, device, sawDevice, sawDeviceConstant);
-    if (!v.ok())
-      return v.status();
-    stack.push_back(std::move(*v));
-  }
+  // On CPU stand-ins an operator may throw what its backend throws, not only
+  // c10::Error, and making the stand-ins may fail to allocate; any of it
+  // means the types cannot be inferred.
   try {
+    for (unsigned i = 0; i < node.numArgs(); ++i) {
+      auto v = toStandInIValue(node, i, on, device, sawDevice, sawDeviceConstant);
+      if (!v.ok())
+        return v.status();
+      stack.push_back(std::move(*v));
+    }
     node.op().callBoxed(stack);
-  } catch (const c10::Error &e) {
+  } catch (...) {
     return absl::InvalidArgumentError(absl::StrCat("node ", node.describe(),
                                                    ": cannot infer output types: ",
-                                                   e.what_without_backtrace()));
+                                                   describeCurrentException()));
   }
   return absl::OkStatus();
 }

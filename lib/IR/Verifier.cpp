@@ -25,10 +25,25 @@ public:
       checkNode(n);
     checkOutputs();
     checkUseLists();
+    checkTotalBytes();
     return std::move(diags_);
   }
 
 private:
+  /// Analyses add up the bytes of values live at once; with every value's
+  /// bytes summing to at most 2^62, no such sum can overflow.
+  void checkTotalBytes() {
+    constexpr int64_t kLimit = int64_t(1) << 62;
+    int64_t total = 0;
+    for (const Value *v : graph_.allValues())
+      if (v->isTensor() && v->type().isKnown() &&
+          (__builtin_add_overflow(total, v->tensorType().storageBytes(), &total) || total > kLimit)) {
+        report(nullptr, absl::StrCat("the graph's tensors together take more than 2^62 bytes (%",
+                                     v->name().str(), " passes it); graph-opt cannot count them"));
+        return;
+      }
+  }
+
   void report(const Node *n, std::string message) {
     diags_.push_back({n, n ? absl::StrCat("node ", n->describe(), ": ", message) : message});
   }
@@ -45,10 +60,10 @@ private:
       report(n, absl::StrCat(what.str(), " %", v->name().str(), " has no type"));
       return;
     }
-    const TensorType &t = v->tensorType();
-    if (v->isTensor() && t.strides.size() != t.sizes.size())
-      report(n, absl::StrCat(what.str(), " %", v->name().str(), " has ", t.sizes.size(), " sizes but ",
-                             t.strides.size(), " strides"));
+    if (!v->isTensor())
+      return;
+    if (absl::Status st = validateTensorType(v->tensorType()); !st.ok())
+      report(n, absl::StrCat(what.str(), " %", v->name().str(), ": ", st.message()));
   }
 
   void checkInputs() {
@@ -193,6 +208,14 @@ private:
                                        "', which is not a user input"));
         break;
       }
+      case OutputRole::Loss:
+        // The loss is what a step minimises: one number (the driver prints it).
+        if (out.value->isTensor() && out.value->type().isKnown() &&
+            out.value->tensorType().numel() != 1)
+          report(nullptr, absl::StrCat(what, " %", out.value->name().str(), " has ",
+                                       out.value->tensorType().numel(),
+                                       " elements; a loss is one number"));
+        break;
       default:
         break;
       }

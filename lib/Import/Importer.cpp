@@ -1,9 +1,12 @@
 //===- Importer.cpp - Reading a model by its file extension ---------------===//
 #include "graphopt/Import/Importer.h"
 
+#include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Parser.h"
+#include "graphopt/Support/Bytes.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <absl/strings/str_cat.h>
 #include <llvm/Support/Path.h>
@@ -11,35 +14,98 @@
 namespace graphopt {
 
 namespace {
-at::Tensor standIn(const TensorType &t, at::Generator &gen, double scale) {
-  at::Tensor x = at::empty_strided(t.sizes, t.strides, at::TensorOptions().dtype(t.dtype));
-  if (at::isFloatingType(t.dtype))
-    x.normal_(0, scale, gen);
-  else
-    x.zero_();
-  return x;
+
+/// A seeded stand-in of type `t`. Overlapping or broadcast strides (a stride
+/// of 0) are made as a view of a flat buffer of the span, since filling an
+/// overlapping tensor in place is an error in PyTorch.
+absl::StatusOr<at::Tensor> standIn(const Value &v, at::Generator &gen, double scale) {
+  const TensorType &t = v.tensorType();
+  auto fail = [&](llvm::StringRef why) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot make a stand-in for %", v.name().str(),
+                                                   " (", dtypeName(t.dtype).str(), "): ", why.str()));
+  };
+  if (absl::Status st = validateTensorType(t); !st.ok())
+    return fail(std::string(st.message()));
+  if (c10::isQIntType(t.dtype) || c10::isBitsType(t.dtype) || t.dtype == c10::ScalarType::Undefined)
+    return fail("the executor makes no tensors of this dtype");
+  try {
+    auto options = at::TensorOptions().dtype(t.dtype);
+    int64_t span = t.numel() == 0 ? 0 : t.storageBytes() / static_cast<int64_t>(c10::elementSize(t.dtype));
+    bool dense = span == t.numel();
+    at::Tensor x = dense ? at::empty_strided(t.sizes, t.strides, options) : at::empty({span}, options);
+    if (t.dtype == c10::kFloat || t.dtype == c10::kDouble || t.dtype == c10::kHalf ||
+        t.dtype == c10::kBFloat16)
+      x.normal_(0, scale, gen);
+    else if (at::isFloatingType(t.dtype)) // float8: drawn in f32, then rounded
+      x.copy_(at::empty(x.sizes(), at::TensorOptions().dtype(c10::kFloat)).normal_(0, scale, gen));
+    else
+      x.zero_();
+    return dense ? x : x.as_strided(t.sizes, t.strides);
+  } catch (...) {
+    return fail(describeCurrentException());
+  }
 }
+
+/// Bytes of the stand-ins `graph` needs for the inputs `wanted` selects.
+template <typename Pred> int64_t standInBytes(const Graph &graph, Pred wanted) {
+  int64_t total = 0;
+  for (const GraphInput &in : graph.inputs())
+    if (in.value->isTensor() && wanted(in))
+      if (__builtin_add_overflow(total, in.value->tensorType().storageBytes(), &total))
+        return kNoSizeLimit;
+  return total;
+}
+
+absl::Status checkStandInBytes(int64_t bytes, int64_t maxBytes, llvm::StringRef what) {
+  if (bytes <= maxBytes)
+    return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the stand-in ", what.str(), " would take ", formatBytes(bytes), ", more than --max-memory=",
+      formatBytes(maxBytes), "; raise the limit if the graph is meant to be this large"));
+}
+
+bool needsWeightStandIn(const GraphInput &in, const WeightStore &weights) {
+  // Optimizer state is left to the executor, which starts it at zero as
+  // torch.optim does; a random momentum would be no stand-in for that.
+  return in.role != InputRole::UserInput && in.role != InputRole::OptimizerState &&
+         in.value->isTensor() && !weights.contains(in.target);
+}
+
 } // namespace
 
-std::vector<at::Tensor> makeExampleInputs(const Graph &graph, uint64_t seed) {
+absl::StatusOr<std::vector<at::Tensor>> makeExampleInputs(const Graph &graph, uint64_t seed,
+                                                          int64_t maxBytes) {
+  auto isUserInput = [](const GraphInput &in) { return in.role == InputRole::UserInput; };
+  if (absl::Status st = checkStandInBytes(standInBytes(graph, isUserInput), maxBytes, "inputs");
+      !st.ok())
+    return st;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   std::vector<at::Tensor> inputs;
   for (const GraphInput &in : graph.inputs())
-    if (in.role == InputRole::UserInput && in.value->isTensor())
-      inputs.push_back(standIn(in.value->tensorType(), gen, 1.0));
+    if (in.role == InputRole::UserInput && in.value->isTensor()) {
+      auto t = standIn(*in.value, gen, 1.0);
+      if (!t.ok())
+        return t.status();
+      inputs.push_back(std::move(*t));
+    }
   return inputs;
 }
 
-size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed) {
+absl::StatusOr<size_t> fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed,
+                                          int64_t maxBytes) {
+  auto missing = [&](const GraphInput &in) { return needsWeightStandIn(in, weights); };
+  if (absl::Status st = checkStandInBytes(standInBytes(graph, missing), maxBytes, "weights");
+      !st.ok())
+    return st;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
   size_t made = 0;
   for (const GraphInput &in : graph.inputs()) {
-    // Optimizer state is left to the executor, which starts it at zero as
-    // torch.optim does; a random momentum would be no stand-in for that.
-    if (in.role == InputRole::UserInput || in.role == InputRole::OptimizerState ||
-        !in.value->isTensor() || weights.contains(in.target))
+    if (!needsWeightStandIn(in, weights))
       continue;
-    weights.set(in.target, standIn(in.value->tensorType(), gen, 0.1));
+    auto t = standIn(*in.value, gen, 0.1);
+    if (!t.ok())
+      return t.status();
+    weights.set(in.target, std::move(*t));
     ++made;
   }
   return made;
@@ -54,12 +120,15 @@ Constant importedDeviceConstant(c10::Device device, c10::Device modelDevice) {
 
 absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOptions &options) {
   llvm::StringRef ext = llvm::sys::path::extension(path);
+  if (path != "-" && (ext == ".pt2" || ext == ".pt"))
+    if (absl::Status st = checkInputFile(path, options.maxInputBytes); !st.ok())
+      return st;
   if (ext == ".pt2")
     return importPt2(path);
   if (ext == ".pt")
     return importTorchScript(path, options);
   if (ext == ".gir" || path == "-") {
-    auto g = parseGraphFile(path);
+    auto g = parseGraphFile(path, options.maxInputBytes);
     if (!g.ok())
       return g.status();
     ImportedModel m;

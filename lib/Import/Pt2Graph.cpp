@@ -109,9 +109,10 @@ absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) cons
     std::vector<int64_t> out;
     for (const ts::SymInt &s : syms) {
       if (s.tag() != ts::SymInt::Tag::AS_INT)
-        return error(absl::StrCat("tensor '", name, "' has symbolic ", what, " (",
-                                  s.get_as_expr().get_expr_str(),
-                                  "); dynamic shapes are not supported: export with static shapes"));
+        return error(absl::StrCat(
+            "tensor '", name, "' has symbolic ", what, " (",
+            s.tag() == ts::SymInt::Tag::AS_EXPR ? s.get_as_expr().get_expr_str() : "no value",
+            "); dynamic shapes are not supported: export with static shapes"));
       out.push_back(s.get_as_int());
     }
     return out;
@@ -122,7 +123,10 @@ absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) cons
   auto strides = ints(m.get_strides(), "strides");
   if (!strides.ok())
     return strides.status();
-  return ValueType::ofTensor(TensorType(*dtype, *sizes, *strides, *device));
+  TensorType type(*dtype, *sizes, *strides, *device);
+  if (absl::Status st = validateTensorType(type); !st.ok())
+    return error(absl::StrCat("tensor '", name, "' has an invalid type: ", st.message()));
+  return ValueType::ofTensor(std::move(type));
 }
 
 absl::StatusOr<Value *> GraphBuilder::lookup(const ts::Node *n, const std::string &name) const {

@@ -14,7 +14,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Pt2Graph.h"
+#include "SerdeCheck.h"
 #include "SerdeEnums.h"
+#include "ZipCheck.h"
+#include "graphopt/IR/Exceptions.h"
 #include "graphopt/Import/Importer.h"
 
 #include <ATen/ops/empty.h>
@@ -76,11 +79,16 @@ absl::StatusOr<std::string> Pt2Reader::record(const std::string &name) {
   return std::string(static_cast<const char *>(raw->first.get()), raw->second);
 }
 
-absl::StatusOr<at::Tensor> tensorFromPickle(const std::string &bytes) {
-  c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  if (!v.isTensor())
-    return absl::InvalidArgumentError("the pickled record is not a tensor");
-  return v.toTensor();
+/// What torch.save wrote into a record. LibTorch's reader trusts the zip
+/// structure it is given, so the record is checked first (ZipCheck.h).
+absl::StatusOr<c10::IValue> unpickle(const std::string &bytes) {
+  if (absl::Status st = checkZipArchive(bytes); !st.ok())
+    return absl::InvalidArgumentError(absl::StrCat("cannot unpickle: ", st.message()));
+  try {
+    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (...) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot unpickle: ", describeCurrentException()));
+  }
 }
 
 absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std::string &dir,
@@ -92,7 +100,10 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
     return text.status();
   ts::PayloadConfig config;
   try {
-    nlohmann::json::parse(*text).get_to(config);
+    nlohmann::json json = nlohmann::json::parse(*text);
+    if (absl::Status st = serde::checkPayloadConfigJson(json); !st.ok())
+      return error(absl::StrCat(configRecord, ": not a valid payload config: ", st.message()));
+    json.get_to(config);
   } catch (const std::exception &e) {
     return error(absl::StrCat(configRecord, ": not a valid payload config: ", e.what()));
   }
@@ -112,14 +123,12 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
       auto bytes = record(recordName);
       if (!bytes.ok())
         return bytes.status();
-      try {
-        auto t = tensorFromPickle(*bytes);
-        if (!t.ok())
-          return error(absl::StrCat(what, ": ", t.status().message()));
-        store.set(name, *t);
-      } catch (const c10::Error &e) {
-        return error(absl::StrCat(what, ": cannot unpickle: ", e.what_without_backtrace()));
-      }
+      auto v = unpickle(*bytes);
+      if (!v.ok())
+        return error(absl::StrCat(what, ": ", v.status().message()));
+      if (!v->isTensor())
+        return error(absl::StrCat(what, ": the pickled record is not a tensor"));
+      store.set(name, v->toTensor());
       continue;
     }
     if (!meta.get_tensor_meta())
@@ -129,15 +138,20 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
     if (!dtype)
       return error(absl::StrCat(what, ": unknown dtype (serde number ", static_cast<int>(tm.get_dtype()), ")"));
     std::vector<int64_t> sizes, strides;
+    bool concrete = true;
+    auto concreteInt = [&](const ts::SymInt &s) {
+      concrete &= s.tag() == ts::SymInt::Tag::AS_INT;
+      return concrete ? s.get_as_int() : 0;
+    };
     for (const auto &s : tm.get_sizes())
-      sizes.push_back(s.tag() == ts::SymInt::Tag::AS_INT ? s.get_as_int() : -1);
+      sizes.push_back(concreteInt(s));
     for (const auto &s : tm.get_strides())
-      strides.push_back(s.tag() == ts::SymInt::Tag::AS_INT ? s.get_as_int() : -1);
-    int64_t offset = tm.get_storage_offset().tag() == ts::SymInt::Tag::AS_INT
-                         ? tm.get_storage_offset().get_as_int() : -1;
-    if (llvm::is_contained(sizes, -1) || llvm::is_contained(strides, -1) || offset < 0 ||
-        sizes.size() != strides.size())
+      strides.push_back(concreteInt(s));
+    int64_t offset = concreteInt(tm.get_storage_offset());
+    if (!concrete || sizes.size() != strides.size())
       return error(absl::StrCat(what, ": sizes, strides or storage offset are not concrete"));
+    if (offset < 0)
+      return error(absl::StrCat(what, ": storage offset ", offset, " is negative"));
 
     auto &storage = storages[recordName];
     int64_t itemSize = static_cast<int64_t>(c10::elementSize(*dtype));
@@ -157,9 +171,16 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
     } else if (storage.scalar_type() != *dtype) {
       storage = storage.view(*dtype); // the same bytes seen as another dtype
     }
-    // The tensor must lie inside the record: offset + span elements.
+    // The tensor must lie inside the record: offset + span elements, each
+    // product checked (a byte count that overflows would pass the bound).
     TensorType type(*dtype, sizes, strides);
-    int64_t needed = type.numel() == 0 ? 0 : offset * itemSize + type.storageBytes();
+    if (absl::Status st = validateTensorType(type); !st.ok())
+      return error(absl::StrCat(what, ": ", st.message()));
+    int64_t needed = 0;
+    if (type.numel() != 0 && (__builtin_mul_overflow(offset, itemSize, &needed) ||
+                              __builtin_add_overflow(needed, type.storageBytes(), &needed)))
+      return error(absl::StrCat(what, ": storage offset ", offset,
+                                " puts the tensor past what int64 counts"));
     int64_t have = storage.numel() * itemSize;
     if (needed > have)
       return error(absl::StrCat(what, ": the record has ", have, " bytes, but a ",
@@ -176,17 +197,15 @@ absl::Status Pt2Reader::loadLegacyStateDict(const std::string &recordName, Weigh
   auto bytes = record(recordName);
   if (!bytes.ok())
     return bytes.status();
-  try {
-    c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes->begin(), bytes->end()));
-    if (!v.isGenericDict())
-      return error(absl::StrCat(recordName, ": the pickled state dict is not a dict"));
-    for (const auto &entry : v.toGenericDict()) {
-      if (!entry.key().isString() || !entry.value().isTensor())
-        return error(absl::StrCat(recordName, ": the state dict holds a non-tensor entry"));
-      store.set(entry.key().toStringRef(), entry.value().toTensor());
-    }
-  } catch (const c10::Error &e) {
-    return error(absl::StrCat(recordName, ": cannot unpickle: ", e.what_without_backtrace()));
+  auto v = unpickle(*bytes);
+  if (!v.ok())
+    return error(absl::StrCat(recordName, ": ", v.status().message()));
+  if (!v->isGenericDict())
+    return error(absl::StrCat(recordName, ": the pickled state dict is not a dict"));
+  for (const auto &entry : v->toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor())
+      return error(absl::StrCat(recordName, ": the state dict holds a non-tensor entry"));
+    store.set(entry.key().toStringRef(), entry.value().toTensor());
   }
   return absl::OkStatus();
 }
@@ -217,11 +236,10 @@ absl::Status Pt2Reader::loadExampleInputs(const std::string &recordName, Importe
   if (!bytes.ok())
     return bytes.status();
   std::vector<at::Tensor> inputs;
-  try {
-    flattenTensors(torch::jit::pickle_load(std::vector<char>(bytes->begin(), bytes->end())), inputs);
-  } catch (const c10::Error &e) {
-    return error(absl::StrCat(recordName, ": cannot unpickle: ", e.what_without_backtrace()));
-  }
+  auto v = unpickle(*bytes);
+  if (!v.ok())
+    return error(absl::StrCat(recordName, ": ", v.status().message()));
+  flattenTensors(*v, inputs);
   size_t next = 0;
   for (const GraphInput &in : model.graph->inputs()) {
     if (in.role != InputRole::UserInput)
@@ -283,16 +301,20 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
     return absl::NotFoundError(absl::StrCat(path_, ": no such file"));
   if (llvm::sys::fs::is_directory(path_))
     return error("is a directory, not a .pt2 archive");
+  // The reader checks the zip as it opens it and as it lists the records (a
+  // record outside the archive's one top folder throws only then).
+  std::vector<std::string> records;
   try {
     zip_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path_);
-  } catch (const c10::Error &e) {
+    records = zip_->getAllRecords();
+  } catch (...) {
     return error(absl::StrCat("not a readable .pt2 archive (truncated or corrupt zip?): ",
-                              e.what_without_backtrace()));
+                              describeCurrentException()));
   }
 
   // The model JSON: models/<name>.json; "model" is what torch.export.save writes.
   std::vector<std::string> models;
-  for (const std::string &r : zip_->getAllRecords()) {
+  for (const std::string &r : records) {
     llvm::StringRef s(r);
     if (s.startswith("models/") && s.endswith(".json") && !s.drop_front(7).contains('/'))
       models.push_back(r);
@@ -321,13 +343,18 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
       !(*version)["major"].is_number_integer())
     return error(absl::StrCat(modelRecord, ": no schema_version; not a torch.export model"));
   int64_t major = (*version)["major"].get<int64_t>();
-  int64_t minor = version->value("minor", int64_t(0));
+  const nlohmann::json *minorField = version->contains("minor") ? &(*version)["minor"] : nullptr;
+  if (minorField && !minorField->is_number_integer())
+    return error(absl::StrCat(modelRecord, ": schema_version.minor is not an integer"));
+  int64_t minor = minorField ? minorField->get<int64_t>() : 0;
   if (major != kSupportedSchemaMajor)
     return error(absl::StrCat(modelRecord, ": serialization schema version ", major, ".", minor,
                               " is not supported; graph-opt reads major version ",
                               kSupportedSchemaMajor, " (torch 2.11). Re-export with that torch"));
   ts::ExportedProgram ep;
   try {
+    if (absl::Status st = serde::checkExportedProgramJson(json); !st.ok())
+      return error(absl::StrCat(modelRecord, ": does not match the export schema: ", st.message()));
     json.get_to(ep);
   } catch (const std::exception &e) {
     return error(absl::StrCat(modelRecord, ": does not match the export schema: ", e.what()));
@@ -338,7 +365,15 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
   for (char &c : graphName)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.')
       c = '_';
-  auto graph = serde::buildGraph(ep, graphName, absl::StrCat(path_, ": ", modelRecord));
+  // The serde types hold what the JSON said, variants included: a field of
+  // the wrong kind (a size that is null or {}) throws when read.
+  absl::StatusOr<std::unique_ptr<Graph>> graph;
+  try {
+    graph = serde::buildGraph(ep, graphName, absl::StrCat(path_, ": ", modelRecord));
+  } catch (const std::exception &e) {
+    return error(absl::StrCat(modelRecord, ": a field holds a value of the wrong kind (",
+                              e.what(), ")"));
+  }
   if (!graph.ok())
     return graph.status();
   model.graph = std::move(*graph);
@@ -367,6 +402,16 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
 
 } // namespace
 
-absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path) { return Pt2Reader(path).read(); }
+absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path) {
+  // The reader turns what it expects into statuses; this boundary catches the
+  // rest (nlohmann's type errors, a variant the serde types leave empty), so a
+  // malformed archive is an error naming the file, never an abort.
+  try {
+    return Pt2Reader(path).read();
+  } catch (...) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path.str(), ": not a readable torch.export archive: ", describeCurrentException()));
+  }
+}
 
 } // namespace graphopt

@@ -65,6 +65,11 @@ absl::StatusOr<std::vector<at::Tensor>> ExecutionContext::inputsFor(const Graph 
   for (const GraphInput &in : graph.inputs()) {
     if (in.role != InputRole::UserInput)
       continue;
+    // Stand-ins and example inputs are tensors; a scalar input has neither.
+    if (!in.value->isTensor())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "graph @", graph.name().str(), " takes the scalar user input %", in.value->name().str(),
+          ", and graph-opt runs only graphs whose user inputs are tensors"));
     auto it = std::find(inputNames.begin(), inputNames.end(), in.value->name().str());
     if (it == inputNames.end() || static_cast<size_t>(it - inputNames.begin()) >= inputs.size())
       return absl::FailedPreconditionError(absl::StrCat(

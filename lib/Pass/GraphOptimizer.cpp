@@ -1,9 +1,11 @@
 //===- GraphOptimizer.cpp - Running a pipeline of passes ------------------===//
 #include "graphopt/Pass/GraphOptimizer.h"
 
+#include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/CrashContext.h"
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
@@ -106,9 +108,6 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
     return absl::Status(cause.code(), message);
   // The pipeline up to the failing pass, replayed on the pipeline's input.
   llvm::sys::fs::create_directories(options_.reproducerDir);
-  std::vector<PipelineEntry> prefix;
-  for (size_t i = 0; i <= passIndex; ++i)
-    prefix.push_back(entryOf(*passes_[i]));
   std::vector<FileToWrite> files;
   std::string graphText, input;
   if (start) {
@@ -122,8 +121,7 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
     llvm::sys::fs::make_absolute(absolute);
     input = absolute.str().str();
   }
-  std::string command = absl::StrCat("graph-opt '", input, "' -passes='", printPipeline(prefix),
-                                     "' --verify-each -S");
+  std::string command = reproduceCommand(input, passIndex);
   // A pass that failed writing its reports fails again only with them.
   if (!options_.reportDir.empty())
     absl::StrAppend(&command, " --report-dir '", options_.reportDir, "'");
@@ -139,7 +137,8 @@ absl::Status GraphOptimizer::failure(const Graph *start, size_t passIndex,
 
 absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &graph) {
   using Clock = std::chrono::steady_clock;
-  pass.setReportDirectory(options_.reportDir);
+  pass.setReportDirectory(options_.reportStagingDir.empty() ? options_.reportDir
+                                                          : options_.reportStagingDir);
   auto begin = Clock::now();
   // A group's nested runs come first in the timings; its own row goes before them.
   size_t timingRow = timings_.size();
@@ -179,6 +178,26 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   return *changed;
 }
 
+std::string GraphOptimizer::reproduceCommand(llvm::StringRef input, size_t passIndex) const {
+  std::vector<PipelineEntry> prefix;
+  for (size_t i = 0; i <= passIndex; ++i)
+    prefix.push_back(entryOf(*passes_[i]));
+  return absl::StrCat("graph-opt '", input.str(), "' -passes='", printPipeline(prefix),
+                      "' --verify-each -S");
+}
+
+std::string GraphOptimizer::crashContext(const Graph &graph, size_t passIndex) const {
+  std::string input = "<the .gir read from standard input, saved to a file>";
+  if (!options_.inputPath.empty()) {
+    llvm::SmallString<256> absolute(options_.inputPath);
+    llvm::sys::fs::make_absolute(absolute);
+    input = absolute.str().str();
+  }
+  return absl::StrCat("running pass '", passes_[passIndex]->name().str(), "' (", passIndex + 1,
+                      " of ", passes_.size(), ") on @", graph.name().str(),
+                      "; reproduce with: ", reproduceCommand(input, passIndex));
+}
+
 absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   bool anyChange = false;
   timings_.clear();
@@ -188,7 +207,15 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   if (!options_.reproducerDir.empty() && options_.inputPath.empty() && !passes_.empty())
     start = graph.clone();
   for (size_t i = 0; i < passes_.size(); ++i) {
-    absl::StatusOr<bool> changed = runPass(*passes_[i], graph);
+    CrashContext context(crashContext(graph, i));
+    absl::StatusOr<bool> changed;
+    // A pass that throws (a library's exception it did not turn into a
+    // status) fails like one that returned an error, with a reproducer.
+    try {
+      changed = runPass(*passes_[i], graph);
+    } catch (...) {
+      changed = absl::InternalError(absl::StrCat("threw: ", describeCurrentException()));
+    }
     if (!changed.ok())
       return failure(start.get(), i, changed.status());
     anyChange |= *changed;

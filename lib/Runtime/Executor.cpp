@@ -1,6 +1,7 @@
 //===- Executor.cpp - Interpreting a Graph through the c10 dispatcher -----===//
 #include "graphopt/Runtime/Executor.h"
 
+#include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/NodeResults.h"
 #include "graphopt/IR/OpEffects.h"
@@ -53,6 +54,26 @@ void seedGenerators(uint64_t seed) {
   }
 }
 
+/// What ran must be what the graph declares: every later node, analysis and
+/// pass reads the declared type, so a tensor of another dtype or shape (an
+/// operator given arguments its declared types do not describe) is an error
+/// naming the node rather than a silent wrong answer or a crash further on.
+/// Strides are not compared: kernels may lay out a result differently on
+/// another device or backend.
+absl::Status checkDeclaredType(const Node &node, unsigned i, const c10::IValue &result) {
+  const Value *out = node.output(i);
+  if (!out->isTensor() || !out->type().isKnown() || !result.isTensor())
+    return absl::OkStatus();
+  const at::Tensor &t = result.toTensor();
+  const TensorType &want = out->tensorType();
+  if (!t.defined() || (t.scalar_type() == want.dtype && llvm::equal(t.sizes(), want.sizes)))
+    return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      "node ", node.describe(), " (", node.opName(), ") declares %", out->name().str(), " as ",
+      c10::toString(want.dtype), "[", absl::StrJoin(want.sizes, ", "), "] but computed ",
+      shapeOf(t), ": the graph's types do not describe what its operators compute"));
+}
+
 } // namespace
 
 Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options)
@@ -61,7 +82,31 @@ Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions op
     memoryPlan_ = std::make_unique<CpuMemoryPlan>();
 }
 
+
+// Moving weights to the device, copying inputs and restoring state allocate
+// and may throw; nodes report their own failures (runNode). Both entry points
+// turn anything thrown into a status naming the graph.
 absl::Status Executor::prepare() {
+  try {
+    return prepareUnguarded();
+  } catch (...) {
+    return absl::ResourceExhaustedError(absl::StrCat("preparing @", graph_.name().str(), " to run: ",
+                                                     describeCurrentException()));
+  }
+}
+
+absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
+  try {
+    return runUnguarded(userInputs);
+  } catch (...) {
+    std::fill(values_.begin(), values_.end(), c10::IValue());
+    std::fill(boundUserInputs_.begin(), boundUserInputs_.end(), at::Tensor());
+    return absl::InternalError(absl::StrCat("running @", graph_.name().str(), ": ",
+                                            describeCurrentException()));
+  }
+}
+
+absl::Status Executor::prepareUnguarded() {
   if (prepared_)
     return absl::OkStatus();
   values_.assign(graph_.valueIdBound(), c10::IValue());
@@ -133,9 +178,16 @@ absl::Status Executor::runNode(const Node &node) {
       return v.status();
     stack.push_back(std::move(*v));
   }
+  // Operators throw c10::Error, and also what their backends throw
+  // (std::runtime_error, oneDNN's dnnl::error, std::bad_alloc): every one of
+  // them is a failure of this node, never an abort.
+  std::optional<std::string> failure;
   try {
     node.op().callBoxed(stack);
-  } catch (const c10::Error &e) {
+  } catch (...) {
+    failure = describeCurrentException();
+  }
+  if (failure) {
     std::vector<std::string> shapes;
     for (unsigned i = 0; i < node.numArgs(); ++i) {
       auto v = argumentValue(node, i);
@@ -144,7 +196,7 @@ absl::Status Executor::runNode(const Node &node) {
     }
     return absl::InternalError(absl::StrCat("node ", node.describe(), " (", node.opName(),
                                             ") failed with inputs ", absl::StrJoin(shapes, ", "),
-                                            ": ", e.what_without_backtrace()));
+                                            ": ", *failure));
   }
   // Results in schema order, spread over the outputs as type inference does.
   llvm::SmallVector<c10::IValue, 4> results;
@@ -152,8 +204,11 @@ absl::Status Executor::runNode(const Node &node) {
   if (results.size() != node.numOutputs())
     return absl::InternalError(absl::StrCat("node ", node.describe(), " returned ", results.size(),
                                             " results for ", node.numOutputs(), " outputs"));
-  for (unsigned i = 0; i < node.numOutputs(); ++i)
+  for (unsigned i = 0; i < node.numOutputs(); ++i) {
+    if (absl::Status st = checkDeclaredType(node, i, results[i]); !st.ok())
+      return st;
     values_[node.output(i)->id()] = results[i];
+  }
   for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h)
     if (h->after)
       h->after(node, results);
@@ -219,8 +274,8 @@ void Executor::restoreState(ExecutionResult *result) {
   }
 }
 
-absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
-  if (absl::Status st = prepare(); !st.ok())
+absl::StatusOr<ExecutionResult> Executor::runUnguarded(llvm::ArrayRef<at::Tensor> userInputs) {
+  if (absl::Status st = prepareUnguarded(); !st.ok())
     return st;
   std::optional<CpuMemoryPlan::RunScope> planned;
   if (memoryPlan_)

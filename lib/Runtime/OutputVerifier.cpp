@@ -73,17 +73,37 @@ void compareTensors(const at::Tensor &a, const at::Tensor &b, const VerifierOpti
   at::Tensor rel = diff.div(y.abs().clamp_min(1e-30));
   c.maxAbsError = diff.max().item().toDouble();
   c.maxRelError = rel.max().item().toDouble();
+  // A NaN on one side only is named: it is the likeliest sign of a rewrite
+  // that reads memory it should not.
+  if (floating) {
+    int64_t onlyOriginal = x.isnan().logical_and(y.isnan().logical_not()).sum().item().toLong();
+    int64_t onlyRewritten = y.isnan().logical_and(x.isnan().logical_not()).sum().item().toLong();
+    if (onlyOriginal || onlyRewritten)
+      c.problem = absl::StrCat("NaN in one graph only: ", onlyRewritten,
+                               " element(s) NaN in the rewritten graph and not the original, ",
+                               onlyOriginal, " the other way");
+  }
   if (options.bitwise) {
-    // The same bytes: compare the raw storage of contiguous copies.
+    // The same bytes: compare the raw storage of contiguous copies. A NaN in
+    // the same place on both sides agrees whatever its payload bits.
     c.bitwise = true;
     at::Tensor ca = a.detach().to(at::kCPU).contiguous();
     at::Tensor cb = b.detach().to(at::kCPU).contiguous();
     c.passed = std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
+    if (!c.passed && floating && c.problem.empty()) {
+      at::Tensor bothNaN = ca.isnan().logical_and(cb.isnan());
+      auto bytesOf = [](const at::Tensor &t) {
+        return t.reshape({-1}).view(at::kByte).view({t.numel(), -1});
+      };
+      at::Tensor sameBits = bytesOf(ca).eq(bytesOf(cb)).all(/*dim=*/1);
+      c.passed = sameBits.logical_or(bothNaN.reshape({-1})).all().item().toBool();
+    }
     return;
   }
-  // allclose: |a - b| <= atol + rtol * |b| everywhere.
+  // allclose: |a - b| <= atol + rtol * |b| everywhere (NaN in the same
+  // places agrees; its bound would be NaN).
   at::Tensor bound = y.abs().mul(c.tolerance.rtol).add(c.tolerance.atol);
-  c.passed = diff.le(bound).all().item().toBool();
+  c.passed = diff.le(bound).logical_or(agree).all().item().toBool();
 }
 
 std::string outputLabel(const GraphOutput &out, unsigned ordinal) {

@@ -8,17 +8,88 @@
 #include <llvm/Support/Process.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+
 namespace graphopt {
 
-absl::StatusOr<std::string> readFile(llvm::StringRef path) {
-  if (path == "-") {
-    auto buf = llvm::MemoryBuffer::getSTDIN();
-    if (!buf)
-      return absl::UnavailableError(absl::StrCat("<stdin>: cannot read: ", buf.getError().message()));
-    return (*buf)->getBuffer().str();
+namespace {
+
+const char *fileKindName(llvm::sys::fs::file_type type) {
+  using llvm::sys::fs::file_type;
+  switch (type) {
+  case file_type::directory_file:
+    return "a directory";
+  case file_type::symlink_file:
+    return "a symbolic link";
+  case file_type::block_file:
+    return "a block device";
+  case file_type::character_file:
+    return "a character device";
+  case file_type::fifo_file:
+    return "a fifo";
+  case file_type::socket_file:
+    return "a socket";
+  default:
+    return "not a regular file";
   }
-  if (llvm::sys::fs::is_directory(path))
+}
+
+/// Standard input, read until its end or one byte past `maxBytes`.
+absl::StatusOr<std::string> readStdin(int64_t maxBytes) {
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(0, chunk, sizeof chunk);
+    if (n == 0)
+      return text;
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return absl::UnavailableError(
+          absl::StrCat("<stdin>: cannot read: ", std::strerror(errno)));
+    }
+    text.append(chunk, static_cast<size_t>(n));
+    if (static_cast<int64_t>(text.size()) > maxBytes)
+      return absl::ResourceExhaustedError(
+          absl::StrCat("<stdin>: the input is larger than --max-input-size=", maxBytes,
+                       " bytes; raise the limit if it is meant to be this large"));
+  }
+}
+
+} // namespace
+
+absl::Status checkInputFile(llvm::StringRef path, int64_t maxBytes) {
+  llvm::sys::fs::file_status st;
+  if (std::error_code ec = llvm::sys::fs::status(path, st)) {
+    std::string msg = absl::StrCat(path.str(), ": cannot read file: ", ec.message());
+    if (ec == std::errc::no_such_file_or_directory)
+      return absl::NotFoundError(msg);
+    if (ec == std::errc::permission_denied)
+      return absl::PermissionDeniedError(msg);
+    return absl::UnavailableError(msg);
+  }
+  if (st.type() == llvm::sys::fs::file_type::directory_file)
     return absl::InvalidArgumentError(absl::StrCat(path.str(), ": is a directory, not a file"));
+  // A fifo or a device could be read forever (/dev/zero): inputs are files.
+  if (st.type() != llvm::sys::fs::file_type::regular_file)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.str(), ": is ", fileKindName(st.type()),
+                     ", not a regular file (use - to read a .gir from standard input)"));
+  if (st.getSize() > static_cast<uint64_t>(maxBytes))
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path.str(), ": the file has ", st.getSize(),
+                     " bytes, more than --max-input-size=", maxBytes,
+                     "; raise the limit if it is meant to be this large"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> readFile(llvm::StringRef path, int64_t maxBytes) {
+  if (path == "-")
+    return readStdin(maxBytes);
+  if (absl::Status st = checkInputFile(path, maxBytes); !st.ok())
+    return st;
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf) {
     std::error_code ec = buf.getError();
@@ -71,18 +142,47 @@ absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents)
   return writeFilesAtomically({{path.str(), contents}});
 }
 
+absl::Status checkOutputPath(llvm::StringRef path) {
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st, /*Follow=*/false))
+    return absl::OkStatus(); // nothing there yet
+  if (st.type() == llvm::sys::fs::file_type::regular_file)
+    return absl::OkStatus();
+  if (st.type() == llvm::sys::fs::file_type::directory_file)
+    return absl::UnavailableError(absl::StrCat(path.str(), ": cannot write: it is a directory"));
+  if (isDevNull(path))
+    return absl::OkStatus();
+  // Renaming over a symlink, fifo or device would replace it with a regular
+  // file; writing through it could reach anything.
+  return absl::InvalidArgumentError(
+      absl::StrCat(path.str(), ": cannot write: it is ", fileKindName(st.type()),
+                   "; graph-opt replaces regular files only (write to - and redirect instead)"));
+}
+
+bool isDevNull(llvm::StringRef path) {
+  llvm::sys::fs::file_status st;
+  return !llvm::sys::fs::status(path, st, /*Follow=*/false) &&
+         st.type() == llvm::sys::fs::file_type::character_file &&
+         llvm::sys::fs::equivalent(path, "/dev/null");
+}
+
 absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files) {
   std::vector<std::string> temporaries;
   auto removeTemporaries = [&] {
     for (const std::string &tmp : temporaries)
       llvm::sys::fs::remove(tmp);
   };
+  // Every path is checked before anything is written: a directory, symlink or
+  // device in the way would fail (or be replaced) after others were done.
+  for (const auto &[path, contents] : files)
+    if (absl::Status st = checkOutputPath(path); !st.ok())
+      return st;
+  std::vector<FileToWrite> real;
+  for (const FileToWrite &f : files)
+    if (!isDevNull(f.path)) // what goes to /dev/null is discarded
+      real.push_back(f);
+  files = real;
   for (const auto &[path, contents] : files) {
-    // A directory in the way would fail the rename after others were done.
-    if (llvm::sys::fs::is_directory(path)) {
-      removeTemporaries();
-      return absl::UnavailableError(absl::StrCat(path, ": cannot write: it is a directory"));
-    }
     auto tmp = writeTemporaryBeside(path, contents);
     if (!tmp.ok()) {
       removeTemporaries();

@@ -9,11 +9,17 @@
 //   test-erase-unused-inputs
 //                     erases user inputs nothing reads: a pass that changes the
 //                     graph's inputs, which --verify and --run must follow.
+//   test-throw        throws std::runtime_error: the optimizer turns it into a
+//                     failure with a reproducer, never an abort.
+//   test-crash        crashes (a trap instruction): the crash handler says how to
+//                     report it and what reproduces it.
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/Pass/PassRegistry.h"
 
 #include <absl/strings/str_cat.h>
+
+#include <stdexcept>
 
 namespace graphopt {
 namespace {
@@ -41,6 +47,26 @@ public:
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
     return absl::InternalError(absl::StrCat("deliberate failure on @", graph.name().str()));
   }
+};
+
+class TestThrowPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-throw"; }
+  static llvm::StringRef passDescription() { return "test only: throws a std::runtime_error"; }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    throw std::runtime_error(absl::StrCat("deliberate exception on @", graph.name().str()));
+  }
+};
+
+class TestCrashPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-crash"; }
+  static llvm::StringRef passDescription() { return "test only: crashes"; }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &, AnalysisManager &) override { __builtin_trap(); }
 };
 
 class TestCountPass : public OptimizationPass {
@@ -133,5 +159,7 @@ GRAPHOPT_REGISTER_TEST_PASS(TestBreakNamesPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestFailPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestCountPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestEraseUnusedInputsPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestThrowPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestCrashPass);
 
 } // namespace graphopt

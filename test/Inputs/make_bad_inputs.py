@@ -18,6 +18,16 @@ uncompressed like torch.export.save's own records.
     weight-size.pt2        the record data/weights/weight_0 cut to half its bytes
     missing-weight.pt2     one entry removed from data/weights/model_weights_config.json
     invalid-json.pt2       models/model.json replaced by "{not json"
+    schema-minor.pt2       schema_version.minor set to a string
+    weight-overflow.pt2    a raw weight whose sizes' byte count overflows int64 (2^61 f32)
+    weight-negative-stride.pt2  a raw weight with stride -1
+    pickle-raw.pt2         a raw weight record marked use_pickle: true
+    symbolic-null.pt2      a graph tensor's first size null
+    symbolic-empty.pt2     a graph tensor's first size {}
+    graph-negative-size.pt2  a graph tensor's first size -3
+    input-spec-unknown.pt2   an input spec whose only key is not one of InputSpec's ("parameterr")
+    meta-no-requires-grad.pt2  a weight's tensor_meta without requires_grad
+    stray-record.pt2       a record outside the archive's top folder
     no-forward.pt          a TorchScript module without a forward method
     control-flow.pt        a scripted module with a data-dependent `if`
                            (extra file graphopt/input_types = "f32[4]")
@@ -49,6 +59,16 @@ PT2_FILES = [
     "weight-size.pt2",
     "missing-weight.pt2",
     "invalid-json.pt2",
+    "schema-minor.pt2",
+    "weight-overflow.pt2",
+    "weight-negative-stride.pt2",
+    "pickle-raw.pt2",
+    "symbolic-null.pt2",
+    "symbolic-empty.pt2",
+    "graph-negative-size.pt2",
+    "input-spec-unknown.pt2",
+    "meta-no-requires-grad.pt2",
+    "stray-record.pt2",
 ]
 PT_FILES = ["no-forward.pt", "control-flow.pt", "not-torchscript.pt"]
 ALL_FILES = PT2_FILES + PT_FILES
@@ -185,6 +205,57 @@ def make_pt2(src: str) -> dict[str, bytes]:
     files["missing-weight.pt2"] = with_record(weights_config, json.dumps(config).encode())
 
     files["invalid-json.pt2"] = with_record(model_json, b"{not json")
+
+    files["schema-minor.pt2"] = with_model(
+        lambda d: d["schema_version"].__setitem__("minor", "seventeen"))
+
+    def with_config_entry(mutate):
+        c = json.loads(records[record_index(records, weights_config)][1])
+        entries = c.get("config", {})
+        if not entries:
+            raise BadSource(f"{weights_config} has no entries")
+        mutate(entries[sorted(entries)[0]])
+        return with_record(weights_config, json.dumps(c).encode())
+
+    def overflow(entry):
+        meta = entry["tensor_meta"]
+        meta["sizes"] = [{"as_int": 2 ** 61}]
+        meta["strides"] = [{"as_int": 1}]
+
+    files["weight-overflow.pt2"] = with_config_entry(overflow)
+    files["weight-negative-stride.pt2"] = with_config_entry(
+        lambda e: e["tensor_meta"]["strides"][0].__setitem__("as_int", -1))
+    files["pickle-raw.pt2"] = with_config_entry(lambda e: e.__setitem__("use_pickle", True))
+
+    def first_size(value):
+        def mutate(d):
+            values = d["graph_module"]["graph"]["tensor_values"]
+            for meta in values.values():
+                if meta["sizes"]:
+                    meta["sizes"][0] = value
+                    return
+            raise BadSource("model.json has no tensor with a size")
+        return mutate
+
+    files["symbolic-null.pt2"] = with_model(first_size(None))
+    files["symbolic-empty.pt2"] = with_model(first_size({}))
+    files["graph-negative-size.pt2"] = with_model(first_size({"as_int": -3}))
+
+    def unknown_spec(d):
+        specs = d["graph_module"]["signature"]["input_specs"]
+        if not specs:
+            raise BadSource("model.json has no input specs")
+        (kind, value), = specs[0].items()
+        specs[0] = {kind + "r": value}
+
+    files["input-spec-unknown.pt2"] = with_model(unknown_spec)
+    files["meta-no-requires-grad.pt2"] = with_config_entry(
+        lambda e: e["tensor_meta"].pop("requires_grad"))
+    import io
+    buf = io.BytesIO(zip_bytes(root, records))
+    with zipfile.ZipFile(buf, "a", compression=zipfile.ZIP_STORED) as z:
+        z.writestr(zipfile.ZipInfo("stray.txt", date_time=(1980, 1, 1, 0, 0, 0)), b"outside")
+    files["stray-record.pt2"] = buf.getvalue()
     return files
 
 

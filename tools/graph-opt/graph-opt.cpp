@@ -21,6 +21,11 @@
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Support/Bytes.h"
 #include "graphopt/Support/FileIO.h"
+#include "graphopt/IR/Exceptions.h"
+#include "graphopt/Support/CrashContext.h"
+
+#include "ReportStaging.h"
+#include "RunLimits.h"
 
 #include <ATen/Context.h>
 #include <cmath>
@@ -32,6 +37,7 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/PrettyStackTrace.h> // setBugReportMsg
 #include <llvm/Support/Program.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/WithColor.h>
@@ -144,6 +150,18 @@ cl::opt<std::string> deviceName("device",
 cl::opt<uint64_t> seed("seed", cl::desc("RNG seed for --run and --verify (default 0)"),
                        cl::init(0), cl::cat(category));
 
+cl::opt<std::string> maxInputSize(
+    "max-input-size",
+    cl::desc("Refuse an input file (or standard input) larger than this: bytes with a unit "
+             "(e.g. 8GiB) or a share of physical memory (default 50%)"),
+    cl::value_desc("size"), cl::init("50%"), cl::cat(category));
+cl::opt<std::string> maxMemory(
+    "max-memory",
+    cl::desc("Refuse to make stand-ins or run a graph whose simulated peak (weights, inputs and "
+             "live values) is above this: bytes with a unit or a share of physical memory "
+             "(default 50%)"),
+    cl::value_desc("size"), cl::init("50%"), cl::cat(category));
+
 int fail(llvm::StringRef message, int code) {
   llvm::WithColor::error(llvm::errs(), "graph-opt") << message << '\n';
   return code;
@@ -183,7 +201,7 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
   absl::Status st = profileRuns(
       graph, model.weights, inputs, options, runSteps, [&](const ProfiledRun &run) {
         llvm::outs() << llvm::format("  step %u: %.2f ms", run.index + 1, run.seconds * 1e3);
-        if (loss >= 0)
+        if (loss >= 0 && run.result->outputs[loss].defined() && run.result->outputs[loss].numel() == 1)
           llvm::outs() << llvm::format(", loss %.6f", run.result->outputs[loss].item().toDouble());
         llvm::outs() << ", peak memory " << formatMiB(run.profiler->runPeakBytes())
                      << " above weights and inputs\n";
@@ -259,10 +277,33 @@ bool pipelineProfiles(const GraphOptimizer &optimizer) {
   return false;
 }
 
+int runDriver(int argc, char **argv);
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // A crash is graph-opt's bug, not LLVM's: say where to report it and what
+  // reproduces it (the input is never modified; the stack dump below names
+  // the pass and its reproducer command).
+  llvm::setBugReportMsg(
+      "graph-opt crashed. This is a bug in graph-opt: please report it to the graph-opt project "
+      "(docs/Robustness.md, \"Reporting a crash\"), with the command line and the input file "
+      "below (graph-opt never modifies its input) or the reproducer command the stack dump names.\n");
+  // Whatever escapes the statuses (a library's exception) is an error, never
+  // an abort.
+  try {
+    return runDriver(argc, argv);
+  } catch (...) {
+    return fail(absl::StrCat(inputPath.getValue(), ": internal error: ", describeCurrentException(),
+                             " (please report this: docs/Robustness.md)"),
+                kBadInput);
+  }
+}
+
+namespace {
+
+int runDriver(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "graph-opt: a compiler-style optimizer for PyTorch graphs\n\n"
@@ -282,6 +323,41 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no input file; see --help", kBadInput);
+  auto inputLimit = resolveLimit(maxInputSize.ArgStr, maxInputSize);
+  if (!inputLimit.ok())
+    return fail(std::string(inputLimit.status().message()), kBadInput);
+  auto memoryLimit = resolveLimit(maxMemory.ArgStr, maxMemory);
+  if (!memoryLimit.ok())
+    return fail(std::string(memoryLimit.status().message()), kBadInput);
+  // Outputs are checked before any work: none may replace the input, a
+  // symlink, a fifo or a device (Support/FileIO.h, checkOutputPath).
+  for (const cl::opt<std::string> *option : {&outputPath, &benchmarkJsonPath}) {
+    const std::string &path = option->getValue();
+    if (path.empty() || path == "-")
+      continue;
+    std::string name = option->ArgStr.size() == 1 ? absl::StrCat("-", option->ArgStr.str())
+                                                  : absl::StrCat("--", option->ArgStr.str());
+    if (absl::Status st = checkOutputPath(path); !st.ok())
+      return fail(absl::StrCat(name, ": ", st.message()), kBadInput);
+    if (inputPath != "-" && !isDevNull(path) && llvm::sys::fs::equivalent(inputPath, path))
+      return fail(absl::StrCat(name, " ", path, " is the input file; graph-opt never overwrites its "
+                               "input (write elsewhere)"),
+                  kBadInput);
+  }
+  // The report folder is made at the end; what would stop that is refused now.
+  if (!reportDir.empty()) {
+    llvm::SmallString<256> existing(reportDir.getValue());
+    llvm::sys::fs::make_absolute(existing);
+    while (!llvm::sys::fs::exists(existing) && llvm::sys::path::has_parent_path(existing))
+      llvm::sys::path::remove_filename(existing);
+    if (!llvm::sys::fs::is_directory(existing))
+      return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ",
+                               existing == llvm::StringRef(reportDir.getValue()) ||
+                                       llvm::sys::fs::equivalent(existing, reportDir.getValue())
+                                   ? "it exists and is not a directory"
+                                   : absl::StrCat(existing.str().str(), " is not a directory")),
+                  kBadInput);
+  }
   bool benchmark = benchmarkRuns.getNumOccurrences() > 0;
   unsigned benchmarkCount = 10;
   if (benchmark && !benchmarkRuns.empty() &&
@@ -302,6 +378,12 @@ int main(int argc, char **argv) {
   optimizerOptions.timePasses = timePasses;
   optimizerOptions.reproducerDir = reproducerDir;
   optimizerOptions.reportDir = reportDir;
+  ReportStaging staging;
+  if (!reportDir.empty()) {
+    if (absl::Status st = staging.create(); !st.ok())
+      return fail(std::string(st.message()), kBadInput);
+    optimizerOptions.reportStagingDir = staging.dir();
+  }
   // A reproducer replays the pipeline on the input file; stdin is copied.
   if (inputPath != "-")
     optimizerOptions.inputPath = inputPath;
@@ -317,6 +399,7 @@ int main(int argc, char **argv) {
       return fail(absl::StrCat("-passes: ", st.message()), kBadInput);
 
   ImportOptions options;
+  options.maxInputBytes = *inputLimit;
   if (!inputTypes.empty()) {
     auto types = parseTypeList(inputTypes, "--input-types");
     if (!types.ok())
@@ -329,6 +412,9 @@ int main(int argc, char **argv) {
   std::unique_ptr<Graph> &graph = model->graph;
   if (absl::Status st = verifyGraph(*graph); !st.ok())
     return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
+
+  // Written at the end with the graph and the reports, as one set.
+  std::string benchmarkJsonText;
 
   // The pipeline rewrites `graph`; --verify compares it with this copy.
   std::unique_ptr<Graph> original = verifyRequested ? graph->clone() : nullptr;
@@ -345,12 +431,27 @@ int main(int argc, char **argv) {
     auto device = chosenDevice();
     if (!device.ok())
       return device.status();
-    if (size_t made = fillMissingWeights(*signature, model->weights, seed))
-      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
+    auto inInput = [&](const absl::Status &st) {
+      return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
+    };
+    if (absl::Status st = checkRunFits(*graph, *memoryLimit, "running"); !st.ok())
+      return inInput(st);
+    auto made = fillMissingWeights(*signature, model->weights, seed, *memoryLimit);
+    if (!made.ok())
+      return inInput(made.status());
+    if (*made)
+      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << *made
                    << " inputs; using seeded random ones\n";
     ExecutionContext context;
     context.weights = &model->weights;
-    context.inputs = model->exampleInputs.empty() ? makeExampleInputs(*signature, seed) : model->exampleInputs;
+    if (model->exampleInputs.empty()) {
+      auto inputs = makeExampleInputs(*signature, seed, *memoryLimit);
+      if (!inputs.ok())
+        return inInput(inputs.status());
+      context.inputs = std::move(*inputs);
+    } else {
+      context.inputs = model->exampleInputs;
+    }
     for (const GraphInput &in : signature->inputs())
       if (in.role == InputRole::UserInput && in.value->isTensor())
         context.inputNames.push_back(in.value->name().str());
@@ -369,7 +470,7 @@ int main(int argc, char **argv) {
     bool graphToStdout = (emitText || !outputPath.empty()) && (outputPath.empty() || outputPath == "-");
     optimizer.printReports(graphToStdout ? llvm::errs() : llvm::outs());
     if (htmlReport && !reportDir.empty() && pipelineProfiles(optimizer))
-      if (absl::Status st = drawHtmlReport(reportDir); !st.ok())
+      if (absl::Status st = drawHtmlReport(staging.dir()); !st.ok())
         return fail(std::string(st.message()), kBadInput);
   }
 
@@ -388,9 +489,16 @@ int main(int argc, char **argv) {
   }
 
   if (runSteps > 0 || verifyRequested) {
+    CrashContext crashContext(absl::StrCat("running @", graph->name().str(), " from ", inputPath.getValue(),
+                                           " (--run/--verify/--benchmark)"));
     auto made = optimizer.analyses().executionContext();
     if (!made.ok())
       return fail(std::string(made.status().message()), kBadInput);
+    for (const Graph *g : {original.get(), graph.get()})
+      if (g)
+        if (absl::Status st = checkRunFits(*g, *memoryLimit, g == graph.get() ? "running" : "running the input graph");
+            !st.ok())
+          return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
     const ExecutionContext &context = **made;
     auto inputs = context.inputsFor(*graph);
     if (!inputs.ok())
@@ -432,10 +540,8 @@ int main(int argc, char **argv) {
         printBenchmark(llvm::outs(), *measured);
         if (!benchmarkJsonPath.empty()) {
           std::string verdict = verifyBitwise ? "passed (bitwise)" : "passed (tolerance)";
-          std::string json = benchmarkJson(*measured, inputPath.getValue(),
-                                           optimizer.pipelineText(), verdict);
-          if (absl::Status st = writeFileAtomically(benchmarkJsonPath, json); !st.ok())
-            return fail(std::string(st.message()), kBadInput);
+          benchmarkJsonText = benchmarkJson(*measured, inputPath.getValue(),
+                                            optimizer.pipelineText(), verdict);
         }
       }
     }
@@ -451,13 +557,32 @@ int main(int argc, char **argv) {
         return rc;
   }
 
-  if (writeGraph) {
-    std::string text = printGraphToString(*graph);
-    if (out == "-") {
-      llvm::outs() << text;
-    } else if (absl::Status st = writeFileAtomically(out, text); !st.ok()) {
+  // Everything succeeded: the graph, the reports and the benchmark JSON are
+  // written now, as one set (renamed into place together, or none of them).
+  std::string text = writeGraph ? printGraphToString(*graph) : "";
+  std::vector<std::string> reportNames, reportTexts;
+  if (!reportDir.empty())
+    if (absl::Status st = staging.read(reportNames, reportTexts); !st.ok())
       return fail(std::string(st.message()), kBadInput);
-    }
+  std::vector<FileToWrite> files;
+  for (size_t i = 0; i < reportNames.size(); ++i) {
+    llvm::SmallString<256> path(reportDir.getValue());
+    llvm::sys::path::append(path, reportNames[i]);
+    files.push_back({path.str().str(), reportTexts[i]});
   }
+  if (!benchmarkJsonPath.empty() && !benchmarkJsonText.empty())
+    files.push_back({benchmarkJsonPath.getValue(), benchmarkJsonText});
+  if (writeGraph && out != "-")
+    files.push_back({out, text});
+  if (!reportDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(reportDir))
+      return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ", ec.message()),
+                  kBadInput);
+  if (absl::Status st = writeFilesAtomically(files); !st.ok())
+    return fail(std::string(st.message()), kBadInput);
+  if (writeGraph && out == "-")
+    llvm::outs() << text;
   return kOk;
 }
+
+} // namespace

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 using namespace graphopt;
 
 namespace {
@@ -81,3 +83,39 @@ TEST_F(FileIOTest, AMissingDirectoryIsNamed) {
 }
 
 } // namespace
+
+TEST_F(FileIOTest, SymlinksFifosAndDevicesAreNotReplaced) {
+  ASSERT_TRUE(writeFileAtomically(path("target.txt"), "keep").ok());
+  ASSERT_FALSE(llvm::sys::fs::create_link(path("target.txt"), path("link.txt")));
+  absl::Status st = writeFileAtomically(path("link.txt"), "new");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("it is a symbolic link"), std::string::npos) << st.message();
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  st = writeFilesAtomically({{path("ok.txt"), "a"}, {path("fifo"), "b"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("it is a fifo"), std::string::npos) << st.message();
+  // Nothing of the set was written; the link and the fifo are still there.
+  EXPECT_EQ(entries(), (std::vector<std::string>{"fifo", "link.txt", "target.txt"}));
+  llvm::sys::fs::file_status status;
+  ASSERT_FALSE(llvm::sys::fs::status(path("link.txt"), status, /*Follow=*/false));
+  EXPECT_EQ(status.type(), llvm::sys::fs::file_type::symlink_file);
+  EXPECT_EQ(readFile(path("target.txt")).value(), "keep");
+  // /dev/null takes output and stays a device.
+  EXPECT_TRUE(writeFileAtomically("/dev/null", "discarded").ok());
+  ASSERT_FALSE(llvm::sys::fs::status("/dev/null", status, /*Follow=*/false));
+  EXPECT_EQ(status.type(), llvm::sys::fs::file_type::character_file);
+}
+
+TEST_F(FileIOTest, InputsMustBeRegularFilesWithinTheLimit) {
+  ASSERT_TRUE(writeFileAtomically(path("in.txt"), "0123456789").ok());
+  EXPECT_EQ(readFile(path("in.txt"), 10).value(), "0123456789");
+  absl::Status st = readFile(path("in.txt"), 9).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("the file has 10 bytes, more than --max-input-size=9"), std::string::npos)
+      << st.message();
+  st = checkInputFile("/dev/zero", kNoSizeLimit);
+  EXPECT_NE(st.message().find("is a character device, not a regular file"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(checkInputFile(dir_, kNoSizeLimit).message(), dir_ + ": is a directory, not a file");
+  EXPECT_EQ(checkInputFile(path("absent"), kNoSizeLimit).code(), absl::StatusCode::kNotFound);
+}

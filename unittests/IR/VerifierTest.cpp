@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "TestGraphs.h"
 
+#include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Verifier.h"
 
 using namespace graphopt;
@@ -155,7 +156,7 @@ TEST(VerifierTest, StridesMatchRank) {
   TensorType bad = TensorType::contiguous(c10::ScalarType::Float, {2, 3});
   bad.strides.pop_back();
   g.addInput("x", ValueType::ofTensor(bad), InputRole::UserInput);
-  EXPECT_CONTAINS(onlyDiagnostic(g), "graph input %x has 2 sizes but 1 strides");
+  EXPECT_CONTAINS(onlyDiagnostic(g), "graph input %x: 2 sizes but 1 strides");
 }
 
 TEST(VerifierTest, UniqueValueNames) {
@@ -210,4 +211,31 @@ TEST(VerifierTest, StatusListsEveryViolation) {
   EXPECT_CONTAINS(st.message(), "graph @relu_add has 2 verifier errors");
   EXPECT_CONTAINS(st.message(), "value name is not unique");
   EXPECT_CONTAINS(st.message(), "phases must appear in order");
+}
+
+TEST(VerifierTest, ALossIsOneNumber) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[4] user_input
+forward:
+  %y = aten::relu(%x) : f32[4]
+  %s = aten::sum(%y) : f32[]
+  output %y loss
+  output %s loss
+}
+)", "loss.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_CONTAINS(onlyDiagnostic(**g), "graph output 0 (loss) %y has 4 elements; a loss is one number");
+}
+
+TEST(VerifierTest, TensorsTogetherMustBeCountable) {
+  // Each is valid; together their bytes pass 2^62, which no analysis could sum.
+  auto g = parseGraph(R"(graph @g {
+  input %a : u8[4611686018427387904] user_input
+  input %b : u8[4611686018427387904] user_input
+forward:
+  output %a user_output
+}
+)", "huge.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_CONTAINS(onlyDiagnostic(**g), "the graph's tensors together take more than 2^62 bytes (%b passes it)");
 }

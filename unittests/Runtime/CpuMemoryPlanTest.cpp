@@ -162,12 +162,12 @@ TEST(CpuMemoryPlanTest, ExecutorRunsReplayWithIdenticalResultsAndMeasurements) {
                       "chain.gir");
   ASSERT_TRUE(g.ok()) << g.status().message();
   WeightStore w;
-  fillMissingWeights(**g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(**g, w, 0).ok());
   NodeProfiler profiler(c10::Device(c10::DeviceType::CPU));
   Executor ex(**g, w);
   ASSERT_NE(ex.memoryPlan(), nullptr);
   profiler.attach(ex);
-  std::vector<at::Tensor> inputs = makeExampleInputs(**g, 0);
+  std::vector<at::Tensor> inputs = makeExampleInputs(**g, 0).value();
   std::vector<std::vector<int64_t>> before;
   std::vector<at::Tensor> outputs;
   for (int run = 0; run < 3; ++run) {

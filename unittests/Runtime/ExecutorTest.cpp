@@ -43,11 +43,11 @@ const char *kChain = R"(graph @chain {
 TEST(ExecutorTest, FreesEachValueAfterItsLastUse) {
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
   NodeProfiler profiler(c10::Device(c10::DeviceType::CPU));
   Executor ex(*g, w);
   profiler.attach(ex);
-  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0).value();
   profiler.beginRun();
   auto r = ex.run(inputs);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -66,11 +66,11 @@ TEST(ExecutorTest, FreesEachValueAfterItsLastUse) {
 TEST(ExecutorTest, KeepAllValuesKeepsIntermediates) {
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
   ExecutionOptions o;
   o.keepAllValues = true;
   Executor ex(*g, w, o);
-  auto r = ex.run(makeExampleInputs(*g, 0));
+  auto r = ex.run(makeExampleInputs(*g, 0).value());
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->values.size(), g->numValues());
   for (const auto &[v, iv] : r->values)
@@ -99,7 +99,7 @@ TEST(ExecutorTest, MissingWeightIsAClearError) {
   auto g = parse(kChain);
   WeightStore empty;
   Executor ex(*g, empty);
-  auto r = ex.run(makeExampleInputs(*g, 0));
+  auto r = ex.run(makeExampleInputs(*g, 0).value());
   ASSERT_FALSE(r.ok());
   EXPECT_CONTAINS(r.status().message(), "no weight for parameter 'w' (graph input %w)");
 }
@@ -109,7 +109,7 @@ TEST(ExecutorTest, WeightOfTheWrongShapeIsAClearError) {
   WeightStore w;
   w.set("w", at::zeros({3, 3}));
   Executor ex(*g, w);
-  auto r = ex.run(makeExampleInputs(*g, 0));
+  auto r = ex.run(makeExampleInputs(*g, 0).value());
   ASSERT_FALSE(r.ok());
   EXPECT_CONTAINS(r.status().message(), "weight 'w' is Float[3, 3] but graph input %w expects Float[64, 64]");
 }
@@ -117,7 +117,7 @@ TEST(ExecutorTest, WeightOfTheWrongShapeIsAClearError) {
 TEST(ExecutorTest, InputsOfTheWrongShapeOrDtypeOrCountAreClearErrors) {
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
   Executor ex(*g, w);
   auto shape = ex.run({at::zeros({2, 2})});
   ASSERT_FALSE(shape.ok());
@@ -143,9 +143,9 @@ TEST(ExecutorTest, AnOperatorThatThrowsNamesTheNodeAndItsInputShapes) {
   output %y user_output
 })");
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
   Executor ex(*g, w);
-  auto r = ex.run(makeExampleInputs(*g, 0));
+  auto r = ex.run(makeExampleInputs(*g, 0).value());
   ASSERT_FALSE(r.ok());
   EXPECT_CONTAINS(r.status().message(), "node %y = aten::mm (aten::mm) failed with inputs "
                                         "self=Float[4, 8], mat2=Float[2, 8]");
@@ -214,8 +214,8 @@ TEST(ExecutorTest, RunsOnCudaWhenAGpuIsPresent) {
     GTEST_SKIP() << "no GPU on this machine";
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
-  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0).value();
   ExecutionOptions cuda;
   cuda.device = c10::Device(c10::DeviceType::CUDA, 0);
   Executor onCpu(*g, w), onGpu(*g, w, cuda);
@@ -325,7 +325,7 @@ TEST(ExecutorTest, AnInPlaceBufferUpdateVerifiesBitwiseAgainstItself) {
 TEST(ExecutorTest, HookSetsNestAndAllRun) {
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
   Executor ex(*g, w);
   std::vector<std::string> events;
   auto named = [&events](std::string name) {
@@ -343,7 +343,7 @@ TEST(ExecutorTest, HookSetsNestAndAllRun) {
   ex.addHooks(named("inner"));
   EXPECT_EQ(ex.numHookSets(), 3u);
   profiler.beginRun();
-  ASSERT_TRUE(ex.run(makeExampleInputs(*g, 0)).ok());
+  ASSERT_TRUE(ex.run(makeExampleInputs(*g, 0).value()).ok());
   ASSERT_EQ(events.size(), 4u * g->numNodes());
   EXPECT_EQ(events[0], "outer before");
   EXPECT_EQ(events[1], "inner before");
@@ -388,8 +388,8 @@ TEST(FreePolicyTest, EachValueIsFreedAfterItsLastUse) {
 TEST(ProfileRunsTest, RunsNTimesAndStopsAtTheFirstError) {
   auto g = parse(kChain);
   WeightStore w;
-  fillMissingWeights(*g, w, 0);
-  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0);
+  ASSERT_TRUE(fillMissingWeights(*g, w, 0).ok());
+  std::vector<at::Tensor> inputs = makeExampleInputs(*g, 0).value();
   std::vector<double> losses;
   absl::Status st = profileRuns(*g, w, inputs, {}, 3, [&](const ProfiledRun &run) {
     EXPECT_EQ(run.index, losses.size());
@@ -468,4 +468,48 @@ optimizer:
   absl::Status st = missing.prepare();
   ASSERT_FALSE(st.ok());
   EXPECT_CONTAINS(st.message(), "no weight for parameter 'w'");
+}
+
+TEST(ExecutorTest, AnOperatorThatThrowsAStdExceptionFailsAtItsNode) {
+  // aten::full of 1e300 into f32 throws std::runtime_error, not c10::Error.
+  auto g = parse(R"(graph @full {
+forward:
+  %y = aten::full([2], 1e300, dtype=f32) : f32[2]
+  output %y user_output
+})");
+  WeightStore w;
+  Executor ex(*g, w);
+  auto r = ex.run({});
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.status().message(), "node %y = aten::full (aten::full) failed");
+  EXPECT_CONTAINS(r.status().message(), "value cannot be converted to type float without overflow");
+  // The executor is usable again after the failure.
+  EXPECT_FALSE(ex.run({}).ok());
+}
+
+TEST(ExecutorTest, AResultThatIsNotItsDeclaredTypeIsAnErrorNamingTheNode) {
+  auto g = parse(R"(graph @lie {
+  input %x : f32[4] user_input
+forward:
+  %y = aten::relu(%x) : f32[5]
+  %z = aten::neg(%y) : f32[5]
+  output %z user_output
+})");
+  WeightStore w;
+  Executor ex(*g, w);
+  auto r = ex.run({at::ones({4})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.status().message(),
+                  "node %y = aten::relu (aten::relu) declares %y as Float[5] but computed Float[4]");
+  // A declared dtype that differs is caught the same way.
+  auto h = parse(R"(graph @dtype {
+  input %x : f32[4] user_input
+forward:
+  %y = aten::relu(%x) : f64[4]
+  output %y user_output
+})");
+  Executor ex2(*h, w);
+  auto r2 = ex2.run({at::ones({4})});
+  ASSERT_FALSE(r2.ok());
+  EXPECT_CONTAINS(r2.status().message(), "declares %y as Double[4] but computed Float[4]");
 }

@@ -36,8 +36,8 @@ struct Fixture {
   WeightStore weights;
   std::vector<at::Tensor> inputs;
   explicit Fixture(const Graph &g) {
-    fillMissingWeights(g, weights, 0);
-    inputs = makeExampleInputs(g, 0);
+    EXPECT_TRUE(fillMissingWeights(g, weights, 0).ok());
+    inputs = makeExampleInputs(g, 0).value();
   }
 };
 
@@ -130,8 +130,55 @@ TEST(OutputVerifierTest, AGraphThatCannotRunIsAnErrorNotAFailure) {
   auto a = parse(scaledGraph("2.0"));
   auto b = a->clone();
   WeightStore empty; // no weight for "w"
-  auto report = verifyRewrite(*a, *b, empty, makeExampleInputs(*a, 0));
+  auto report = verifyRewrite(*a, *b, empty, makeExampleInputs(*a, 0).value());
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("no weight for parameter 'w'"), absl::string_view::npos)
       << report.status().message();
+}
+
+namespace {
+/// log(x - c): NaN wherever x < c.
+std::string logGraph(const std::string &c) {
+  return R"(graph @log {
+  input %x : f32[64] user_input
+forward:
+  %s = aten::sub.Tensor(%x, )" + c + R"() : f32[64]
+  %y = aten::log(%s) : f32[64]
+  output %y user_output
+}
+)";
+}
+} // namespace
+
+TEST(OutputVerifierTest, NaNInTheSamePlacesAgreesWithAToleranceAndBitwise) {
+  auto a = parse(logGraph("0.5"));
+  auto b = a->clone();
+  Fixture f(*a);
+  ASSERT_TRUE(f.inputs[0].lt(0.5).any().item<bool>()); // the outputs hold NaN
+  for (bool bitwise : {false, true}) {
+    VerifierOptions options;
+    options.bitwise = bitwise;
+    auto report = verifyRewrite(*a, *b, f.weights, f.inputs, options);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_TRUE(report->passed) << (bitwise ? "bitwise" : "tolerance");
+    EXPECT_TRUE(report->outputs[0].problem.empty()) << report->outputs[0].problem;
+  }
+}
+
+TEST(OutputVerifierTest, NaNInOneGraphOnlyFailsAndIsNamed) {
+  auto a = parse(logGraph("0.5"));
+  auto b = parse(logGraph("0.75"));
+  Fixture f(*a);
+  for (bool bitwise : {false, true}) {
+    VerifierOptions options;
+    options.bitwise = bitwise;
+    auto report = verifyRewrite(*a, *b, f.weights, f.inputs, options);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_FALSE(report->passed);
+    EXPECT_NE(report->outputs[0].problem.find("NaN in one graph only: "), std::string::npos)
+        << report->outputs[0].problem;
+    EXPECT_NE(report->outputs[0].problem.find("in the rewritten graph and not the original, 0 the other way"),
+              std::string::npos)
+        << report->outputs[0].problem;
+  }
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <absl/status/status.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 #include <llvm/ADT/ArrayRef.h>
@@ -46,6 +47,13 @@ struct TensorType {
   bool operator==(const TensorType &other) const;
   bool operator!=(const TensorType &other) const { return !(*this == other); }
 };
+
+/// What every tensor type must satisfy before anything sizes or makes a tensor
+/// of it, checked where types enter (the parser, the importers, the verifier):
+/// as many strides as sizes, sizes and strides non-negative, and its element
+/// count and the bytes its strides span fit in int64. The message names the
+/// dimension at fault; the caller adds the file, line or value.
+absl::Status validateTensorType(const TensorType &t);
 
 /// What a Value holds. None is a result an operator leaves undefined (an
 /// undefined tensor: convolution_backward's grad_bias when output_mask says so).

@@ -12,6 +12,7 @@
 
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/WeightStore.h"
+#include "graphopt/Support/FileIO.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -28,21 +29,29 @@ struct ImportedModel {
 };
 
 /// Deterministic stand-ins for `graph`'s user inputs: floats from a seeded
-/// normal distribution, integers and bools zero.
-std::vector<at::Tensor> makeExampleInputs(const Graph &graph, uint64_t seed);
+/// normal distribution, integers and bools zero. An error names the input
+/// when its dtype cannot be made (quantized types) or when together they
+/// would take more than `maxBytes`; nothing is allocated past the limit.
+absl::StatusOr<std::vector<at::Tensor>> makeExampleInputs(const Graph &graph, uint64_t seed,
+                                                          int64_t maxBytes = kNoSizeLimit);
 
 /// Gives every parameter, buffer and constant input that has no weight in
 /// `weights` a deterministic stand-in (normal floats scaled by 0.1, zero
-/// integers), so a .gir graph can run. Returns how many it made. Optimizer
+/// integers), so a .gir graph can run. Returns how many it made; errors as
+/// makeExampleInputs (`maxBytes` bounds the stand-ins made here). Optimizer
 /// state is left out: the executor starts missing state at zero, as
 /// torch.optim does.
-size_t fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed);
+absl::StatusOr<size_t> fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed,
+                                          int64_t maxBytes = kNoSizeLimit);
 
 struct ImportOptions {
   /// Types of a TorchScript module's forward inputs: TorchScript keeps no
   /// shapes. When empty, the types tools/export stored in the module's extra
   /// file "graphopt/input_types" are used.
   std::vector<ValueType> inputTypes;
+  /// Inputs larger than this are refused before they are read (graph-opt's
+  /// --max-input-size); standard input is read only up to it.
+  int64_t maxInputBytes = kNoSizeLimit;
 };
 
 /// The constant for a device an exported program names: the symbolic

@@ -35,6 +35,11 @@ struct OptimizerOptions {
   std::string inputPath;
   /// Where passes write their reports ("" = nowhere).
   std::string reportDir;
+  /// Where the passes write their reports while the pipeline runs, when it is
+  /// not reportDir: the driver stages them and moves them into reportDir with
+  /// the graph at the end, so a failure leaves no report behind. Reproducer
+  /// commands name reportDir.
+  std::string reportStagingDir;
   /// Where instrumentation output goes (graphs, timing); stderr by default.
   llvm::raw_ostream *out = nullptr;
 };
@@ -61,6 +66,7 @@ public:
   absl::StatusOr<bool> run(Graph &graph);
 
   const std::vector<std::unique_ptr<OptimizationPass>> &passes() const { return passes_; }
+  const OptimizerOptions &options() const { return options_; }
   const std::vector<PassTiming> &timings() const { return timings_; }
   AnalysisManager &analyses() { return analyses_; }
   void printTimings(llvm::raw_ostream &os) const;
@@ -72,6 +78,10 @@ private:
   absl::StatusOr<bool> runPass(OptimizationPass &pass, Graph &graph) override;
   absl::StatusOr<std::unique_ptr<OptimizationPass>> createPass(const PipelineEntry &entry);
   absl::Status failure(const Graph *start, size_t passIndex, const absl::Status &cause);
+  /// `graph-opt '<input>' -passes='<the pipeline up to passIndex>' --verify-each -S`.
+  std::string reproduceCommand(llvm::StringRef input, size_t passIndex) const;
+  /// For a crash's stack dump: the pass running, and how to reproduce.
+  std::string crashContext(const Graph &graph, size_t passIndex) const;
 
   OptimizerOptions options_;
   std::vector<std::unique_ptr<OptimizationPass>> passes_;

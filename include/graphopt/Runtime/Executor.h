@@ -99,6 +99,8 @@ public:
   const CpuMemoryPlan *memoryPlan() const { return memoryPlan_.get(); }
 
 private:
+  absl::Status prepareUnguarded();
+  absl::StatusOr<ExecutionResult> runUnguarded(llvm::ArrayRef<at::Tensor> userInputs);
   absl::StatusOr<c10::IValue> argumentValue(const Node &node, unsigned i) const;
   absl::Status runNode(const Node &node);
   void keepUpdates(llvm::ArrayRef<at::Tensor> userInputs, llvm::ArrayRef<at::Tensor> outputs);

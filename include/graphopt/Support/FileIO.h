@@ -6,15 +6,35 @@
 #include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/StringRef.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace graphopt {
 
-/// The whole file, or NotFound/PermissionDenied naming the path.
-absl::StatusOr<std::string> readFile(llvm::StringRef path);
+/// No limit on an input's size.
+constexpr int64_t kNoSizeLimit = std::numeric_limits<int64_t>::max();
+
+/// The whole file ("-": standard input), or NotFound/PermissionDenied naming
+/// the path. A file must be a regular file of at most `maxBytes`; standard
+/// input is read until its end or until it passes `maxBytes`
+/// (ResourceExhausted), so an input that never ends cannot exhaust memory.
+absl::StatusOr<std::string> readFile(llvm::StringRef path, int64_t maxBytes = kNoSizeLimit);
+
+/// What readFile checks before reading, for readers that open files
+/// themselves (the .pt2 and TorchScript importers): `path` exists, is a
+/// regular file (not a directory, fifo or device), and has at most `maxBytes`.
+absl::Status checkInputFile(llvm::StringRef path, int64_t maxBytes);
+
+/// An output path may be written when nothing is there yet, a regular file is
+/// (it is replaced), or it is /dev/null (the output is discarded). A symlink,
+/// fifo, device or socket is refused: replacing it would destroy it.
+absl::Status checkOutputPath(llvm::StringRef path);
+bool isDevNull(llvm::StringRef path);
 
 /// Writes `contents` to a temporary file beside `path`, then renames it over
 /// `path`, so a reader never sees a partial file and a failure leaves nothing.
+/// `path` must pass checkOutputPath (output to /dev/null is discarded).
 absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents);
 
 /// Writes a set of (path, contents) files that belong together (a pass's

@@ -1,0 +1,63 @@
+//===- ZipCheckTest.cpp - Records handed to pickle_load are whole zips -----===//
+#include "ZipCheck.h"
+
+#include <ATen/ops/arange.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <gtest/gtest.h>
+
+using namespace graphopt;
+
+namespace {
+
+std::string pickled() {
+  std::vector<char> bytes = torch::jit::pickle_save(at::arange(16));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string problem(llvm::StringRef bytes) {
+  absl::Status st = checkZipArchive(bytes);
+  return st.ok() ? "" : std::string(st.message());
+}
+
+} // namespace
+
+TEST(ZipCheckTest, WhatTorchSaveWritesPasses) {
+  std::string good = pickled();
+  EXPECT_EQ(problem(good), "");
+  // And LibTorch reads it back.
+  EXPECT_TRUE(torch::jit::pickle_load(std::vector<char>(good.begin(), good.end())).isTensor());
+}
+
+TEST(ZipCheckTest, RawBytesEmptyAndShortRecordsAreRefused) {
+  EXPECT_EQ(problem(""), "not a zip archive: no local file header at the start");
+  EXPECT_EQ(problem("PK"), "not a zip archive: no local file header at the start");
+  std::string raw(64, '\0'); // a raw f32 record marked use_pickle
+  EXPECT_EQ(problem(raw), "not a zip archive: no local file header at the start");
+}
+
+TEST(ZipCheckTest, TruncatedAndCorruptedArchivesAreRefused) {
+  std::string good = pickled();
+  EXPECT_EQ(problem(good.substr(0, good.size() / 2)),
+            "not a zip archive: no end-of-central-directory record at its end");
+  EXPECT_EQ(problem(good.substr(0, good.size() - 1)),
+            "not a zip archive: no end-of-central-directory record at its end");
+  // The end record pointing the central directory past the archive.
+  std::string bad = good;
+  size_t end = bad.rfind(std::string("PK\x05\x06", 4));
+  ASSERT_NE(end, std::string::npos);
+  bad[end + 16] = '\xff';
+  bad[end + 17] = '\xff';
+  bad[end + 18] = '\xff';
+  bad[end + 19] = '\x7f';
+  EXPECT_EQ(problem(bad), "not a zip archive: the central directory lies outside the archive");
+  // An entry whose local header offset points past the directory.
+  bad = good;
+  size_t central = bad.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(central, std::string::npos);
+  bad[central + 42] = '\xff';
+  bad[central + 43] = '\xff';
+  bad[central + 44] = '\xff';
+  bad[central + 45] = '\x7f';
+  EXPECT_EQ(problem(bad), "not a zip archive: entry 0 has no local header inside the archive");
+}
