@@ -120,7 +120,7 @@ fuzz-configure: setup
 	fi
 
 fuzz: fuzz-configure
-	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS)
+	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzzers
 	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ZOO=$(FUZZ_ZOO) \
 	  scripts/fuzz.sh $(FUZZ_TARGETS)
 

@@ -17,7 +17,9 @@
 #   FUZZ_TIMEOUT    libFuzzer -timeout: seconds one input may take (default 10)
 #   FUZZ_ZOO        where the .pt2 seeds come from (default build/zoo, made by `make test`)
 #   FUZZ_PT2_SEEDS  how many of the zoo's smallest .pt2 archives to take (default 4)
-#   FUZZ_ARGS       more libFuzzer flags for every target (e.g. -jobs=2, -seed=1)
+#   FUZZ_ARGS       more libFuzzer flags for every target (e.g. -seed=1)
+#   FUZZ_KEEP_GOING =1: do not stop at the first crash (libFuzzer's fork mode with
+#                   -ignore_crashes, -ignore_timeouts, -ignore_ooms), to collect several
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -29,6 +31,9 @@ timeout=${FUZZ_TIMEOUT:-10}
 zoo=${FUZZ_ZOO:-build/zoo}
 pt2_seeds=${FUZZ_PT2_SEEDS:-4}
 read -r -a extra <<<"${FUZZ_ARGS:-}"
+if [[ "${FUZZ_KEEP_GOING:-0}" == 1 ]]; then
+  extra+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+fi
 
 all_targets=(fuzz-gir-roundtrip fuzz-pt2-import fuzz-gir-run)
 targets=("$@")
@@ -107,19 +112,26 @@ for t in "${targets[@]}"; do
     *) args+=(-max_len=16384 -dict=fuzz/gir.dict); seed_dir=$seeds/gir ;;
   esac
   echo "fuzz: $t for ${seconds}s (log: $log, artifacts: $artifacts/)"
+  before=$(ls "$artifacts" | wc -l)
   start=$(date +%s)
   "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" "$seed_dir" >"$log" 2>&1
   rc=$?
   took=$(($(date +%s) - start))
+  new_artifacts=$(($(ls "$artifacts" | wc -l) - before))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+  # Fork mode prints no final stats: take the last status line's.
+  last=$(grep -E '^#[0-9]+.*cov: [0-9]+' "$log" | tail -1)
+  [[ -z "$execs" ]] && execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
+  [[ -z "$rate" ]] && rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  [[ -z "$rss" ]] && rss=$(grep -oE 'rss: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
   result=ok
-  if ((rc != 0)); then
+  if ((rc != 0 || new_artifacts > 0)); then
     failed=1
     artifact=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | cut -d' ' -f5)
-    result="FAILED (exit $rc)${artifact:+: $artifact}"
+    result="FAILED (exit $rc, $new_artifacts new artifacts)${artifact:+: $artifact}"
     echo "fuzz: $t failed; the end of its log:"
     grep -E 'ERROR: |SUMMARY: |runtime error|terminate called|what\(\)|fuzz-gir-roundtrip:' "$log" | head -8
     [[ -n "$artifact" ]] && echo "fuzz: reproduce with: $build/bin/$t $artifact"
