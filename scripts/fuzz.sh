@@ -106,7 +106,7 @@ for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t log=$build/logs/$t.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
   args=(-max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout"
-        -artifact_prefix="$artifacts/" -print_final_stats=1)
+        -artifact_prefix="$artifacts/" -print_final_stats=1 -print_funcs=0)
   case $t in
     fuzz-pt2-import) args+=(-max_len=262144); seed_dir=$seeds/pt2 ;;
     *) args+=(-max_len=16384 -dict=fuzz/gir.dict); seed_dir=$seeds/gir ;;
@@ -124,7 +124,7 @@ for t in "${targets[@]}"; do
   # Fork mode prints no final stats: take the last status line's.
   last=$(grep -E '^#[0-9]+.*cov: [0-9]+' "$log" | tail -1)
   [[ -z "$execs" ]] && execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
-  [[ -z "$rate" ]] && rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  [[ -z "$rate" ]] && rate=$(sed -nE 's/.*exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
   [[ -z "$rss" ]] && rss=$(grep -oE 'rss: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
   cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
   result=ok
@@ -133,7 +133,8 @@ for t in "${targets[@]}"; do
     artifact=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | cut -d' ' -f5)
     result="FAILED (exit $rc, $new_artifacts new artifacts)${artifact:+: $artifact}"
     echo "fuzz: $t failed; the end of its log:"
-    grep -E 'ERROR: |SUMMARY: |runtime error|terminate called|what\(\)|fuzz-gir-roundtrip:' "$log" | head -8
+    grep -E '^==[0-9]+== ?ERROR: |^SUMMARY: |runtime error: |^terminate called|^  what\(\)|^fuzz-gir-roundtrip: |^INFO: (exiting|log of failing)' "$log" |
+      cut -c1-240 | head -12
     [[ -n "$artifact" ]] && echo "fuzz: reproduce with: $build/bin/$t $artifact"
   fi
   summary+=("$(printf '%-20s %6ss %10s execs %8s/s  %-24s rss %5s MB  %s' \
