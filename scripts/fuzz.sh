@@ -101,6 +101,9 @@ done
 ((need_pt2)) && make_pt2_seeds
 
 # --- runs ---------------------------------------------------------------------------------
+# Temporary files (fuzz-pt2-import's archive directory, which a crashed process leaves behind)
+# go into the build tree, emptied before each target.
+tmp_root=$build/tmp
 summary=() failed=0
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t log=$build/logs/$t.log
@@ -113,9 +116,11 @@ for t in "${targets[@]}"; do
   esac
   echo "fuzz: $t for ${seconds}s (log: $log, artifacts: $artifacts/)"
   before=$(ls "$artifacts" | wc -l)
+  rm -rf "$tmp_root" && mkdir -p "$tmp_root"
   start=$(date +%s)
-  "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" "$seed_dir" >"$log" 2>&1
+  TMPDIR=$(cd "$tmp_root" && pwd) "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" "$seed_dir" >"$log" 2>&1
   rc=$?
+  rm -rf "$tmp_root"
   took=$(($(date +%s) - start))
   new_artifacts=$(($(ls "$artifacts" | wc -l) - before))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
