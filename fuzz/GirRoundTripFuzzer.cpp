@@ -6,8 +6,8 @@
 // escaping exceptions, and, for a graph the verifier accepted: a print that
 // does not parse, does not verify, or prints differently the second time
 // (the printer must write every verified graph in a form the parser reads
-// back to the same graph); those end in __builtin_trap() after a note on
-// stderr.
+// back to the same graph), or a copy (Graph::clone) that prints differently;
+// those end in __builtin_trap() after a note on stderr.
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
@@ -60,5 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string second = printGraphToString(**reparsed);
   if (verified && first != second)
     roundTripFailure("print -> parse -> print changed the text", first, second);
+  // Passes copy graphs (Graph::clone, "a deep copy with the same names"): a
+  // verified graph's copy prints the same.
+  if (verified) {
+    std::string cloned = printGraphToString(*(*graph)->clone());
+    if (cloned != first)
+      roundTripFailure("Graph::clone() prints differently from the original", first, cloned);
+  }
   return 0;
 }
