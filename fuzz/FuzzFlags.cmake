@@ -1,4 +1,4 @@
-# Compile settings of the fuzzing build (GRAPHOPT_FUZZ=ON, see fuzz/README in docs/Robustness.md).
+# Compile settings of the fuzzing build (GRAPHOPT_FUZZ=ON; docs/Robustness.md, "Fuzzing").
 # Included from the top-level CMakeLists.txt before the dependencies are found, so that every
 # project library is compiled with the same instrumentation.
 #
