@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 VENV := $(shell scripts/venv-dir.sh)
 
-.PHONY: all setup configure build test demo bench bench-compare bench-micro clean
+.PHONY: all setup configure build test demo bench bench-compare bench-micro fuzz fuzz-configure clean
 
 all: build
 
@@ -102,6 +102,27 @@ bench-compare:
 	echo; \
 	$(VENV)/bin/python benchmarks/micro.py compare --dir $(BENCH_DIR)/micro || true; \
 	exit $$status
+
+# The libFuzzer targets (fuzz/, docs/Robustness.md): a separate build tree made with clang-14,
+# the libraries instrumented for libFuzzer, ASan and UBSan (GRAPHOPT_FUZZ=ON builds nothing
+# else), then each target run for FUZZ_SECONDS from seeds made out of the lit tests' .gir texts
+# and the zoo's smallest .pt2 archives (scripts/fuzz.sh, which lists its other variables).
+# Exit 1 when a target crashes; what crashed is in $(FUZZ_BUILD_DIR)/artifacts/<target>/.
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 180
+FUZZ_TARGETS ?=
+FUZZ_ZOO ?= $(BUILD_DIR)/zoo
+fuzz-configure: setup
+	@if [ ! -f $(FUZZ_BUILD_DIR)/build.ninja ] || ! grep -q "GRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python" $(FUZZ_BUILD_DIR)/CMakeCache.txt; then \
+	  rm -f $(FUZZ_BUILD_DIR)/CMakeCache.txt; \
+	  CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	        -DGRAPHOPT_FUZZ=ON -DGRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python; \
+	fi
+
+fuzz: fuzz-configure
+	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzzers
+	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ZOO=$(FUZZ_ZOO) \
+	  scripts/fuzz.sh $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD_DIR)
