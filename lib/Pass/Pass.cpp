@@ -13,8 +13,10 @@ absl::Status OptimizationPass::setOptions(const PassOptions &options) {
   for (PassOptionBase *o : declaredOptions_)
     o->reset();
   for (const auto &[key, value] : options) {
+    // C++17 lambdas cannot capture a structured binding (clang refuses it).
+    const std::string &wanted = key;
     auto it = std::find_if(declaredOptions_.begin(), declaredOptions_.end(),
-                           [&](const PassOptionBase *o) { return o->name() == key; });
+                           [&](const PassOptionBase *o) { return o->name() == wanted; });
     if (it == declaredOptions_.end()) {
       std::vector<std::string> known;
       for (const PassOptionBase *o : declaredOptions_)
