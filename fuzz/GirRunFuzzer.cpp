@@ -17,6 +17,7 @@
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/MemoryProbe.h"
 
 #include <cstdint>
 
@@ -40,6 +41,9 @@ bool smallEnough(const Graph &graph) {
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   fuzz::initialize();
+  // As graph-opt's --max-memory: a node that allocates more than its declared
+  // type says (aten::full with a huge size argument) is refused at that node.
+  TrackingCpuAllocator::install().setLimit(4 * kMaxTensorBytes);
   return 0;
 }
 

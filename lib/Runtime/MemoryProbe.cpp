@@ -3,6 +3,7 @@
 #include "graphopt/Runtime/CpuMemoryPlan.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 #include <llvm/ADT/STLExtras.h>
 
 #ifdef GRAPHOPT_WITH_CUDA
@@ -32,6 +33,11 @@ TrackingCpuAllocator &TrackingCpuAllocator::install() {
 }
 
 c10::DataPtr TrackingCpuAllocator::allocate(size_t nbytes) {
+  int64_t limit = limit_.load(), held = current_.load();
+  TORCH_CHECK_WITH(OutOfMemoryError,
+                   nbytes <= static_cast<uint64_t>(limit) && held <= limit - static_cast<int64_t>(nbytes),
+                   "allocating ", nbytes, " bytes would take the CPU memory graph-opt's tensors hold (",
+                   held, " bytes) past --max-memory=", limit, " bytes");
   c10::DataPtr inner = underlying_->allocate(nbytes);
   void *ptr = inner.get();
   if (!ptr) // zero bytes: nothing to track, a null pointer to delete

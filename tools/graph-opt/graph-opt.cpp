@@ -329,6 +329,10 @@ int runDriver(int argc, char **argv) {
   auto memoryLimit = resolveLimit(maxMemory.ArgStr, maxMemory);
   if (!memoryLimit.ok())
     return fail(std::string(memoryLimit.status().message()), kBadInput);
+  // Beyond the simulation checkRunFits makes before a run, every CPU
+  // allocation of a tensor is held to the limit (an operator may allocate
+  // more than the types it declares say).
+  TrackingCpuAllocator::install().setLimit(*memoryLimit);
   // Outputs are checked before any work: none may replace the input, a
   // symlink, a fifo or a device (Support/FileIO.h, checkOutputPath).
   for (const cl::opt<std::string> *option : {&outputPath, &benchmarkJsonPath}) {

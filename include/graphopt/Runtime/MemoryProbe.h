@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +46,12 @@ public:
   c10::DeleterFnPtr raw_deleter() const override { return &deleteFn; }
   void copy_data(void *dest, const void *src, std::size_t count) const override;
 
+  /// Refuses (c10::OutOfMemoryError, which the executor reports at the node
+  /// that asked) an allocation that would take the bytes it tracks past
+  /// `bytes`: graph-opt's --max-memory, enforced while graphs run.
+  void setLimit(int64_t bytes) { limit_.store(bytes); }
+  int64_t limit() const { return limit_.load(); }
+
   int64_t currentBytes() const { return current_.load(); }
   int64_t peakBytes() const { return peak_.load(); }
   /// Starts a new peak window at the current level.
@@ -58,6 +65,7 @@ private:
   c10::Allocator *underlying_;
   std::atomic<int64_t> current_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> limit_{std::numeric_limits<int64_t>::max()};
   std::mutex mutex_;
   /// Live allocations: pointer -> (size, the underlying DataPtr that frees it).
   std::unordered_map<void *, std::pair<size_t, c10::DataPtr>> live_;
