@@ -129,11 +129,13 @@ fuzz: fuzz-configure
 # (GRAPHOPT_SANITIZE=ON, cmake/Sanitize.cmake) in $(SANITIZE_BUILD_DIR), then every test run
 # there as `make test` runs them, with the test timeouts scaled by 4, sharing the zoo of
 # $(BUILD_DIR) (exported there when missing). Exit 1 when a test fails or a sanitizer reports.
-# LeakSanitizer is off (LibTorch keeps process-lifetime caches it would report) and the
-# shadow gap is not protected (CUDA's libraries, loaded by LibTorch, map memory there).
+# LeakSanitizer is off (LibTorch keeps process-lifetime caches it would report), the shadow
+# gap is not protected (CUDA's libraries, loaded by LibTorch, map memory there), and an
+# allocation too large returns null as malloc does (the tests check that graph-opt reports
+# it; ASan would abort instead).
 # ProfileTiming is left out: it checks measured times, which the sanitizers change.
 SANITIZE_BUILD_DIR ?= build-sanitize
-SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:abort_on_error=1 \
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:allocator_may_return_null=1:abort_on_error=1 \
                 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 sanitize-configure: setup
 	@if [ ! -f $(SANITIZE_BUILD_DIR)/build.ninja ] || ! grep -q "GRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python" $(SANITIZE_BUILD_DIR)/CMakeCache.txt; then \
