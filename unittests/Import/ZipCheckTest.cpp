@@ -15,6 +15,14 @@ std::string pickled() {
   return std::string(bytes.begin(), bytes.end());
 }
 
+/// Overwrites the little-endian 32-bit field at `at` with 0x7fffffff.
+void putHugeOffset(std::string &bytes, size_t at) {
+  bytes[at] = '\xff';
+  bytes[at + 1] = '\xff';
+  bytes[at + 2] = '\xff';
+  bytes[at + 3] = '\x7f';
+}
+
 std::string problem(llvm::StringRef bytes) {
   absl::Status st = checkZipArchive(bytes);
   return st.ok() ? "" : std::string(st.message());
@@ -46,18 +54,12 @@ TEST(ZipCheckTest, TruncatedAndCorruptedArchivesAreRefused) {
   std::string bad = good;
   size_t end = bad.rfind(std::string("PK\x05\x06", 4));
   ASSERT_NE(end, std::string::npos);
-  bad[end + 16] = '\xff';
-  bad[end + 17] = '\xff';
-  bad[end + 18] = '\xff';
-  bad[end + 19] = '\x7f';
+  putHugeOffset(bad, end + 16);
   EXPECT_EQ(problem(bad), "not a zip archive: the central directory lies outside the archive");
   // An entry whose local header offset points past the directory.
   bad = good;
   size_t central = bad.find(std::string("PK\x01\x02", 4));
   ASSERT_NE(central, std::string::npos);
-  bad[central + 42] = '\xff';
-  bad[central + 43] = '\xff';
-  bad[central + 44] = '\xff';
-  bad[central + 45] = '\x7f';
+  putHugeOffset(bad, central + 42);
   EXPECT_EQ(problem(bad), "not a zip archive: entry 0 has no local header inside the archive");
 }
