@@ -12,6 +12,9 @@
 #   libstdc++ as gcc does (torch's wheel uses the default _GLIBCXX_USE_CXX11_ABI=1).
 # - -O1 with line tables: fast enough to fuzz, symbolised stacks, and assert() stays on
 #   (no NDEBUG): a failed assertion is a bug the fuzzers should see.
+# - fuzz/coverage-ignorelist.txt: nlohmann's JSON parser and the standard library's templates get
+#   no coverage instrumentation (still ASan and UBSan): a .pt2 input of the zoo takes 35-45% less
+#   time (cnn-train, 130 KB of model JSON: 62 -> 40 ms; mlp-eval 7.2 -> 3.9 ms).
 if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "GRAPHOPT_FUZZ=ON needs clang (configure with CC=clang CXX=clang++); "
                       "CMAKE_CXX_COMPILER_ID is ${CMAKE_CXX_COMPILER_ID}")
@@ -28,5 +31,6 @@ add_compile_options(
   $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,${GRAPHOPT_SANITIZERS}>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=vptr>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>
-  $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>)
+  $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+  $<$<COMPILE_LANGUAGE:CXX>:-fsanitize-coverage-ignorelist=${CMAKE_CURRENT_LIST_DIR}/coverage-ignorelist.txt>)
 add_link_options(-fsanitize=${GRAPHOPT_SANITIZERS} -fno-sanitize=vptr)
