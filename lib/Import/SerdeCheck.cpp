@@ -6,6 +6,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace graphopt::serde {
 
@@ -36,6 +37,44 @@ const Keys kInputSpec = {"user_input", "parameter",    "buffer",        "tensor_
 const Keys kOutputSpec = {"user_output",       "loss_output",           "buffer_mutation",
                           "gradient_to_parameter", "gradient_to_user_input",
                           "user_input_mutation", "token",               "parameter_mutation"};
+
+/// How deeply a document may nest. The serde types read nested graphs
+/// (as_graph) and argument maps recursively, as does the check below, so a
+/// document nested a hundred thousand levels deep would overflow the stack.
+/// torch.export's own documents nest about ten levels per control-flow graph.
+constexpr int kMaxJsonDepth = 1000;
+
+/// What is wrong with the numbers or nesting of `j`, or "": a float outside
+/// an F64 field (as_float, as_floats, real, imag; `floatAllowed` says `j` is
+/// one), or nesting deeper than kMaxJsonDepth. `where` gets its path,
+/// innermost part first.
+std::string numberOrDepthProblem(const Json &j, bool floatAllowed, int depth,
+                                 std::vector<std::string> &where) {
+  if (depth > kMaxJsonDepth)
+    return absl::StrCat("nested more than ", kMaxJsonDepth, " levels deep");
+  if (j.is_number_float())
+    return floatAllowed ? "" : absl::StrCat("expected an integer, found ", j.dump());
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) { // as_floats: a list of F64
+      std::string why = numberOrDepthProblem(j[i], floatAllowed, depth + 1, where);
+      if (!why.empty()) {
+        where.push_back(absl::StrCat("[", i, "]"));
+        return why;
+      }
+    }
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string &k = it.key();
+      bool f64 = k == "as_float" || k == "as_floats" || k == "real" || k == "imag";
+      std::string why = numberOrDepthProblem(it.value(), f64, depth + 1, where);
+      if (!why.empty()) {
+        where.push_back("." + k);
+        return why;
+      }
+    }
+  }
+  return "";
+}
 
 class Checker {
 public:
@@ -144,6 +183,24 @@ public:
          [&](const Json &spec, const std::string &p) { unionAt(spec, p, kOutputSpec); });
   }
 
+  /// Every number in `j` is an integer, except in the fields LibTorch reads
+  /// as an F64 (the schema's only floating-point type): nlohmann converts a
+  /// float to an integer field with a plain cast, which is undefined behaviour
+  /// when the value does not fit (6.1e89 as a size's as_int). And `j` nests
+  /// no deeper than kMaxJsonDepth. Run first: the other checks recurse too.
+  void numbersAndDepth(const Json &j) {
+    std::vector<std::string> where; // the path, built only when something is wrong
+    std::string why = numberOrDepthProblem(j, false, 0, where);
+    if (why.empty())
+      return;
+    std::string path = absl::StrJoin(where.rbegin(), where.rend(), "");
+    if (!path.empty() && path[0] == '.')
+      path.erase(0, 1);
+    if (path.size() > 160) // too deep a path says nothing more past its start
+      path = path.substr(0, 160) + "...";
+    fail(absl::StrCat(path.empty() ? "the document" : path, ": ", why));
+  }
+
   void fail(std::string message) {
     if (status_.ok())
       status_ = absl::InvalidArgumentError(std::move(message));
@@ -157,6 +214,9 @@ private:
 
 absl::Status checkExportedProgramJson(const nlohmann::json &program) {
   Checker c;
+  c.numbersAndDepth(program);
+  if (!c.status().ok())
+    return c.status();
   if (program.is_object() && program.contains("graph_module")) {
     const Json &module = program.at("graph_module");
     if (module.is_object() && module.contains("graph"))
@@ -169,6 +229,9 @@ absl::Status checkExportedProgramJson(const nlohmann::json &program) {
 
 absl::Status checkPayloadConfigJson(const nlohmann::json &config) {
   Checker c;
+  c.numbersAndDepth(config);
+  if (!c.status().ok())
+    return c.status();
   c.each(config, "config", "", [&](const Json &entry, const std::string &p) {
     std::string path = p.substr(1); // "config.<name>"
     c.requireKeys(entry, path, {"path_name", "is_param", "use_pickle"});

@@ -25,6 +25,8 @@ uncompressed like torch.export.save's own records.
     symbolic-null.pt2      a graph tensor's first size null
     symbolic-empty.pt2     a graph tensor's first size {}
     graph-negative-size.pt2  a graph tensor's first size -3
+    float-size.pt2         a graph tensor's first size 6.1e89 (a float where the schema has an int)
+    deep-argument.pt2      a node input nested 50,000 levels deep (maps of arguments)
     input-spec-unknown.pt2   an input spec whose only key is not one of InputSpec's ("parameterr")
     meta-no-requires-grad.pt2  a weight's tensor_meta without requires_grad
     stray-record.pt2       a record outside the archive's top folder
@@ -66,6 +68,8 @@ PT2_FILES = [
     "symbolic-null.pt2",
     "symbolic-empty.pt2",
     "graph-negative-size.pt2",
+    "float-size.pt2",
+    "deep-argument.pt2",
     "input-spec-unknown.pt2",
     "meta-no-requires-grad.pt2",
     "stray-record.pt2",
@@ -240,6 +244,24 @@ def make_pt2(src: str) -> dict[str, bytes]:
     files["symbolic-null.pt2"] = with_model(first_size(None))
     files["symbolic-empty.pt2"] = with_model(first_size({}))
     files["graph-negative-size.pt2"] = with_model(first_size({"as_int": -3}))
+    # A float where the schema has an integer: nlohmann casts it, undefined
+    # behaviour when it does not fit (found by fuzz-pt2-import).
+    files["float-size.pt2"] = with_model(first_size({"as_int": 6.1e89}))
+
+    # An argument nested 50,000 levels deep (maps of arguments): LibTorch's
+    # serde types read it recursively and would overflow the stack.
+    def deep_argument():
+        d = json.loads(json.dumps(doc))
+        node = next((n for n in d["graph_module"]["graph"]["nodes"] if n["inputs"]), None)
+        if node is None:
+            raise BadSource("model.json has no node with an input")
+        node["inputs"][0]["arg"] = "DEEP"
+        depth = 50000
+        deep = ('{"as_string_to_argument": {"k": ' * depth + '{"as_none": true}' +
+                "}}" * depth)
+        return with_record(model_json, json.dumps(d).replace('"DEEP"', deep, 1).encode())
+
+    files["deep-argument.pt2"] = deep_argument()
 
     def unknown_spec(d):
         specs = d["graph_module"]["signature"]["input_specs"]
