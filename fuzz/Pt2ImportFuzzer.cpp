@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
+#include "ZipCheck.h"
 
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
@@ -67,6 +68,10 @@ bool unpack(const uint8_t *data, size_t size, Records &records) {
     std::istringstream in(std::string(reinterpret_cast<const char *>(data), size));
     caffe2::serialize::PyTorchStreamReader reader(&in);
     for (const std::string &name : reader.getAllRecords()) {
+      // The reader allocates what a record declares before reading it: a
+      // mutated header declaring gigabytes was an out-of-memory report here.
+      if (!checkDeclaredRecordSize(name, reader.getRecordSize(name), size).ok())
+        return false;
       auto [ptr, n] = reader.getRecord(name);
       records.emplace_back(name, std::string(static_cast<const char *>(ptr.get()), n));
     }

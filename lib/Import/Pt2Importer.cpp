@@ -61,10 +61,15 @@ private:
 
   std::string path_;
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
+  uint64_t archiveBytes_ = 0;
 };
 
 absl::StatusOr<std::pair<at::DataPtr, size_t>> Pt2Reader::rawRecord(const std::string &name) {
   try {
+    // The reader allocates what the record declares before reading it.
+    if (absl::Status st = checkDeclaredRecordSize(name, zip_->getRecordSize(name), archiveBytes_);
+        !st.ok())
+      return error(std::string(st.message()));
     auto [data, size] = zip_->getRecord(name);
     return std::make_pair(std::move(data), size);
   } catch (const c10::Error &e) {
@@ -301,6 +306,8 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
     return absl::NotFoundError(absl::StrCat(path_, ": no such file"));
   if (llvm::sys::fs::is_directory(path_))
     return error("is a directory, not a .pt2 archive");
+  if (std::error_code ec = llvm::sys::fs::file_size(path_, archiveBytes_))
+    return error(absl::StrCat("cannot read file: ", ec.message()));
   // The reader checks the zip as it opens it and as it lists the records (a
   // record outside the archive's one top folder throws only then).
   std::vector<std::string> records;

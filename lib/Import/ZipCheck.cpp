@@ -31,6 +31,17 @@ absl::Status notZip(llvm::StringRef why) {
 
 } // namespace
 
+absl::Status checkDeclaredRecordSize(llvm::StringRef record, uint64_t declaredBytes,
+                                     uint64_t archiveBytes) {
+  if (archiveBytes <= UINT64_MAX / kMaxDeflateRatio &&
+      declaredBytes <= archiveBytes * kMaxDeflateRatio)
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("record '", record.str(), "' declares ", declaredBytes,
+                   " bytes, more than deflate can expand an archive of ", archiveBytes,
+                   " bytes to (corrupt zip?)"));
+}
+
 absl::Status checkZipArchive(llvm::StringRef bytes) {
   uint64_t size = bytes.size();
   if (size < kEndSize + kLocalSize || !hasSignature(bytes, 0, kLocalHeader))
@@ -69,7 +80,7 @@ absl::Status checkZipArchive(llvm::StringRef bytes) {
     if (at > cdOffset + cdSize || cdOffset + cdSize - at < kCentralSize ||
         !hasSignature(bytes, at, kCentralHeader))
       return notZip(absl::StrCat("central directory entry ", i, " is not where it should be"));
-    uint64_t compressed = readLE(bytes, at + 20, 4);
+    uint64_t compressed = readLE(bytes, at + 20, 4), uncompressed = readLE(bytes, at + 24, 4);
     uint64_t nameLength = readLE(bytes, at + 28, 2), extraLength = readLE(bytes, at + 30, 2),
              commentLength = readLE(bytes, at + 32, 2);
     uint64_t local = readLE(bytes, at + 42, 4);
@@ -85,6 +96,11 @@ absl::Status checkZipArchive(llvm::StringRef bytes) {
       if (dataStart > cdOffset || compressed > cdOffset - dataStart)
         return notZip(absl::StrCat("entry ", i, "'s data runs past the archive"));
     }
+    if (uncompressed != 0xFFFFFFFF)
+      if (absl::Status st = checkDeclaredRecordSize(absl::StrCat("entry ", i), uncompressed,
+                                                    bytes.size());
+          !st.ok())
+        return notZip(std::string(st.message()));
     at = next;
   }
   return absl::OkStatus();

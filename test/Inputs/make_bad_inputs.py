@@ -27,6 +27,7 @@ uncompressed like torch.export.save's own records.
     graph-negative-size.pt2  a graph tensor's first size -3
     float-size.pt2         a graph tensor's first size 6.1e89 (a float where the schema has an int)
     deep-argument.pt2      a node input nested 50,000 levels deep (maps of arguments)
+    record-size-lie.pt2    models/model.json deflated, declaring 3.75 GB uncompressed
     input-spec-unknown.pt2   an input spec whose only key is not one of InputSpec's ("parameterr")
     meta-no-requires-grad.pt2  a weight's tensor_meta without requires_grad
     stray-record.pt2       a record outside the archive's top folder
@@ -70,6 +71,7 @@ PT2_FILES = [
     "graph-negative-size.pt2",
     "float-size.pt2",
     "deep-argument.pt2",
+    "record-size-lie.pt2",
     "input-spec-unknown.pt2",
     "meta-no-requires-grad.pt2",
     "stray-record.pt2",
@@ -135,6 +137,23 @@ def zip_bytes(root: str, records: list[tuple[str, bytes]]) -> bytes:
             info.compress_type = zipfile.ZIP_STORED
             z.writestr(info, data)
     return buf.getvalue()
+
+
+def with_declared_size(data: bytes, name: str, size: int) -> bytes:
+    """The archive `data` with record `name` declaring `size` uncompressed bytes
+    (in its central directory entry and its local header)."""
+    out = bytearray(data)
+    cd_offset, cd_size = central_directory_span(data)
+    at = cd_offset
+    while at < cd_offset + cd_size:
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", data, at + 28)
+        if data[at + 46:at + 46 + name_len].decode() == name:
+            (local,) = struct.unpack_from("<I", data, at + 42)
+            struct.pack_into("<I", out, at + 24, size)
+            struct.pack_into("<I", out, local + 22, size)
+            return bytes(out)
+        at += 46 + name_len + extra_len + comment_len
+    raise BadSource(f"the archive has no record {name}")
 
 
 def record_index(records, name: str) -> int:
@@ -262,6 +281,17 @@ def make_pt2(src: str) -> dict[str, bytes]:
         return with_record(model_json, json.dumps(d).replace('"DEEP"', deep, 1).encode())
 
     files["deep-argument.pt2"] = deep_argument()
+
+    # The model JSON deflated, its header declaring 3.75 GB: LibTorch's zip
+    # reader would allocate that before inflating anything.
+    import io
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in records:
+            info = zipfile.ZipInfo(root + name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if name == model_json else zipfile.ZIP_STORED
+            z.writestr(info, data)
+    files["record-size-lie.pt2"] = with_declared_size(buf.getvalue(), root + model_json, 0xF0000000)
 
     def unknown_spec(d):
         specs = d["graph_module"]["signature"]["input_specs"]

@@ -63,3 +63,20 @@ TEST(ZipCheckTest, TruncatedAndCorruptedArchivesAreRefused) {
   putHugeOffset(bad, central + 42);
   EXPECT_EQ(problem(bad), "not a zip archive: entry 0 has no local header inside the archive");
 }
+
+TEST(ZipCheckTest, ARecordDeclaringMoreThanDeflateCanHoldIsRefused) {
+  // The bound itself: 1032 bytes per archive byte, overflow-safe.
+  EXPECT_TRUE(checkDeclaredRecordSize("r", 1032 * 100, 100).ok());
+  absl::Status st = checkDeclaredRecordSize("r", 1032 * 100 + 1, 100);
+  EXPECT_EQ(st.message(), "record 'r' declares 103201 bytes, more than deflate can expand an "
+                          "archive of 100 bytes to (corrupt zip?)");
+  EXPECT_FALSE(checkDeclaredRecordSize("r", UINT64_MAX, UINT64_MAX / 2).ok());
+  // In a pickle's own archive: the first entry's uncompressed size set to 2 GB.
+  std::string bad = pickled();
+  size_t central = bad.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(central, std::string::npos);
+  putHugeOffset(bad, central + 24);
+  EXPECT_EQ(problem(bad).rfind("not a zip archive: record 'entry 0' declares 2147483647 bytes", 0),
+            0u)
+      << problem(bad);
+}
