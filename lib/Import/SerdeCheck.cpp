@@ -41,7 +41,7 @@ const Keys kOutputSpec = {"user_output",       "loss_output",           "buffer_
 /// How deeply a document may nest. The serde types read nested graphs
 /// (as_graph) and argument maps recursively, as does the check below, so a
 /// document nested a hundred thousand levels deep would overflow the stack.
-/// torch.export's own documents nest about ten levels per control-flow graph.
+/// The deepest document of the zoo and the benchmark exports nests 17 levels.
 constexpr int kMaxJsonDepth = 1000;
 
 /// What is wrong with the numbers or nesting of `j`, or "": a float outside
