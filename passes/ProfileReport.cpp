@@ -107,6 +107,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
       {"step_time_s", p.stepSeconds},
       {"profiled_step_time_s", p.profiledStepSeconds},
       {"sum_node_time_s", p.sumNodeSeconds},
+      {"run_node_time_s", p.runNodeSeconds},
       {"profiler_overhead_per_node_s", p.overheadPerNodeSeconds},
       {"input_bytes", p.inputBytes},
       {"peak_bytes", p.peakBytes},

@@ -159,13 +159,18 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
     return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
 
   r.nodes.reserve(numNodes);
+  std::vector<double> runSums(options.runs, 0.0);
   for (size_t i = 0; i < numNodes; ++i) {
-    for (NodeProfile &p : samples.byNode[i])
+    for (size_t run = 0; run < samples.byNode[i].size(); ++run) {
+      NodeProfile &p = samples.byNode[i][run];
       p.seconds = std::max(0.0, p.seconds - subtracted);
+      runSums[run] += p.seconds;
+    }
     r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
     r.nodes.back().kind = nodeKind(*r.nodes.back().node, live);
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
+  r.runNodeSeconds = median(std::move(runSums));
   r.stepSeconds = median(std::move(plainSeconds));
   r.profiledStepSeconds = median(samples.stepSeconds);
   r.trace = std::move(samples.last);

@@ -139,7 +139,8 @@ TOP_FIELDS = {
     "time_source": "a string", "memory_source": "a string",
     "warmup_runs": "an integer", "measured_runs": "an integer", "num_nodes": "an integer",
     "step_time_s": "a number", "profiled_step_time_s": "a number",
-    "sum_node_time_s": "a number", "profiler_overhead_per_node_s": "a number",
+    "sum_node_time_s": "a number", "run_node_time_s": "a number",
+    "profiler_overhead_per_node_s": "a number",
     "peak_bytes": "a byte count", "peak_rank": "an integer",
     "simulated_peak_bytes": "a byte count", "memory_limit_bytes": "a byte count or null",
     "forward_end_rank": "an integer", "backward_end_rank": "an integer",
@@ -633,6 +634,11 @@ def summary_rows(profile, limit):
         ("Sum of node times", f"{fmt_time(p['sum_node_time_s'])} "
                               f"({fmt_percent(p['sum_node_time_s'], p['step_time_s'])} of "
                               "the step time)"),
+        ("Node times per run", f"{fmt_time(p['run_node_time_s'])} "
+                               f"({fmt_percent(p['run_node_time_s'], p['step_time_s'])} of "
+                               "the step time): each run's node times added up, median over "
+                               "runs; the sum of node medians leaves out time that lands on a "
+                               "different node each run"),
         ("Time by phase", ", ".join(f"{ph} {fmt_time(times[ph])} "
                                     f"({fmt_percent(times[ph], p['sum_node_time_s'])})"
                                     for ph in PHASES if counts[ph])),

@@ -221,23 +221,37 @@ TEST_P(ProfileZooTest, ActivationRanksAgreeWithLiveness) {
   }
 }
 
-// The sum of the node medians is within 5% of the median step run without
-// the profiler (whose hooks' cost is measured and taken out of each node).
+// The node windows divide the step: each run's node times, added up with the
+// profiler's hooks taken out (their cost is measured), are within 5% of the
+// median step run without the profiler. Checked on the median over runs of
+// those sums, since the sum of the node medians is a different figure on a
+// shared machine: a burst of 20 us to 2 ms (an interrupt, the hypervisor) lands
+// on a different node each run, so no node's median holds it, while most
+// steps' times do. Measured on this 2-core VM on the tiny zoo, that left
+// the sum of the medians up to 12% short of the step, with the per-run sums
+// at 0.95-1.04. So the sum of the medians is held to 15% below and 5% above:
+// the per-run sums catch a window that loses or counts twice a twentieth of
+// the step, the bound on the medians a grossly wrong median or hook cost.
 // Timing on a shared machine: one of five profiles must agree, so a burst of
 // load elsewhere does not fail it, while a systematic gap fails all five.
 // 21 runs after 3 warm-ups: the tiny MLP's whole step is ~0.3 ms, and with
 // 5 runs its medians wander by ±10%.
 TEST_P(ProfileZooTest, NodeTimesAddUpToTheStep) {
-  double ratio = 0;
+  double perRun = 0, ofMedians = 0;
   for (int attempt = 0; attempt < 5; ++attempt) {
     AnalysisManager analyses;
     auto r = profile(analyses, {3, 21});
     ASSERT_TRUE(r.ok()) << r.status().message();
-    ratio = (*r)->sumNodeSeconds / (*r)->stepSeconds;
-    if (std::abs(ratio - 1) <= 0.05)
+    perRun = (*r)->runNodeSeconds / (*r)->stepSeconds;
+    ofMedians = (*r)->sumNodeSeconds / (*r)->stepSeconds;
+    if (std::abs(perRun - 1) <= 0.05 && ofMedians >= 0.85 && ofMedians <= 1.05)
       break;
   }
-  EXPECT_NEAR(ratio, 1.0, 0.05) << "sum of node medians over the unprofiled step time";
+  RecordProperty("run_node_over_step", std::to_string(perRun));
+  RecordProperty("sum_of_medians_over_step", std::to_string(ofMedians));
+  EXPECT_NEAR(perRun, 1.0, 0.05) << "each run's node times added up, over the unprofiled step";
+  EXPECT_GE(ofMedians, 0.85) << "sum of the node medians over the unprofiled step";
+  EXPECT_LE(ofMedians, 1.05) << "sum of the node medians over the unprofiled step";
 }
 
 // The report files: exact headers, one row per node and activation, no empty

@@ -96,6 +96,13 @@ struct ProfileResult {
   double stepSeconds = 0;
   double profiledStepSeconds = 0; ///< the same, with the profiler
   double sumNodeSeconds = 0;      ///< sum of the node medians
+  /// Median over the measured runs of each run's node times added up (the
+  /// hooks' cost out): the step as the node windows divide it, so it differs
+  /// from stepSeconds only by what the windows miss or the hooks add. The sum
+  /// of the node medians falls short of it by the time that lands on a
+  /// different node each run (interrupts, a busy host): a node's median leaves
+  /// out what hits it in a minority of runs, a whole step's median does not.
+  double runNodeSeconds = 0;
   /// What the profiler's hooks cost per node on the CPU, measured
   /// (NodeProfiler::hookSeconds) and taken out of every node time; 0 on
   /// CUDA, where events time the kernels alone.
