@@ -228,7 +228,7 @@ TEST_P(ProfileZooTest, ActivationRanksAgreeWithLiveness) {
 // shared machine: a burst of 20 us to 2 ms (an interrupt, the hypervisor) lands
 // on a different node each run, so no node's median holds it, while most
 // steps' times do. Measured on this 2-core VM on the tiny zoo, that left
-// the sum of the medians up to 12% short of the step, with the per-run sums
+// the sum of the medians up to 15% short of the step, with the per-run sums
 // at 0.95-1.04. So the sum of the medians is held to 15% below and 5% above:
 // the per-run sums catch a window that loses or counts twice a twentieth of
 // the step, the bound on the medians a grossly wrong median or hook cost.
