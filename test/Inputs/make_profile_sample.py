@@ -384,7 +384,7 @@ def main():
     breakdown["SCRATCH"] += peak["median_peak_mem_bytes"] - sum(breakdown.values())
     sum_time = sum(nd["median_run_time_s"] for nd in nodes)
     overhead = 1.8e-6
-    step_time = sum_time + 47e-6          # bursts on a different node each run, and more
+    step_time = sum_time + 47e-6          # what no node's median holds, and the hooks' error
     profile = {
         "format": "graph-opt-profile/1",
         "graph": "small-cnn-train",
@@ -397,7 +397,7 @@ def main():
         "step_time_s": round(step_time, 9),
         "profiled_step_time_s": round(step_time + overhead * len(nodes), 9),
         "sum_node_time_s": round(sum_time, 9),
-        "run_node_time_s": round(sum_time + 40e-6, 9),  # per run, the bursts count
+        "run_node_time_s": round(sum_time + 40e-6, 9),  # per-run sums hold what medians miss
         "profiler_overhead_per_node_s": overhead,
         "peak_bytes": peak["median_peak_mem_bytes"],
         "peak_rank": peak["rank"],

@@ -97,11 +97,13 @@ struct ProfileResult {
   double profiledStepSeconds = 0; ///< the same, with the profiler
   double sumNodeSeconds = 0;      ///< sum of the node medians
   /// Median over the measured runs of each run's node times added up (the
-  /// hooks' cost out): the step as the node windows divide it, so it differs
-  /// from stepSeconds only by what the windows miss or the hooks add. The sum
-  /// of the node medians falls short of it by the time that lands on a
-  /// different node each run (interrupts, a busy host): a node's median leaves
-  /// out what hits it in a minority of runs, a whole step's median does not.
+  /// hooks' cost out). On the CPU the node windows divide the step, so it
+  /// differs from stepSeconds only by what the windows miss or the hooks add;
+  /// on CUDA it is the kernels' time, short of the step by the GPU's idle
+  /// gaps. The sum of the node medians falls short of it by the time that
+  /// lands on a different node each run (interrupts, a busy host): a node's
+  /// median leaves out what hits it in a minority of runs, a whole step's
+  /// median does not.
   double runNodeSeconds = 0;
   /// What the profiler's hooks cost per node on the CPU, measured
   /// (NodeProfiler::hookSeconds) and taken out of every node time; 0 on
