@@ -15,6 +15,7 @@
 #include "AddOptimizerPass.h"
 
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"
@@ -494,10 +495,11 @@ absl::Status AddOptimizerPass::verify(const Graph &graph) {
   // optimizer-phase node, and each optimizer-state input by one or two (the
   // step count and the update).
   ValueMap<unsigned> writes(graph, 0);
+  AliasInfo aliases(graph);
   for (const Node &n : graph.nodes())
     if (n.phase() == Phase::Optimizer)
       for (Value *w : writtenValues(n))
-        for (const Value *root : storageRoots(w))
+        for (const Value *root : aliases.roots(w))
           ++writes[root];
   llvm::StringMap<const Value *> parameters;
   for (const GraphInput &in : graph.inputs()) {

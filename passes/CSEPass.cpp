@@ -4,7 +4,8 @@
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Analysis/PeakTracker.h"
 #include "graphopt/IR/IRMap.h"
-#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Support/FileIO.h"
 
@@ -110,74 +111,6 @@ template <> struct llvm::DenseMapInfo<graphopt::CallKey> {
 namespace graphopt {
 namespace {
 
-/// Write epochs: each storage root counts the writes to it so far, and a
-/// node's stamp is the sum over its operands' roots when it runs. Epochs only
-/// grow, so two calls with the same operands have equal stamps exactly when
-/// nothing they read was written between them.
-class WriteEpochs {
-public:
-  /// `anyWrites`: whether any node of the graph writes in place (if none,
-  /// every stamp is 0 and nothing is tracked).
-  explicit WriteEpochs(bool anyWrites) : anyWrites_(anyWrites) {}
-
-  uint64_t stamp(const Node &n) {
-    if (!anyWrites_)
-      return 0;
-    uint64_t s = 0;
-    for (Value *v : n.operandValues())
-      for (unsigned root : roots(v))
-        s += epoch_.lookup(root);
-    return s;
-  }
-  void recordWrites(const Node &n) {
-    if (!anyWrites_)
-      return;
-    for (Value *w : writtenValues(n))
-      for (unsigned root : roots(w))
-        ++epoch_[root];
-  }
-
-private:
-  /// The value ids of `v`'s storage roots, memoised (views chain back to them).
-  llvm::ArrayRef<unsigned> roots(const Value *v) {
-    auto it = roots_.find(v->id());
-    if (it != roots_.end())
-      return it->second;
-    llvm::SmallVector<unsigned, 1> ids;
-    for (const Value *r : storageRoots(v))
-      ids.push_back(r->id());
-    return roots_[v->id()] = std::move(ids);
-  }
-
-  bool anyWrites_ = false;
-  llvm::DenseMap<unsigned, uint64_t> epoch_;
-  llvm::DenseMap<unsigned, llvm::SmallVector<unsigned, 1>> roots_;
-};
-
-/// Values a write reaches: each written value and every value on its chain of
-/// views back to the storage roots. A result in this set is written in place,
-/// directly or through a view of it, somewhere in the graph. `anyWrites`
-/// says whether there was any write at all.
-ValueMap<uint8_t> valuesWrittenThrough(const Graph &graph, bool &anyWrites) {
-  ValueMap<uint8_t> written(graph, 0);
-  anyWrites = false;
-  for (const Node &n : graph.nodes())
-    for (Value *w : writtenValues(n)) {
-      anyWrites = true;
-      llvm::SmallVector<const Value *, 4> work{w};
-      while (!work.empty()) {
-        const Value *v = work.pop_back_val();
-        if (written.lookup(v))
-          continue;
-        written[v] = 1;
-        if (const Node *def = v->definingNode())
-          for (Value *base : aliasedOperands(*def, v->index()))
-            work.push_back(base);
-      }
-    }
-  return written;
-}
-
 /// The memory a merge changes, on the liveness timeline: the later call's
 /// results are not made, and the earlier call's results live until the later
 /// ones would have been freed.
@@ -243,10 +176,8 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   if (!liveness.ok())
     return liveness.status();
   MergeMemory memory(**liveness);
-  bool anyWrites = false;
-  ValueMap<uint8_t> writtenThrough = valuesWrittenThrough(graph, anyWrites);
-  WriteEpochs epochs(anyWrites);
-  NodeMap<uint64_t> stamps(graph, 0);
+  // Kept right while merging: each merge is told to it (noteReplaced).
+  AliasInfo aliases(graph);
   llvm::DenseMap<CallKey, Node *> table;
   llvm::DenseMap<const c10::FunctionSchema *, bool> commutative;
   bool reporting = !reportDirectory().empty();
@@ -260,34 +191,10 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     if (recorded_.insert(id).second)
       decisions_.push_back(std::move(d));
   };
-  // Why `later` may not be merged into `earlier` (an equal call), or "".
-  auto refusal = [&](const Node &earlier, const Node &later) -> std::string {
-    for (const Node *n : {&earlier, &later}) {
-      const OpEffects &e = opEffects(*n);
-      if (e.random)
-        return "random op";
-      if (e.sideEffects)
-        return "side effects";
-      if (!writtenValues(*n).empty())
-        return "writes in place";
-    }
-    if (stamps.lookup(&earlier) != stamps.lookup(&later))
-      return "an operand is written in place between them";
-    for (unsigned i = 0; i < later.numOutputs(); ++i) {
-      if (writtenThrough.lookup(earlier.output(i)) || writtenThrough.lookup(later.output(i)))
-        return "a result is written in place";
-      if (!(earlier.output(i)->type() == later.output(i)->type()))
-        return "result types differ";
-    }
-    return "";
-  };
-
   bool changed = false;
   int64_t merged = 0, mergedAcross = 0;
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
     Node &n = *it++;
-    stamps[&n] = epochs.stamp(n);
-    epochs.recordWrites(n);
     if (n.numOutputs() == 0)
       continue; // nothing to reuse: asserts, prints, out-less writes
     auto [slot, inserted] =
@@ -295,7 +202,7 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     if (inserted)
       continue;
     Node &earlier = *slot->second;
-    std::string reason = refusal(earlier, n);
+    std::string reason = whyNotMergeable(aliases, earlier, n);
     bool across = earlier.phase() != n.phase();
     std::string statistic = absl::StrCat("refused: ", reason);
     if (reason.empty()) {
@@ -318,8 +225,10 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     }
     memory.commit(earlier, n);
     record(earlier, n, "");
-    for (unsigned i = 0; i < n.numOutputs(); ++i)
+    for (unsigned i = 0; i < n.numOutputs(); ++i) {
       n.output(i)->replaceAllUsesWith(earlier.output(i));
+      aliases.noteReplaced(n.output(i), earlier.output(i));
+    }
     if (absl::Status st = graph.eraseNode(&n); !st.ok())
       return st;
     ++merged;

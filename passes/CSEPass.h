@@ -13,7 +13,14 @@
 //   - calls that write any argument in place, calls whose results are written
 //     in place anywhere (directly or through a view), and calls reading a
 //     value after a write to anything it aliases between the two;
-//   - calls whose results differ in dtype, shape, strides or device.
+//   - calls whose results differ in dtype, shape, strides or device;
+//   - calls whose results are both graph outputs (or views returned as
+//     outputs) that do not already share storage: merged, the caller would
+//     get two tensors that are one (two gradients, and an in-place
+//     `clip_grad_norm_` or `add_` would be applied twice). Both calls stay;
+//     nothing is inserted.
+// The rules are the shared predicates' (Analysis/RewriteLegality.h,
+// whyNotMergeable), asked on the alias analysis the pass keeps up to date.
 // Memory-aware: a merge keeps the earlier result alive until the later one's
 // last use, which can raise the peak (a forward value kept for a backward use
 // is what checkpointing pays to avoid). A merge that would raise the

@@ -7,7 +7,6 @@
 #include "CanonicalizePass.h"
 #include "CanonicalizeRules.h"
 
-#include "graphopt/IR/OpEffects.h"
 #include "graphopt/Pass/PassRegistry.h"
 
 #include <absl/strings/str_cat.h>
@@ -43,21 +42,18 @@ private:
 };
 
 /// Whether the node's operator may be folded away at all, whatever a rule
-/// says: nothing random (that would shift every later random draw), nothing
-/// with side effects, nothing that writes. The matched operators are pure or
-/// views; this keeps a future overload from slipping through.
+/// says: only what may also be erased (nothing random: that would shift every
+/// later random draw; nothing with side effects; nothing that writes). The
+/// matched operators are pure or views; this keeps a future overload from
+/// slipping through.
 bool mayFold(const Node &node) {
-  const OpEffects &e = opEffects(node);
-  return node.numOutputs() == 1 && node.output()->isTensor() && !e.random && !e.sideEffects &&
-         writtenValues(node).empty();
+  return node.numOutputs() == 1 && node.output()->isTensor() && !whyNotErasable(node);
 }
 
-/// Whether an unused node may be erased: the same, and no effect outside the graph.
+/// Whether an unused node may be erased.
 bool mayEraseUnused(const Node &node) {
-  const OpEffects &e = opEffects(node);
-  if (e.random || e.sideEffects || !writtenValues(node).empty() || hasExternalEffect(node))
-    return false;
-  return llvm::none_of(node.outputs(), [](const Value *v) { return v->hasUses(); });
+  return !whyNotErasable(node) &&
+         llvm::none_of(node.outputs(), [](const Value *v) { return v->hasUses(); });
 }
 
 } // namespace
@@ -146,6 +142,7 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
     // Every use of y, graph outputs included, now reads x; x's users, old and
     // new, may now match (t(t(x)) once the inner pair folded to x).
     node->output()->replaceAllUsesWith(x);
+    ctx.aliases().noteReplaced(node->output(), x);
     for (const Use &u : x->uses())
       if (u.user && u.user != node)
         push(u.user);

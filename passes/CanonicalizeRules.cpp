@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #include "CanonicalizeRules.h"
 
-#include "graphopt/IR/OpEffects.h"
 
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/SmallPtrSet.h>
@@ -75,7 +74,7 @@ Value *viewFold(const Node &n, Value *x) {
 
 /// A copy fold: `n`'s output is fresh storage holding what `x` holds.
 Value *copyFold(const Node &n, Value *x, const FoldContext &ctx) {
-  return x && canReplaceCopyWith(ctx, *n.output(), *x) ? x : nullptr;
+  return x && mayReplaceCopy(ctx.aliases(), *n.output(), *x) ? x : nullptr;
 }
 
 /// Dims as an operator normalises them: d in [-r, r) with r = max(rank, 1)
@@ -373,29 +372,10 @@ const Rule kRules[] = {
 
 } // namespace
 
-// --- storage ------------------------------------------------------------------------
+// --- whole-graph facts ----------------------------------------------------------------
 
-llvm::SmallVector<const Value *, 2> FoldContext::roots(const Value *v) const {
-  // storageRoots (OpEffects.h), with a tied graph input standing for the
-  // input that owns its storage.
-  llvm::SmallVector<const Value *, 2> result;
-  for (const Value *root : storageRoots(v)) {
-    const Value *owner = root->isGraphInput() ? graph_.storageOwner(root) : root;
-    if (!llvm::is_contained(result, owner))
-      result.push_back(owner);
-  }
-  return result;
-}
-
-FoldContext::FoldContext(Graph &graph)
-    : graph_(graph), rank_(graph, -1), lastWrite_(graph, -1), offDevice_(graph, 0) {
-  int64_t rank = 0;
+FoldContext::FoldContext(Graph &graph) : graph_(graph), aliases_(graph), offDevice_(graph, 0) {
   for (const Node &n : graph.nodes()) {
-    rank_[&n] = rank;
-    // Writes: the last writer of each storage root (nodes come in order).
-    for (Value *w : writtenValues(n))
-      for (const Value *root : roots(w))
-        lastWrite_[root] = rank;
     // Devices: an explicit device argument places the outputs there; the
     // execution device places them on it; otherwise (no device argument, or
     // None) they follow the tensor operands, and a factory given no device
@@ -420,97 +400,7 @@ FoldContext::FoldContext(Graph &graph)
     if (off)
       for (Value *out : n.outputs())
         offDevice_[out] = 1;
-    ++rank;
   }
-}
-
-namespace {
-
-/// `y` and every value whose storage is y's: views of y, transitively
-/// (following aliasedOperands from operands to outputs).
-llvm::SmallVector<const Value *, 8> storageSharers(const Value &y) {
-  llvm::SmallVector<const Value *, 8> values{&y};
-  for (size_t i = 0; i < values.size(); ++i)
-    for (const Use &u : values[i]->uses()) {
-      if (!u.user)
-        continue;
-      for (unsigned o = 0; o < u.user->numOutputs(); ++o) {
-        Value *out = u.user->output(o);
-        if (!llvm::is_contained(values, out) &&
-            llvm::is_contained(aliasedOperands(*u.user, o), values[i]))
-          values.push_back(out);
-      }
-    }
-  return values;
-}
-
-bool isAsStrided(const Node &n) {
-  return llvm::StringRef(n.schema().name()).startswith("aten::as_strided");
-}
-
-} // namespace
-
-// The copy-elision rule. y owns fresh storage holding what x holds when y is
-// made; every later reader of y (or of a view of y) will read x's storage
-// instead. That is the same only if:
-//  (a) y's type is x's exactly (dtype, sizes, strides, device): readers see
-//      the same elements at the same places;
-//  (b) y's storage is never written in place (through y or any view of y): the
-//      write would now change x, which other readers still see;
-//  (c) x's storage is not written by any node after y's definition: y holds
-//      x's value from before that write, x would not (a write before y's
-//      definition is already in what y copied);
-//  (d) if y's storage is a graph output: x's storage is not a graph input (the
-//      output would alias a parameter or input that the caller or an
-//      optimizer step may update in place later) and not another graph
-//      output's (two outputs would share storage, and a caller may update one
-//      in place);
-//  (e) if x is a view: its base may hold more bytes than y, and folding would
-//      keep that whole base alive until y's last use: refused unless every
-//      base is a graph input (alive for the whole run anyway) or spans no more
-//      bytes than y (then holding it is no worse than holding y, and x is
-//      alive when y is made, so the peak cannot rise). Also refused when y's
-//      storage is read by aten::as_strided*, which addresses storage by
-//      absolute offset: x's offset into its base would shift it.
-// A fresh y whose base is x itself (x its own root) spans y's bytes exactly.
-bool canReplaceCopyWith(const FoldContext &ctx, const Value &y, const Value &x) {
-  const Node *def = y.definingNode();
-  if (!def || &y == &x || !sameTensorType(y, x)) // (a)
-    return false;
-  llvm::SmallVector<const Value *, 8> sharers = storageSharers(y);
-  for (const Value *v : sharers) // (b)
-    for (const Use &u : v->uses())
-      if (u.user && llvm::is_contained(writtenValues(*u.user), v))
-        return false;
-  llvm::SmallVector<const Value *, 2> xRoots = ctx.roots(&x);
-  for (const Value *root : xRoots) // (c)
-    if (ctx.lastWriteOf(root) > ctx.rankOf(def))
-      return false;
-  const Graph &graph = ctx.graph();
-  bool yIsOutput = llvm::any_of(
-      graph.outputs(), [&](const GraphOutput &o) { return llvm::is_contained(sharers, o.value); });
-  if (yIsOutput) { // (d)
-    for (const Value *root : xRoots)
-      if (root->isGraphInput())
-        return false;
-    for (const GraphOutput &o : graph.outputs())
-      if (!llvm::is_contained(sharers, o.value))
-        for (const Value *root : ctx.roots(o.value))
-          if (llvm::is_contained(xRoots, root))
-            return false;
-  }
-  bool xIsView = !(xRoots.size() == 1 && xRoots.front() == &x);
-  if (xIsView) { // (e)
-    int64_t bytes = y.tensorType().storageBytes();
-    for (const Value *root : xRoots)
-      if (!root->isGraphInput() && root->isTensor() && root->tensorType().storageBytes() > bytes)
-        return false;
-    for (const Value *v : sharers)
-      for (const Use &u : v->uses())
-        if (u.user && isAsStrided(*u.user))
-          return false;
-  }
-  return true;
 }
 
 llvm::ArrayRef<Rule> allRules() { return kRules; }

@@ -12,16 +12,16 @@
 //     equality (dtype, sizes, strides, device);
 //   - copy folds (clone, _to_copy, cat of one tensor, x * 1, x + 0, ...): the
 //     output owns fresh storage; replacing it by the value it copies is
-//     allowed only under canReplaceCopyWith (the copy-elision rule).
+//     allowed only under mayReplaceCopy (Analysis/RewriteLegality.h).
 //
 // The rules consult a FoldContext: facts about the whole graph computed once
-// per transform (node ranks, the last writer of each storage root, which
-// values may live off the execution device), which stay right while the
-// driver folds (see FoldContext).
+// per transform (the alias analysis, which values may live off the execution
+// device), which stay right while the driver folds (see FoldContext).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/IRMap.h"
 
@@ -31,37 +31,30 @@
 
 namespace graphopt::canonicalize {
 
-/// Whole-graph facts the rules consult, computed once per transform.
+/// Whole-graph facts the rules consult, computed once per transform: the
+/// alias analysis (storage roots, writes, positions) and which values may live
+/// off the execution device.
 ///
-/// They stay right while the driver folds, without updates:
+/// They stay right while the driver folds:
 ///   - folds add no nodes and erase only nodes that write nothing, so the
-///     ranks keep their order and no write appears or disappears;
+///     positions keep their order and no write appears or disappears;
 ///   - a view fold replaces y by the x it is a view of: every value rooted at
-///     y was already rooted at x's roots (y's roots are x's), so the storage
-///     roots of every value, and so the last writer of each root, are
-///     unchanged; y's device is x's, so the device facts hold too;
+///     y was already rooted at x's roots, so no storage root changes; y's
+///     device is x's, so the device facts hold too;
 ///   - a copy fold replaces a fresh y by x only if y's storage is never
-///     written (canReplaceCopyWith (b)): the values that were views of y are
-///     now views of x, so their roots change from y to x's roots, but none of
-///     them is written, so no root gains or loses a write. A copy fold never
-///     moves data between devices (to-same refuses that), so y and x are on
-///     the same device.
-/// Storage roots are always recomputed from the current graph (roots()), so
-/// they follow the folds themselves.
+///     written (mayReplaceCopy (b)): the values that were views of y are
+///     now views of x, which the driver tells the alias analysis
+///     (noteReplaced), and none of them is written, so no storage gains or
+///     loses a write. A copy fold never moves data between devices (to-same
+///     refuses that), so y and x are on the same device.
 class FoldContext {
 public:
   explicit FoldContext(Graph &graph);
 
   Graph &graph() const { return graph_; }
-
-  /// The values whose storage `v` lives in: OpEffects' storageRoots, mapping
-  /// a tied graph input to the input whose storage it uses.
-  llvm::SmallVector<const Value *, 2> roots(const Value *v) const;
-  /// The rank of the last node that writes storage root `root` in place, or
-  /// -1 when nothing writes it.
-  int64_t lastWriteOf(const Value *root) const { return lastWrite_.lookup(root); }
-  /// The node's position in the graph as the transform started.
-  int64_t rankOf(const Node *node) const { return rank_.lookup(node); }
+  /// The graph's alias analysis, kept up to date by the driver.
+  AliasInfo &aliases() { return aliases_; }
+  const AliasInfo &aliases() const { return aliases_; }
   /// Whether `v` may live somewhere else than the execution device at run
   /// time: made by a node with an explicit device argument, or computed from
   /// such a value (graph inputs are on the execution device).
@@ -69,15 +62,9 @@ public:
 
 private:
   Graph &graph_;
-  NodeMap<int64_t> rank_;
-  ValueMap<int64_t> lastWrite_;
+  AliasInfo aliases_;
   ValueMap<uint8_t> offDevice_;
 };
-
-/// Whether the fresh-storage value `y` (a copy, or an arithmetic result) may
-/// be replaced by `x`, the value it equals (the copy-elision rule; the
-/// argument is at its definition).
-bool canReplaceCopyWith(const FoldContext &ctx, const Value &y, const Value &x);
 
 /// An operator a rule matches: schema name and overload name ("" for the
 /// default overload); `anyOverload` matches every overload of the name.

@@ -1,7 +1,7 @@
 //===- DCEPass.cpp - Dead code elimination --------------------------------===//
 #include "DCEPass.h"
 
-#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/Pass/PassRegistry.h"
 
 #include <absl/strings/str_cat.h>
@@ -13,18 +13,6 @@
 namespace graphopt {
 
 namespace {
-
-/// Why `n` must stay although its results are unused, or null if it may go.
-const char *keepReason(const Node &n) {
-  const OpEffects &e = opEffects(n);
-  if (e.sideEffects)
-    return "side effects";
-  if (e.random)
-    return "random op";
-  if (!writtenValues(n).empty())
-    return "writes in place";
-  return nullptr;
-}
 
 bool hasUsedOutput(const Node &n) {
   for (unsigned i = 0; i < n.numOutputs(); ++i)
@@ -45,7 +33,7 @@ absl::StatusOr<bool> DCEPass::transform(Graph &graph, AnalysisManager &) {
     Node &n = *--it;
     if (hasUsedOutput(n))
       continue;
-    if (const char *reason = keepReason(n)) {
+    if (const char *reason = whyNotErasable(n)) {
       if (n.numOutputs() > 0) // nodes with results nobody reads, kept for what they do
         addStatistic(absl::StrCat("kept unused: ", reason));
       continue;

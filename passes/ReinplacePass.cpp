@@ -2,6 +2,8 @@
 #include "ReinplacePass.h"
 
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"
@@ -107,87 +109,18 @@ std::optional<c10::OperatorHandle> findViewOfScatter(const c10::OperatorHandle &
 
 } // namespace
 
-/// What the pass knows of one storage: the values rooted in it (the value
-/// that made it, views of it, in-place results written into it) are read last
-/// by `lastReader`; `escapes` when one of them is a graph output.
-struct StorageUse {
-  const Node *lastReader = nullptr;
-  bool escapes = false;
-};
-
-class StorageUses {
-public:
-  explicit StorageUses(const Graph &graph) {
-    for (const Value *v : graph.allValues())
-      noteUsesOf(v);
-  }
-  /// Records the uses of `v` under each storage it is rooted in.
-  void noteUsesOf(const Value *v) {
-    for (const Value *root : storageRoots(v))
-      for (const Use &use : v->uses()) {
-        StorageUse &s = uses_[root];
-        if (!use.user)
-          s.escapes = true;
-        else if (!s.lastReader || s.lastReader->comesBefore(use.user))
-          s.lastReader = use.user;
-      }
-  }
-  /// `oldRoot`, a fresh result about to be erased, now lives in the storage
-  /// of `value`: what read it (through any view) reads that storage.
-  void mergeInto(const Value *oldRoot, const Value *value) {
-    auto it = uses_.find(oldRoot);
-    if (it == uses_.end())
-      return;
-    StorageUse moved = it->second;
-    uses_.erase(it); // the address may be reused by a value made later
-    for (const Value *root : storageRoots(value)) {
-      StorageUse &s = uses_[root];
-      s.escapes |= moved.escapes;
-      if (moved.lastReader && (!s.lastReader || s.lastReader->comesBefore(moved.lastReader)))
-        s.lastReader = moved.lastReader;
-    }
-  }
-  /// `from` is about to be erased, `to` reads what it read, where it read it.
-  void replaceReader(const Node *from, const Node *to) {
-    for (const Value *v : from->operandValues())
-      for (const Value *root : storageRoots(v))
-        if (StorageUse &s = uses_[root]; s.lastReader == from)
-          s.lastReader = to;
-  }
-  const StorageUse &of(const Value *root) { return uses_[root]; }
-
-private:
-  llvm::DenseMap<const Value *, StorageUse> uses_;
-};
-
-namespace {
-
-/// Why `node` may not write `self` in place, or null when it may: `self`'s
-/// storage must be the graph's own (not an input's), never returned, and read
-/// last by `node`, which reads it once, through `self` alone.
-const char *whyNotWritable(const Node &node, const Value *self, StorageUses &storages) {
-  llvm::SmallVector<const Value *, 2> roots = storageRoots(self);
-  if (roots.size() != 1)
-    return "first operand may share several storages";
-  const Value *root = roots[0];
-  if (root->isGraphInput())
-    return "first operand is a graph input or a view of one";
-  const StorageUse &use = storages.of(root);
-  if (use.escapes)
-    return "first operand's storage is returned";
-  if (use.lastReader != &node)
-    return "first operand's storage is read later";
-  unsigned reads = 0;
-  for (const Value *v : node.operandValues())
-    reads += llvm::is_contained(storageRoots(v), root);
-  return reads == 1 ? nullptr : "the node reads its first operand's storage twice";
-}
-
-} // namespace
-
-absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
+absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &analyses) {
   static PerOperator inPlaceVariant(findInPlaceVariant), viewOfScatter(findViewOfScatter);
-  StorageUses storages(graph);
+  // Under --verify-each the promise that the peak cannot rise is checked.
+  int64_t peakBefore = -1;
+  if (verifyingEach()) {
+    auto live = analyses.getResult<LivenessAnalysis>(graph);
+    if (!live.ok())
+      return live.status();
+    peakBefore = (*live)->peakBytes;
+  }
+  // Kept right while rewriting: each rewrite is told to it.
+  AliasInfo aliases(graph);
   int64_t bytesReused = 0;
   bool changed = false;
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
@@ -199,7 +132,7 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     if (!inplace && !view)
       continue;
     Value *self = n.arg(0).getValue();
-    if (const char *why = whyNotWritable(n, self, storages)) {
+    if (const char *why = whyNotWritableInPlace(aliases, n, *self)) {
       addStatistic(absl::StrCat("kept: ", why));
       continue;
     }
@@ -212,10 +145,10 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     // (n is erased by the rewrite: name the operator first.)
     const c10::OperatorName name = (inplace ? *inplace : n.op()).operator_name();
     if (inplace) {
-      if (absl::Status st = callInPlace(graph, n, *inplace, storages); !st.ok())
+      if (absl::Status st = callInPlace(graph, n, *inplace, aliases); !st.ok())
         return st;
     } else {
-      absl::StatusOr<bool> done = scatterInPlace(graph, n, *view, storages);
+      absl::StatusOr<bool> done = scatterInPlace(graph, n, *view, aliases);
       if (!done.ok())
         return done.status();
       if (!*done)
@@ -228,11 +161,20 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &) {
     changed = true;
   }
   addStatistic("bytes no longer allocated", bytesReused);
+  if (changed && peakBefore >= 0) {
+    absl::StatusOr<LivenessResult> after = LivenessAnalysis::compute(graph);
+    if (!after.ok())
+      return after.status();
+    if (after->peakBytes > peakBefore)
+      return absl::InternalError(absl::StrCat(
+          "reinplace raised the simulated peak from ", peakBefore, " to ", after->peakBytes,
+          " bytes, which its rules promise cannot happen"));
+  }
   return changed;
 }
 
 absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::OperatorHandle &inplace,
-                                        StorageUses &storages) {
+                                        AliasInfo &aliases) {
   Value *result = n.output(0);
   std::string name = result->name().str();
   Node *replacement = graph.createNode(inplace, n.args(), {result->type()}, n.phase(),
@@ -240,8 +182,8 @@ absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::Operat
   for (const Node::Attribute &a : n.attrs())
     replacement->setAttr(a.first, a.second);
   result->replaceAllUsesWith(replacement->output(0));
-  storages.replaceReader(&n, replacement);
-  storages.mergeInto(result, replacement->output(0));
+  aliases.noteReaderReplaced(&n, replacement);
+  aliases.noteReplaced(result, replacement->output(0));
   if (absl::Status st = graph.eraseNode(&n); !st.ok())
     return st;
   replacement->output(0)->setName(name);
@@ -250,7 +192,7 @@ absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::Operat
 
 absl::StatusOr<bool> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
                                                    const c10::OperatorHandle &view,
-                                                   StorageUses &storages) {
+                                                   AliasInfo &aliases) {
   // r = slice_scatter(s, src, dim, start, end, step)  becomes
   //   v = slice(s, dim, start, end, step); copy_(v, src)
   // and r's readers read s, which now holds r.
@@ -287,8 +229,8 @@ absl::StatusOr<bool> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
     (*copy)->setAttr(a.first, a.second);
   }
   n.output(0)->replaceAllUsesWith(self);
-  storages.replaceReader(&n, *copy);
-  storages.mergeInto(n.output(0), self);
+  aliases.noteReaderReplaced(&n, *copy);
+  aliases.noteReplaced(n.output(0), self);
   if (absl::Status st = graph.eraseNode(&n); !st.ok())
     return st;
   return true;

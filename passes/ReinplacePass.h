@@ -20,19 +20,24 @@
 //     or op is `X_scatter(self, src, ...)` and the view `X(self, ...)` exists;
 //   - r's type equals s's type (dtype, sizes, strides, device): no broadcast of
 //     s, no type promotion, and r's declared strides stay true;
-//   - s's storage (OpEffects' storageRoots) is not a graph input's, no graph
-//     output is rooted in it, and this node is the last to read any value
-//     rooted in it (s, its views, earlier in-place results), reading it once.
+//   - s's storage is not a graph input's, no graph output is rooted in it,
+//     this node is the last to read any value rooted in it (s, its views,
+//     earlier in-place results), reading it once, and the storage spans no
+//     more bytes than s (a view of a larger base would keep the whole base
+//     alive as long as r): whyNotWritableInPlace (Analysis/RewriteLegality.h),
+//     on the alias analysis the pass keeps up to date.
 // One walk in order; a rewrite moves what is known of r's storage into s's,
 // so chains reuse one buffer and a view of r keeps later nodes off it.
 // The in-place variant computes the same bits as the functional one (the
 // functional kernel is the in-place one on a fresh copy), so `--verify
 // --bitwise` holds.
 //
-// The peak can only go down: s would have been freed after this node, and r
-// now lives in its storage instead of a new one. Run it after checkpoint
-// (`checkpoint{...},reinplace`): the checkpoint planner never recomputes ops
-// that write in place, so an in-place node in the forward would be kept.
+// The peak can only go down: s's storage would have been freed after this
+// node, it is no larger than r's would be, and r now lives in it instead of
+// a new one. Under --verify-each the pass checks this on the simulated peak.
+// Run it after checkpoint (`checkpoint{...},reinplace`): the checkpoint
+// planner never recomputes ops that write in place, so an in-place node in
+// the forward would be kept.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,7 +46,7 @@
 
 namespace graphopt {
 
-class StorageUses;
+class AliasInfo;
 
 class ReinplacePass : public OptimizationPass {
 public:
@@ -57,12 +62,12 @@ public:
 private:
   /// `r = op(s, ...)` -> `r = op_(s, ...)`.
   absl::Status callInPlace(Graph &graph, Node &node, const c10::OperatorHandle &inplace,
-                           StorageUses &storages);
+                           AliasInfo &aliases);
   /// `r = X_scatter(s, src, ...)` -> `copy_(X(s, ...), src)`, r's readers
   /// reading s; false (nothing changed) when the part's type is not known or
   /// src does not match it.
   absl::StatusOr<bool> scatterInPlace(Graph &graph, Node &node, const c10::OperatorHandle &view,
-                                      StorageUses &storages);
+                                      AliasInfo &aliases);
 };
 
 } // namespace graphopt

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "graphopt/Analysis/Profile.h"
 
-#include "graphopt/IR/OpEffects.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
@@ -44,7 +44,8 @@ public:
     for (int64_t rank : ranks) {
       const Node &n = *nodeOfRank_[rank];
       stats.recomputeSeconds += nodes_[rank].seconds;
-      if (!writtenValues(n).empty() || opEffects(n).sideEffects)
+      // Checkpoint's own rule: random ops are not (dropout is, from its mask).
+      if (!whyNotRecomputable(n).empty())
         stats.recomputable = false;
     }
     stats.recomputeMemoryBytes = temporaryPeak(target, ranks);

@@ -1,6 +1,8 @@
 //===- GraphOptimizer.cpp - Running a pipeline of passes ------------------===//
 #include "graphopt/Pass/GraphOptimizer.h"
 
+#include "graphopt/Analysis/AliasAnalysis.h"
+
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
@@ -139,6 +141,7 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   using Clock = std::chrono::steady_clock;
   pass.setReportDirectory(options_.reportStagingDir.empty() ? options_.reportDir
                                                           : options_.reportStagingDir);
+  pass.setVerifyingEach(options_.verifyEach);
   auto begin = Clock::now();
   // A group's nested runs come first in the timings; its own row goes before them.
   size_t timingRow = timings_.size();
@@ -150,6 +153,8 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     changed = group->run(graph, *this);
     --depth_;
   } else {
+    // Which outputs share storage before the pass (cheap: one walk over the graph).
+    outputSharing_ = {graph.outputs().size(), outputsSharingStorage(graph)};
     if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
       return st;
     changed = pass.transform(graph, analyses_);
@@ -158,6 +163,9 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   }
   if (!changed.ok())
     return changed.status();
+  if (*changed && !group)
+    if (absl::Status st = checkOutputSharing(graph); !st.ok())
+      return st;
   if (absl::Status st = pass.verify(graph); !st.ok())
     return absl::Status(st.code(), absl::StrCat("its own verification failed: ", st.message()));
   auto passEnd = Clock::now();
@@ -176,6 +184,23 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     printGraph(out, graph);
   }
   return *changed;
+}
+
+absl::Status GraphOptimizer::checkOutputSharing(const Graph &graph) {
+  std::set<std::pair<unsigned, unsigned>> after = outputsSharingStorage(graph);
+  // Outputs are only appended by passes (add-optimizer); pairs among the
+  // outputs the graph had are compared.
+  if (graph.outputs().size() >= outputSharing_.outputs)
+    for (const auto &[i, j] : after)
+      if (j < outputSharing_.outputs && !outputSharing_.pairs.count({i, j})) {
+        const GraphOutput &a = graph.outputs()[i], &b = graph.outputs()[j];
+        return absl::InternalError(absl::StrCat(
+            "it made graph outputs ", i, " (%", a.value->name().str(), ") and ", j, " (%",
+            b.value->name().str(),
+            ") share storage, which they did not before: the caller would get two tensors "
+            "that are one"));
+      }
+  return absl::OkStatus();
 }
 
 std::string GraphOptimizer::reproduceCommand(llvm::StringRef input, size_t passIndex) const {

@@ -2,7 +2,6 @@
 #include "checkpoint/RecomputeModel.h"
 
 #include "graphopt/IR/IRMap.h"
-#include "graphopt/IR/OpEffects.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/DenseMap.h>
@@ -10,20 +9,6 @@
 #include <algorithm>
 
 namespace graphopt {
-
-bool isReplayableDropout(const Node &node) {
-  if (node.schema().name() != "aten::native_dropout" || node.numOutputs() != 2 ||
-      node.numArgs() < 3 || !node.arg(0).isValue() || !node.arg(1).isConstant())
-    return false;
-  const Argument &train = node.arg(2);
-  if (!train.isConstant())
-    return false;
-  const Constant &t = train.getConstant();
-  // `train` is optional: None means training, as in the CPU kernel.
-  bool training = t.kind() == ConstantKind::None || (t.kind() == ConstantKind::Bool && t.asBool());
-  ConstantKind p = node.arg(1).getConstant().kind();
-  return training && (p == ConstantKind::Float || p == ConstantKind::Int);
-}
 
 namespace {
 
@@ -87,11 +72,7 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   m.scratch_ = std::move(scratch);
 
   // In-place writes, by the storage they land in.
-  m.writes_ = ValueMap<std::vector<int64_t>>(graph);
-  for (size_t r = 0; r < numNodes; ++r)
-    for (Value *w : writtenValues(*m.nodes_[r]))
-      if (const ValueLiveness *l = m.baseline_.lookup(w))
-        m.writes_[l->storage].push_back(static_cast<int64_t>(r));
+  m.aliases_.emplace(graph);
 
   // Candidates: activation storages, with the uses of every value in them.
   m.candidateIndex_ = ValueMap<int32_t>(graph, -1);
@@ -133,8 +114,8 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   PlanState none(m); // nothing dropped: what each costs alone
   for (size_t i = 0; i < m.candidates_.size(); ++i) {
     CheckpointCandidate &c = m.candidates_[i];
-    if (const std::vector<int64_t> &w = m.writes_.lookup(c.storage); !w.empty()) {
-      why[i] = absl::StrCat("written in place by ", m.nodes_[w.front()]->describe());
+    if (int64_t w = m.aliases_->firstWriteOf(c.storage); w >= 0) {
+      why[i] = absl::StrCat("written in place by ", m.nodes_[w]->describe());
       continue;
     }
     auto alone = none.marginal(static_cast<int32_t>(i));
@@ -167,23 +148,11 @@ int32_t RecomputeModel::candidateOf(const Value *storage) const {
 std::string RecomputeModel::whyNotRecomputable(const Node &node) const {
   if (node.phase() != Phase::Forward)
     return "it is not a forward node";
-  const OpEffects &fx = opEffects(node);
-  if (fx.sideEffects)
-    return absl::StrCat(node.opName(), " has side effects");
-  if (!writtenValues(node).empty())
-    return absl::StrCat(node.opName(), " writes its argument in place");
-  if (fx.random && !isReplayableDropout(node))
-    return absl::StrCat(node.opName(), " is random: a second call would draw differently");
-  return "";
+  return graphopt::whyNotRecomputable(node); // the shared rule (RewriteLegality.h)
 }
 
 bool RecomputeModel::writtenBetween(const Value *v, int64_t after, int64_t before) const {
-  const ValueLiveness *l = baseline_.lookup(v);
-  if (!l)
-    return false;
-  const std::vector<int64_t> &w = writes_.lookup(l->storage);
-  auto it = std::upper_bound(w.begin(), w.end(), after);
-  return it != w.end() && *it < before;
+  return aliases_->writtenBetween(v, after, before);
 }
 
 PlanState::PlanState(const RecomputeModel &model)

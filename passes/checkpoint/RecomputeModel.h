@@ -32,6 +32,7 @@
 #pragma once
 
 #include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/IR/Graph.h"
 
 #include <absl/status/statusor.h>
@@ -40,6 +41,7 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -168,8 +170,8 @@ private:
   std::vector<CheckpointCandidate> candidates_;
   ValueMap<int32_t> candidateIndex_;
   std::vector<std::pair<const Value *, std::string>> excluded_;
-  /// Per storage owner: the ranks of in-place writes to it, ascending.
-  ValueMap<std::vector<int64_t>> writes_;
+  /// Storages, views and in-place writes (ranks are the model's node ranks).
+  std::optional<AliasInfo> aliases_;
 };
 
 /// A plan under construction: the candidates dropped so far and the
@@ -225,8 +227,5 @@ private:
   /// Cloned node -> the ranks it is cloned before.
   llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
 };
-
-/// True for native_dropout called in training mode, replayable from its mask.
-bool isReplayableDropout(const Node &node);
 
 } // namespace graphopt

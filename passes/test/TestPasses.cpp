@@ -13,6 +13,10 @@
 //                     failure with a reproducer, never an abort.
 //   test-crash        crashes (a trap instruction): the crash handler says how to
 //                     report it and what reproduces it.
+//   test-merge-outputs
+//                     makes the second of the first two gradient outputs of one
+//                     type read the first's value, as a careless cse would: the
+//                     pipeline must refuse outputs that now share storage.
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/Pass/PassRegistry.h"
@@ -67,6 +71,27 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &, AnalysisManager &) override { __builtin_trap(); }
+};
+
+class TestMergeOutputsPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-merge-outputs"; }
+  static llvm::StringRef passDescription() {
+    return "test only: make two gradient outputs one value";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    llvm::ArrayRef<GraphOutput> outs = graph.outputs();
+    for (size_t i = 0; i < outs.size(); ++i)
+      for (size_t j = i + 1; j < outs.size(); ++j)
+        if (outs[i].role == OutputRole::Gradient && outs[j].role == OutputRole::Gradient &&
+            outs[i].value != outs[j].value && outs[i].value->type() == outs[j].value->type()) {
+          outs[j].value->replaceAllUsesWith(outs[i].value);
+          return true;
+        }
+    return false;
+  }
 };
 
 class TestCountPass : public OptimizationPass {
@@ -161,5 +186,6 @@ GRAPHOPT_REGISTER_TEST_PASS(TestCountPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestEraseUnusedInputsPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestThrowPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestCrashPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestMergeOutputsPass);
 
 } // namespace graphopt

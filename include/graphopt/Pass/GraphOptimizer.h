@@ -80,6 +80,9 @@ private:
   absl::Status failure(const Graph *start, size_t passIndex, const absl::Status &cause);
   /// `graph-opt '<input>' -passes='<the pipeline up to passIndex>' --verify-each -S`.
   std::string reproduceCommand(llvm::StringRef input, size_t passIndex) const;
+  /// An error when the pass just run made two graph outputs share storage
+  /// that did not before (AliasAnalysis.h, outputsSharingStorage).
+  absl::Status checkOutputSharing(const Graph &graph);
   /// For a crash's stack dump: the pass running, and how to reproduce.
   std::string crashContext(const Graph &graph, size_t passIndex) const;
 
@@ -88,6 +91,12 @@ private:
   std::vector<PassTiming> timings_;
   AnalysisManager analyses_;
   unsigned depth_ = 0; ///< how deep in groups the pass being run is
+  /// Which graph outputs shared storage before the pass being run.
+  struct OutputSharing {
+    size_t outputs = 0;
+    std::set<std::pair<unsigned, unsigned>> pairs;
+  };
+  OutputSharing outputSharing_;
 };
 
 } // namespace graphopt

@@ -73,6 +73,11 @@ public:
   /// Where the pass may write reports (CSV, JSON); "" for none (--report-dir).
   void setReportDirectory(std::string dir) { reportDirectory_ = std::move(dir); }
   const std::string &reportDirectory() const { return reportDirectory_; }
+  /// Whether the pipeline checks after every pass (--verify-each): passes
+  /// then also check the promises that cost a second analysis (reinplace:
+  /// the simulated peak did not rise).
+  void setVerifyingEach(bool on) { verifyingEach_ = on; }
+  bool verifyingEach() const { return verifyingEach_; }
 
 protected:
   /// Cross-option checks after all options were read (e.g. "a needs b").
@@ -93,6 +98,7 @@ private:
   friend class PassOptionBase;
   std::map<std::string, Statistic> statistics_;
   std::string reportDirectory_;
+  bool verifyingEach_ = false;
   std::vector<PassOptionBase *> declaredOptions_;
 };
 

@@ -1,0 +1,162 @@
+//===- AliasAnalysis.h - Storage, views and writes of one graph -*- C++ -*-===//
+//
+// The one place graph-opt answers "which storage does this value live in,
+// who writes it, who reads it, and which graph outputs hold it". Operator
+// effects (IR/OpEffects.h) say what one call does; this analysis follows
+// them over a whole graph:
+//
+//   - storage roots: the values whose storage a value lives in, through
+//     chains of views (aten::view, t, expand, split, in-place results), with
+//     a tied graph input standing for the input that owns its storage;
+//   - views: every value whose storage is a given value's (forward);
+//   - writes: which storages are written in place, at which positions
+//     (write epochs per storage), and which values are written through;
+//   - reads: the last node reading each storage, through any of its values;
+//   - graph outputs: which storages escape through an output, and which
+//     outputs share storage with each other.
+//
+// Passes ask the legality predicates built on it (RewriteLegality.h) rather
+// than walking views themselves. XLA's HloAliasAnalysis and MLIR's side
+// effect interfaces are the models.
+//
+// A snapshot with updates. The facts are computed once, in O(nodes + values)
+// (each value's roots from its operands' roots, in graph order). A pass that
+// edits the graph while it asks keeps it right by telling it what changed:
+//   - noteReplaced(old, new): every use of `old` now reads `new` and `old`
+//     goes; what lived in old's own storage lives in new's (copies folded,
+//     equal calls merged, results moved into an operand's storage);
+//   - noteReaderReplaced(from, to): node `to` reads what `from` read, where
+//     it read it (a call swapped for its in-place variant).
+// Values created after the snapshot are followed through their definitions
+// on each question. Positions (`rankOf`) and write facts are those of the
+// graph as it was analysed: a pass may erase nodes and merge values, but
+// one that adds writes must not ask about writes afterwards. The analysis
+// manager keeps a read-only snapshot (AliasAnalysis) for passes that do not
+// edit; passes that edit make their own AliasInfo.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+#include "graphopt/IR/IRMap.h"
+
+#include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/SmallVector.h>
+
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace graphopt {
+
+class AliasInfo {
+public:
+  explicit AliasInfo(const Graph &graph);
+
+  const Graph &graph() const { return *graph_; }
+
+  // --- storage ----------------------------------------------------------------
+
+  /// The values whose storage `v` lives in: followed back through views to
+  /// values that alias nothing (graph inputs, fresh results), a tied graph
+  /// input replaced by the input that owns its storage; `v` itself when it
+  /// owns its storage. Several when an operator may return a view of any of
+  /// several operands.
+  llvm::SmallVector<const Value *, 2> roots(const Value *v) const;
+  /// `v` is its own and only root: a fresh result or an untied graph input.
+  bool ownsStorage(const Value *v) const;
+  /// Some storage of `a` is one of `b`'s.
+  bool mayShareStorage(const Value *a, const Value *b) const;
+  /// Some root of `v` is a graph input's storage.
+  bool isRootedInGraphInput(const Value *v) const;
+  /// `v` and every value whose storage is v's by being a view of it,
+  /// transitively, in the current graph (forward, through uses).
+  llvm::SmallVector<const Value *, 8> viewsOf(const Value *v) const;
+  /// The bytes a use of `v` keeps alive: the largest span of its roots'
+  /// storage (v's own bytes when it owns its storage).
+  int64_t storageBytesKeptAlive(const Value *v) const;
+
+  // --- writes -----------------------------------------------------------------
+
+  /// Whether any node of the analysed graph writes in place.
+  bool anyWrites() const { return anyWrites_; }
+  /// `v` is written in place somewhere, directly or through a view of it.
+  bool isWrittenThrough(const Value *v) const;
+  /// A node ranked strictly between `after` and `before` writes a storage
+  /// `v` lives in (ranks: positions in the analysed graph).
+  bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
+  /// The rank of the first / last node writing a storage `v` lives in, or -1.
+  int64_t firstWriteOf(const Value *v) const;
+  int64_t lastWriteOf(const Value *v) const;
+  /// The node's position in the analysed graph (-1 for nodes made after).
+  int64_t rankOf(const Node *node) const { return rank_.lookup(node); }
+
+  // --- reads and graph outputs -------------------------------------------------
+
+  /// The last node reading storage root `root` through any value living in
+  /// it; null when only graph outputs (or nothing) read it.
+  const Node *lastReaderOf(const Value *root) const;
+  /// Some graph output lives in storage root `root`.
+  bool escapes(const Value *root) const;
+  /// Some graph output lives in a storage `v` lives in.
+  bool reachesGraphOutput(const Value *v) const;
+  /// How many operands of `node` (counting repeats) live in storage `root`.
+  unsigned readsOf(const Node &node, const Value *root) const;
+
+  // --- updates while a pass edits ------------------------------------------------
+
+  /// Every use of `old` now reads `replacement`, and `old` is about to be
+  /// erased: what lived in old's own storage (views of it, its readers, the
+  /// graph outputs holding it) now lives in replacement's.
+  void noteReplaced(const Value *old, const Value *replacement);
+  /// Node `to` now reads what `from` read, at from's place; `from` goes.
+  void noteReaderReplaced(const Node *from, const Node *to);
+
+private:
+  struct StorageFacts {
+    const Node *lastReader = nullptr;
+    bool escapes = false;
+    std::vector<int64_t> writes; ///< ranks of the nodes writing it, ascending
+  };
+  // Roots are kept as value ids (never reused): a value erased after
+  // noteReplaced leaves its id redirected, and a new value at its address
+  // cannot be mistaken for it.
+  using Roots = llvm::SmallVector<unsigned, 1>;
+  /// The root ids `v` had in the snapshot, or followed on the fly for
+  /// values made after it (or whose snapshot went stale), before redirects.
+  void rawRoots(const Value *v, Roots &out) const;
+  /// `out` plus the root ids `id` stands for once redirects are followed.
+  void resolve(unsigned id, Roots &out, unsigned depth = 0) const;
+  Roots rootIds(const Value *v) const;
+  const StorageFacts *factsOf(unsigned rootId) const;
+  void remember(const Value *v) const { valueOfId_[v->id()] = v; }
+
+  const Graph *graph_;
+  NodeMap<int64_t> rank_;
+  ValueMap<Roots> roots_;
+  ValueMap<uint8_t> analysed_; ///< 1: roots_ holds the value's roots
+  ValueMap<uint8_t> writtenThrough_;
+  /// The value of each id seen (roots are looked up by id).
+  mutable llvm::DenseMap<unsigned, const Value *> valueOfId_;
+  llvm::DenseMap<unsigned, StorageFacts> storages_;
+  /// Storage roots merged into others' (noteReplaced), and where they went.
+  llvm::DenseMap<unsigned, Roots> redirects_;
+  bool anyWrites_ = false;
+};
+
+/// The pairs (i, j), i < j, of graph outputs that may share storage (one is
+/// a view of the other, both views of one base, or the same value twice).
+/// A pass may not add a pair: PyTorch would hand the caller two tensors that
+/// are one (two gradients, and `clip_grad_norm_` scales the storage twice).
+std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph);
+
+/// The analysis-manager entry: a read-only snapshot for passes that do not
+/// edit the graph while they ask (`am.getResult<AliasAnalysis>(graph)`).
+struct AliasAnalysis {
+  static llvm::StringRef analysisName() { return "alias"; }
+  using Result = AliasInfo;
+  static AliasInfo run(const Graph &graph) { return AliasInfo(graph); }
+};
+
+} // namespace graphopt

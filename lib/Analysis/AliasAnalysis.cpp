@@ -1,0 +1,321 @@
+//===- AliasAnalysis.cpp - Storage, views and writes of one graph ---------===//
+#include "graphopt/Analysis/AliasAnalysis.h"
+
+#include "graphopt/IR/OpEffects.h"
+
+#include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+
+namespace graphopt {
+
+namespace {
+
+void appendUnique(llvm::SmallVectorImpl<unsigned> &out, unsigned id) {
+  if (!llvm::is_contained(out, id))
+    out.push_back(id);
+}
+
+/// Chains of views are as deep as the graph at most; a cycle of redirects
+/// would be a bug, and this bound turns it into a wrong answer rather than a hang.
+constexpr unsigned kMaxRedirectDepth = 1u << 16;
+
+} // namespace
+
+AliasInfo::AliasInfo(const Graph &graph)
+    : graph_(&graph), rank_(graph, -1), roots_(graph), analysed_(graph, 0),
+      writtenThrough_(graph, 0) {
+  for (const GraphInput &in : graph.inputs()) {
+    const Value *owner = graph.storageOwner(in.value);
+    roots_[in.value] = {owner->id()};
+    analysed_[in.value] = 1;
+    remember(in.value);
+    remember(owner);
+  }
+  int64_t rank = 0;
+  for (const Node &n : graph.nodes()) {
+    rank_[&n] = rank;
+    // Reads: nodes come in order, so the last one seen is the last reader.
+    for (Value *v : n.operandValues())
+      for (unsigned root : roots_.lookup(v))
+        storages_[root].lastReader = &n;
+    // Writes: each storage written, at this rank; each value on the chain
+    // of views from the written value back to its roots is written through.
+    for (Value *w : writtenValues(n)) {
+      anyWrites_ = true;
+      for (unsigned root : roots_.lookup(w)) {
+        std::vector<int64_t> &writes = storages_[root].writes;
+        if (writes.empty() || writes.back() != rank)
+          writes.push_back(rank);
+      }
+      llvm::SmallVector<const Value *, 4> work{w};
+      while (!work.empty()) {
+        const Value *v = work.pop_back_val();
+        if (writtenThrough_.lookup(v))
+          continue;
+        writtenThrough_[v] = 1;
+        if (const Node *def = v->definingNode())
+          for (Value *base : aliasedOperands(*def, v->index()))
+            work.push_back(base);
+      }
+    }
+    for (unsigned o = 0; o < n.numOutputs(); ++o) {
+      Value *out = n.output(o);
+      remember(out);
+      Roots ids;
+      for (Value *base : aliasedOperands(n, o))
+        for (unsigned root : roots_.lookup(base))
+          appendUnique(ids, root);
+      if (ids.empty())
+        ids.push_back(out->id());
+      roots_[out] = std::move(ids);
+      analysed_[out] = 1;
+    }
+    ++rank;
+  }
+  for (const GraphOutput &o : graph.outputs())
+    for (unsigned root : roots_.lookup(o.value))
+      storages_[root].escapes = true;
+}
+
+// --- storage ------------------------------------------------------------------
+
+void AliasInfo::rawRoots(const Value *v, Roots &out) const {
+  if (analysed_.lookup(v)) {
+    for (unsigned id : roots_.lookup(v))
+      appendUnique(out, id);
+    return;
+  }
+  remember(v);
+  const Node *def = v->definingNode();
+  if (!def) {
+    const Value *owner = graph_->storageOwner(v);
+    remember(owner);
+    appendUnique(out, owner->id());
+    return;
+  }
+  llvm::SmallVector<Value *, 2> bases = aliasedOperands(*def, v->index());
+  if (bases.empty()) {
+    appendUnique(out, v->id());
+    return;
+  }
+  for (Value *base : bases)
+    rawRoots(base, out);
+}
+
+void AliasInfo::resolve(unsigned id, Roots &out, unsigned depth) const {
+  auto it = redirects_.find(id);
+  if (it == redirects_.end() || depth > kMaxRedirectDepth) {
+    appendUnique(out, id);
+    return;
+  }
+  for (unsigned to : it->second)
+    resolve(to, out, depth + 1);
+}
+
+AliasInfo::Roots AliasInfo::rootIds(const Value *v) const {
+  Roots raw, resolved;
+  rawRoots(v, raw);
+  for (unsigned id : raw)
+    resolve(id, resolved);
+  return resolved;
+}
+
+llvm::SmallVector<const Value *, 2> AliasInfo::roots(const Value *v) const {
+  llvm::SmallVector<const Value *, 2> out;
+  for (unsigned id : rootIds(v))
+    out.push_back(valueOfId_.lookup(id));
+  return out;
+}
+
+bool AliasInfo::ownsStorage(const Value *v) const {
+  Roots ids = rootIds(v);
+  return ids.size() == 1 && ids.front() == v->id();
+}
+
+bool AliasInfo::mayShareStorage(const Value *a, const Value *b) const {
+  Roots ra = rootIds(a);
+  for (unsigned id : rootIds(b))
+    if (llvm::is_contained(ra, id))
+      return true;
+  return false;
+}
+
+bool AliasInfo::isRootedInGraphInput(const Value *v) const {
+  return llvm::any_of(roots(v), [](const Value *r) { return r->isGraphInput(); });
+}
+
+llvm::SmallVector<const Value *, 8> AliasInfo::viewsOf(const Value *v) const {
+  llvm::SmallVector<const Value *, 8> values{v};
+  for (size_t i = 0; i < values.size(); ++i)
+    for (const Use &u : values[i]->uses()) {
+      if (!u.user)
+        continue;
+      for (unsigned o = 0; o < u.user->numOutputs(); ++o) {
+        Value *out = u.user->output(o);
+        if (!llvm::is_contained(values, out) &&
+            llvm::is_contained(aliasedOperands(*u.user, o), values[i]))
+          values.push_back(out);
+      }
+    }
+  return values;
+}
+
+int64_t AliasInfo::storageBytesKeptAlive(const Value *v) const {
+  int64_t bytes = 0;
+  for (const Value *root : roots(v))
+    if (root->isTensor())
+      bytes = std::max(bytes, root->tensorType().storageBytes());
+  return bytes;
+}
+
+// --- writes -------------------------------------------------------------------
+
+bool AliasInfo::isWrittenThrough(const Value *v) const {
+  if (analysed_.lookup(v))
+    return writtenThrough_.lookup(v) != 0;
+  for (const Value *view : viewsOf(v))
+    for (const Use &u : view->uses())
+      if (u.user && llvm::is_contained(writtenValues(*u.user), view))
+        return true;
+  return false;
+}
+
+const AliasInfo::StorageFacts *AliasInfo::factsOf(unsigned rootId) const {
+  auto it = storages_.find(rootId);
+  return it == storages_.end() ? nullptr : &it->second;
+}
+
+bool AliasInfo::writtenBetween(const Value *v, int64_t after, int64_t before) const {
+  for (unsigned root : rootIds(v))
+    if (const StorageFacts *f = factsOf(root)) {
+      auto it = std::upper_bound(f->writes.begin(), f->writes.end(), after);
+      if (it != f->writes.end() && *it < before)
+        return true;
+    }
+  return false;
+}
+
+int64_t AliasInfo::firstWriteOf(const Value *v) const {
+  int64_t first = -1;
+  for (unsigned root : rootIds(v))
+    if (const StorageFacts *f = factsOf(root); f && !f->writes.empty())
+      first = first < 0 ? f->writes.front() : std::min(first, f->writes.front());
+  return first;
+}
+
+int64_t AliasInfo::lastWriteOf(const Value *v) const {
+  int64_t last = -1;
+  for (unsigned root : rootIds(v))
+    if (const StorageFacts *f = factsOf(root); f && !f->writes.empty())
+      last = std::max(last, f->writes.back());
+  return last;
+}
+
+// --- reads and graph outputs ------------------------------------------------------
+
+const Node *AliasInfo::lastReaderOf(const Value *root) const {
+  Roots ids;
+  resolve(root->id(), ids);
+  const Node *last = nullptr;
+  for (unsigned id : ids)
+    if (const StorageFacts *f = factsOf(id); f && f->lastReader)
+      if (!last || last->comesBefore(f->lastReader))
+        last = f->lastReader;
+  return last;
+}
+
+bool AliasInfo::escapes(const Value *root) const {
+  Roots ids;
+  resolve(root->id(), ids);
+  return llvm::any_of(ids, [&](unsigned id) {
+    const StorageFacts *f = factsOf(id);
+    return f && f->escapes;
+  });
+}
+
+bool AliasInfo::reachesGraphOutput(const Value *v) const {
+  return llvm::any_of(rootIds(v), [&](unsigned id) {
+    const StorageFacts *f = factsOf(id);
+    return f && f->escapes;
+  });
+}
+
+unsigned AliasInfo::readsOf(const Node &node, const Value *root) const {
+  Roots target;
+  resolve(root->id(), target);
+  unsigned reads = 0;
+  for (const Value *v : node.operandValues()) {
+    Roots ids = rootIds(v);
+    reads += llvm::any_of(ids, [&](unsigned id) { return llvm::is_contained(target, id); });
+  }
+  return reads;
+}
+
+// --- updates ----------------------------------------------------------------------
+
+void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
+  remember(replacement);
+  if (!ownsStorage(old)) {
+    // A view replaced by a value in the same storages (a view folded into
+    // its base, equal views merged): nothing moves.
+    Roots from = rootIds(old), to = rootIds(replacement);
+    if (from.size() == to.size() &&
+        llvm::all_of(from, [&](unsigned id) { return llvm::is_contained(to, id); }))
+      return;
+    // Otherwise the values viewing it were given its roots, which are not
+    // the replacement's: follow them on the fly from now on.
+    for (const Value *v : viewsOf(replacement))
+      if (v != replacement)
+        analysed_[v] = 0;
+    return;
+  }
+  Roots into = rootIds(replacement);
+  llvm::erase_value(into, old->id());
+  if (into.empty())
+    return;
+  auto it = storages_.find(old->id());
+  if (it != storages_.end()) {
+    StorageFacts moved = std::move(it->second);
+    storages_.erase(it);
+    for (unsigned id : into) {
+      StorageFacts &f = storages_[id];
+      f.escapes |= moved.escapes;
+      if (moved.lastReader && (!f.lastReader || f.lastReader->comesBefore(moved.lastReader)))
+        f.lastReader = moved.lastReader;
+      std::vector<int64_t> merged;
+      std::merge(f.writes.begin(), f.writes.end(), moved.writes.begin(), moved.writes.end(),
+                 std::back_inserter(merged));
+      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+      f.writes = std::move(merged);
+    }
+  }
+  redirects_[old->id()] = std::move(into);
+}
+
+void AliasInfo::noteReaderReplaced(const Node *from, const Node *to) {
+  for (auto &[id, facts] : storages_)
+    if (facts.lastReader == from)
+      facts.lastReader = to;
+}
+
+// --- graph outputs --------------------------------------------------------------
+
+std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph) {
+  AliasInfo aa(graph);
+  llvm::DenseMap<const Value *, llvm::SmallVector<unsigned, 2>> outputsOfRoot;
+  for (unsigned i = 0; i < graph.outputs().size(); ++i) {
+    const Value *v = graph.outputs()[i].value;
+    if (v->isTensor())
+      for (const Value *r : aa.roots(v))
+        outputsOfRoot[r].push_back(i);
+  }
+  std::set<std::pair<unsigned, unsigned>> pairs;
+  for (auto &[root, outputs] : outputsOfRoot)
+    for (size_t a = 0; a < outputs.size(); ++a)
+      for (size_t b = a + 1; b < outputs.size(); ++b)
+        pairs.insert({std::min(outputs[a], outputs[b]), std::max(outputs[a], outputs[b])});
+  return pairs;
+}
+
+} // namespace graphopt
