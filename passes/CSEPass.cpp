@@ -4,6 +4,7 @@
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Analysis/PeakTracker.h"
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OpEffects.h"
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/Pass/PassRegistry.h"
@@ -165,6 +166,26 @@ private:
   std::vector<int64_t> freedAfter_; ///< by liveness slot, updated by commits
 };
 
+/// `later` equals `earlier`, and merging them would make two graph outputs
+/// one storage. When every result of `earlier` is returned (kept to the end
+/// of the step anyway), the readers of `later` that only compute from it
+/// (pure operators: no views, no writes) read `earlier` instead, so what is
+/// computed from the two can still merge; `later` stays, for its outputs.
+/// Memory does not change: both storages were alive to the end already.
+/// Returns the number of uses moved (0: nothing changed).
+unsigned mergeReaders(const AliasInfo &aa, Node &earlier, Node &later) {
+  for (unsigned i = 0; i < earlier.numOutputs(); ++i)
+    if (earlier.output(i)->isTensor() && !aa.reachesGraphOutput(earlier.output(i)))
+      return 0;
+  unsigned moved = 0;
+  for (unsigned i = 0; i < later.numOutputs(); ++i) {
+    auto pureReader = [](const Use &u) { return u.user && isPure(*u.user); };
+    moved += static_cast<unsigned>(llvm::count_if(later.output(i)->uses(), pureReader));
+    later.output(i)->replaceUsesWithIf(earlier.output(i), pureReader);
+  }
+  return moved;
+}
+
 std::string nodeLabel(const Node &n) {
   return n.numOutputs() ? n.output()->name().str() : absl::StrCat(n.opName(), "@", n.id());
 }
@@ -182,12 +203,20 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   llvm::DenseMap<const c10::FunctionSchema *, bool> commutative;
   bool reporting = !reportDirectory().empty();
 
-  auto record = [&](const Node &kept, const Node &replaced, std::string reason) {
+  auto record = [&](const Node &kept, const Node &replaced, std::string reason,
+                    std::string decision = "") {
     if (!reporting)
       return;
-    Decision d{nodeLabel(kept), nodeLabel(replaced), replaced.opName(),
-               phaseName(kept.phase()).str(), phaseName(replaced.phase()).str(), std::move(reason)};
-    std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.reason);
+    if (decision.empty())
+      decision = reason.empty() ? "merged" : "refused";
+    Decision d{nodeLabel(kept),
+               nodeLabel(replaced),
+               replaced.opName(),
+               phaseName(kept.phase()).str(),
+               phaseName(replaced.phase()).str(),
+               std::move(reason),
+               std::move(decision)};
+    std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.decision, ",", d.reason);
     if (recorded_.insert(id).second)
       decisions_.push_back(std::move(d));
   };
@@ -215,12 +244,23 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
                            : "refused: would raise the peak (within a phase)";
       }
     }
+    if (reason == kOutputsWouldShareStorage) {
+      if (unsigned moved = mergeReaders(aliases, earlier, n)) {
+        addStatistic("readers merged (both calls returned)");
+        addStatistic("uses moved to the earlier call", moved);
+        record(earlier, n, "", "readers merged");
+        changed = true;
+      }
+    }
     if (!reason.empty()) {
       // Counted once per pair, although repeat{...} meets it every round.
       if (refusedPairs_.insert({earlier.id(), n.id()}).second)
         addStatistic(statistic);
       record(earlier, n, reason);
-      slot->second = &n; // later equal calls are closer to this one
+      // Later equal calls are closer to this one; but after merged readers
+      // they merge into the earlier one, as those readers did.
+      if (reason != kOutputsWouldShareStorage)
+        slot->second = &n;
       continue;
     }
     memory.commit(earlier, n);
@@ -244,7 +284,7 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     std::string csv = "kept,replaced,op,kept_phase,replaced_phase,decision,reason\n";
     for (const Decision &d : decisions_)
       absl::StrAppend(&csv, d.kept, ",", d.replaced, ",", d.op, ",", d.keptPhase, ",",
-                      d.replacedPhase, ",", d.reason.empty() ? "merged" : "refused", ",", d.reason,
+                      d.replacedPhase, ",", d.decision, ",", d.reason,
                       "\n");
     if (absl::Status st = writeReportFiles(reportDirectory(), {{"cse.csv", csv}}); !st.ok())
       return st;

@@ -18,7 +18,9 @@
 //     outputs) that do not already share storage: merged, the caller would
 //     get two tensors that are one (two gradients, and an in-place
 //     `clip_grad_norm_` or `add_` would be applied twice). Both calls stay;
-//     nothing is inserted.
+//     nothing is inserted. When both are returned (alive to the end anyway),
+//     the later call's pure readers read the earlier one, so what is computed
+//     from the two still merges ("readers merged").
 // The rules are the shared predicates' (Analysis/RewriteLegality.h,
 // whyNotMergeable), asked on the alias analysis the pass keeps up to date.
 // Memory-aware: a merge keeps the earlier result alive until the later one's
@@ -57,6 +59,7 @@ public:
   /// One row of cse.csv.
   struct Decision {
     std::string kept, replaced, op, keptPhase, replacedPhase, reason; ///< reason "" = merged
+    std::string decision; ///< merged, refused, or readers merged
   };
 
 private:

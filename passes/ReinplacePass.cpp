@@ -123,6 +123,7 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
   AliasInfo aliases(graph);
   int64_t bytesReused = 0;
   bool changed = false;
+  const uint64_t epochAtStart = graph.editEpoch();
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
     Node &n = *it++;
     if (n.numOutputs() != 1 || n.numArgs() == 0 || !n.arg(0).isValue() || !isPure(n))
@@ -161,6 +162,9 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
     changed = true;
   }
   addStatistic("bytes no longer allocated", bytesReused);
+  // A scatter kept after all leaves the graph as it was, but its view node
+  // was made and erased (ids consumed): that is an edit, and is reported.
+  changed |= graph.editEpoch() != epochAtStart;
   if (changed && peakBefore >= 0) {
     absl::StatusOr<LivenessResult> after = LivenessAnalysis::compute(graph);
     if (!after.ok())

@@ -26,6 +26,8 @@ const char *whyNotMovable(const Node &node) {
   return whyNotErasable(node);
 }
 
+const char kOutputsWouldShareStorage[] = "two graph outputs would share storage";
+
 std::string whyNotMergeable(const AliasInfo &aa, const Node &earlier, const Node &later) {
   for (const Node *n : {&earlier, &later}) {
     const OpEffects &e = opEffects(*n);
@@ -47,9 +49,12 @@ std::string whyNotMergeable(const AliasInfo &aa, const Node &earlier, const Node
       return "a result is written in place";
     if (!(a->type() == b->type()))
       return "result types differ";
+  }
+  for (unsigned i = 0; i < later.numOutputs(); ++i) {
+    const Value *a = earlier.output(i), *b = later.output(i);
     if (a->isTensor() && aa.reachesGraphOutput(a) && aa.reachesGraphOutput(b) &&
         !aa.mayShareStorage(a, b))
-      return "two graph outputs would share storage";
+      return kOutputsWouldShareStorage;
   }
   return "";
 }

@@ -58,6 +58,7 @@ absl::StatusOr<c10::OperatorHandle> resolveOperator(llvm::StringRef qualifiedNam
 // --- Value -------------------------------------------------------------------
 
 void Value::setName(llvm::StringRef name) {
+  graph_->noteEdit();
   graph_->nameRemoved(name_);
   name_ = name.str();
   graph_->nameAdded(name_);
@@ -74,6 +75,7 @@ bool Value::removeUse(const Use &use) {
 }
 
 void Value::replaceAllUsesWith(Value *to) {
+  graph_->noteEdit();
   replaceUsesWithIf(to, [](const Use &) { return true; });
 }
 
@@ -143,6 +145,7 @@ void Node::dropUses(unsigned i) {
 }
 
 void Node::setArg(unsigned i, Argument a) {
+  graph_->noteEdit();
   dropUses(i);
   args_[i] = std::move(a);
   addUses(i);
@@ -169,6 +172,7 @@ llvm::SmallVector<Value *, 2> Node::outputs() const {
 }
 
 void Node::insertInto(Node *before) {
+  graph_->noteEdit();
   auto &list = graph_->nodes_;
   if (before) {
     list.insert(before->getIterator(), *this);
@@ -182,6 +186,7 @@ void Node::insertInto(Node *before) {
 }
 
 absl::Status Node::moveBefore(Node *other) {
+  graph_->noteEdit();
   if (other == this)
     return absl::OkStatus();
   if (other && other->graph_ != graph_)
@@ -238,6 +243,7 @@ const Constant *Node::attr(llvm::StringRef key) const {
 }
 
 void Node::setAttr(llvm::StringRef key, Constant value) {
+  graph_->noteEdit();
   auto pos = attrLowerBound(attrs_, key) - attrs_.begin();
   if (pos < static_cast<ptrdiff_t>(attrs_.size()) && attrs_[pos].first == key)
     attrs_[pos].second = std::move(value);
@@ -246,6 +252,7 @@ void Node::setAttr(llvm::StringRef key, Constant value) {
 }
 
 bool Node::removeAttr(llvm::StringRef key) {
+  graph_->noteEdit();
   auto pos = attrLowerBound(attrs_, key) - attrs_.begin();
   if (pos >= static_cast<ptrdiff_t>(attrs_.size()) || attrs_[pos].first != key)
     return false;
@@ -314,6 +321,7 @@ std::string Graph::uniqueName(llvm::StringRef hint) {
 
 Value *Graph::addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
                        std::string target) {
+  noteEdit();
   std::string name = uniqueName(nameHint);
   nameAdded(name);
   unsigned index = static_cast<unsigned>(inputs_.size());
@@ -324,6 +332,7 @@ Value *Graph::addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
 }
 
 absl::Status Graph::eraseInput(unsigned i) {
+  noteEdit();
   Value *v = inputs_.at(i).value;
   if (v->hasUses())
     return absl::FailedPreconditionError(
@@ -358,6 +367,7 @@ absl::Status Graph::checkTie(unsigned i, const Value *to) const {
 }
 
 absl::Status Graph::tieInput(unsigned i, Value *to) {
+  noteEdit();
   if (i >= inputs_.size())
     return absl::OutOfRangeError(absl::StrCat("graph @", name_, " has no input ", i));
   if (to)
@@ -376,18 +386,21 @@ const Value *Graph::storageOwner(const Value *input) const {
 }
 
 void Graph::addOutput(Value *value, OutputRole role, std::string target) {
+  noteEdit();
   unsigned index = static_cast<unsigned>(outputs_.size());
   outputs_.push_back({value, role, std::move(target)});
   value->addUse({nullptr, index, 0});
 }
 
 void Graph::setOutputValue(unsigned i, Value *value) {
+  noteEdit();
   outputs_.at(i).value->removeUse({nullptr, i, 0});
   outputs_[i].value = value;
   value->addUse({nullptr, i, 0});
 }
 
 void Graph::eraseOutput(unsigned i) {
+  noteEdit();
   for (unsigned j = i; j < outputs_.size(); ++j)
     outputs_[j].value->removeUse({nullptr, j, 0});
   outputs_.erase(outputs_.begin() + i);
@@ -524,6 +537,7 @@ absl::StatusOr<Node *> Graph::createNode(llvm::StringRef qualifiedOpName,
 }
 
 absl::Status Graph::eraseNode(Node *node) {
+  noteEdit();
   for (const auto &out : node->outputs_) {
     if (!out->hasUses())
       continue;
@@ -615,6 +629,20 @@ llvm::hash_code hash_value(const Argument &a) {
     return llvm::hash_combine(kind, llvm::hash_combine_range(a.getList().begin(), a.getList().end()));
   }
   return llvm::hash_combine(kind);
+}
+
+} // namespace graphopt
+
+namespace graphopt {
+
+void Value::setType(ValueType type) {
+  graph_->noteEdit();
+  type_ = std::move(type);
+}
+
+void Node::setPhase(Phase p) {
+  graph_->noteEdit();
+  phase_ = p;
 }
 
 } // namespace graphopt

@@ -6,9 +6,22 @@
 namespace graphopt {
 
 void AnalysisManager::invalidate(const Graph &graph, const PreservedAnalyses &preserved) {
-  if (preserved.areAllPreserved())
-    return;
-  dropWhere([&](const Key &k) { return k.graph == graph.uid() && !preserved.isPreserved(k.analysis); });
+  if (!preserved.areAllPreserved())
+    dropWhere(
+        [&](const Key &k) { return k.graph == graph.uid() && !preserved.isPreserved(k.analysis); });
+  // What the pass preserved is right for the graph as the pass left it.
+  for (auto &[key, entry] : results_)
+    if (key.graph == graph.uid())
+      entry.epoch = graph.editEpoch();
+}
+
+void AnalysisManager::dropStale(const Graph &graph) {
+  dropWhere([&](const Key &k) {
+    if (k.graph != graph.uid())
+      return false;
+    auto it = results_.find(k);
+    return it != results_.end() && it->second.epoch != graph.editEpoch();
+  });
 }
 
 void AnalysisManager::dropWhere(const std::function<bool(const Key &)> &pred) {
@@ -24,6 +37,7 @@ void AnalysisManager::dropWhere(const std::function<bool(const Key &)> &pred) {
       continue; // dropped already, through another path
     for (const Key &dependant : it->second.dependants)
       work.push_back(dependant);
+    retired_.push_back(std::move(it->second.result));
     results_.erase(it);
   }
 }

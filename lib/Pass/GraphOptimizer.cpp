@@ -147,6 +147,7 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   size_t timingRow = timings_.size();
   timings_.push_back(PassTiming{pass.name().str(), depth_});
   absl::StatusOr<bool> changed = false;
+  const uint64_t epochBefore = graph.editEpoch();
   auto *group = dynamic_cast<PassGroup *>(&pass);
   if (group) {
     ++depth_;
@@ -161,8 +162,20 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     if (changed.ok() && *changed)
       analyses_.invalidate(graph, pass.preservedAnalyses());
   }
+  const bool edited = graph.editEpoch() != epochBefore;
+  // A pass that failed half-way, or edited and said it did not: nothing
+  // cached for this graph may be trusted (the cache would not serve it
+  // anyway, the epoch having moved; this also frees it).
+  if ((!changed.ok() || !*changed) && edited)
+    analyses_.invalidate(graph);
+  analyses_.releaseRetired();
   if (!changed.ok())
     return changed.status();
+  if (!*changed && edited)
+    return absl::InternalError(absl::StrCat(
+        "it reported no change but edited the graph (edit epoch ", epochBefore, " -> ",
+        graph.editEpoch(), "): a pass that edits must return true, or what was computed "
+        "before the edit would be trusted after it"));
   if (*changed && !group)
     if (absl::Status st = checkOutputSharing(graph); !st.ok())
       return st;

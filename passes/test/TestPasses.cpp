@@ -1,8 +1,10 @@
 //===- TestPasses.cpp - Passes that exist to test the infrastructure ------===//
 //
 // Hidden from --list-passes, like LLVM's -test-* passes:
-//   test-break-names  renames one value to another's name and claims it changed
-//                     nothing: only --verify-each catches it.
+//   test-break-names  renames one value to another's name: the structural
+//                     verifier after the pass catches it.
+//   test-silent-edit  sets an attribute and claims it changed nothing: the pass
+//                     manager sees the graph's edit epoch move and refuses it.
 //   test-fail         returns an error, to exercise failure reports and reproducers.
 //   test-count        counts nodes per phase into statistics (an analysis-only pass
 //                     with an option: phase=forward|backward|optimizer|all).
@@ -38,7 +40,22 @@ public:
     std::vector<Value *> values = graph.allValues();
     if (values.size() >= 2)
       values.back()->setName(values.front()->name());
-    return false; // the lie --verify-each exists to catch
+    return values.size() >= 2;
+  }
+};
+
+class TestSilentEditPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-silent-edit"; }
+  static llvm::StringRef passDescription() {
+    return "test only: edit the graph and report no change";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    if (!graph.nodes().empty())
+      graph.nodes().front().setAttr("silently_edited", Constant::ofBool(true));
+    return false; // the lie the edit epoch exists to catch
   }
 };
 
@@ -187,5 +204,6 @@ GRAPHOPT_REGISTER_TEST_PASS(TestEraseUnusedInputsPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestThrowPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestCrashPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestMergeOutputsPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestSilentEditPass);
 
 } // namespace graphopt

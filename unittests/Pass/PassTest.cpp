@@ -158,20 +158,56 @@ TEST(GraphOptimizerTest, BuildsFromTextAndReportsTheFailingPass) {
   EXPECT_FALSE(opt.addPipeline("test-count{phase=sideways}").ok());
 }
 
-TEST(GraphOptimizerTest, VerifyEachCatchesASilentBreakage) {
+TEST(GraphOptimizerTest, ABrokenGraphIsCaughtAfterThePass) {
   auto g = smallGraph();
   GraphOptimizer lax;
   ASSERT_TRUE(lax.addPipeline("test-break-names").ok());
-  EXPECT_TRUE(lax.run(*g).ok()); // it claimed no change, so nothing verified it
-
-  auto g2 = smallGraph();
-  OptimizerOptions strict;
-  strict.verifyEach = true;
-  GraphOptimizer checked(strict);
-  ASSERT_TRUE(checked.addPipeline("test-break-names").ok());
-  auto r = checked.run(*g2);
+  auto r = lax.run(*g);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("value name is not unique"), absl::string_view::npos);
+}
+
+TEST(GraphOptimizerTest, APassThatEditsAndSaysItDidNotFailsInEveryBuild) {
+  for (bool verifyEach : {false, true}) {
+    auto g = smallGraph();
+    OptimizerOptions options;
+    options.verifyEach = verifyEach;
+    GraphOptimizer opt(options);
+    ASSERT_TRUE(opt.addPipeline("test-count,test-silent-edit").ok());
+    // test-count caches nothing, but a result cached before must go.
+    ASSERT_TRUE(opt.analyses().getResult<NodeCount>(*g).ok());
+    auto r = opt.run(*g);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(
+                  "pass 'test-silent-edit' failed after test-count: it reported no change but "
+                  "edited the graph"),
+              absl::string_view::npos)
+        << r.status().message();
+    EXPECT_FALSE(opt.analyses().isCached<NodeCount>(*g));
+  }
+}
+
+TEST(AnalysisManagerTest, AResultComputedBeforeAnEditIsNeverServed) {
+  auto g = smallGraph();
+  AnalysisManager am;
+  NodeCount::runs = 0;
+  auto before = am.getResult<NodeCount>(*g);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(**before, 2u);
+  // An edit nobody reported to the manager.
+  ASSERT_TRUE(g->createNode("aten::relu", {Argument::value(g->inputs()[0].value)},
+                            {ValueType::ofTensor(TensorType::contiguous(c10::kFloat, {2}))})
+                  .ok());
+  EXPECT_FALSE(am.isCached<NodeCount>(*g));
+  EXPECT_EQ(am.getLatestCachedResult<NodeCount>(*g), nullptr);
+  auto after = am.getResult<NodeCount>(*g);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(**after, 3u);
+  EXPECT_EQ(NodeCount::runs, 2);
+  // What a pass preserved is stamped with the graph as the pass left it.
+  g->nodes().front().setAttr("note", Constant::ofBool(true));
+  am.invalidate(*g, PreservedAnalyses::all());
+  EXPECT_TRUE(am.isCached<NodeCount>(*g));
 }
 
 // --- typed, keyed, preservable analyses ---------------------------------------

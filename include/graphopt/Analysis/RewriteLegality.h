@@ -28,6 +28,10 @@ const char *whyNotErasable(const Node &node);
 /// operand lives in, results written in place (through any view), results of
 /// different types, and a merge that would make two graph outputs one storage.
 std::string whyNotMergeable(const AliasInfo &aa, const Node &earlier, const Node &later);
+/// The reason whyNotMergeable gives when only the graph outputs stand in the
+/// way (every other condition holds): the readers of `later` may still read
+/// `earlier`, with both calls kept for the outputs (cse does that).
+extern const char kOutputsWouldShareStorage[];
 
 /// May replace a copy: whether `y`, a fresh result equal to `x` when it is
 /// made (a clone, x * 1, a same-type _to_copy), may be replaced by `x` at

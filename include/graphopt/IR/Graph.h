@@ -80,7 +80,7 @@ public:
   void setName(llvm::StringRef name);
 
   const ValueType &type() const { return type_; }
-  void setType(ValueType type) { type_ = std::move(type); }
+  void setType(ValueType type);
   bool isTensor() const { return type_.isTensor(); }
   const TensorType &tensorType() const { return type_.tensor; }
 
@@ -175,7 +175,7 @@ public:
   std::string opName() const;
 
   Phase phase() const { return phase_; }
-  void setPhase(Phase p) { phase_ = p; }
+  void setPhase(Phase p);
 
   llvm::ArrayRef<Argument> args() const { return args_; }
   const Argument &arg(unsigned i) const { return args_[i]; }
@@ -322,7 +322,15 @@ public:
   Graph &operator=(const Graph &) = delete;
 
   llvm::StringRef name() const { return name_; }
-  void setName(std::string name) { name_ = std::move(name); }
+  void setName(std::string name) {
+    noteEdit();
+    name_ = std::move(name);
+  }
+  /// Counts edits: every change to the graph (nodes, arguments, uses, types,
+  /// names, phases, attributes, inputs, outputs) moves it. Caches key on it
+  /// (AnalysisManager), and the pass manager checks that a pass reporting
+  /// "unchanged" left it where it was.
+  uint64_t editEpoch() const { return editEpoch_; }
   /// A number no other Graph of this process has had or will have (a clone
   /// gets a new one): caches key on it, since an address can be reused.
   uint64_t uid() const { return uid_; }
@@ -415,6 +423,7 @@ public:
 private:
   friend class Value;
   friend class Node;
+  void noteEdit() { ++editEpoch_; }
   void nameAdded(llvm::StringRef name) { ++nameCounts_[name]; }
   /// A node like `node` (operator, output types, name hints, attributes) with `args`.
   Node *copyNode(const Node &node, llvm::ArrayRef<Argument> args, Phase phase, Node *insertBefore);
@@ -423,6 +432,7 @@ private:
 
   std::string name_;
   uint64_t uid_;
+  uint64_t editEpoch_ = 0;
   std::vector<std::unique_ptr<Value>> inputValues_;
   std::vector<GraphInput> inputs_;
   std::vector<GraphOutput> outputs_;

@@ -18,7 +18,9 @@
 //   auto live = am.getResult<LivenessAnalysis>(graph, {/*measuredScratch=*/true});
 //
 // and cached per graph identity (Graph::uid(), not its address), analysis and
-// options key. An analysis depends on every analysis it requests from the
+// options key, for the graph's edit epoch (Graph::editEpoch()): a result
+// computed before an edit is never served, even if the pass that edited
+// forgot to say so. An analysis depends on every analysis it requests from the
 // manager while it runs; the manager records that, and drops a result with
 // the ones it was computed from. After a pass changed the graph the optimizer
 // calls `invalidate(graph, preserved)`: every result not preserved goes, and
@@ -79,6 +81,9 @@ public:
   absl::StatusOr<const typename A::Result *> getResult(const Graph &graph,
                                                        const AnalysisOptions<A> &options = {}) {
     Key key{graph.uid(), analysisID<A>(), options.cacheKey()};
+    // A result computed before the graph was last edited (and not
+    // preserved by the pass that edited it) is never served.
+    dropStale(graph);
     if (auto it = results_.find(key); it != results_.end()) {
       recordDependant(it->second);
       return static_cast<const typename A::Result *>(it->second.result.get());
@@ -104,6 +109,7 @@ public:
     e.name = A::analysisName().str();
     e.result = std::make_shared<typename A::Result>(std::move(*result));
     e.sequence = ++sequence_;
+    e.epoch = graph.editEpoch();
     recordDependant(e);
     return static_cast<const typename A::Result *>(e.result.get());
   }
@@ -113,8 +119,9 @@ public:
   const typename A::Result *getCachedResult(const Graph &graph,
                                             const AnalysisOptions<A> &options = {}) const {
     auto it = results_.find(Key{graph.uid(), analysisID<A>(), options.cacheKey()});
-    return it == results_.end() ? nullptr
-                                : static_cast<const typename A::Result *>(it->second.result.get());
+    return it == results_.end() || it->second.epoch != graph.editEpoch()
+               ? nullptr
+               : static_cast<const typename A::Result *>(it->second.result.get());
   }
   template <typename A>
   bool isCached(const Graph &graph, const AnalysisOptions<A> &options = {}) const {
@@ -126,7 +133,7 @@ public:
     const Entry *latest = nullptr;
     for (const auto &[key, entry] : results_)
       if (key.graph == graph.uid() && key.analysis == analysisID<A>() &&
-          (!latest || entry.sequence > latest->sequence))
+          entry.epoch == graph.editEpoch() && (!latest || entry.sequence > latest->sequence))
         latest = &entry;
     return latest ? static_cast<const typename A::Result *>(latest->result.get()) : nullptr;
   }
@@ -137,7 +144,14 @@ public:
   /// Drops every result on `graph`.
   void invalidate(const Graph &graph) { invalidate(graph, PreservedAnalyses::none()); }
   /// Drops everything.
-  void clear() { results_.clear(); }
+  void clear() {
+    results_.clear();
+    retired_.clear();
+  }
+  /// Frees the results dropped as stale while a pass ran: the pass may still
+  /// hold pointers to them until it returns (the pass manager calls this
+  /// after each pass).
+  void releaseRetired() { retired_.clear(); }
 
   /// How many results are cached (all graphs).
   size_t numCached() const { return results_.size(); }
@@ -182,6 +196,7 @@ private:
     std::string name;
     std::shared_ptr<void> result;
     uint64_t sequence = 0;
+    uint64_t epoch = 0;       ///< Graph::editEpoch() the result is right for
     std::set<Key> dependants; ///< results computed from this one
   };
 
@@ -190,10 +205,13 @@ private:
     if (!computing_.empty())
       requested.dependants.insert(computing_.back());
   }
+  /// Drops every result on `graph` computed before its last edit.
+  void dropStale(const Graph &graph);
   /// Drops the entries `pred` selects and, transitively, their dependants.
   void dropWhere(const std::function<bool(const Key &)> &pred);
 
   std::map<Key, Entry> results_;
+  std::vector<std::shared_ptr<void>> retired_; ///< dropped, kept alive until releaseRetired
   std::vector<Key> computing_; ///< the analyses being computed, innermost last
   size_t computations_ = 0;
   uint64_t sequence_ = 0;
