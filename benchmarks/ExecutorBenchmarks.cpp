@@ -22,6 +22,8 @@
 
 #include <ATen/ops/add.h>
 #include <ATen/ops/ones.h>
+#include "BenchmarkSizes.h"
+
 #include <benchmark/benchmark.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -76,7 +78,7 @@ void BM_ExecutorOverhead(benchmark::State &state) {
   state.counters["overhead_us_per_node"] = (execTime - directTime) * perNode;
   state.counters["goal_us"] = 2.0;
 }
-BENCHMARK(BM_ExecutorOverhead)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExecutorOverhead)->Apply(bench::sizes<100, 1000, 10000>)->Unit(benchmark::kMillisecond);
 
 void BM_TrainingStep(benchmark::State &state) {
   if (gPt2.empty() || gTorchScript.empty()) {
@@ -146,7 +148,6 @@ void BM_TrainingStep(benchmark::State &state) {
   state.counters["eager_peak_MiB"] = static_cast<double>(eagerPeak) / (1 << 20);
   state.counters["memory_ratio"] = static_cast<double>(execPeak) / static_cast<double>(eagerPeak);
 }
-BENCHMARK(BM_TrainingStep)->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 } // namespace
 
@@ -161,6 +162,11 @@ int main(int argc, char **argv) {
     else
       rest.push_back(argv[i]);
   }
+  // The training step needs a model: registered only when one is given.
+  if (!gPt2.empty() || !gTorchScript.empty())
+    benchmark::RegisterBenchmark("BM_TrainingStep", BM_TrainingStep)
+        ->Unit(benchmark::kMillisecond)
+        ->Apply(bench::minSeconds<3>);
   int restc = static_cast<int>(rest.size());
   benchmark::Initialize(&restc, rest.data());
   benchmark::RunSpecifiedBenchmarks();

@@ -11,6 +11,8 @@
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
 
+#include "BenchmarkSizes.h"
+
 #include <benchmark/benchmark.h>
 
 using namespace graphopt;
@@ -78,9 +80,9 @@ void BM_Clone(benchmark::State &state) {
 
 } // namespace
 
-BENCHMARK(BM_Build)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Print)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Parse)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Verify)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Clone)->RangeMultiplier(10)->Range(1000, 100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Build)->Apply(bench::sizes<1000, 10000, 100000>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Print)->Apply(bench::sizes<1000, 10000, 100000>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Parse)->Apply(bench::sizes<1000, 10000, 100000>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Verify)->Apply(bench::sizes<1000, 10000, 100000>)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Clone)->Apply(bench::sizes<1000, 10000, 100000>)->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -38,11 +38,22 @@
 
 #include <chrono>
 
+#include "BenchmarkSizes.h"
+
 #include <benchmark/benchmark.h>
 
 using namespace graphopt;
 
 namespace {
+
+/// `sum(v)`, appended in the forward phase: a loss has one element.
+Value *scalarLoss(Graph &g, Value *v) {
+  c10::OperatorHandle sum = *resolveOperator("aten::sum");
+  ValueType scalar = ValueType::ofTensor(TensorType::contiguous(c10::kFloat, {}));
+  return g.createNode(sum, {Argument::value(v), Argument::constant(Constant::none())}, {scalar},
+                      Phase::Forward)
+      ->output();
+}
 
 std::unique_ptr<Graph> makeTrainingChain(int64_t numNodes) {
   auto g = std::make_unique<Graph>("chain");
@@ -56,11 +67,12 @@ std::unique_ptr<Graph> makeTrainingChain(int64_t numNodes) {
     prev = g->createNode(relu, {Argument::value(prev)}, {t}, Phase::Forward)->output();
     acts.push_back(prev);
   }
+  Value *loss = scalarLoss(*g, acts.back());
   Value *grad = prev;
   for (auto it = acts.rbegin(); it != acts.rend() && g->numNodes() < static_cast<size_t>(numNodes); ++it)
     grad = g->createNode(mul, {Argument::value(grad), Argument::value(*it)}, {t}, Phase::Backward)
                ->output();
-  g->addOutput(acts.back(), OutputRole::Loss);
+  g->addOutput(loss, OutputRole::Loss);
   g->addOutput(grad, OutputRole::Gradient, "w");
   (void)w;
   return g;
@@ -77,7 +89,7 @@ void BM_Liveness(benchmark::State &state) {
       static_cast<double>(state.range(0)), benchmark::Counter::kIsIterationInvariantRate |
                                                benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_Liveness)->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Liveness)->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 
 class NoOpPass : public OptimizationPass {
 public:
@@ -112,11 +124,15 @@ void BM_PipelineOverhead(benchmark::State &state) {
   state.counters["pipeline_ms"] = 1e3 * pipelineSeconds / state.iterations();
   state.counters["pipeline_over_parse"] = pipelineSeconds / parseSeconds;
 }
-BENCHMARK(BM_PipelineOverhead)
-    ->ArgNames({"nodes", "copy"})
-    ->Args({100000, 0})
-    ->Args({100000, 1})
-    ->Unit(benchmark::kMillisecond);
+void pipelineSizes(benchmark::internal::Benchmark *b) {
+  b->ArgNames({"nodes", "copy"});
+  if (bench::smokeMode()) {
+    b->Args({1000, 0})->Args({1000, 1})->Iterations(1);
+    return;
+  }
+  b->Args({100000, 0})->Args({100000, 1});
+}
+BENCHMARK(BM_PipelineOverhead)->Apply(pipelineSizes)->Unit(benchmark::kMillisecond);
 
 /// Blocks of six forward nodes, one backward node each:
 ///   a = exp(p); b = exp(p); c = mul(a, b); t1 = t(c); t2 = t(t1); dead = sin(t2);
@@ -148,10 +164,11 @@ std::unique_ptr<Graph> makeRedundantGraph(int64_t numNodes) {
     p = node(relu, {Argument::value(t2)}, t);
     saved.push_back(p);
   }
+  Value *loss = scalarLoss(*g, p);
   Value *grad = p;
   for (auto it = saved.rbegin(); it != saved.rend(); ++it)
     grad = node(mul, {Argument::value(grad), Argument::value(*it)}, t, Phase::Backward);
-  g->addOutput(p, OutputRole::Loss);
+  g->addOutput(loss, OutputRole::Loss);
   g->addOutput(grad, OutputRole::InputGradient, "x");
   return g;
 }
@@ -190,13 +207,13 @@ void BM_RedundantOps(benchmark::State &state, const char *pipeline) {
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK_CAPTURE(BM_RedundantOps, cse_canonicalize_dce, "cse,canonicalize,dce")
-    ->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+    ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RedundantOps, cse, "cse")
-    ->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+    ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RedundantOps, canonicalize, "canonicalize")
-    ->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+    ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RedundantOps, dce, "dce")
-    ->Arg(10000)->Arg(100000)->Arg(1000000)->Unit(benchmark::kMillisecond);
+    ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 
 void BM_CheckpointGreedy(benchmark::State &state) {
   auto g = makeTrainingChain(state.range(0));
@@ -229,7 +246,7 @@ void BM_CheckpointGreedy(benchmark::State &state) {
   state.counters["dropped"] = static_cast<double>(dropped);
   state.counters["simulations"] = static_cast<double>(simulations);
 }
-BENCHMARK(BM_CheckpointGreedy)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckpointGreedy)->Apply(bench::sizes<10000, 100000>)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

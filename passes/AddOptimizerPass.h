@@ -49,6 +49,9 @@ public:
     return "append the optimizer update (fused SGD with momentum or AdamW) to a training graph";
   }
   llvm::StringRef name() const override { return passName(); }
+  /// The step now also updates the parameters: later passes are verified
+  /// against this pass's output (add-optimizer itself against torch.optim).
+  bool changesWhatTheStepComputes() const override { return true; }
   llvm::StringRef description() const override { return passDescription(); }
 
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

@@ -187,6 +187,10 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     if (absl::Status st = verifyGraph(graph); !st.ok())
       return absl::Status(st.code(),
                           absl::StrCat("the graph it left does not verify: ", st.message()));
+  if (*changed && !group && pass.changesWhatTheStepComputes() && options_.keepVerificationBaseline) {
+    baseline_ = graph.clone();
+    baselinePass_ = pass.name().str();
+  }
   PassTiming &timing = timings_[timingRow];
   timing.seconds = std::chrono::duration<double>(passEnd - begin).count();
   timing.verifySeconds = std::chrono::duration<double>(Clock::now() - passEnd).count();

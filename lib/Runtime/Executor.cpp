@@ -8,6 +8,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <ATen/ops/empty_strided.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
@@ -109,6 +110,13 @@ absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInp
 absl::Status Executor::prepareUnguarded() {
   if (prepared_)
     return absl::OkStatus();
+  // MKL may otherwise use fewer threads when the machine is busy (its
+  // "dynamic" mode, on unless at::set_num_threads turned it off), which
+  // changes how a GEMM's sums are split and so the last bits of its result:
+  // a graph would not match itself bitwise under load. Setting the same
+  // thread count turns the mode off, as PyTorch does when a count is set.
+  static std::once_flag fixedThreads;
+  std::call_once(fixedThreads, [] { at::set_num_threads(at::get_num_threads()); });
   values_.assign(graph_.valueIdBound(), c10::IValue());
   freePolicy_ = computeFreePolicy(graph_);
 
@@ -332,6 +340,13 @@ absl::StatusOr<ExecutionResult> Executor::runUnguarded(llvm::ArrayRef<at::Tensor
     for (const Value *v : graph_.allValues())
       result.values.emplace_back(v, values_[v->id()]);
   std::fill(values_.begin(), values_.end(), c10::IValue());
+  if (options_.captureWrittenInputs)
+    for (unsigned i : mutatedInputs_) {
+      const at::Tensor &state = graph_.inputs()[i].role == InputRole::UserInput
+                                    ? boundUserInputs_[i]
+                                    : deviceWeights_[i];
+      result.writtenInputs.emplace_back(i, state.defined() ? state.clone() : at::Tensor());
+    }
   if (options_.keepUpdates)
     keepUpdates(userInputs, result.outputs);
   else

@@ -1,6 +1,7 @@
 //===- OutputVerifier.cpp - Proving a rewritten graph computes the same ---===//
 #include "graphopt/Runtime/OutputVerifier.h"
 
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Runtime/Executor.h"
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace graphopt {
 
@@ -122,6 +124,70 @@ std::map<std::string, unsigned> outputKeys(const Graph &g) {
   return keys;
 }
 
+/// How a graph input is named in the report once a step wrote it: by role and
+/// target (parameters, buffers, optimizer state), by name for user inputs.
+std::string stateLabel(const GraphInput &in) {
+  if (in.role == InputRole::UserInput)
+    return absl::StrCat("user_input %", in.value->name().str(), " after the step");
+  return absl::StrCat(inputRoleName(in.role).str(), " ", in.target, " after the step");
+}
+
+/// Every graph input of `g`, by its state label, with its value before the
+/// step: the WeightStore's tensor, or the user input given.
+std::map<std::string, at::Tensor> statesBefore(const Graph &g, const WeightStore &weights,
+                                               llvm::ArrayRef<at::Tensor> userInputs) {
+  std::map<std::string, at::Tensor> states;
+  size_t nextUser = 0;
+  for (const GraphInput &in : g.inputs()) {
+    at::Tensor value;
+    if (in.role == InputRole::UserInput) {
+      if (nextUser < userInputs.size())
+        value = userInputs[nextUser];
+      ++nextUser;
+    } else if (const at::Tensor *w = weights.lookup(in.target)) {
+      value = *w;
+    }
+    states[stateLabel(in)] = value;
+  }
+  return states;
+}
+
+/// The state of each input either graph writes in place, after its step;
+/// an input only one graph writes is compared with the other's value of it
+/// before the step (the other leaves it as it was).
+void compareWrittenInputs(const Graph &original, const ExecutionResult &a,
+                          llvm::ArrayRef<at::Tensor> originalInputs, const Graph &rewritten,
+                          const ExecutionResult &b, llvm::ArrayRef<at::Tensor> rewrittenInputs,
+                          const WeightStore &weights, const VerifierOptions &options,
+                          VerificationReport &report) {
+  std::map<std::string, at::Tensor> afterA = statesBefore(original, weights, originalInputs);
+  std::map<std::string, at::Tensor> afterB = statesBefore(rewritten, weights, rewrittenInputs);
+  std::set<std::string> written;
+  for (const auto &[i, t] : a.writtenInputs) {
+    std::string label = stateLabel(original.inputs()[i]);
+    afterA[label] = t;
+    written.insert(label);
+  }
+  for (const auto &[i, t] : b.writtenInputs) {
+    std::string label = stateLabel(rewritten.inputs()[i]);
+    afterB[label] = t;
+    written.insert(label);
+  }
+  for (const std::string &label : written) {
+    OutputComparison c;
+    c.label = label;
+    auto x = afterA.find(label), y = afterB.find(label);
+    if (x == afterA.end() || y == afterB.end()) {
+      c.problem = x == afterA.end() ? "written by the rewritten graph, which the original does not take"
+                                    : "written by the original graph, which the rewritten does not take";
+    } else {
+      compareTensors(x->second, y->second, options, c);
+    }
+    report.passed &= c.passed;
+    report.outputs.push_back(std::move(c));
+  }
+}
+
 } // namespace
 
 absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Graph &rewritten,
@@ -136,12 +202,12 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
                                                  llvm::ArrayRef<at::Tensor> originalInputs,
                                                  llvm::ArrayRef<at::Tensor> rewrittenInputs,
                                                  const VerifierOptions &options) {
-  // A bitwise comparison means something only if each kernel gives the same
-  // bits for the same inputs; some do not by default (index_put with
-  // accumulate on CPU adds in a thread-dependent order; many CUDA
-  // reductions use atomics). PyTorch's deterministic mode (warn-only: an op
-  // without a deterministic kernel warns instead of failing) is on for both
-  // runs and restored after.
+  // A comparison means something only if each kernel gives the same bits
+  // for the same inputs; some do not by default (index_put with accumulate
+  // on CPU adds in a thread-dependent order; many CUDA reductions use
+  // atomics), and their run-to-run spread can exceed a tolerance. PyTorch's
+  // deterministic mode (warn-only: an op without a deterministic kernel warns
+  // instead of failing) is on for both runs and restored after.
   struct DeterministicScope {
     bool was, wasWarnOnly, on;
     explicit DeterministicScope(bool on)
@@ -154,7 +220,7 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
       if (on)
         at::globalContext().setDeterministicAlgorithms(was, wasWarnOnly);
     }
-  } deterministic(options.bitwise);
+  } deterministic(options.bitwise || options.deterministic);
   VerificationReport report;
   report.gpuAvailable = at::hasCUDA();
   report.device = options.device ? *options.device
@@ -163,6 +229,7 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
   ExecutionOptions exec;
   exec.device = report.device;
   exec.seed = options.seed;
+  exec.captureWrittenInputs = true;
   auto runBoth = [&](bool keepAll) -> absl::StatusOr<std::pair<ExecutionResult, ExecutionResult>> {
     exec.keepAllValues = keepAll;
     Executor a(original, weights, exec), b(rewritten, weights, exec);
@@ -203,6 +270,8 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
     report.passed = false;
     report.outputs.push_back(std::move(c));
   }
+  compareWrittenInputs(original, results->first, originalInputs, rewritten, results->second,
+                       rewrittenInputs, weights, options, report);
   if (report.passed)
     return report;
 
@@ -217,9 +286,15 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
   ValueMap<const c10::IValue *> originalValues(original, nullptr);
   for (const auto &[v, iv] : all->first.values)
     originalValues[v] = &iv;
+  // A value living in a storage that is written in place holds, when the run
+  // ends, what the last write left, not what its node made: it says nothing
+  // about where the two graphs part.
+  AliasInfo aliases(original);
   for (const Node &n : original.nodes()) {
     for (unsigned i = 0; i < n.numOutputs(); ++i) {
       const Value *v = n.output(i);
+      if (aliases.lastWriteOf(v) >= 0)
+        continue;
       auto other = rewrittenValues.find(v->name());
       const c10::IValue *mine = originalValues.lookup(v);
       if (other == rewrittenValues.end() || !mine || !mine->isTensor() || !other->second->isTensor())
@@ -233,6 +308,29 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
         return report;
       }
     }
+  }
+  // Every value agrees: the graphs part in what they write in place. Name
+  // the first state that differs and the node that writes it first.
+  for (const OutputComparison &c : report.outputs) {
+    if (c.passed || !llvm::StringRef(c.label).endswith(" after the step"))
+      continue;
+    for (const GraphInput &in : rewritten.inputs())
+      if (stateLabel(in) == c.label) {
+        AliasInfo writes(rewritten);
+        int64_t rank = writes.firstWriteOf(in.value);
+        const Node *writer = nullptr;
+        for (const Node &n : rewritten.nodes())
+          if (rank-- == 0) {
+            writer = &n;
+            break;
+          }
+        report.firstDivergence =
+            absl::StrCat("the in-place writes to ", c.label.substr(0, c.label.size() - 15),
+                         writer ? absl::StrCat(" (first written by ", writer->describe(),
+                                               " in the rewritten graph)")
+                                : "");
+        return report;
+      }
   }
   return report;
 }

@@ -166,6 +166,42 @@ bool isDevNull(llvm::StringRef path) {
          llvm::sys::fs::equivalent(path, "/dev/null");
 }
 
+namespace {
+
+std::error_code realRename(const std::string &from, const std::string &to) {
+  return llvm::sys::fs::rename(from, to);
+}
+RenameFunction gRename = realRename;
+
+/// A second name for the regular file at `path` (a hard link, else a copy),
+/// which the undo of a failed set renames back; "" when there is no file.
+std::string keepPrevious(const std::string &path) {
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st, /*Follow=*/false) ||
+      st.type() != llvm::sys::fs::file_type::regular_file)
+    return "";
+  // Named like the temporaries (writeTemporaryBeside): not with an LLVM
+  // unique-file model, which would replace a '%' of the path too.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string backup =
+        absl::StrCat(path, ".previous-",
+                     absl::Hex(llvm::sys::Process::GetRandomNumber(), absl::kZeroPad8));
+    if (llvm::sys::fs::exists(backup))
+      continue;
+    if (!llvm::sys::fs::create_hard_link(path, backup) || !llvm::sys::fs::copy_file(path, backup))
+      return backup;
+  }
+  return "";
+}
+
+} // namespace
+
+RenameFunction setRenameForTesting(RenameFunction rename) {
+  RenameFunction previous = gRename == realRename ? nullptr : gRename;
+  gRename = rename ? rename : realRename;
+  return previous;
+}
+
 absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files) {
   std::vector<std::string> temporaries;
   auto removeTemporaries = [&] {
@@ -190,17 +226,33 @@ absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files) {
     }
     temporaries.push_back(*tmp);
   }
+  // What each path held before, kept under a second name until the whole set
+  // is in place: undoing a half-done set must not lose the user's files.
+  std::vector<std::string> previous;
+  for (const FileToWrite &f : files)
+    previous.push_back(keepPrevious(f.path));
+  auto removePrevious = [&] {
+    for (const std::string &p : previous)
+      if (!p.empty())
+        llvm::sys::fs::remove(p);
+  };
   for (size_t i = 0; i < files.size(); ++i) {
-    if (std::error_code ec = llvm::sys::fs::rename(temporaries[i], files[i].path)) {
-      // Undo what was renamed: no file of the set is left half-updated.
-      for (size_t j = 0; j < i; ++j)
-        llvm::sys::fs::remove(files[j].path);
+    if (std::error_code ec = gRename(temporaries[i], files[i].path)) {
+      // Undo what was renamed: each path holds what it held before.
+      for (size_t j = 0; j < i; ++j) {
+        if (previous[j].empty())
+          llvm::sys::fs::remove(files[j].path);
+        else if (!llvm::sys::fs::rename(previous[j], files[j].path))
+          previous[j].clear();
+      }
       temporaries.erase(temporaries.begin(), temporaries.begin() + i);
       removeTemporaries();
+      removePrevious();
       return absl::UnavailableError(absl::StrCat(files[i].path, ": cannot rename into place: ",
                                                  ec.message()));
     }
   }
+  removePrevious();
   return absl::OkStatus();
 }
 

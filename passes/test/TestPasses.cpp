@@ -3,6 +3,10 @@
 // Hidden from --list-passes, like LLVM's -test-* passes:
 //   test-break-names  renames one value to another's name: the structural
 //                     verifier after the pass catches it.
+//   test-perturb-update
+//                     scales the first float constant of the optimizer phase
+//                     (a learning rate, a beta) by 1.5: the outputs stay, the
+//                     parameter and state updates change; --verify must see it.
 //   test-silent-edit  sets an attribute and claims it changed nothing: the pass
 //                     manager sees the graph's edit epoch move and refuses it.
 //   test-fail         returns an error, to exercise failure reports and reproducers.
@@ -193,9 +197,32 @@ public:
   }
 };
 
+/// A wrong rewrite of the update only: what the step returns is unchanged.
+class TestPerturbUpdatePass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-perturb-update"; }
+  static llvm::StringRef passDescription() {
+    return "test only: scale the optimizer's first float constant by 1.5 (a wrong rewrite)";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    for (Node &n : graph.nodes())
+      if (n.phase() == Phase::Optimizer)
+        for (unsigned i = 0; i < n.numArgs(); ++i)
+          if (n.arg(i).isConstant() && n.arg(i).getConstant().kind() == ConstantKind::Float) {
+            double v = n.arg(i).getConstant().asFloat();
+            n.setArg(i, Argument::constant(Constant::ofFloat(v == 0 ? 1e-3 : v * 1.5)));
+            return true;
+          }
+    return false;
+  }
+};
+
 } // namespace
 
 GRAPHOPT_REGISTER_TEST_PASS(TestWrongConstantPass);
+GRAPHOPT_REGISTER_TEST_PASS(TestPerturbUpdatePass);
 GRAPHOPT_REGISTER_TEST_PASS(TestToggleAttrPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestBreakNamesPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestFailPass);

@@ -377,6 +377,7 @@ int runDriver(int argc, char **argv) {
   bool verifyRequested = verifyOutputs || benchmark;
   OptimizerOptions optimizerOptions;
   optimizerOptions.verifyEach = verifyEach;
+  optimizerOptions.keepVerificationBaseline = verifyRequested;
   optimizerOptions.printAfterAll = printAfterAll;
   optimizerOptions.printAfter.insert(printAfter.begin(), printAfter.end());
   optimizerOptions.timePasses = timePasses;
@@ -498,7 +499,17 @@ int runDriver(int argc, char **argv) {
     auto made = optimizer.analyses().executionContext();
     if (!made.ok())
       return fail(std::string(made.status().message()), kBadInput);
-    for (const Graph *g : {original.get(), graph.get()})
+    // A pass that changes what the step computes (add-optimizer) is not a
+    // rewrite to prove: what follows it is verified against its output.
+    const Graph *reference = original.get();
+    if (const Graph *baseline = optimizer.verificationBaseline()) {
+      reference = baseline;
+      if (verifyRequested)
+        llvm::errs() << "graph-opt: note: verifying against the graph as "
+                     << optimizer.verificationBaselinePass()
+                     << " left it, since it changes what the step computes\n";
+    }
+    for (const Graph *g : {reference, static_cast<const Graph *>(graph.get())})
       if (g)
         if (absl::Status st = checkRunFits(*g, *memoryLimit, g == graph.get() ? "running" : "running the input graph");
             !st.ok())
@@ -513,11 +524,11 @@ int runDriver(int argc, char **argv) {
       vopts.device = device;
       vopts.seed = seed;
       vopts.bitwise = verifyBitwise;
-      auto originalInputs = context.inputsFor(*original);
+      auto originalInputs = context.inputsFor(*reference);
       if (!originalInputs.ok())
         return fail(absl::StrCat(inputPath.getValue(), ": ", originalInputs.status().message()),
                     kBadInput);
-      auto report = verifyRewrite(*original, *graph, model->weights, *originalInputs, *inputs, vopts);
+      auto report = verifyRewrite(*reference, *graph, model->weights, *originalInputs, *inputs, vopts);
       if (!report.ok())
         return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
       llvm::outs().flush(); // keep the summary before the report
@@ -535,7 +546,7 @@ int runDriver(int argc, char **argv) {
         bopts.execution.device = device;
         bopts.execution.seed = seed;
         bopts.execution.planCpuMemory = !noMemoryPlan;
-        auto measured = benchmarkRewrite(*original, *graph, model->weights, *originalInputs,
+        auto measured = benchmarkRewrite(*reference, *graph, model->weights, *originalInputs,
                                          *inputs, bopts);
         if (!measured.ok())
           return fail(absl::StrCat(inputPath.getValue(), ": --benchmark: ",

@@ -74,6 +74,41 @@ TEST_F(FileIOTest, ASetThatCannotBeWrittenWholeLeavesNothing) {
   EXPECT_EQ(entries(), std::vector<std::string>{"b.json"}); // neither a.csv nor a temporary
 }
 
+namespace {
+/// Fails the second rename of a set, as a full disk or a vanished directory
+/// would (the tests run as root, which ignores directory permissions).
+int gRenames = 0;
+std::error_code failSecondRename(const std::string &from, const std::string &to) {
+  if (++gRenames == 2)
+    return std::make_error_code(std::errc::io_error);
+  return llvm::sys::fs::rename(from, to);
+}
+} // namespace
+
+TEST_F(FileIOTest, AFailedRenameRestoresThePreviousFiles) {
+  ASSERT_TRUE(writeFilesAtomically({{path("a.csv"), "old a"}, {path("b.json"), "old b"}}).ok());
+  gRenames = 0;
+  setRenameForTesting(failSecondRename);
+  absl::Status st = writeFilesAtomically(
+      {{path("a.csv"), "new a"}, {path("b.json"), "new b"}, {path("c.csv"), "new c"}});
+  setRenameForTesting(nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find("b.json: cannot rename into place"), std::string::npos)
+      << st.message();
+  // a.csv was renamed into place before b.json failed: it holds the old file
+  // again, and nothing else is left behind (no temporary, no second name).
+  EXPECT_EQ(*readFile(path("a.csv")), "old a");
+  EXPECT_EQ(*readFile(path("b.json")), "old b");
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a.csv", "b.json"}));
+  // A set whose files are new leaves none of them.
+  gRenames = 0;
+  setRenameForTesting(failSecondRename);
+  st = writeFilesAtomically({{path("x.csv"), "x"}, {path("y.csv"), "y"}});
+  setRenameForTesting(nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(entries(), (std::vector<std::string>{"a.csv", "b.json"}));
+}
+
 TEST_F(FileIOTest, AMissingDirectoryIsNamed) {
   absl::Status st = writeFileAtomically(path("missing/a.txt"), "a");
   ASSERT_FALSE(st.ok());

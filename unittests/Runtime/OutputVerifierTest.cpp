@@ -3,6 +3,10 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/OutputVerifier.h"
 
+#include "../ZooArchives.h"
+
+#include <ATen/Parallel.h>
+
 #include <gtest/gtest.h>
 
 using namespace graphopt;
@@ -180,5 +184,30 @@ TEST(OutputVerifierTest, NaNInOneGraphOnlyFailsAndIsNamed) {
     EXPECT_NE(report->outputs[0].problem.find("in the rewritten graph and not the original, 0 the other way"),
               std::string::npos)
         << report->outputs[0].problem;
+  }
+}
+
+// An unmodified graph never fails verification. The embedding backward
+// (index_put with accumulate) adds in a thread-dependent order unless
+// PyTorch's deterministic algorithms are on, which the verifier turns on for
+// every comparison, bitwise or not. Ten verifications per embedding model,
+// four intra-op threads.
+TEST(OutputVerifierTest, AnUnmodifiedEmbeddingModelNeverFailsWithFourThreads) {
+  const std::string dir = test::zooDir();
+  ASSERT_FALSE(dir.empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  struct Threads {
+    int was = at::get_num_threads();
+    Threads() { at::set_num_threads(4); }
+    ~Threads() { at::set_num_threads(was); }
+  } threads;
+  for (const char *name : {"bert-train", "bert-mlm-train", "gpt2-train", "llama-train", "t5-train"}) {
+    auto model = importPt2(dir + "/" + name + ".pt2");
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    for (int i = 0; i < 10; ++i) {
+      auto report =
+          verifyRewrite(*model->graph, *model->graph, model->weights, model->exampleInputs);
+      ASSERT_TRUE(report.ok()) << report.status().message();
+      EXPECT_TRUE(report->passed) << name << ", verification " << i;
+    }
   }
 }

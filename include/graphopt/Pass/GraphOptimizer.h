@@ -40,6 +40,9 @@ struct OptimizerOptions {
   /// the graph at the end, so a failure leaves no report behind. Reproducer
   /// commands name reportDir.
   std::string reportStagingDir;
+  /// Keep a copy of the graph after the last pass that changes what the step
+  /// computes (add-optimizer), for --verify to compare against.
+  bool keepVerificationBaseline = false;
   /// Where instrumentation output goes (graphs, timing); stderr by default.
   llvm::raw_ostream *out = nullptr;
 };
@@ -69,6 +72,11 @@ public:
   const OptimizerOptions &options() const { return options_; }
   const std::vector<PassTiming> &timings() const { return timings_; }
   AnalysisManager &analyses() { return analyses_; }
+  /// With keepVerificationBaseline: the graph as the last pass that changes
+  /// what the step computes left it, and that pass's name; null when no such
+  /// pass ran (verify against the pipeline's input).
+  const Graph *verificationBaseline() const { return baseline_.get(); }
+  const std::string &verificationBaselinePass() const { return baselinePass_; }
   void printTimings(llvm::raw_ostream &os) const;
   void printStatistics(llvm::raw_ostream &os) const;
   /// Every pass's report for people (OptimizationPass::printReport), nested ones included.
@@ -97,6 +105,8 @@ private:
     std::set<std::pair<unsigned, unsigned>> pairs;
   };
   OutputSharing outputSharing_;
+  std::unique_ptr<Graph> baseline_;
+  std::string baselinePass_;
 };
 
 } // namespace graphopt

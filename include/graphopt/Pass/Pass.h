@@ -60,6 +60,10 @@ public:
   virtual PreservedAnalyses preservedAnalyses() const { return PreservedAnalyses::none(); }
   /// The pass's own postconditions, checked after transform.
   virtual absl::Status verify(const Graph &graph) { return absl::OkStatus(); }
+  /// Whether the pass changes what the step computes on purpose (add-optimizer
+  /// appends the optimizer's update): the graph it leaves, not the pipeline's
+  /// input, is what the passes after it are verified against.
+  virtual bool changesWhatTheStepComputes() const { return false; }
   /// What the last run decided, for people (a table); the driver prints it
   /// after the pipeline. Nothing by default.
   virtual void printReport(llvm::raw_ostream &os) const {}

@@ -46,6 +46,10 @@ struct ExecutionOptions {
   /// from it (CpuMemoryPlan.h): a step reuses the previous step's memory
   /// instead of faulting it in again from the system.
   bool planCpuMemory = true;
+  /// Keep a copy of every graph input the step wrote in place, as the step
+  /// left it, in ExecutionResult::writtenInputs (before it is restored): what
+  /// the verifier compares besides the outputs.
+  bool captureWrittenInputs = false;
 };
 
 /// Called before and after each node; `after` sees the node's outputs.
@@ -63,6 +67,9 @@ struct ExecutionResult {
   /// step itself, without binding inputs or restoring what the run wrote in
   /// place (on CUDA, kernels may still be running when it ends).
   double nodeSeconds = 0;
+  /// With captureWrittenInputs: (graph input index, its value after the
+  /// step) for every input some node writes in place, in input order.
+  std::vector<std::pair<unsigned, at::Tensor>> writtenInputs;
 };
 
 class Executor {

@@ -5,8 +5,11 @@
 // in place, so neither sees the other's updates), on CUDA when a GPU is
 // present, otherwise on CPU, and says which;
 // compares every output by role and name with dtype-aware tolerances (exact
-// for integers and bools), and on a failure names the first node, in
-// execution order, whose value diverges among the values both graphs share.
+// for integers and bools), and every graph input either graph writes in place
+// (parameters, buffers, optimizer state, user inputs) as the step left it:
+// the whole step, not only what it returns. On a failure it names the first
+// node, in execution order, whose value diverges among the values both
+// graphs share.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,13 +44,19 @@ struct VerifierOptions {
   /// Bitwise: every output must have exactly the same bytes (so -0.0 differs
   /// from 0.0, and NaN agrees with NaN only with the same payload). For
   /// rewrites that must not change a single bit (CSE, folding of no-ops).
-  /// Both runs use PyTorch's deterministic algorithms (warn-only), since some
-  /// kernels (CPU index_put with accumulate) otherwise differ run to run.
   bool bitwise = false;
+  /// Both runs use PyTorch's deterministic algorithms (warn-only), with or
+  /// without bitwise: some kernels (CPU index_put with accumulate, many CUDA
+  /// reductions) otherwise add in a thread-dependent order, and an unmodified
+  /// graph could fail verification when the machine is busy. A false alarm
+  /// that depends on load is one users learn to ignore.
+  bool deterministic = true;
 };
 
 struct OutputComparison {
-  std::string label; ///< "loss", "gradient fc1.weight", "user_output #0", ...
+  /// "loss", "gradient fc1.weight", "user_output #0", ..., and for inputs
+  /// written in place "parameter fc1.weight after the step".
+  std::string label;
   std::string originalValue, rewrittenValue;
   double maxAbsError = 0;
   double maxRelError = 0;

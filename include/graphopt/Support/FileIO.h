@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <system_error>
 
 namespace graphopt {
 
@@ -39,12 +40,19 @@ absl::Status writeFileAtomically(llvm::StringRef path, llvm::StringRef contents)
 
 /// Writes a set of (path, contents) files that belong together (a pass's
 /// reports): all are written to temporaries first and renamed into place only
-/// when every one was written, so a failure leaves none of them behind.
+/// when every one was written, so a failure leaves none of them behind. If a
+/// rename fails half-way, the files already renamed are undone: a path that
+/// held a file before holds that file again (kept as a hard link, or a copy,
+/// until the set is in place), a path that held none is removed.
 struct FileToWrite {
   std::string path;
   llvm::StringRef contents; ///< must outlive the call
 };
 absl::Status writeFilesAtomically(llvm::ArrayRef<FileToWrite> files);
+/// For tests: replaces the rename writeFilesAtomically uses (null: the real
+/// one), to inject a failure; returns the previous one.
+using RenameFunction = std::error_code (*)(const std::string &from, const std::string &to);
+RenameFunction setRenameForTesting(RenameFunction rename);
 
 /// A pass's reports: creates `dir` (and its parents) if needed, then writes
 /// the files, named relative to it, as one set (writeFilesAtomically).
