@@ -280,6 +280,12 @@ absl::Status PlanState::grow(int32_t c, Clones &added) {
       continue;
     if (std::string why = model_->whyNotRecomputable(*n); !why.empty())
       return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
+    // A storage written in place after it was made holds what the write
+    // left: running its node again gives what it held before the write.
+    if (model_->aliases_->firstWriteOf(v) >= 0)
+      return refuse(absl::StrCat("it needs %", v->name().str(),
+                                 ", which is written in place: a second call would give what it "
+                                 "held before the write"));
     added.insert({n, p});
     int64_t rank = live.rank.lookup(n);
     if (isReplayableDropout(*n)) { // replayed from the mask its forward call drew

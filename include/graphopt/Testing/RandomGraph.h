@@ -1,0 +1,84 @@
+//===- RandomGraph.h - Random well-typed training graphs for pass fuzzing -*- C++ -*-===//
+//
+// The pass fuzzer's generator (docs/Robustness.md, "The pass fuzzer"): a
+// small training step built from a stream of choices, so that a seeded
+// property test and a libFuzzer target share it. Every graph it makes is
+// well typed (each node is typed by the operator's own meta kernel,
+// inferNodeTypes) and passes the structural verifier. It covers what the
+// passes must get right:
+//
+//   forward and backward phases; views and chains of views (view, t, alias,
+//   slice, expand); in-place writes to activations, to views of them and to
+//   graph inputs (a buffer); random operators (rand_like, bernoulli,
+//   native_dropout); multi-output operators (max.dim, native_dropout); tied
+//   parameters; graph outputs that alias (one value twice, a view of
+//   another output); repeated calls (for cse) and copies that change
+//   nothing (clone, x * 1, x + 0: for canonicalize); values kept from the
+//   forward for the backward (for checkpoint).
+//
+// `features` counts what each graph holds, so a run can show that every
+// feature is generated.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+
+#include <absl/status/statusor.h>
+#include <llvm/ADT/ArrayRef.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace graphopt::testing {
+
+/// Where the generator's decisions come from: a seeded engine, or the bytes
+/// of a fuzzer's input (which run out: every choice is then the first).
+class Choices {
+public:
+  explicit Choices(uint64_t seed) : engine_(seed) {}
+  Choices(const uint8_t *data, size_t size) : data_(data), size_(size), fromBytes_(true) {}
+  /// A number in [0, n), n >= 1.
+  uint32_t below(uint32_t n);
+  bool chance(uint32_t percent) { return below(100) < percent; }
+
+private:
+  std::mt19937_64 engine_;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0, used_ = 0;
+  bool fromBytes_ = false;
+};
+
+enum class Feature : uint8_t {
+  Forward,
+  Backward,
+  View,
+  ViewChain,
+  InPlaceActivation,
+  InPlaceThroughView,
+  InPlaceInput,
+  Random,
+  MultiOutput,
+  TiedInput,
+  AliasingOutputs,
+  RepeatedCall,
+  NoOpCopy,
+  SavedForBackward,
+};
+constexpr size_t kNumFeatures = 14;
+llvm::StringRef featureName(Feature f);
+
+struct RandomGraph {
+  std::unique_ptr<Graph> graph;
+  /// How many nodes (or inputs, outputs) of each feature the graph holds.
+  std::array<unsigned, kNumFeatures> features{};
+};
+
+/// A random training step; an error only if the generator itself made a
+/// graph the verifier refuses (a generator bug, reported as such).
+absl::StatusOr<RandomGraph> makeRandomGraph(Choices &choices);
+
+} // namespace graphopt::testing

@@ -1,0 +1,363 @@
+//===- RandomGraph.cpp - Random well-typed training graphs for pass fuzzing ===//
+#include "graphopt/Testing/RandomGraph.h"
+
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/IR/SchemaUtils.h"
+#include "graphopt/IR/TypeInference.h"
+#include "graphopt/IR/Verifier.h"
+
+#include <absl/strings/str_cat.h>
+
+#include <vector>
+
+namespace graphopt::testing {
+
+uint32_t Choices::below(uint32_t n) {
+  if (n <= 1)
+    return 0;
+  if (!fromBytes_)
+    return static_cast<uint32_t>(engine_() % n);
+  if (used_ >= size_)
+    return 0;
+  uint32_t v = data_[used_++];
+  if (n > 256 && used_ < size_)
+    v = v << 8 | data_[used_++];
+  return v % n;
+}
+
+llvm::StringRef featureName(Feature f) {
+  static const char *names[kNumFeatures] = {
+      "forward node",         "backward node",        "view",
+      "view of a view",       "in-place activation",  "in-place through a view",
+      "in-place graph input", "random op",            "multi-output op",
+      "tied input",           "aliasing outputs",     "repeated call",
+      "no-op copy",           "saved for backward",
+  };
+  return names[static_cast<size_t>(f)];
+}
+
+namespace {
+
+Argument val(Value *v) { return Argument::value(v); }
+Argument i64(int64_t v) { return Argument::constant(Constant::ofInt(v)); }
+Argument f64(double v) { return Argument::constant(Constant::ofFloat(v)); }
+Argument ints(llvm::ArrayRef<int64_t> v) { return Argument::constant(Constant::ofIntList(v)); }
+
+bool isFloatTensor(const Value *v) {
+  return v->isTensor() && v->tensorType().isKnown() &&
+         at::isFloatingType(v->tensorType().dtype);
+}
+
+class Generator {
+public:
+  Generator(Choices &choices, RandomGraph &out) : c_(choices), out_(out), g_(*out.graph) {}
+
+  absl::Status run();
+
+private:
+  void count(Feature f) { ++out_.features[static_cast<size_t>(f)]; }
+
+  /// Calls `op` with `positional` arguments (the rest from the schema's
+  /// defaults) in `phase`, typed by its meta kernel; null when the call is
+  /// not one the operator accepts (it is then removed again).
+  Node *call(const char *op, std::vector<Argument> positional, Phase phase);
+  Value *pick(const std::vector<Value *> &pool) { return pool[c_.below(pool.size())]; }
+  /// A value of `pool` with `v`'s sizes, or null.
+  Value *sameSizes(const std::vector<Value *> &pool, const Value *v);
+  /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
+  void step(std::vector<Value *> &pool, Phase phase);
+  void addOutputs(const std::vector<Value *> &forward, const std::vector<Value *> &backward);
+
+  Choices &c_;
+  RandomGraph &out_;
+  Graph &g_;
+  Value *buffer_ = nullptr;
+  std::vector<Value *> parameters_;
+  std::vector<const Node *> pure_; ///< nodes a repeated call may copy
+  int64_t rows_ = 2, cols_ = 3;
+};
+
+Node *Generator::call(const char *op, std::vector<Argument> positional, Phase phase) {
+  auto handle = resolveOperator(op);
+  if (!handle.ok())
+    return nullptr;
+  ArgumentSlots slots(handle->schema());
+  for (Argument &a : positional) {
+    auto slot = slots.positional();
+    if (!slot.ok())
+      return nullptr;
+    slots.set(*slot, std::move(a));
+  }
+  auto args = slots.finish();
+  if (!args.ok())
+    return nullptr;
+  std::vector<ValueType> types(handle->schema().returns().size(), ValueType::unknownTensor());
+  Node *node = g_.createNode(*handle, *args, types, phase);
+  if (!inferNodeTypes(*node).ok()) {
+    (void)g_.eraseNode(node);
+    return nullptr;
+  }
+  count(phase == Phase::Forward ? Feature::Forward : Feature::Backward);
+  return node;
+}
+
+Value *Generator::sameSizes(const std::vector<Value *> &pool, const Value *v) {
+  std::vector<Value *> matches;
+  for (Value *p : pool)
+    if (p->tensorType().sizes == v->tensorType().sizes)
+      matches.push_back(p);
+  return matches.empty() ? nullptr : pick(matches);
+}
+
+void Generator::step(std::vector<Value *> &pool, Phase phase) {
+  static const char *kUnary[] = {"aten::exp", "aten::sin", "aten::cos", "aten::neg",
+                                 "aten::relu", "aten::sigmoid", "aten::tanh"};
+  static const char *kBinary[] = {"aten::add.Tensor", "aten::mul.Tensor", "aten::sub.Tensor",
+                                  "aten::atan2", "aten::maximum"};
+  Value *x = pick(pool);
+  auto keep = [&](Node *n) {
+    if (!n)
+      return;
+    for (Value *out : n->outputs())
+      if (isFloatTensor(out))
+        pool.push_back(out);
+  };
+  auto keepPure = [&](Node *n) {
+    if (n)
+      pure_.push_back(n);
+    keep(n);
+  };
+  // Weights out of 40: mostly pure arithmetic, as real steps are; random
+  // ops and in-place writes rarer (each makes the values it touches
+  // impossible to recompute, so checkpointing may not reach its budget).
+  static const uint8_t kKindOfRoll[40] = {0, 0, 0, 0, 0, 0, 0, 0,   // unary
+                                          2, 2, 2, 2, 2, 2, 2, 2,   // binary
+                                          4, 4, 4, 4,               // views
+                                          5,                        // in-place activation
+                                          6,                        // in-place input
+                                          7,                        // random
+                                          8, 8, 8,                  // multi-output
+                                          9, 9, 9,                  // no-op copies
+                                          10, 10, 10, 10,           // repeated calls
+                                          12, 12, 12, 12, 12, 12, 12}; // x * c
+  switch (kKindOfRoll[c_.below(40)]) {
+  case 0:
+  case 1:
+    keepPure(call(kUnary[c_.below(7)], {val(x)}, phase));
+    return;
+  case 2:
+  case 3:
+    if (Value *y = sameSizes(pool, x))
+      keepPure(call(kBinary[c_.below(5)], {val(x), val(y)}, phase));
+    return;
+  case 4: { // views, and views of views
+    Node *n = nullptr;
+    switch (c_.below(5)) {
+    case 0: n = call("aten::view", {val(x), ints({x->tensorType().numel()})}, phase); break;
+    case 1: n = x->tensorType().rank() == 2 ? call("aten::t", {val(x)}, phase) : nullptr; break;
+    case 2: n = call("aten::alias", {val(x)}, phase); break;
+    case 3:
+      n = x->tensorType().rank() >= 1 && x->tensorType().sizes[0] > 1
+              ? call("aten::slice.Tensor", {val(x), i64(0), i64(0), i64(1)}, phase)
+              : nullptr;
+      break;
+    default:
+      n = x->tensorType().rank() == 1
+              ? call("aten::view", {val(x), ints({rows_, cols_})}, phase)
+              : call("aten::expand", {val(x), ints(x->tensorType().sizes)}, phase);
+    }
+    if (n) {
+      count(Feature::View);
+      if (x->definingNode() && opEffects(*x->definingNode()).isView())
+        count(Feature::ViewChain);
+    }
+    keepPure(n);
+    return;
+  }
+  case 5: { // an in-place write to an activation, or through a view of one
+    // Of this phase's values: a backward that writes what the forward saved
+    // is not what autograd makes.
+    if (!x->definingNode() || x->definingNode()->phase() != phase)
+      return;
+    Value *y = sameSizes(pool, x);
+    if (!y || x->tensorType().dtype != y->tensorType().dtype)
+      return;
+    Node *def = x->definingNode();
+    bool throughView = opEffects(*def).isView();
+    if (def->opName() == "aten::expand")
+      return; // writing an expanded view overlaps itself
+    Node *n = c_.chance(50) ? call("aten::add_.Tensor", {val(x), val(y)}, phase)
+                            : call("aten::mul_.Tensor", {val(x), val(y)}, phase);
+    if (n)
+      count(throughView ? Feature::InPlaceThroughView : Feature::InPlaceActivation);
+    keep(n);
+    return;
+  }
+  case 6: { // an in-place write to a graph input (a buffer, as BN statistics are)
+    Value *y = sameSizes(pool, buffer_);
+    if (!y || phase != Phase::Forward)
+      return;
+    Node *n = call("aten::add_.Tensor", {val(buffer_), val(y)}, phase);
+    if (n)
+      count(Feature::InPlaceInput);
+    return;
+  }
+  case 7: { // random operators
+    Node *n = nullptr;
+    switch (c_.below(3)) {
+    case 0: n = call("aten::rand_like", {val(x)}, phase); break;
+    case 1: n = call("aten::bernoulli.p", {val(x), f64(0.5)}, phase); break;
+    default:
+      n = call("aten::native_dropout", {val(x), f64(0.5), Argument::constant(Constant::ofBool(true))},
+               phase);
+      if (n)
+        count(Feature::MultiOutput);
+    }
+    if (n)
+      count(Feature::Random);
+    keep(n);
+    return;
+  }
+  case 8: { // multi-output, reductions
+    Node *n = x->tensorType().rank() == 2 ? call("aten::max.dim", {val(x), i64(1)}, phase)
+                                          : call("aten::sum.dim_IntList", {val(x), ints({0})}, phase);
+    if (n && n->numOutputs() > 1)
+      count(Feature::MultiOutput);
+    keepPure(n);
+    return;
+  }
+  case 9: { // copies that change nothing
+    Node *n = nullptr;
+    switch (c_.below(3)) {
+    case 0: n = call("aten::clone", {val(x)}, phase); break;
+    case 1: n = call("aten::mul.Tensor", {val(x), f64(1.0)}, phase); break;
+    default: n = call("aten::add.Tensor", {val(x), f64(0.0)}, phase);
+    }
+    if (n)
+      count(Feature::NoOpCopy);
+    keepPure(n);
+    return;
+  }
+  case 10:
+  case 11: { // the same call again (what cse merges)
+    if (pure_.empty())
+      return;
+    const Node *original = pure_[c_.below(pure_.size())];
+    std::vector<Argument> args(original->args().begin(), original->args().end());
+    std::vector<ValueType> types;
+    for (Value *out : original->outputs())
+      types.push_back(out->type());
+    Node *n = g_.createNode(original->op(), args, types, phase);
+    count(Feature::RepeatedCall);
+    count(phase == Phase::Forward ? Feature::Forward : Feature::Backward);
+    keep(n);
+    return;
+  }
+  default:
+    keepPure(call("aten::mul.Tensor", {val(x), f64(0.5 + c_.below(4))}, phase));
+  }
+}
+
+void Generator::addOutputs(const std::vector<Value *> &forward,
+                           const std::vector<Value *> &backward) {
+  // A gradient for each parameter, of its type, computed in backward.
+  for (Value *p : parameters_) {
+    std::vector<Value *> pool(backward);
+    Value *g = nullptr;
+    for (int attempt = 0; attempt < 8 && !g; ++attempt) {
+      Value *v = pick(pool.empty() ? forward : pool);
+      if (v->tensorType().sizes == p->tensorType().sizes)
+        g = v;
+    }
+    Node *n = call("aten::mul.Tensor", {val(g ? g : p), f64(1.0 / (1 + c_.below(3)))},
+                   Phase::Backward);
+    if (n)
+      g_.addOutput(n->output(), OutputRole::Gradient, g_.inputs()[p->index()].target);
+  }
+  // User outputs: some values, mostly of the backward (a forward value
+  // returned is kept to the end, and checkpointing cannot drop it); one
+  // returned twice, or with a view of it.
+  std::vector<Value *> owned; // backward values in storage of their own
+  for (Value *v : backward)
+    if (v->definingNode() && !opEffects(*v->definingNode()).mayAlias())
+      owned.push_back(v);
+  unsigned n = 1 + c_.below(3);
+  for (unsigned i = 0; i < n; ++i) {
+    Value *v = pick(owned.empty() || c_.chance(10) ? forward : owned);
+    g_.addOutput(v, OutputRole::UserOutput);
+    if (c_.chance(20)) {
+      g_.addOutput(v, OutputRole::UserOutput);
+      count(Feature::AliasingOutputs);
+    } else if (c_.chance(20)) {
+      // Appended after everything: in the backward phase.
+      if (Node *view = call("aten::alias", {val(v)}, Phase::Backward)) {
+        g_.addOutput(view->output(), OutputRole::UserOutput);
+        count(Feature::AliasingOutputs);
+      }
+    }
+  }
+}
+
+absl::Status Generator::run() {
+  rows_ = 2 + c_.below(3);
+  cols_ = 2 + c_.below(4);
+  TensorType t = TensorType::contiguous(c10::kFloat, {rows_, cols_});
+  Value *x = g_.addInput("x", ValueType::ofTensor(t), InputRole::UserInput);
+  Value *w = g_.addInput("w", ValueType::ofTensor(t), InputRole::Parameter, "w");
+  parameters_.push_back(w);
+  if (c_.chance(30)) {
+    Value *tied = g_.addInput("w_tied", ValueType::ofTensor(t), InputRole::Parameter, "w_tied");
+    if (g_.tieInput(tied->index(), w).ok()) {
+      count(Feature::TiedInput);
+      parameters_.push_back(tied);
+    }
+  } else {
+    parameters_.push_back(
+        g_.addInput("v", ValueType::ofTensor(t), InputRole::Parameter, "v"));
+  }
+  buffer_ = g_.addInput("running", ValueType::ofTensor(t), InputRole::Buffer, "running");
+
+  std::vector<Value *> forward{x, parameters_[0], parameters_[1]};
+  unsigned forwardSteps = 4 + c_.below(20);
+  for (unsigned i = 0; i < forwardSteps; ++i)
+    step(forward, Phase::Forward);
+  // The loss: a sum over the last forward float value (and the parameters,
+  // so that every parameter feeds it).
+  Value *last = forward.back();
+  Node *loss = call("aten::sum", {val(last)}, Phase::Forward);
+  if (!loss)
+    return absl::InternalError("the generator could not make a loss");
+  std::vector<Value *> backward;
+  // The backward reads forward values: they are saved for it.
+  std::vector<Value *> readable(forward);
+  unsigned backwardSteps = 2 + c_.below(10);
+  for (unsigned i = 0; i < backwardSteps; ++i) {
+    size_t before = readable.size();
+    step(readable, Phase::Backward);
+    for (size_t j = before; j < readable.size(); ++j)
+      backward.push_back(readable[j]);
+  }
+  for (Value *v : forward)
+    for (const Use &u : v->uses())
+      if (u.user && u.user->phase() == Phase::Backward && v->definingNode()) {
+        count(Feature::SavedForBackward);
+        break;
+      }
+  g_.addOutput(loss->output(), OutputRole::Loss);
+  addOutputs(forward, backward);
+  return verifyGraph(g_);
+}
+
+} // namespace
+
+absl::StatusOr<RandomGraph> makeRandomGraph(Choices &choices) {
+  RandomGraph out;
+  out.graph = std::make_unique<Graph>("fuzz");
+  Generator gen(choices, out);
+  if (absl::Status st = gen.run(); !st.ok())
+    return absl::InternalError(absl::StrCat("the generator made a graph the verifier refuses: ",
+                                            st.message()));
+  return out;
+}
+
+} // namespace graphopt::testing
