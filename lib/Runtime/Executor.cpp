@@ -75,6 +75,21 @@ absl::Status checkDeclaredType(const Node &node, unsigned i, const c10::IValue &
       shapeOf(t), ": the graph's types do not describe what its operators compute"));
 }
 
+/// Why `t`'s layout is not `want`'s, or "": strides over the dimensions of
+/// more than one element (a stride of a size-1 dimension is never used), and
+/// the device type when the graph was typed for the device it runs on.
+std::string layoutDifference(const at::Tensor &t, const TensorType &want, c10::Device runDevice) {
+  if (t.numel() == 0 || static_cast<size_t>(t.dim()) != want.strides.size())
+    return "";
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) != want.strides[d])
+      return absl::StrCat("strides [", absl::StrJoin(t.strides(), ", "), "], declared [",
+                          absl::StrJoin(want.strides, ", "), "]");
+  if (want.device.type() == runDevice.type() && t.device().type() != want.device.type())
+    return absl::StrCat("device ", t.device().str(), ", declared ", want.device.str());
+  return "";
+}
+
 } // namespace
 
 Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options)
@@ -215,6 +230,14 @@ absl::Status Executor::runNode(const Node &node) {
   for (unsigned i = 0; i < node.numOutputs(); ++i) {
     if (absl::Status st = checkDeclaredType(node, i, results[i]); !st.ok())
       return st;
+    if (options_.checkLayouts && layoutMismatch_.empty() && results[i].isTensor() &&
+        results[i].toTensor().defined() && node.output(i)->isTensor() &&
+        node.output(i)->tensorType().isKnown())
+      if (std::string why = layoutDifference(results[i].toTensor(), node.output(i)->tensorType(),
+                                             options_.device);
+          !why.empty())
+        layoutMismatch_ = absl::StrCat("node ", node.describe(), " (", node.opName(), ") made %",
+                                       node.output(i)->name().str(), " with ", why);
     values_[node.output(i)->id()] = results[i];
   }
   for (auto h = hooks_.rbegin(); h != hooks_.rend(); ++h)
@@ -318,6 +341,7 @@ absl::StatusOr<ExecutionResult> Executor::runUnguarded(llvm::ArrayRef<at::Tensor
                                                    userInputs.size(), " given"));
 
   seedGenerators(options_.seed);
+  layoutMismatch_.clear();
   auto nodesStart = std::chrono::steady_clock::now();
   for (const Node &n : graph_.nodes()) {
     if (absl::Status st = runNode(n); !st.ok()) {
@@ -330,6 +354,7 @@ absl::StatusOr<ExecutionResult> Executor::runUnguarded(llvm::ArrayRef<at::Tensor
   }
 
   ExecutionResult result;
+  result.layoutMismatch = std::move(layoutMismatch_);
   result.nodeSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - nodesStart).count();
   for (const GraphOutput &out : graph_.outputs()) {

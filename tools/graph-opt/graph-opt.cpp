@@ -269,12 +269,13 @@ absl::Status drawHtmlReport(llvm::StringRef dir) {
   return absl::OkStatus();
 }
 
-/// True when the pipeline profiles (so its reports hold a profile.json).
-bool pipelineProfiles(const GraphOptimizer &optimizer) {
-  for (const auto &pass : optimizer.passes())
-    if (pass->name() == "profile")
-      return true;
-  return false;
+/// True when the pipeline wrote a profile into the staged reports: whatever
+/// pass did (profile at the top level, or nested: repeat{profile}), that is
+/// what report.html is drawn from.
+bool reportsHoldAProfile(llvm::StringRef stagingDir) {
+  llvm::SmallString<256> path(stagingDir);
+  llvm::sys::path::append(path, "profile.json");
+  return llvm::sys::fs::exists(path);
 }
 
 int runDriver(int argc, char **argv);
@@ -474,7 +475,7 @@ int runDriver(int argc, char **argv) {
     // graph itself goes to stdout.
     bool graphToStdout = (emitText || !outputPath.empty()) && (outputPath.empty() || outputPath == "-");
     optimizer.printReports(graphToStdout ? llvm::errs() : llvm::outs());
-    if (htmlReport && !reportDir.empty() && pipelineProfiles(optimizer))
+    if (htmlReport && !reportDir.empty() && reportsHoldAProfile(staging.dir()))
       if (absl::Status st = drawHtmlReport(staging.dir()); !st.ok())
         return fail(std::string(st.message()), kBadInput);
   }

@@ -50,6 +50,13 @@ struct ExecutionOptions {
   /// left it, in ExecutionResult::writtenInputs (before it is restored): what
   /// the verifier compares besides the outputs.
   bool captureWrittenInputs = false;
+  /// Also compare each result's strides (over dimensions of more than one
+  /// element) and device with its declared type, and record the first
+  /// mismatch in ExecutionResult::layoutMismatch (the run goes on). What
+  /// --verify turns on: passes decide on declared strides (cse, reinplace,
+  /// add-optimizer), and a declared layout the kernel does not make is a
+  /// wrong graph. Dtype and sizes are always checked (a mismatch fails the run).
+  bool checkLayouts = false;
 };
 
 /// Called before and after each node; `after` sees the node's outputs.
@@ -70,6 +77,9 @@ struct ExecutionResult {
   /// With captureWrittenInputs: (graph input index, its value after the
   /// step) for every input some node writes in place, in input order.
   std::vector<std::pair<unsigned, at::Tensor>> writtenInputs;
+  /// With checkLayouts: the first result whose strides or device are not the
+  /// declared ones, naming the node; "" when all were.
+  std::string layoutMismatch;
 };
 
 class Executor {
@@ -133,6 +143,8 @@ private:
   std::vector<at::Tensor> boundUserInputs_;
   /// The arena plan of this executor's runs (planCpuMemory, on the CPU).
   std::unique_ptr<CpuMemoryPlan> memoryPlan_;
+  /// The first layout mismatch of the run being made (checkLayouts).
+  std::string layoutMismatch_;
 };
 
 } // namespace graphopt

@@ -73,6 +73,9 @@ struct VerificationReport {
   bool passed = false;
   /// On failure: the first node whose output differs, "" when none was found.
   std::string firstDivergence;
+  /// Said beside the result: a difference the first runs showed that a
+  /// second run of both graphs did not (kernels that vary run to run).
+  std::string note;
 
   void print(llvm::raw_ostream &os) const;
 };
