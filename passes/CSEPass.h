@@ -62,13 +62,21 @@ public:
     std::string decision; ///< merged, refused, or readers merged
   };
 
+protected:
+  void reset() override {
+    decisions_.clear();
+    recorded_.clear();
+    refusedPairs_.clear();
+  }
+
 private:
   PassOption<bool> acrossPhases_{
       this, "across-phases",
       "merge across the forward/backward boundary even when that raises the simulated peak", false};
   PassOption<bool> commutative_{this, "commutative",
                                 "equate a+b and b+a for operators whose operands commute", true};
-  /// Every decision over all runs (repeat{...} runs the pass again), without repeats.
+  /// Every decision over the rounds of this run (repeat{...} runs the pass
+  /// again), without repeats.
   std::vector<Decision> decisions_;
   std::set<std::string> recorded_;
   /// (earlier, later) node ids of refused pairs already counted.

@@ -73,6 +73,9 @@ public:
 protected:
   absl::Status validateOptions() override;
 
+protected:
+  void reset() override { outcome_.reset(); }
+
 private:
   enum class Planner { Greedy, Milp };
   enum class Cost { Profile, Flops };

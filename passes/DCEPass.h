@@ -32,6 +32,12 @@ public:
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
 
+protected:
+  void reset() override {
+    countedInputs_.clear();
+    remarked_.clear();
+  }
+
 private:
   PassOption<bool> inputs_{this, "inputs", "also remove graph inputs nothing reads", false};
   // repeat{...} runs the pass again: count each unused input once, and give

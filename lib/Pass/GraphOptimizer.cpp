@@ -244,6 +244,10 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   bool anyChange = false;
   timings_.clear();
   depth_ = 0;
+  baseline_.reset();
+  baselinePass_.clear();
+  for (auto &pass : passes_)
+    pass->startNewRun();
   // A reproducer needs the pipeline's input: the caller's file, or one copy.
   std::unique_ptr<Graph> start;
   if (!options_.reproducerDir.empty() && options_.inputPath.empty() && !passes_.empty())

@@ -345,7 +345,7 @@ TEST(GraphOptimizerTest, APassThatPreservesAnAnalysisLeavesItCached) {
   EXPECT_EQ(drops.analyses().numCached(), 0u);
 }
 
-TEST(GraphOptimizerTest, GaugesAreSetAndCountersSummedAcrossRuns) {
+TEST(GraphOptimizerTest, EachRunReportsItsOwnStatistics) {
   auto g = smallGraph();
   GraphOptimizer opt;
   ASSERT_TRUE(opt.addPipeline("liveness,test-count").ok());
@@ -354,7 +354,9 @@ TEST(GraphOptimizerTest, GaugesAreSetAndCountersSummedAcrossRuns) {
   ASSERT_TRUE(opt.run(*g).ok());
   EXPECT_EQ(opt.passes()[0]->statistics().at("peak bytes (simulated)").value, peak);
   EXPECT_TRUE(opt.passes()[0]->statistics().at("peak bytes (simulated)").gauge);
-  EXPECT_EQ(opt.passes()[1]->statistics().at("nodes in phase all").value, 4);
+  // A second run of the pipeline counts its own nodes, not both runs' (the
+  // rounds of repeat{} are one run).
+  EXPECT_EQ(opt.passes()[1]->statistics().at("nodes in phase all").value, 2);
 }
 
 // --- typed options ---------------------------------------------------------------

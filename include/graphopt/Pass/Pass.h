@@ -74,6 +74,15 @@ public:
   };
   const std::map<std::string, Statistic> &statistics() const { return statistics_; }
 
+  /// Forgets what earlier runs left: statistics, and the pass's own state
+  /// (reset()). GraphOptimizer::run calls it on every pass as it starts, so
+  /// each run of a pipeline (a library caller's, a second graph's) reports
+  /// what that run did; the rounds of repeat{} are one run.
+  void startNewRun() {
+    statistics_.clear();
+    reset();
+  }
+
   /// Where the pass may write reports (CSV, JSON); "" for none (--report-dir).
   void setReportDirectory(std::string dir) { reportDirectory_ = std::move(dir); }
   const std::string &reportDirectory() const { return reportDirectory_; }
@@ -84,6 +93,9 @@ public:
   bool verifyingEach() const { return verifyingEach_; }
 
 protected:
+  /// Drops the state a pass keeps across the rounds of one run (cse's
+  /// decisions for cse.csv, dce's remarks already made).
+  virtual void reset() {}
   /// Cross-option checks after all options were read (e.g. "a needs b").
   virtual absl::Status validateOptions() { return absl::OkStatus(); }
   /// A count: summed over every run of the pass.
@@ -124,6 +136,14 @@ class PassGroup : public OptimizationPass {
 public:
   void addNested(std::unique_ptr<OptimizationPass> pass) { nested_.push_back(std::move(pass)); }
   const std::vector<std::unique_ptr<OptimizationPass>> &nested() const { return nested_; }
+
+protected:
+  void reset() override {
+    for (auto &pass : nested_)
+      pass->startNewRun();
+  }
+
+public:
   /// Runs the group; returns whether the graph changed.
   virtual absl::StatusOr<bool> run(Graph &graph, PassRunner &runner) = 0;
 
