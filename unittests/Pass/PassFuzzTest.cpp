@@ -11,7 +11,7 @@
 // cannot run. The graph and pipeline of a failure are printed, ready to be
 // a lit regression test.
 //
-// GRAPHOPT_PASS_FUZZ_GRAPHS sets how many graphs (default 400), and
+// GRAPHOPT_PASS_FUZZ_GRAPHS sets how many graphs (default 400; make test runs 2000), and
 // GRAPHOPT_PASS_FUZZ_SEED the first seed.
 //
 //===----------------------------------------------------------------------===//
@@ -79,7 +79,7 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
   const uint64_t firstSeed = envNumber("GRAPHOPT_PASS_FUZZ_SEED", 1);
   std::array<uint64_t, kNumFeatures> featureGraphs{};
   std::map<std::string, unsigned> refusals;
-  unsigned refusedGraphs = 0, budgetRefusedGraphs = 0, failures = 0, rewrites = 0;
+  unsigned refusedGraphs = 0, budgetRefusedGraphs = 0, failures = 0, rewrites = 0, unrunnable = 0;
   auto start = std::chrono::steady_clock::now();
 
   for (uint64_t seed = firstSeed; seed < firstSeed + graphs && failures < 5; ++seed) {
@@ -140,6 +140,12 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
       vopts.bitwise = true;
       auto verified = verifyRewrite(reference, *rewritten, weights, *inputs, vopts);
       if (!verified.ok()) {
+        // A generated step PyTorch itself refuses to run (an in-place write
+        // from an operand overlapping it) tests no pass: counted, skipped.
+        if (llvm::StringRef(std::string(verified.status().message())).startswith("original graph:")) {
+          ++unrunnable;
+          break;
+        }
         report(absl::StrCat("the rewritten graph could not run: ", verified.status().message()));
         continue;
       }
@@ -166,7 +172,8 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
             << " pipelines in " << seconds << " s (" << graphs / seconds << " graphs/s), "
             << rewrites << " rewrites verified, " << refusedGraphs
             << " graphs refused by some pipeline, " << budgetRefusedGraphs
-            << " with a checkpoint budget no plan reaches\n";
+            << " with a checkpoint budget no plan reaches, " << unrunnable
+            << " generated steps PyTorch does not run\n";
   std::cout << "features (graphs holding each):\n";
   for (size_t f = 0; f < kNumFeatures; ++f)
     std::cout << "  " << featureName(static_cast<Feature>(f)).str() << ": " << featureGraphs[f]
