@@ -37,19 +37,12 @@ template <int64_t First, int64_t... Rest> void sizes(benchmark::internal::Benchm
   (b->Arg(Rest), ...);
 }
 
-/// `->Apply(argSets<...>)` for two-argument benchmarks is spelled out where
-/// used; this one: at least `Seconds` of iterations, or one in smoke mode.
+/// At least `Seconds` of iterations, or one in smoke mode.
 template <int Seconds> void minSeconds(benchmark::internal::Benchmark *b) {
   if (smokeMode())
     b->Iterations(1);
   else
     b->MinTime(Seconds);
-}
-
-/// One iteration in smoke mode, Google Benchmark's own choice otherwise.
-inline void onceInSmoke(benchmark::internal::Benchmark *b) {
-  if (smokeMode())
-    b->Iterations(1);
 }
 
 } // namespace graphopt::bench

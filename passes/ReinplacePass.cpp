@@ -122,7 +122,6 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
   // Kept right while rewriting: each rewrite is told to it.
   AliasInfo aliases(graph);
   int64_t bytesReused = 0;
-  bool changed = false;
   const uint64_t epochAtStart = graph.editEpoch();
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
     Node &n = *it++;
@@ -159,12 +158,11 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
     addStatistic("reinplaced nodes");
     addStatistic(absl::StrCat("reinplaced ", name.name, name.overload_name.empty() ? "" : ".",
                               name.overload_name));
-    changed = true;
   }
   addStatistic("bytes no longer allocated", bytesReused);
-  // A scatter kept after all leaves the graph as it was, but its view node
-  // was made and erased (ids consumed): that is an edit, and is reported.
-  changed |= graph.editEpoch() != epochAtStart;
+  // Whether anything was edited: a rewrite, or a scatter kept after all,
+  // whose view node was made and erased (ids consumed).
+  const bool changed = graph.editEpoch() != epochAtStart;
   if (changed && peakBefore >= 0) {
     absl::StatusOr<LivenessResult> after = LivenessAnalysis::compute(graph);
     if (!after.ok())

@@ -42,7 +42,6 @@ AliasInfo::AliasInfo(const Graph &graph)
     // Writes: each storage written, at this rank; each value on the chain
     // of views from the written value back to its roots is written through.
     for (Value *w : writtenValues(n)) {
-      anyWrites_ = true;
       for (unsigned root : roots_.lookup(w)) {
         std::vector<int64_t> &writes = storages_[root].writes;
         if (writes.empty() || writes.back() != rank)
@@ -223,15 +222,6 @@ const Node *AliasInfo::lastReaderOf(const Value *root) const {
       if (!last || last->comesBefore(f->lastReader))
         last = f->lastReader;
   return last;
-}
-
-bool AliasInfo::escapes(const Value *root) const {
-  Roots ids;
-  resolve(root->id(), ids);
-  return llvm::any_of(ids, [&](unsigned id) {
-    const StorageFacts *f = factsOf(id);
-    return f && f->escapes;
-  });
 }
 
 bool AliasInfo::reachesGraphOutput(const Value *v) const {

@@ -132,7 +132,7 @@ const char *whyNotWritableInPlace(const AliasInfo &aa, const Node &node, const V
   const Value *root = roots[0];
   if (root->isGraphInput())
     return "first operand is a graph input or a view of one";
-  if (aa.escapes(root))
+  if (aa.reachesGraphOutput(root))
     return "first operand's storage is returned";
   if (aa.lastReaderOf(root) != &node)
     return "first operand's storage is read later";

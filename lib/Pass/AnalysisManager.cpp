@@ -16,12 +16,12 @@ void AnalysisManager::invalidate(const Graph &graph, const PreservedAnalyses &pr
 }
 
 void AnalysisManager::dropStale(const Graph &graph) {
-  dropWhere([&](const Key &k) {
-    if (k.graph != graph.uid())
-      return false;
-    auto it = results_.find(k);
-    return it != results_.end() && it->second.epoch != graph.editEpoch();
-  });
+  std::set<Key> stale;
+  for (const auto &[key, entry] : results_)
+    if (key.graph == graph.uid() && entry.epoch != graph.editEpoch())
+      stale.insert(key);
+  if (!stale.empty())
+    dropWhere([&](const Key &k) { return stale.count(k) != 0; });
 }
 
 void AnalysisManager::dropWhere(const std::function<bool(const Key &)> &pred) {

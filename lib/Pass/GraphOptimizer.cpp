@@ -154,8 +154,11 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     changed = group->run(graph, *this);
     --depth_;
   } else {
-    // Which outputs share storage before the pass (cheap: one walk over the graph).
-    outputSharing_ = {graph.outputs().size(), outputsSharingStorage(graph)};
+    // Which outputs share storage before the pass: what the last check
+    // found, unless the graph was edited since (one walk over the graph).
+    if (outputSharing_.graph != graph.uid() || outputSharing_.epoch != graph.editEpoch())
+      outputSharing_ = {graph.uid(), graph.editEpoch(), graph.outputs().size(),
+                        outputsSharingStorage(graph)};
     if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
       return st;
     changed = pass.transform(graph, analyses_);
@@ -217,6 +220,7 @@ absl::Status GraphOptimizer::checkOutputSharing(const Graph &graph) {
             ") share storage, which they did not before: the caller would get two tensors "
             "that are one"));
       }
+  outputSharing_ = {graph.uid(), graph.editEpoch(), graph.outputs().size(), std::move(after)};
   return absl::OkStatus();
 }
 

@@ -12,19 +12,6 @@
 
 namespace graphopt::testing {
 
-uint32_t Choices::below(uint32_t n) {
-  if (n <= 1)
-    return 0;
-  if (!fromBytes_)
-    return static_cast<uint32_t>(engine_() % n);
-  if (used_ >= size_)
-    return 0;
-  uint32_t v = data_[used_++];
-  if (n > 256 && used_ < size_)
-    v = v << 8 | data_[used_++];
-  return v % n;
-}
-
 llvm::StringRef featureName(Feature f) {
   static const char *names[kNumFeatures] = {
       "forward node",         "backward node",        "view",
@@ -130,27 +117,22 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
   // Weights out of 40: mostly pure arithmetic, as real steps are; random
   // ops and in-place writes rarer (each makes the values it touches
   // impossible to recompute, so checkpointing may not reach its budget).
-  static const uint8_t kKindOfRoll[40] = {0, 0, 0, 0, 0, 0, 0, 0,   // unary
-                                          2, 2, 2, 2, 2, 2, 2, 2,   // binary
-                                          4, 4, 4, 4,               // views
-                                          5,                        // in-place activation
-                                          6,                        // in-place input
-                                          7,                        // random
-                                          8, 8, 8,                  // multi-output
-                                          9, 9, 9,                  // no-op copies
-                                          10, 10, 10, 10,           // repeated calls
-                                          12, 12, 12, 12, 12, 12, 12}; // x * c
+  enum Kind : uint8_t { Unary, Binary, View, InPlace, InPlaceInput, Rand, Multi, Copy, Repeat, Scale };
+  static const Kind kKindOfRoll[40] = {Unary,  Unary,  Unary,  Unary,  Unary,  Unary,  Unary,
+                                       Unary,  Binary, Binary, Binary, Binary, Binary, Binary,
+                                       Binary, Binary, View,   View,   View,   View,   InPlace,
+                                       InPlaceInput,   Rand,   Multi,  Multi,  Multi,  Copy,
+                                       Copy,   Copy,   Repeat, Repeat, Repeat, Repeat, Scale,
+                                       Scale,  Scale,  Scale,  Scale,  Scale,  Scale};
   switch (kKindOfRoll[c_.below(40)]) {
-  case 0:
-  case 1:
+  case Unary:
     keepPure(call(kUnary[c_.below(7)], {val(x)}, phase));
     return;
-  case 2:
-  case 3:
+  case Binary:
     if (Value *y = sameSizes(pool, x))
       keepPure(call(kBinary[c_.below(5)], {val(x), val(y)}, phase));
     return;
-  case 4: { // views, and views of views
+  case View: { // views, and views of views
     Node *n = nullptr;
     switch (c_.below(5)) {
     case 0: n = call("aten::view", {val(x), ints({x->tensorType().numel()})}, phase); break;
@@ -174,7 +156,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keepPure(n);
     return;
   }
-  case 5: { // an in-place write to an activation, or through a view of one
+  case InPlace: { // an in-place write to an activation, or through a view of one
     // Of this phase's values: a backward that writes what the forward saved
     // is not what autograd makes.
     if (!x->definingNode() || x->definingNode()->phase() != phase)
@@ -193,7 +175,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keep(n);
     return;
   }
-  case 6: { // an in-place write to a graph input (a buffer, as BN statistics are)
+  case InPlaceInput: { // an in-place write to a graph input (a buffer, as BN statistics are)
     Value *y = sameSizes(pool, buffer_);
     if (!y || phase != Phase::Forward)
       return;
@@ -202,7 +184,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
       count(Feature::InPlaceInput);
     return;
   }
-  case 7: { // random operators
+  case Rand: { // random operators
     Node *n = nullptr;
     switch (c_.below(3)) {
     case 0: n = call("aten::rand_like", {val(x)}, phase); break;
@@ -218,7 +200,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keep(n);
     return;
   }
-  case 8: { // multi-output, reductions
+  case Multi: { // multi-output, reductions
     Node *n = x->tensorType().rank() == 2 ? call("aten::max.dim", {val(x), i64(1)}, phase)
                                           : call("aten::sum.dim_IntList", {val(x), ints({0})}, phase);
     if (n && n->numOutputs() > 1)
@@ -226,7 +208,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keepPure(n);
     return;
   }
-  case 9: { // copies that change nothing
+  case Copy: { // copies that change nothing
     Node *n = nullptr;
     switch (c_.below(3)) {
     case 0: n = call("aten::clone", {val(x)}, phase); break;
@@ -238,8 +220,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keepPure(n);
     return;
   }
-  case 10:
-  case 11: { // the same call again (what cse merges)
+  case Repeat: { // the same call again (what cse merges)
     if (pure_.empty())
       return;
     const Node *original = pure_[c_.below(pure_.size())];
@@ -253,7 +234,7 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
     keep(n);
     return;
   }
-  default:
+  case Scale:
     keepPure(call("aten::mul.Tensor", {val(x), f64(0.5 + c_.below(4))}, phase));
   }
 }
@@ -262,10 +243,10 @@ void Generator::addOutputs(const std::vector<Value *> &forward,
                            const std::vector<Value *> &backward) {
   // A gradient for each parameter, of its type, computed in backward.
   for (Value *p : parameters_) {
-    std::vector<Value *> pool(backward);
+    const std::vector<Value *> &pool = backward.empty() ? forward : backward;
     Value *g = nullptr;
     for (int attempt = 0; attempt < 8 && !g; ++attempt) {
-      Value *v = pick(pool.empty() ? forward : pool);
+      Value *v = pick(pool);
       if (v->tensorType().sizes == p->tensorType().sizes)
         g = v;
     }

@@ -101,7 +101,6 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
       OptimizerOptions options;
       options.verifyEach = true;
       options.keepVerificationBaseline = true;
-      options.reproducerDir = "";
       GraphOptimizer optimizer(options);
       ASSERT_TRUE(optimizer.addPipeline(pc.pipeline).ok()) << pc.pipeline;
       ExecutionContext context;

@@ -30,9 +30,8 @@
 // Values created after the snapshot are followed through their definitions
 // on each question. Positions (`rankOf`) and write facts are those of the
 // graph as it was analysed: a pass may erase nodes and merge values, but
-// one that adds writes must not ask about writes afterwards. The analysis
-// manager keeps a read-only snapshot (AliasAnalysis) for passes that do not
-// edit; passes that edit make their own AliasInfo.
+// one that adds writes must not ask about writes afterwards. Each user makes
+// its own AliasInfo (one walk of the graph) where it needs one.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -79,8 +78,6 @@ public:
 
   // --- writes -----------------------------------------------------------------
 
-  /// Whether any node of the analysed graph writes in place.
-  bool anyWrites() const { return anyWrites_; }
   /// `v` is written in place somewhere, directly or through a view of it.
   bool isWrittenThrough(const Value *v) const;
   /// A node ranked strictly between `after` and `before` writes a storage
@@ -97,8 +94,6 @@ public:
   /// The last node reading storage root `root` through any value living in
   /// it; null when only graph outputs (or nothing) read it.
   const Node *lastReaderOf(const Value *root) const;
-  /// Some graph output lives in storage root `root`.
-  bool escapes(const Value *root) const;
   /// Some graph output lives in a storage `v` lives in.
   bool reachesGraphOutput(const Value *v) const;
   /// How many operands of `node` (counting repeats) live in storage `root`.
@@ -142,7 +137,6 @@ private:
   llvm::DenseMap<unsigned, StorageFacts> storages_;
   /// Storage roots merged into others' (noteReplaced), and where they went.
   llvm::DenseMap<unsigned, Roots> redirects_;
-  bool anyWrites_ = false;
 };
 
 /// The pairs (i, j), i < j, of graph outputs that may share storage (one is
@@ -150,13 +144,5 @@ private:
 /// A pass may not add a pair: PyTorch would hand the caller two tensors that
 /// are one (two gradients, and `clip_grad_norm_` scales the storage twice).
 std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph);
-
-/// The analysis-manager entry: a read-only snapshot for passes that do not
-/// edit the graph while they ask (`am.getResult<AliasAnalysis>(graph)`).
-struct AliasAnalysis {
-  static llvm::StringRef analysisName() { return "alias"; }
-  using Result = AliasInfo;
-  static AliasInfo run(const Graph &graph) { return AliasInfo(graph); }
-};
 
 } // namespace graphopt

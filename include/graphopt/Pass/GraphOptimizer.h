@@ -99,8 +99,10 @@ private:
   std::vector<PassTiming> timings_;
   AnalysisManager analyses_;
   unsigned depth_ = 0; ///< how deep in groups the pass being run is
-  /// Which graph outputs shared storage before the pass being run.
+  /// Which graph outputs share storage, for the graph and edit epoch it was
+  /// computed on (a pass that changed nothing leaves it right for the next).
   struct OutputSharing {
+    uint64_t graph = 0, epoch = 0; ///< Graph::uid() (0: none yet), Graph::editEpoch()
     size_t outputs = 0;
     std::set<std::pair<unsigned, unsigned>> pairs;
   };

@@ -1,8 +1,8 @@
 //===- RandomGraph.h - Random well-typed training graphs for pass fuzzing -*- C++ -*-===//
 //
 // The pass fuzzer's generator (docs/Robustness.md, "The pass fuzzer"): a
-// small training step built from a stream of choices, so that a seeded
-// property test and a libFuzzer target share it. Every graph it makes is
+// small training step built from a stream of seeded choices, for the
+// property test (and, next, a libFuzzer target). Every graph it makes is
 // well typed (each node is typed by the operator's own meta kernel,
 // inferNodeTypes) and passes the structural verifier. It covers what the
 // passes must get right:
@@ -35,21 +35,17 @@
 
 namespace graphopt::testing {
 
-/// Where the generator's decisions come from: a seeded engine, or the bytes
-/// of a fuzzer's input (which run out: every choice is then the first).
+/// Where the generator's decisions come from: a seeded engine (a fuzz
+/// target would draw them from its input's bytes instead).
 class Choices {
 public:
   explicit Choices(uint64_t seed) : engine_(seed) {}
-  Choices(const uint8_t *data, size_t size) : data_(data), size_(size), fromBytes_(true) {}
   /// A number in [0, n), n >= 1.
-  uint32_t below(uint32_t n);
+  uint32_t below(uint32_t n) { return n <= 1 ? 0 : static_cast<uint32_t>(engine_() % n); }
   bool chance(uint32_t percent) { return below(100) < percent; }
 
 private:
   std::mt19937_64 engine_;
-  const uint8_t *data_ = nullptr;
-  size_t size_ = 0, used_ = 0;
-  bool fromBytes_ = false;
 };
 
 enum class Feature : uint8_t {
