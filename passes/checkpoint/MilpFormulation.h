@@ -47,6 +47,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "checkpoint/MilpProblem.h"
 #include "checkpoint/RecomputeModel.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -56,19 +57,6 @@
 #include <vector>
 
 namespace graphopt {
-
-/// A 0-1 program in the form CBC loads: every column binary (bounds [0, upper]).
-struct MilpProblem {
-  struct Row { ///< sum coefficients[k] * x[columns[k]] >= rhs
-    std::vector<int> columns;
-    std::vector<double> coefficients;
-    double rhs = 0;
-  };
-  std::vector<double> objective; ///< per column
-  std::vector<double> upper;     ///< per column: 1, or 0 when fixed to 0
-  std::vector<Row> rows;
-  size_t memoryRows = 0; ///< none: nothing has to be dropped
-};
 
 class CheckpointMilp {
 public:

@@ -1,7 +1,8 @@
 //===- MilpPlanner.cpp - The optimal plan of a MILP, solved by CBC ---------===//
 //
-// Solves CheckpointMilp (MilpFormulation.h) with CBC's C interface and
-// completes the plan as the greedy does: the closure of the dropped set and
+// Solves CheckpointMilp (MilpFormulation.h) with CBC, in a program of its own
+// (graph-opt-milp, tools/milp/: a solver crash or hang is an error naming
+// this planner, not the end of graph-opt), and completes the plan as the greedy does: the closure of the dropped set and
 // the liveness simulation of the rewritten graph, which decides whether the
 // budget is met. The program's memory rows leave out the clones' own
 // temporaries, so where the simulation is over the budget, that rank's row is
@@ -20,16 +21,23 @@
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/MilpFormulation.h"
-
-#include <coin/Cbc_C_Interface.h>
+#include "checkpoint/MilpProblem.h"
 
 #include <absl/strings/str_cat.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
-#include <cmath>
-#include <limits>
-#include <memory>
-#include <mutex>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 namespace graphopt {
 
@@ -38,21 +46,107 @@ namespace {
 /// Solves in all: the first, then those that tighten where the simulation is over.
 constexpr unsigned kMaxRounds = 4;
 
-/// An unbounded side of a row (CoinFinite.hpp's COIN_DBL_MAX).
-constexpr double kInfinity = std::numeric_limits<double>::max();
+/// How long past its own time limit the solver may run before it is stopped:
+/// CBC's root LP is not cut short by the limit (6 s on ResNet-152's 46k columns).
+constexpr double kGraceSeconds = 60;
 
-/// CbcMain, behind Cbc_solve, keeps its parameter tables in statics: one solve at a time.
-std::mutex cbcMutex;
+extern "C" char **environ;
 
-struct Solution {
-  bool found = false;          ///< an integer solution
-  std::vector<double> columns; ///< its values
-  double gap = -1;             ///< (objective - best bound) / |objective|
-  std::string status;          ///< "optimal", "time limit", "infeasible"
+const char *const kPlannerName = "checkpoint{planner=milp}";
+
+/// The solver program: $GRAPHOPT_MILP_SOLVER, else where the build put it.
+std::string solverPath() {
+  if (const char *env = std::getenv("GRAPHOPT_MILP_SOLVER"); env && *env)
+    return env;
+  return GRAPHOPT_MILP_SOLVER;
+}
+
+/// A file of its own in $TMPDIR (else /tmp), removed with this object.
+class TempFile {
+public:
+  static absl::StatusOr<TempFile> make(const char *what) {
+    const char *dir = std::getenv("TMPDIR");
+    std::string pattern = absl::StrCat(dir && *dir ? dir : "/tmp", "/graph-opt-milp-", what,
+                                       "-XXXXXX");
+    int fd = ::mkstemp(pattern.data());
+    if (fd < 0)
+      return absl::InternalError(absl::StrCat(kPlannerName, ": cannot create ", pattern, ": ",
+                                              std::strerror(errno)));
+    ::close(fd);
+    return TempFile(std::move(pattern));
+  }
+  TempFile(TempFile &&other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempFile &operator=(TempFile &&) = delete;
+  ~TempFile() {
+    if (!path_.empty())
+      ::unlink(path_.c_str());
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
 };
 
-Solution solve(const MilpProblem &p, double seconds, llvm::ArrayRef<double> initial) {
-  Solution out;
+/// The last line the solver wrote to stderr, if any.
+std::string lastLineOf(const std::string &path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty())
+      last = line;
+  return last;
+}
+
+/// Starts the solver on `request` and waits for it, at most `deadline` seconds.
+/// Returns its wait status, or an error when it cannot be started or is stopped.
+absl::StatusOr<int> runSolver(const std::string &solver, const std::string &request,
+                              const std::string &solution, const std::string &errors,
+                              double deadline) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_TRUNC, 0);
+  std::vector<char *> argv = {const_cast<char *>(solver.c_str()),
+                              const_cast<char *>(request.c_str()),
+                              const_cast<char *>(solution.c_str()), nullptr};
+  pid_t pid = -1;
+  int spawned = ::posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        kPlannerName, ": cannot start the MILP solver program ", solver, ": ",
+        std::strerror(spawned), " (set GRAPHOPT_MILP_SOLVER to graph-opt-milp's path)"));
+
+  // Polled: a solve takes milliseconds to seconds, and a thread blocked in
+  // waitpid could not be given up at the deadline.
+  auto begin = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(200);
+  for (;;) {
+    int status = 0;
+    pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid)
+      return status;
+    if (done < 0 && errno != EINTR)
+      return absl::InternalError(absl::StrCat(kPlannerName, ": lost the MILP solver ", solver,
+                                              ": ", std::strerror(errno)));
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    if (waited > deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return absl::DeadlineExceededError(absl::StrCat(
+          kPlannerName, ": the MILP solver ", solver, " was still running ",
+          static_cast<int>(waited), " s after it started and was stopped"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+  }
+}
+
+absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
+                                   llvm::ArrayRef<double> initial) {
+  MilpSolution out;
   if (p.memoryRows == 0) { // nothing dropped satisfies every row, at no cost
     out.found = true;
     out.columns.assign(p.objective.size(), 0);
@@ -60,69 +154,40 @@ Solution solve(const MilpProblem &p, double seconds, llvm::ArrayRef<double> init
     out.status = "optimal";
     return out;
   }
-  // The matrix by columns, loaded at once (Cbc_addRow copies the matrix on
-  // every call: quadratic in the rows, minutes at 10^5).
-  const int numCols = static_cast<int>(p.objective.size());
-  const int numRows = static_cast<int>(p.rows.size());
-  std::vector<CoinBigIndex> start(numCols + 1, 0);
-  for (const MilpProblem::Row &row : p.rows)
-    for (int c : row.columns)
-      ++start[c + 1];
-  for (int c = 0; c < numCols; ++c)
-    start[c + 1] += start[c];
-  std::vector<int> index(start[numCols]);
-  std::vector<double> value(start[numCols]);
-  std::vector<CoinBigIndex> next(start.begin(), start.end() - 1);
-  std::vector<double> rowLower(numRows), rowUpper(numRows, kInfinity);
-  for (int r = 0; r < numRows; ++r) {
-    const MilpProblem::Row &row = p.rows[r];
-    for (size_t k = 0; k < row.columns.size(); ++k) {
-      CoinBigIndex at = next[row.columns[k]]++;
-      index[at] = r;
-      value[at] = row.coefficients[k];
-    }
-    rowLower[r] = row.rhs;
-  }
-  std::vector<double> colLower(numCols, 0);
+  auto request = TempFile::make("request");
+  auto solution = TempFile::make("solution");
+  auto errors = TempFile::make("stderr");
+  for (const absl::StatusOr<TempFile> *file : {&request, &solution, &errors})
+    if (!file->ok())
+      return file->status();
+  MilpRequest asked{p, std::vector<double>(initial.begin(), initial.end()),
+                    std::max(seconds, 0.01)};
+  if (std::string error = writeMilpRequest(request->path(), asked); !error.empty())
+    return absl::InternalError(absl::StrCat(kPlannerName, ": ", error));
 
-  std::lock_guard<std::mutex> lock(cbcMutex);
-  std::unique_ptr<Cbc_Model, void (*)(Cbc_Model *)> model(Cbc_newModel(), Cbc_deleteModel);
-  Cbc_Model *m = model.get();
-  Cbc_setLogLevel(m, 0);
-  // CBC 2.10.8's preprocessing crashed (in CglPreProcess::postProcess) with
-  // the greedy's MIP start on ResNet-152's 46k-column program; without it the
-  // zoo's solves took up to twice as long.
-  Cbc_setParameter(m, "preprocess", "off");
-  Cbc_loadProblem(m, numCols, numRows, start.data(), index.data(), value.data(), colLower.data(),
-                  p.upper.data(), p.objective.data(), rowLower.data(), rowUpper.data());
-  for (int c = 0; c < numCols; ++c)
-    Cbc_setInteger(m, c);
-  if (!initial.empty()) {
-    std::vector<int> all(numCols);
-    for (int c = 0; c < numCols; ++c)
-      all[c] = c;
-    Cbc_setMIPStartI(m, numCols, all.data(), initial.data());
+  std::string solver = solverPath();
+  auto status = runSolver(solver, request->path(), solution->path(), errors->path(),
+                          asked.seconds + kGraceSeconds);
+  if (!status.ok())
+    return status.status();
+  std::string what = absl::StrCat(" solving a program of ", p.objective.size(), " columns and ",
+                                  p.rows.size(), " rows");
+  if (WIFSIGNALED(*status))
+    return absl::InternalError(absl::StrCat(
+        kPlannerName, ": the MILP solver ", solver, " crashed (signal ", WTERMSIG(*status), ", ",
+        strsignal(WTERMSIG(*status)), ")", what, "; checkpoint{planner=greedy} does not need it"));
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    std::string said = lastLineOf(errors->path());
+    return absl::InternalError(absl::StrCat(kPlannerName, ": the MILP solver ", solver,
+                                            " failed (exit status ", WEXITSTATUS(*status), ")",
+                                            what, said.empty() ? "" : ": ", said));
   }
-  Cbc_setMaximumSeconds(m, std::max(seconds, 0.01));
-  Cbc_solve(m);
-
-  const double *best = Cbc_bestSolution(m);
-  if (Cbc_isProvenInfeasible(m) || (!best && Cbc_status(m) == 0)) {
-    out.status = "infeasible";
-    return out;
-  }
-  out.status = Cbc_isProvenOptimal(m) ? "optimal" : "time limit";
-  if (!best)
-    return out;
-  out.found = true;
-  out.columns.assign(best, best + numCols);
-  if (Cbc_isProvenOptimal(m)) {
-    out.gap = 0;
-  } else {
-    double obj = Cbc_getObjValue(m), bound = Cbc_getBestPossibleObjValue(m);
-    out.gap = std::isfinite(bound) ? std::max(0.0, (obj - bound) / std::max(std::abs(obj), 1e-12))
-                                   : 1.0;
-  }
+  if (std::string error = readMilpSolution(solution->path(), out); !error.empty())
+    return absl::InternalError(absl::StrCat(kPlannerName, ": ", error));
+  if (out.found && out.columns.size() != p.objective.size())
+    return absl::InternalError(absl::StrCat(kPlannerName, ": the MILP solver ", solver,
+                                            " answered ", out.columns.size(), " columns for ",
+                                            p.objective.size()));
   return out;
 }
 
@@ -182,7 +247,10 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
       status = "infeasible";
       break;
     }
-    Solution solution = solve(*problem, left, start);
+    auto solved = solve(*problem, left, start);
+    if (!solved.ok())
+      return solved.status();
+    MilpSolution &solution = *solved;
     status = solution.status;
     if (!solution.found)
       break;

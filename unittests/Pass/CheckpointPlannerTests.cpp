@@ -7,12 +7,15 @@
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/MilpFormulation.h"
+#include "checkpoint/MilpProblem.h"
 
 #include "graphopt/IR/Parser.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -510,3 +513,53 @@ TEST(CheckpointPlannerTest, ChainsAreCutPastTheColumnBound) {
 }
 
 } // namespace
+
+// The planner and its solver program (graph-opt-milp) exchange files: what is
+// written reads back the same, and a damaged file is refused naming it.
+TEST(MilpExchangeTest, RequestsAndSolutionsRoundTripAndDamageIsRefused) {
+  std::string dir = ::testing::TempDir();
+  MilpRequest request;
+  request.problem.objective = {0.5, 1.0, 0.25};
+  request.problem.upper = {1, 0, 1};
+  request.problem.rows = {{{0, 2}, {64, 32}, 48}, {{1}, {1}, 0}};
+  request.problem.memoryRows = 1;
+  request.start = {1, 0, 0};
+  request.seconds = 2.5;
+  std::string path = dir + "/milp-request";
+  ASSERT_EQ(writeMilpRequest(path, request), "");
+  MilpRequest back;
+  ASSERT_EQ(readMilpRequest(path, back), "");
+  EXPECT_EQ(back.problem.objective, request.problem.objective);
+  EXPECT_EQ(back.problem.upper, request.problem.upper);
+  ASSERT_EQ(back.problem.rows.size(), 2u);
+  EXPECT_EQ(back.problem.rows[0].columns, request.problem.rows[0].columns);
+  EXPECT_EQ(back.problem.rows[0].coefficients, request.problem.rows[0].coefficients);
+  EXPECT_EQ(back.problem.rows[0].rhs, 48);
+  EXPECT_EQ(back.problem.memoryRows, 1u);
+  EXPECT_EQ(back.start, request.start);
+  EXPECT_EQ(back.seconds, 2.5);
+
+  MilpSolution solution{true, {1, 0, 1}, 0.125, "time limit"};
+  std::string solved = dir + "/milp-solution";
+  ASSERT_EQ(writeMilpSolution(solved, solution), "");
+  MilpSolution read;
+  ASSERT_EQ(readMilpSolution(solved, read), "");
+  EXPECT_TRUE(read.found);
+  EXPECT_EQ(read.columns, solution.columns);
+  EXPECT_EQ(read.gap, 0.125);
+  EXPECT_EQ(read.status, "time limit");
+
+  // Truncated, or a column index past the program: refused, naming the file.
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() - 4);
+  EXPECT_NE(readMilpRequest(path, back).find(path), std::string::npos);
+  request.problem.rows[1].columns = {7};
+  ASSERT_EQ(writeMilpRequest(path, request), "");
+  EXPECT_NE(readMilpRequest(path, back).find("damaged"), std::string::npos);
+  EXPECT_NE(readMilpSolution(dir + "/no-such-solution", read).find("no-such-solution"),
+            std::string::npos);
+}
