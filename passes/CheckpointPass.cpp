@@ -54,6 +54,89 @@ absl::StatusOr<BenchmarkReport> measurePlan(const Graph &graph, const RecomputeM
                           *rewrittenInputs, options);
 }
 
+/// Copies the plan's predictions (and measurements, when made) into `out`,
+/// and lists every activation storage with what was decided for it.
+void recordPlan(const RecomputeModel &model, const CheckpointPlan &plan,
+                const std::optional<BenchmarkReport> &measured, CheckpointPass::Outcome &out) {
+  using Activation = CheckpointPass::Activation;
+  out.predictedPeak = plan.predictedPeak;
+  out.predictedActivations = plan.predictedActivations;
+  out.predictedExtraSeconds = plan.predictedExtraSeconds;
+  out.solveSeconds = plan.solveSeconds;
+  out.gap = plan.gap;
+  out.solverStatus = plan.solverStatus;
+  out.greedyExtraSeconds = plan.greedyExtraSeconds;
+  if (measured) {
+    out.measuredBaselinePeak = measured->original.peakBytes;
+    out.measuredPeak = measured->optimized.peakBytes;
+    out.measuredBaselineAtBackward = measured->original.backwardStartBytes;
+    out.measuredAtBackward = measured->optimized.backwardStartBytes;
+    out.measuredBaselineSeconds = measured->original.median();
+    out.measuredSeconds = measured->optimized.median();
+  }
+  std::vector<uint8_t> dropped(model.candidates().size(), 0);
+  for (int32_t c : plan.dropped)
+    dropped[c] = 1;
+  for (size_t c = 0; c < model.candidates().size(); ++c) {
+    const CheckpointCandidate &cand = model.candidates()[c];
+    out.activations.push_back({cand.storage->name().str(), moduleOf(cand.storage),
+                               dropped[c] ? "recomputed" : "kept", "", cand.bytes,
+                               cand.standaloneSeconds});
+  }
+  for (const auto &[v, why] : model.excluded())
+    out.activations.push_back({v->name().str(), moduleOf(v), "never", why,
+                               model.baseline().lookup(v)->bytes, 0});
+  std::stable_sort(out.activations.begin(), out.activations.end(),
+                   [](const Activation &a, const Activation &b) { return a.bytes > b.bytes; });
+}
+
+/// Writes checkpoint.json (what the run decided and measured) into `dir`.
+absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outcome &out) {
+  llvm::json::Array acts;
+  for (const CheckpointPass::Activation &a : out.activations)
+    acts.push_back(llvm::json::Object{{"name", a.name},
+                                      {"module", a.module},
+                                      {"bytes", a.bytes},
+                                      {"decision", a.decision},
+                                      {"reason", a.reason},
+                                      {"recompute_seconds", a.recomputeSeconds}});
+  auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
+  auto bytesOrNull = [](int64_t v) {
+    return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v);
+  };
+  llvm::json::Object doc{
+      {"format", "graph-opt-checkpoint/1"},
+      {"graph", out.graph},
+      {"budget", out.budgetText},
+      {"budget_bytes", out.budgetBytes},
+      {"peak_budget_bytes", out.peakCapBytes < 0 ? llvm::json::Value(nullptr)
+                                                 : llvm::json::Value(out.peakCapBytes)},
+      {"planner", out.planner},
+      {"cost", out.costSource},
+      {"solve_seconds", out.solveSeconds},
+      {"gap", orNull(out.gap)},
+      {"solver_status", out.solverStatus},
+      {"greedy_predicted_extra_seconds", orNull(out.greedyExtraSeconds)},
+      {"plan_attempts", static_cast<int64_t>(out.planAttempts)},
+      {"unoptimised_peak_bytes", out.baselinePeak},
+      {"bounded", out.boundedName},
+      {"unoptimised_saved_activation_bytes", out.activationBytes},
+      {"predicted_saved_activation_bytes", out.predictedActivations},
+      {"predicted_peak_bytes", out.predictedPeak},
+      {"measured_unoptimised_peak_bytes", bytesOrNull(out.measuredBaselinePeak)},
+      {"measured_peak_bytes", bytesOrNull(out.measuredPeak)},
+      {"measured_unoptimised_backward_start_bytes", bytesOrNull(out.measuredBaselineAtBackward)},
+      {"measured_backward_start_bytes", bytesOrNull(out.measuredAtBackward)},
+      {"unoptimised_step_seconds", out.baselineStepSeconds},
+      {"predicted_extra_seconds", out.predictedExtraSeconds},
+      {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
+      {"measured_step_seconds", orNull(out.measuredSeconds)},
+      {"nodes_added", static_cast<int64_t>(out.nodesAdded)},
+      {"activations", std::move(acts)}};
+  std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
+  return writeReportFiles(dir, {{"checkpoint.json", text}});
+}
+
 } // namespace
 
 absl::Status CheckpointPass::validateOptions() {
@@ -72,12 +155,19 @@ absl::Status CheckpointPass::validateOptions() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &analyses) {
-  Outcome out;
-  out.graph = graph.name().str();
-  // The cost model: measured node times and scratch, or a static estimate.
+struct CheckpointPass::NodeCosts {
   std::vector<double> seconds;
   std::vector<int64_t> scratch;
+};
+
+struct CheckpointPass::Planned {
+  CheckpointPlan plan;
+  std::optional<BenchmarkReport> measured;
+};
+
+absl::StatusOr<CheckpointPass::NodeCosts>
+CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome &out) const {
+  NodeCosts costs;
   if (cost_.get() == Cost::Profile) {
     auto profile = analyses.getResult<ProfileAnalysis>(graph);
     if (!profile.ok())
@@ -85,26 +175,22 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
                           absl::StrCat(profile.status().message(),
                                        " (checkpoint{cost=flops} plans without running the graph)"));
     for (const NodeStats &s : (*profile)->nodes) {
-      seconds.push_back(s.seconds);
-      scratch.push_back(s.scratchBytes);
+      costs.seconds.push_back(s.seconds);
+      costs.scratch.push_back(s.scratchBytes);
     }
     out.costSource = absl::StrCat("profile: median of ", (*profile)->measuredRuns, " runs on ",
                                   (*profile)->device);
     out.baselineStepSeconds = (*profile)->stepSeconds;
   } else {
-    seconds = estimatedNodeSeconds(graph);
+    costs.seconds = estimatedNodeSeconds(graph);
     out.costSource = "flops: estimated at a nominal 100 GFLOP/s";
-    for (double s : seconds)
+    for (double s : costs.seconds)
       out.baselineStepSeconds += s;
   }
-  // budget= bounds the peak above the inputs; activations= the saved activations.
-  // Both given: the saved activations are bounded, and the peak capped.
-  BoundedMemory bounded =
-      activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
-  auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded);
-  if (!built.ok())
-    return built.status();
-  const RecomputeModel &model = *built;
+  return costs;
+}
+
+int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out) {
   const LivenessResult &base = model.baseline();
   out.baselinePeak = base.peakBytes - base.inputBytes;
   for (const auto &kinds : liveBytesByKind(base))
@@ -112,7 +198,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   // What budget= allows the peak above the inputs (-1: no budget=); the
   // bound itself, or with activations= a cap beside it.
   const int64_t peakBudget = budget_.get() ? budget_.get()->resolve(out.baselinePeak) : -1;
-  if (bounded == BoundedMemory::PeakAboveInputs) {
+  if (model.boundedMemory() == BoundedMemory::PeakAboveInputs) {
     out.budgetBytes = peakBudget;
     out.budgetText = absl::StrCat("budget=", budget_.get()->str());
     out.boundedName = "peak above weights and inputs";
@@ -122,24 +208,29 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     out.boundedName = "activations saved for backward";
     out.peakCapBytes = peakBudget;
   }
+  out.planner = planner_.get() == Planner::Greedy ? "greedy" : "milp";
+  setStatistic("budget bytes", out.budgetBytes);
+  setStatistic("unoptimised peak bytes", out.baselinePeak);
+  return peakBudget;
+}
+
+absl::StatusOr<CheckpointPass::Planned>
+CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model,
+                                 AnalysisManager &analyses, int64_t peakBudget,
+                                 Outcome &out) const {
   const std::string peakCapText =
       out.peakCapBytes < 0 ? ""
                            : absl::StrCat("budget=", budget_.get()->str(), " (",
                                           formatBytes(out.peakCapBytes),
                                           " of peak above weights and inputs)");
-  out.planner = planner_.get() == Planner::Greedy ? "greedy" : "milp";
-  setStatistic("budget bytes", out.budgetBytes);
-  setStatistic("unoptimised peak bytes", out.baselinePeak);
-
-  // Plan; with measurement, check the measured peak and tighten while it is over.
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   bool measuring = measure_.get() && cost_.get() == Cost::Profile;
   bool tighten = measuring && peakBudget >= 0;
   int64_t target = out.budgetBytes;
   int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
-  CheckpointPlan plan;
-  std::optional<BenchmarkReport> measured;
+  Planned planned;
+  CheckpointPlan &plan = planned.plan;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
     auto made = planner_.get() == Planner::Greedy
@@ -170,7 +261,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     auto m = measurePlan(graph, model, plan, analyses);
     if (!m.ok())
       return m.status();
-    measured = *m;
+    planned.measured = *m;
     if (!tighten || m->optimized.peakBytes <= peakBudget)
       break;
     if (attempt == kMaxPlanAttempts)
@@ -181,41 +272,38 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
           " plans, each tightened by the last one's excess over the simulation"));
     // Plan for the excess the simulation misses.
     int64_t excess = m->optimized.peakBytes - peakBudget;
-    if (bounded == BoundedMemory::PeakAboveInputs)
+    if (model.boundedMemory() == BoundedMemory::PeakAboveInputs)
       target -= excess;
     else
       peakCap -= excess;
   }
+  return planned;
+}
 
-  out.predictedPeak = plan.predictedPeak;
-  out.predictedActivations = plan.predictedActivations;
-  out.predictedExtraSeconds = plan.predictedExtraSeconds;
-  out.solveSeconds = plan.solveSeconds;
-  out.gap = plan.gap;
-  out.solverStatus = plan.solverStatus;
-  out.greedyExtraSeconds = plan.greedyExtraSeconds;
-  if (measured) {
-    out.measuredBaselinePeak = measured->original.peakBytes;
-    out.measuredPeak = measured->optimized.peakBytes;
-    out.measuredBaselineAtBackward = measured->original.backwardStartBytes;
-    out.measuredAtBackward = measured->optimized.backwardStartBytes;
-    out.measuredBaselineSeconds = measured->original.median();
-    out.measuredSeconds = measured->optimized.median();
-  }
-  std::vector<uint8_t> dropped(model.candidates().size(), 0);
-  for (int32_t c : plan.dropped)
-    dropped[c] = 1;
-  for (size_t c = 0; c < model.candidates().size(); ++c) {
-    const CheckpointCandidate &cand = model.candidates()[c];
-    out.activations.push_back({cand.storage->name().str(), moduleOf(cand.storage),
-                               dropped[c] ? "recomputed" : "kept", "", cand.bytes,
-                               cand.standaloneSeconds});
-  }
-  for (const auto &[v, why] : model.excluded())
-    out.activations.push_back({v->name().str(), moduleOf(v), "never", why,
-                               base.lookup(v)->bytes, 0});
-  std::stable_sort(out.activations.begin(), out.activations.end(),
-                   [](const Activation &a, const Activation &b) { return a.bytes > b.bytes; });
+absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &analyses) {
+  Outcome out;
+  out.graph = graph.name().str();
+  // The cost model: measured node times and scratch, or a static estimate.
+  auto costs = nodeCosts(graph, analyses, out);
+  if (!costs.ok())
+    return costs.status();
+  // budget= bounds the peak above the inputs; activations= the saved activations.
+  // Both given: the saved activations are bounded, and the peak capped.
+  BoundedMemory bounded =
+      activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
+  auto built = RecomputeModel::build(graph, std::move(costs->seconds), std::move(costs->scratch),
+                                     bounded);
+  if (!built.ok())
+    return built.status();
+  const RecomputeModel &model = *built;
+  const int64_t peakBudget = resolveBudgets(model, out);
+
+  // Plan; with measurement, check the measured peak and tighten while it is over.
+  auto planned = planWithinBudget(graph, model, analyses, peakBudget, out);
+  if (!planned.ok())
+    return planned.status();
+  const CheckpointPlan &plan = planned->plan;
+  recordPlan(model, plan, planned->measured, out);
 
   // The rewrite itself, on the graph.
   unsigned added = 0;
@@ -237,52 +325,9 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     setStatistic("measured peak bytes", out.measuredPeak);
   outcome_ = out;
 
-  if (!reportDirectory().empty()) {
-    llvm::json::Array acts;
-    for (const Activation &a : out.activations)
-      acts.push_back(llvm::json::Object{{"name", a.name},
-                                        {"module", a.module},
-                                        {"bytes", a.bytes},
-                                        {"decision", a.decision},
-                                        {"reason", a.reason},
-                                        {"recompute_seconds", a.recomputeSeconds}});
-    auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
-    auto bytesOrNull = [](int64_t v) {
-      return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v);
-    };
-    llvm::json::Object doc{
-        {"format", "graph-opt-checkpoint/1"},
-        {"graph", out.graph},
-        {"budget", out.budgetText},
-        {"budget_bytes", out.budgetBytes},
-        {"peak_budget_bytes", out.peakCapBytes < 0 ? llvm::json::Value(nullptr)
-                                                   : llvm::json::Value(out.peakCapBytes)},
-        {"planner", out.planner},
-        {"cost", out.costSource},
-        {"solve_seconds", out.solveSeconds},
-        {"gap", orNull(out.gap)},
-        {"solver_status", out.solverStatus},
-        {"greedy_predicted_extra_seconds", orNull(out.greedyExtraSeconds)},
-        {"plan_attempts", static_cast<int64_t>(out.planAttempts)},
-        {"unoptimised_peak_bytes", out.baselinePeak},
-        {"bounded", out.boundedName},
-        {"unoptimised_saved_activation_bytes", out.activationBytes},
-        {"predicted_saved_activation_bytes", out.predictedActivations},
-        {"predicted_peak_bytes", out.predictedPeak},
-        {"measured_unoptimised_peak_bytes", bytesOrNull(out.measuredBaselinePeak)},
-        {"measured_peak_bytes", bytesOrNull(out.measuredPeak)},
-        {"measured_unoptimised_backward_start_bytes", bytesOrNull(out.measuredBaselineAtBackward)},
-        {"measured_backward_start_bytes", bytesOrNull(out.measuredAtBackward)},
-        {"unoptimised_step_seconds", out.baselineStepSeconds},
-        {"predicted_extra_seconds", out.predictedExtraSeconds},
-        {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
-        {"measured_step_seconds", orNull(out.measuredSeconds)},
-        {"nodes_added", static_cast<int64_t>(out.nodesAdded)},
-        {"activations", std::move(acts)}};
-    std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
-    if (absl::Status st = writeReportFiles(reportDirectory(), {{"checkpoint.json", text}}); !st.ok())
+  if (!reportDirectory().empty())
+    if (absl::Status st = writeCheckpointJson(reportDirectory(), out); !st.ok())
       return st;
-  }
   return out.changed;
 }
 

@@ -30,6 +30,8 @@
 
 namespace graphopt {
 
+class RecomputeModel;
+
 class CheckpointPass : public OptimizationPass {
 public:
   static llvm::StringRef passName() { return "checkpoint"; }
@@ -99,6 +101,22 @@ private:
                             "run the rewritten graph to check its measured peak (cost=profile)",
                             true};
   std::optional<Outcome> outcome_;
+
+  // transform's steps, in order.
+  struct NodeCosts; ///< per node: seconds, and measured scratch bytes (or none)
+  struct Planned;   ///< the plan, and its measurement when one was made
+  /// The cost model: measured node times and scratch, or a static estimate;
+  /// `out` says which, with the unoptimised step time.
+  absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
+                                      Outcome &out) const;
+  /// Resolves budget= and activations= against the unoptimised step, into
+  /// `out`; returns what budget= allows the peak above the inputs (-1: none).
+  int64_t resolveBudgets(const RecomputeModel &model, Outcome &out);
+  /// Plans within the budget; when measuring, checks the rewrite's measured
+  /// peak and plans again, tightened, while it is over.
+  absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,
+                                           AnalysisManager &analyses, int64_t peakBudget,
+                                           Outcome &out) const;
 };
 
 } // namespace graphopt

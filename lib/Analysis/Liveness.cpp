@@ -39,42 +39,54 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, Analysi
   return compute(graph, (*scratch)->bytes);
 }
 
-absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
-                                                         llvm::ArrayRef<int64_t> scratch) {
-  LivenessResult r;
-  const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
-  if (!scratch.empty() && static_cast<int64_t>(scratch.size()) != numNodes)
-    return absl::InternalError(absl::StrCat("liveness: scratch measured for ", scratch.size(),
-                                            " nodes, the graph has ", numNodes));
-  r.scratch.assign(scratch.begin(), scratch.end());
-  std::vector<Value *> all = graph.allValues();
+namespace {
+
+/// What LivenessAnalysis::compute builds up, step by step, besides the result.
+struct LivenessBuilder {
+  LivenessBuilder(const Graph &graph, LivenessResult &r) : graph(graph), r(r) {}
+  const Graph &graph;
+  LivenessResult &r;
+  std::vector<Value *> all;
+  std::vector<uint32_t> storageOf;    // slot of the value owning the storage
+  std::vector<uint8_t> madeInForward; // by value slot
+
+  uint32_t slot(const Value *v) const { return static_cast<uint32_t>(r.slot.lookup(v)); }
+  ValueLiveness &info(const Value *v) { return r.values[slot(v)]; }
+};
+
+/// Gives every value its slot and entry, each its own storage to begin with.
+void indexValues(LivenessBuilder &b) {
+  LivenessResult &r = b.r;
+  b.all = b.graph.allValues();
+  const std::vector<Value *> &all = b.all;
   // Value ids index plain vectors (ValueMap): no pointer hashing, and ids grow
   // along the graph, so the lookups stay close together in memory.
   r.values.resize(all.size());
-  r.slot = ValueMap<int32_t>(graph, -1);
+  r.slot = ValueMap<int32_t>(b.graph, -1);
   for (size_t i = 0; i < all.size(); ++i)
     r.slot[all[i]] = static_cast<int32_t>(i);
-  r.rank = NodeMap<int64_t>(graph, -1);
-  std::vector<uint32_t> storageOf(all.size()); // slot of the value owning the storage
+  r.rank = NodeMap<int64_t>(b.graph, -1);
+  b.storageOf.resize(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     r.values[i].value = all[i];
-    storageOf[i] = static_cast<uint32_t>(i);
+    b.storageOf[i] = static_cast<uint32_t>(i);
   }
-  auto slot = [&](const Value *v) { return static_cast<uint32_t>(r.slot.lookup(v)); };
-  auto info = [&](const Value *v) -> ValueLiveness & { return r.values[slot(v)]; };
   // Tied graph inputs (one storage under two parameter names) live in the
   // storage of the input they are tied to: counted once.
-  for (const GraphInput &in : graph.inputs())
-    if (const Value *owner = graph.storageOwner(in.value); owner != in.value)
-      storageOf[slot(in.value)] = slot(owner);
+  for (const GraphInput &in : b.graph.inputs())
+    if (const Value *owner = b.graph.storageOwner(in.value); owner != in.value)
+      b.storageOf[b.slot(in.value)] = b.slot(owner);
+}
 
-  // Creation, uses by phase, storage sharing.
-  std::vector<uint8_t> madeInForward(all.size(), 0);
+/// Creation, uses by phase, storage sharing.
+void recordCreationAndUses(LivenessBuilder &b) {
+  LivenessResult &r = b.r;
+  b.madeInForward.assign(b.all.size(), 0);
   int64_t k = 0;
-  for (const Node &n : graph.nodes()) {
+  for (const Node &n : b.graph.nodes()) {
     r.rank[&n] = k;
     for (const Value *v : n.operandValues()) {
-      ValueLiveness &l = info(v);
+      ValueLiveness &l = b.info(v);
       if (n.phase() == Phase::Forward) {
         l.lastForwardUse = k;
       } else {
@@ -85,20 +97,25 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
     }
     bool mayAlias = opEffects(n).mayAlias();
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
-      uint32_t out = slot(n.output(o));
+      uint32_t out = b.slot(n.output(o));
       r.values[out].created = k;
-      madeInForward[out] = n.phase() == Phase::Forward;
+      b.madeInForward[out] = n.phase() == Phase::Forward;
       if (const Value *base = mayAlias ? aliasedTensorOperand(n, o) : nullptr)
-        storageOf[out] = storageOf[slot(base)];
+        b.storageOf[out] = b.storageOf[b.slot(base)];
     }
     ++k;
   }
+}
 
-  // Bytes and the end of each storage's life: when the executor drops the last
-  // value in it (the shared free policy: after its last use, right after
-  // creation if never read), the end for graph inputs and for graph outputs
-  // (which it never drops).
-  ValueMap<const Node *> lastUser = computeLastUsers(graph);
+/// Bytes and the end of each storage's life: when the executor drops the last
+/// value in it (the shared free policy: after its last use, right after
+/// creation if never read), the end for graph inputs and for graph outputs
+/// (which it never drops).
+void computeStorageLifetimes(LivenessBuilder &b, int64_t numNodes) {
+  LivenessResult &r = b.r;
+  const std::vector<Value *> &all = b.all;
+  const std::vector<uint32_t> &storageOf = b.storageOf;
+  ValueMap<const Node *> lastUser = computeLastUsers(b.graph);
   std::vector<int64_t> end(all.size(), -1); // by storage slot
   for (size_t i = 0; i < all.size(); ++i) {
     ValueLiveness &l = r.values[i];
@@ -111,36 +128,43 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   }
   for (size_t i = 0; i < all.size(); ++i)
     r.values[i].freedAfter = end[storageOf[i]];
+}
 
-  // Kinds.
-  std::vector<uint8_t> isGradient(all.size(), 0); // by storage slot
-  for (const GraphOutput &out : graph.outputs())
+/// Kinds (MemoryKind) of every value.
+void classifyKinds(LivenessBuilder &b) {
+  LivenessResult &r = b.r;
+  const std::vector<uint32_t> &storageOf = b.storageOf;
+  const size_t numValues = b.all.size();
+  std::vector<uint8_t> isGradient(numValues, 0); // by storage slot
+  for (const GraphOutput &out : b.graph.outputs())
     if (out.role == OutputRole::Gradient || out.role == OutputRole::InputGradient)
-      isGradient[storageOf[slot(out.value)]] = 1;
-  for (const GraphInput &in : graph.inputs()) {
-    ValueLiveness &l = info(in.value);
+      isGradient[storageOf[b.slot(out.value)]] = 1;
+  for (const GraphInput &in : b.graph.inputs()) {
+    ValueLiveness &l = b.info(in.value);
     l.kind = in.role == InputRole::Parameter        ? MemoryKind::Param
              : in.role == InputRole::OptimizerState ? MemoryKind::OptState
                                                     : MemoryKind::Other;
   }
-  for (size_t i = 0; i < all.size(); ++i) {
+  for (size_t i = 0; i < numValues; ++i) {
     ValueLiveness &l = r.values[i];
     if (l.created < 0) // a graph input
       continue;
     if (isGradient[storageOf[i]])
       l.kind = MemoryKind::Grad;
-    else if (madeInForward[i] && l.firstBackwardUse >= 0)
+    else if (b.madeInForward[i] && l.firstBackwardUse >= 0)
       l.kind = MemoryKind::Act;
   }
   // A view used in backward keeps its base alive as an activation too.
-  for (size_t i = 0; i < all.size(); ++i) {
+  for (size_t i = 0; i < numValues; ++i) {
     ValueLiveness &base = r.values[storageOf[i]];
     if (r.values[i].kind == MemoryKind::Act && storageOf[i] != i && base.kind == MemoryKind::Other &&
         base.created >= 0)
       base.kind = MemoryKind::Act;
   }
+}
 
-  // The timeline: storages live from creation through `freedAfter`.
+/// The timeline: storages live from creation through `freedAfter`.
+void computeTimeline(LivenessResult &r, int64_t numNodes) {
   std::vector<int64_t> delta(numNodes + 2, 0);
   for (const ValueLiveness &l : r.values) {
     if (!l.bytes)
@@ -163,7 +187,10 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
       r.peakNode = i;
     }
   }
-  // What is live at the peak, by kind (the same storages the timeline summed).
+}
+
+/// What is live at the peak, by kind (the same storages the timeline summed).
+void computePeakBreakdown(LivenessResult &r) {
   for (const ValueLiveness &l : r.values) {
     if (!l.bytes)
       continue;
@@ -174,6 +201,25 @@ absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
   }
   if (r.peakNode >= 0 && !r.scratch.empty())
     r.breakdown[static_cast<int>(MemoryKind::Scratch)] = r.scratch[r.peakNode];
+}
+
+} // namespace
+
+absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
+                                                         llvm::ArrayRef<int64_t> scratch) {
+  LivenessResult r;
+  const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
+  if (!scratch.empty() && static_cast<int64_t>(scratch.size()) != numNodes)
+    return absl::InternalError(absl::StrCat("liveness: scratch measured for ", scratch.size(),
+                                            " nodes, the graph has ", numNodes));
+  r.scratch.assign(scratch.begin(), scratch.end());
+  LivenessBuilder builder(graph, r);
+  indexValues(builder);
+  recordCreationAndUses(builder);
+  computeStorageLifetimes(builder, numNodes);
+  classifyKinds(builder);
+  computeTimeline(r, numNodes);
+  computePeakBreakdown(r);
   return r;
 }
 

@@ -243,33 +243,27 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, int64_t p
   return absl::OkStatus();
 }
 
-} // namespace
+/// The ranks where dropping a candidate lowers a bounded memory. The peak
+/// above the inputs: from its last forward use until its own clone is made.
+/// The saved activations: its whole life, since neither it nor its clones
+/// are saved for backward any more.
+std::pair<int64_t, int64_t> freedRanksOf(const RecomputeModel &model, BoundedMemory kind,
+                                         const CheckpointCandidate &c) {
+  if (kind == BoundedMemory::SavedActivations)
+    return {c.created, model.baseline().lookup(c.storage)->freedAfter};
+  return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
+}
 
-absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
-                                          int64_t peakCap) {
-  auto begin = std::chrono::steady_clock::now();
-  auto candidates = model.candidates();
-  // The ranks where dropping a candidate lowers a bounded memory. The peak
-  // above the inputs: from its last forward use until its own clone is made.
-  // The saved activations: its whole life, since neither it nor its clones
-  // are saved for backward any more.
-  auto freedRanksOf = [&](BoundedMemory kind,
-                          const CheckpointCandidate &c) -> std::pair<int64_t, int64_t> {
-    if (kind == BoundedMemory::SavedActivations)
-      return {c.created, model.baseline().lookup(c.storage)->freedAfter};
-    return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
-  };
-  std::function<std::pair<int64_t, int64_t>(const CheckpointCandidate &)> freedRanks =
-      [&](const CheckpointCandidate &c) { return freedRanksOf(model.boundedMemory(), c); };
+/// A bound a plan must meet, with its timeline (estimated between simulations).
+struct Bound {
+  BoundedMemory kind;
+  int64_t limit;
+  PeakTracker timeline;
+};
 
-  // The bounds a plan must meet, each with its timeline (estimated between
-  // simulations): the model's bounded memory, and with a peak cap on saved
-  // activations, the peak above the inputs too.
-  struct Bound {
-    BoundedMemory kind;
-    int64_t limit;
-    PeakTracker timeline;
-  };
+/// The bounds a plan must meet: the model's bounded memory, and with a peak
+/// cap on saved activations, the peak above the inputs too.
+std::vector<Bound> boundsOf(const RecomputeModel &model, int64_t budget, int64_t peakCap) {
   std::vector<Bound> bounds;
   if (model.boundedMemory() == BoundedMemory::PeakAboveInputs) {
     bounds.push_back({BoundedMemory::PeakAboveInputs, std::min(budget, peakCap),
@@ -280,120 +274,167 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       bounds.push_back({BoundedMemory::PeakAboveInputs, peakCap,
                         PeakTracker(model.peakAboveInputsTimeline())});
   }
-  PeakTracker &peak = bounds[0].timeline;
-  auto overBound = [&]() -> Bound * {
-    for (Bound &b : bounds)
-      if (b.timeline.peak() > b.limit)
-        return &b;
-    return nullptr;
-  };
-  PlanState state(model);
-  std::priority_queue<Entry> heap;
-  for (size_t c = 0; c < candidates.size(); ++c)
-    heap.push({ratioOf(candidates[c].bytes, candidates[c].standaloneSeconds),
-               static_cast<int32_t>(c)});
-  std::vector<uint8_t> impossible(candidates.size(), 0);
+  return bounds;
+}
 
+/// The first bound whose timeline peaks over its limit, or null.
+Bound *overBound(std::vector<Bound> &bounds) {
+  for (Bound &b : bounds)
+    if (b.timeline.peak() > b.limit)
+      return &b;
+  return nullptr;
+}
+
+/// The greedy's state while it drops candidates.
+struct GreedySearch {
+  GreedySearch(const RecomputeModel &model, std::vector<Bound> bounds)
+      : model(model), bounds(std::move(bounds)), state(model) {
+    auto candidates = model.candidates();
+    for (size_t c = 0; c < candidates.size(); ++c)
+      heap.push({ratioOf(candidates[c].bytes, candidates[c].standaloneSeconds),
+                 static_cast<int32_t>(c)});
+    impossible.assign(candidates.size(), 0);
+    plan.planner = "greedy";
+  }
+
+  const RecomputeModel &model;
+  std::vector<Bound> bounds;
+  PlanState state;
+  std::priority_queue<Entry> heap;
+  std::vector<uint8_t> impossible;
   CheckpointPlan plan;
-  plan.planner = "greedy";
   bool synced = true; // the timelines hold a real simulation, not an estimate
   // The simulation of `state`'s plan, once made: the prediction reuses it
   // (at 100k nodes a simulation is a third of a second).
   std::optional<Simulation> stateSim;
-  // Replaces the estimates by the simulation of the plan so far.
-  auto sync = [&]() -> absl::Status {
-    auto sim = model.simulate(state.result());
-    if (!sim.ok())
-      return sim.status();
-    for (Bound &b : bounds)
-      b.timeline = PeakTracker(b.kind == model.boundedMemory() ? sim->boundedByRank
+};
+
+/// Replaces the estimates by the simulation of the plan so far.
+absl::Status syncWithSimulation(GreedySearch &g) {
+  auto sim = g.model.simulate(g.state.result());
+  if (!sim.ok())
+    return sim.status();
+  for (Bound &b : g.bounds)
+    b.timeline = PeakTracker(b.kind == g.model.boundedMemory() ? sim->boundedByRank
                                                                : sim->peakAboveInputsByRank);
-    ++plan.simulations;
-    synced = true;
-    stateSim = std::move(*sim);
-    return absl::OkStatus();
-  };
+  ++g.plan.simulations;
+  g.synced = true;
+  g.stateSim = std::move(*sim);
+  return absl::OkStatus();
+}
+
+/// The best candidate live across `over`'s peak, re-rated against the current
+/// plan (lazily: a re-rated entry that is no longer the best goes back); -1
+/// when there is none.
+int32_t bestAtPeak(GreedySearch &g, const Bound &over) {
+  auto candidates = g.model.candidates();
+  int64_t r = over.timeline.peakRank();
+  std::vector<Entry> aside;
+  int32_t chosen = -1;
+  while (!g.heap.empty()) {
+    Entry e = g.heap.top();
+    g.heap.pop();
+    const CheckpointCandidate &c = candidates[e.candidate];
+    if (g.state.isDropped(e.candidate) || g.impossible[e.candidate])
+      continue;
+    if (auto [first, last] = freedRanksOf(g.model, over.kind, c); r < first || r > last) {
+      aside.push_back(e);
+      continue;
+    }
+    auto cost = g.state.marginal(e.candidate);
+    if (!cost.ok()) {
+      g.impossible[e.candidate] = 1;
+      continue;
+    }
+    double ratio = ratioOf(c.bytes, cost->first);
+    if (g.heap.empty() || ratio >= g.heap.top().ratio || ratio == e.ratio) {
+      chosen = e.candidate;
+      break;
+    }
+    g.heap.push({ratio, e.candidate});
+  }
+  for (const Entry &e : aside)
+    g.heap.push(e);
+  return chosen;
+}
+
+/// Drops the best candidate at the peak of a bound that is over, until every
+/// bound holds on a simulated timeline or nothing is left to drop there.
+absl::Status dropUntilWithinBounds(GreedySearch &g) {
+  auto candidates = g.model.candidates();
   while (true) {
-    Bound *over = overBound();
-    if (!over || heap.empty()) {
-      if (synced)
+    Bound *over = overBound(g.bounds);
+    if (!over || g.heap.empty()) {
+      if (g.synced)
         break;
       // The estimate says it fits (or nothing is left): simulate for real.
-      if (absl::Status st = sync(); !st.ok())
+      if (absl::Status st = syncWithSimulation(g); !st.ok())
         return st;
       continue;
     }
-    int64_t r = over->timeline.peakRank();
-    // The best candidate live across r, re-rated against the current plan
-    // (lazily: a re-rated entry that is no longer the best goes back).
-    std::vector<Entry> aside;
-    int32_t chosen = -1;
-    while (!heap.empty()) {
-      Entry e = heap.top();
-      heap.pop();
-      const CheckpointCandidate &c = candidates[e.candidate];
-      if (state.isDropped(e.candidate) || impossible[e.candidate])
-        continue;
-      if (auto [first, last] = freedRanksOf(over->kind, c); r < first || r > last) {
-        aside.push_back(e);
-        continue;
-      }
-      auto cost = state.marginal(e.candidate);
-      if (!cost.ok()) {
-        impossible[e.candidate] = 1;
-        continue;
-      }
-      double ratio = ratioOf(c.bytes, cost->first);
-      if (heap.empty() || ratio >= heap.top().ratio || ratio == e.ratio) {
-        chosen = e.candidate;
-        break;
-      }
-      heap.push({ratio, e.candidate});
-    }
-    for (const Entry &e : aside)
-      heap.push(e);
+    int32_t chosen = bestAtPeak(g, *over);
     if (chosen < 0) { // nothing left to drop at the peak
-      if (synced)
+      if (g.synced)
         break;
-      if (absl::Status st = sync(); !st.ok())
+      if (absl::Status st = syncWithSimulation(g); !st.ok())
         return st;
       continue;
     }
-    if (absl::Status st = state.add(chosen); !st.ok()) {
-      impossible[chosen] = 1;
+    if (absl::Status st = g.state.add(chosen); !st.ok()) {
+      g.impossible[chosen] = 1;
       continue;
     }
-    plan.dropped.push_back(chosen);
-    stateSim.reset();
-    for (Bound &b : bounds) {
-      auto [first, last] = freedRanksOf(b.kind, candidates[chosen]);
+    g.plan.dropped.push_back(chosen);
+    g.stateSim.reset();
+    for (Bound &b : g.bounds) {
+      auto [first, last] = freedRanksOf(g.model, b.kind, candidates[chosen]);
       b.timeline.add(first, last, -candidates[chosen].bytes);
     }
-    synced = false;
+    g.synced = false;
   }
-  if (synced && !overBound()) {
-    std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
-    SimulationBudget simulations;
-    if (absl::Status st =
-            shareRepeats(model, budget, peakCap, state, stateSim, simulations, plan, hoists);
-        !st.ok())
+  return absl::OkStatus();
+}
+
+/// Once the plan fits: shares repeated recomputations, then undoes the drops
+/// later ones made unneeded.
+absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
+  const RecomputeModel &model = g.model;
+  std::function<std::pair<int64_t, int64_t>(const CheckpointCandidate &)> freedRanks =
+      [&](const CheckpointCandidate &c) { return freedRanksOf(model, model.boundedMemory(), c); };
+  PeakTracker &peak = g.bounds[0].timeline;
+  std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
+  SimulationBudget simulations;
+  if (absl::Status st =
+          shareRepeats(model, budget, peakCap, g.state, g.stateSim, simulations, g.plan, hoists);
+      !st.ok())
+    return st;
+  g.plan.hoists = static_cast<unsigned>(hoists.size());
+  if (!hoists.empty()) // the tracker holds the plan before them; stateSim, after
+    peak = PeakTracker(g.stateSim->boundedByRank);
+  return keepUnneeded(model, budget, peakCap, g.state, g.stateSim, peak, freedRanks, hoists,
+                      simulations, g.plan);
+}
+
+} // namespace
+
+absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
+                                          int64_t peakCap) {
+  auto begin = std::chrono::steady_clock::now();
+  GreedySearch g(model, boundsOf(model, budget, peakCap));
+  if (absl::Status st = dropUntilWithinBounds(g); !st.ok())
+    return st;
+  if (g.synced && !overBound(g.bounds))
+    if (absl::Status st = refinePlan(g, budget, peakCap); !st.ok())
       return st;
-    plan.hoists = static_cast<unsigned>(hoists.size());
-    if (!hoists.empty()) // the tracker holds the plan before them; stateSim, after
-      peak = PeakTracker(stateSim->boundedByRank);
-    if (absl::Status st = keepUnneeded(model, budget, peakCap, state, stateSim, peak,
-                                       freedRanks, hoists, simulations, plan);
-        !st.ok())
-      return st;
-  }
-  plan.recompute = state.result();
-  if (stateSim)
-    predictPlan(*stateSim, budget, plan, peakCap);
+  CheckpointPlan &plan = g.plan;
+  plan.recompute = g.state.result();
+  if (g.stateSim)
+    predictPlan(*g.stateSim, budget, plan, peakCap);
   else if (absl::Status st = predictPlan(model, budget, plan, peakCap); !st.ok())
     return st;
   plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  return plan;
+  return std::move(plan);
 }
 
 } // namespace graphopt

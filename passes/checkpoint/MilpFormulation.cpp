@@ -58,25 +58,57 @@ bool CheckpointMilp::operandsOf(const Node &n, int64_t p, std::vector<Operand> &
   return true;
 }
 
-CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) : model_(model) {
-  const LivenessResult &live = model.baseline();
-  const int64_t numNodes = static_cast<int64_t>(live.timeline.size());
-  auto candidates = model.candidates();
-  numCandidates_ = candidates.size();
-
-  // The (node, point) pairs chains may reach, and how many candidates a
-  // chain passes through to get there (0-1 breadth first: an operand made
-  // whatever the plan costs no hop, one made only for some plans one). A
-  // clone that may read a candidate before its point makes that point a
-  // hoist of it, whose own clone is reached from there.
+struct CheckpointMilp::Reachable {
   using Key = std::pair<const Node *, int64_t>;
   llvm::DenseMap<Key, int> hops;
   std::vector<Key> order; // discovery order: the columns' order, deterministic
+  std::map<std::pair<int32_t, int64_t>, int> hoistHops; // (candidate, point) -> hops
+  std::vector<std::pair<int32_t, int64_t>> hoistOrder;
+};
+
+class CheckpointMilp::RowSet {
+public:
+  explicit RowSet(std::vector<MilpProblem::Row> &rows) : rows_(rows) {}
+  void add(std::vector<int> cols, std::vector<double> coefs, double rhs) {
+    coefs.push_back(rhs);
+    if (!seen_.insert({cols, coefs}).second)
+      return;
+    coefs.pop_back();
+    rows_.push_back({std::move(cols), std::move(coefs), rhs});
+  }
+
+private:
+  std::vector<MilpProblem::Row> &rows_;
+  std::set<std::pair<std::vector<int>, std::vector<double>>> seen_; // each row once
+};
+
+CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) : model_(model) {
+  numCandidates_ = model.candidates().size();
+  Reachable reached = reachablePairs();
+  cutChains(reached, maxColumns);
+  addColumns(reached);
+  RowSet rows(structural_);
+  addOwnCloneRows(rows);
+  addOperandRows(rows);
+  scaleUnits();
+  computeCovers();
+}
+
+// The (node, point) pairs chains may reach, and how many candidates a
+// chain passes through to get there (0-1 breadth first: an operand made
+// whatever the plan costs no hop, one made only for some plans one). A
+// clone that may read a candidate before its point makes that point a
+// hoist of it, whose own clone is reached from there.
+CheckpointMilp::Reachable CheckpointMilp::reachablePairs() const {
+  using Key = Reachable::Key;
+  auto candidates = model_.candidates();
+  Reachable reached;
+  llvm::DenseMap<Key, int> &hops = reached.hops;
   std::deque<std::pair<Key, int>> queue;
   auto reach = [&](Key k, int h, bool front) {
     auto [it, inserted] = hops.try_emplace(k, h);
     if (inserted)
-      order.push_back(k);
+      reached.order.push_back(k);
     else if (it->second <= h)
       return;
     it->second = h;
@@ -85,8 +117,6 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
     else
       queue.emplace_back(k, h);
   };
-  std::map<std::pair<int32_t, int64_t>, int> hoistHops; // (candidate, point) -> hops
-  std::vector<std::pair<int32_t, int64_t>> hoistOrder;
   auto ownAt = [&](int32_t c, int64_t p, int h) {
     for (const Value *v : candidates[c].backwardValues)
       reach({v->definingNode(), p}, h, false);
@@ -102,9 +132,9 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
     for (const Operand &o : operands) {
       reach({o.def, k.second}, o.always() ? h : h + 1, o.always());
       if (o.early) { // its own clone could be made here instead, sharing this one
-        auto [it, inserted] = hoistHops.try_emplace({o.candidate, k.second}, h + 1);
+        auto [it, inserted] = reached.hoistHops.try_emplace({o.candidate, k.second}, h + 1);
         if (inserted)
-          hoistOrder.push_back(it->first);
+          reached.hoistOrder.push_back(it->first);
         if (inserted || h + 1 < it->second) {
           it->second = std::min(it->second, h + 1);
           ownAt(o.candidate, k.second, h + 1);
@@ -112,41 +142,49 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
       }
     }
   }
-  // Past maxColumns (r and g columns together), cut chains at the most hops that fit.
-  if (order.size() + hoistOrder.size() > maxColumns) {
-    std::vector<int> sorted;
-    for (const Key &k : order)
-      sorted.push_back(hops[k]);
-    for (const auto &ch : hoistOrder)
-      sorted.push_back(hoistHops[ch]);
-    std::sort(sorted.begin(), sorted.end());
-    maxHops_ = std::max(0, sorted[maxColumns] - 1);
-  }
-  auto within = [&](int h) { return maxHops_ < 0 || h <= maxHops_; };
+  return reached;
+}
 
-  // Columns: the candidates, the reachable (node, point) pairs, the hoists.
+// Past maxColumns (r and g columns together), cut chains at the most hops that fit.
+void CheckpointMilp::cutChains(const Reachable &reached, size_t maxColumns) {
+  if (reached.order.size() + reached.hoistOrder.size() <= maxColumns)
+    return;
+  std::vector<int> sorted;
+  for (const Reachable::Key &k : reached.order)
+    sorted.push_back(reached.hops.lookup(k));
+  for (const auto &ch : reached.hoistOrder)
+    sorted.push_back(reached.hoistHops.at(ch));
+  std::sort(sorted.begin(), sorted.end());
+  maxHops_ = std::max(0, sorted[maxColumns] - 1);
+}
+
+int CheckpointMilp::nodeColumnOf(const Node *n, int64_t p) const {
+  auto it = nodeColumn_.find({model_.baseline().rank.lookup(n), p});
+  return it == nodeColumn_.end() ? -1 : it->second;
+}
+
+// Columns: the candidates, the reachable (node, point) pairs, the hoists.
+void CheckpointMilp::addColumns(const Reachable &reached) {
+  const LivenessResult &live = model_.baseline();
+  auto candidates = model_.candidates();
   objective_.assign(numCandidates_, kTieBreak);
   upper_.assign(numCandidates_, 1);
-  for (const Key &k : order)
-    if (within(hops[k])) {
+  for (const Reachable::Key &k : reached.order)
+    if (withinHops(reached.hops.lookup(k))) {
       int64_t rank = live.rank.lookup(k.first);
       nodeColumn_[{rank, k.second}] = static_cast<int>(upper_.size());
       nodeRank_.push_back(rank);
       nodePoint_.push_back(k.second);
-      objective_.push_back(model.seconds()[rank]);
+      objective_.push_back(model_.seconds()[rank]);
       upper_.push_back(1);
     }
-  auto columnOf = [&](const Node *n, int64_t p) {
-    auto it = nodeColumn_.find({live.rank.lookup(n), p});
-    return it == nodeColumn_.end() ? -1 : it->second;
-  };
   // g_{c,k}: c's own clone is made at its k-th hoist point or earlier (a
   // prefix, so each operand and memory row needs one g, not every hoist).
   std::vector<std::vector<int64_t>> points(numCandidates_);
-  for (auto [c, q] : hoistOrder) {
-    bool reachable = within(hoistHops[{c, q}]);
+  for (auto [c, q] : reached.hoistOrder) {
+    bool reachable = withinHops(reached.hoistHops.at({c, q}));
     for (const Value *v : candidates[c].backwardValues)
-      reachable = reachable && columnOf(v->definingNode(), q) >= 0;
+      reachable = reachable && nodeColumnOf(v->definingNode(), q) >= 0;
     if (reachable) // else its own clone there was cut: no such hoist
       points[c].push_back(q);
   }
@@ -160,48 +198,47 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
       upper_.push_back(1);
     }
   }
+}
 
-  std::set<std::pair<std::vector<int>, std::vector<double>>> seen; // each row once
-  auto addRow = [&](std::vector<int> cols, std::vector<double> coefs, double rhs) {
-    coefs.push_back(rhs);
-    if (!seen.insert({cols, coefs}).second)
-      return;
-    coefs.pop_back();
-    structural_.push_back({std::move(cols), std::move(coefs), rhs});
-  };
-  // Own clones: g_{c,1} <= ... <= g_{c,K} <= d_c; made at q_k when g_k - g_{k-1}
-  // (g_0 = 0), at the candidate's point when d_c - g_K.
+// Own clones: g_{c,1} <= ... <= g_{c,K} <= d_c; made at q_k when g_k - g_{k-1}
+// (g_0 = 0), at the candidate's point when d_c - g_K.
+void CheckpointMilp::addOwnCloneRows(RowSet &rows) {
+  auto candidates = model_.candidates();
   for (size_t c = 0; c < numCandidates_; ++c) {
     const int d = static_cast<int>(c);
     const auto &g = hoistsOf_[c];
     for (size_t k = 0; k < g.size(); ++k)
-      addRow({k + 1 < g.size() ? g[k + 1].second : d, g[k].second}, {1, -1}, 0);
+      rows.add({k + 1 < g.size() ? g[k + 1].second : d, g[k].second}, {1, -1}, 0);
     for (const Value *v : candidates[c].backwardValues) {
-      int atPoint = columnOf(v->definingNode(), candidates[c].firstBackwardUse);
+      int atPoint = nodeColumnOf(v->definingNode(), candidates[c].firstBackwardUse);
       if (g.empty())
-        addRow({atPoint, d}, {1, -1}, 0);
+        rows.add({atPoint, d}, {1, -1}, 0);
       else
-        addRow({atPoint, d, g.back().second}, {1, -1, 1}, 0);
+        rows.add({atPoint, d, g.back().second}, {1, -1, 1}, 0);
       for (size_t k = 0; k < g.size(); ++k) {
-        int at = columnOf(v->definingNode(), g[k].first);
+        int at = nodeColumnOf(v->definingNode(), g[k].first);
         if (k == 0)
-          addRow({at, g[k].second}, {1, -1}, 0);
+          rows.add({at, g[k].second}, {1, -1}, 0);
         else
-          addRow({at, g[k].second, g[k - 1].second}, {1, -1, 1}, 0);
+          rows.add({at, g[k].second, g[k - 1].second}, {1, -1, 1}, 0);
       }
     }
   }
-  // Operands: r_{def(o),p} >= r_{n,p} - [o is there], where [o is there] =
-  // live (1 - d_s) + own d_s + hoistable g_{s,k} (k: its last hoist point <= p).
+}
+
+// Operands: r_{def(o),p} >= r_{n,p} - [o is there], where [o is there] =
+// live (1 - d_s) + own d_s + hoistable g_{s,k} (k: its last hoist point <= p).
+void CheckpointMilp::addOperandRows(RowSet &rows) {
+  std::vector<Operand> operands;
   for (size_t k = 0; k < nodeRank_.size(); ++k) {
     const int col = static_cast<int>(numCandidates_ + k);
     const int64_t p = nodePoint_[k];
-    if (!operandsOf(*model.nodeAt(nodeRank_[k]), p, operands)) {
+    if (!operandsOf(*model_.nodeAt(nodeRank_[k]), p, operands)) {
       upper_[col] = 0;
       continue;
     }
     for (const Operand &o : operands) {
-      int def = columnOf(o.def, p);
+      int def = nodeColumnOf(o.def, p);
       if (o.always() && def < 0) {
         upper_[col] = 0; // cannot happen (no hop), but never a clone without its operand
         continue;
@@ -223,12 +260,14 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
           coefs.push_back(1);
         }
       }
-      addRow(cols, coefs, o.live ? -1 : 0);
+      rows.add(cols, coefs, o.live ? -1 : 0);
     }
   }
+}
 
-  // Objective in units of the costliest node, so CBC's tolerances mean the
-  // same for microseconds (flops estimates) as for seconds.
+// Objective in units of the costliest node, so CBC's tolerances mean the
+// same for microseconds (flops estimates) as for seconds.
+void CheckpointMilp::scaleUnits() {
   double maxSeconds = 0;
   for (size_t k = numCandidates_; k < numCandidates_ + nodeRank_.size(); ++k)
     maxSeconds = std::max(maxSeconds, objective_[k]);
@@ -236,17 +275,21 @@ CheckpointMilp::CheckpointMilp(const RecomputeModel &model, size_t maxColumns) :
   for (size_t k = numCandidates_; k < objective_.size(); ++k)
     objective_[k] = objective_[k] / secondsUnit_ + kTieBreak;
   int64_t maxBytes = 1;
-  for (const CheckpointCandidate &c : candidates)
+  for (const CheckpointCandidate &c : model_.candidates())
     maxBytes = std::max(maxBytes, c.bytes);
   bytesUnit_ = static_cast<double>(maxBytes);
+}
 
-  // Where dropping each candidate takes its bytes off the bounded memory. The
-  // peak: between its last forward use and its own clone. The saved
-  // activations: its whole life, as its storage is no longer read in backward
-  // (not an activation any more) and its clone is made in backward (not one
-  // either), hoisted or not.
-  peakBound_ = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
-  for (const CheckpointCandidate &c : candidates)
+// Where dropping each candidate takes its bytes off the bounded memory. The
+// peak: between its last forward use and its own clone. The saved
+// activations: its whole life, as its storage is no longer read in backward
+// (not an activation any more) and its clone is made in backward (not one
+// either), hoisted or not.
+void CheckpointMilp::computeCovers() {
+  const LivenessResult &live = model_.baseline();
+  const int64_t numNodes = static_cast<int64_t>(live.timeline.size());
+  peakBound_ = model_.boundedMemory() == BoundedMemory::PeakAboveInputs;
+  for (const CheckpointCandidate &c : model_.candidates())
     covers_.push_back(peakBound_ ? std::make_pair(c.lastForwardUse + 1, c.firstBackwardUse - 1)
                                  : std::make_pair(c.created, live.lookup(c.storage)->freedAfter));
   // The coefficients change only where an interval begins or ends.

@@ -119,6 +119,21 @@ private:
   bool operandsOf(const Node &n, int64_t p, std::vector<Operand> &out) const;
   /// The g column saying candidate c's own clone is made by rank p, or -1.
   int hoistedBy(int32_t c, int64_t p) const;
+  /// The r column of the clone of `n` before rank `p`, or -1.
+  int nodeColumnOf(const Node *n, int64_t p) const;
+  /// Whether a chain of `hops` is within the cut (maxHops).
+  bool withinHops(int hops) const { return maxHops_ < 0 || hops <= maxHops_; }
+
+  // The constructor's steps, in order.
+  struct Reachable; ///< the (node, point) pairs and hoists chains reach, with their hops
+  class RowSet;     ///< the structural rows, each added once
+  Reachable reachablePairs() const;
+  void cutChains(const Reachable &reached, size_t maxColumns);
+  void addColumns(const Reachable &reached);
+  void addOwnCloneRows(RowSet &rows);
+  void addOperandRows(RowSet &rows);
+  void scaleUnits();
+  void computeCovers();
 
   const RecomputeModel &model_;
   size_t numCandidates_ = 0;
