@@ -6,6 +6,7 @@
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace graphopt {
 
@@ -19,6 +20,19 @@ void appendUnique(llvm::SmallVectorImpl<unsigned> &out, unsigned id) {
 /// Chains of views are as deep as the graph at most; a cycle of redirects
 /// would be a bug, and this bound turns it into a wrong answer rather than a hang.
 constexpr unsigned kMaxRedirectDepth = 1u << 16;
+
+/// Every byte of a storage: what a value of unknown type may touch.
+constexpr std::pair<int64_t, int64_t> kAllBytes{0, std::numeric_limits<int64_t>::max()};
+
+/// Two [first, end) byte ranges share a byte (an empty range meets nothing).
+bool meet(std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b) {
+  return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+}
+
+/// The smallest range holding both.
+std::pair<int64_t, int64_t> joined(std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b) {
+  return {std::min(a.first, b.first), std::max(a.second, b.second)};
+}
 
 } // namespace
 
@@ -42,10 +56,13 @@ AliasInfo::AliasInfo(const Graph &graph)
     // Writes: each storage written, at this rank; each value on the chain
     // of views from the written value back to its roots is written through.
     for (Value *w : writtenValues(n)) {
+      std::pair<int64_t, int64_t> bytes = byteRange(w);
       for (unsigned root : roots_.lookup(w)) {
-        std::vector<int64_t> &writes = storages_[root].writes;
-        if (writes.empty() || writes.back() != rank)
-          writes.push_back(rank);
+        std::vector<StorageFacts::Write> &writes = storages_[root].writes;
+        if (writes.empty() || writes.back().rank != rank)
+          writes.push_back({rank, bytes});
+        else
+          writes.back().bytes = joined(writes.back().bytes, bytes);
       }
       llvm::SmallVector<const Value *, 4> work{w};
       while (!work.empty()) {
@@ -185,12 +202,27 @@ const AliasInfo::StorageFacts *AliasInfo::factsOf(unsigned rootId) const {
   return it == storages_.end() ? nullptr : &it->second;
 }
 
+std::pair<int64_t, int64_t> AliasInfo::byteRange(const Value *v) {
+  // An empty tensor spans nothing, but a write to one may resize it: all.
+  if (!v->isTensor() || !v->tensorType().isKnown() || v->tensorType().numel() == 0)
+    return kAllBytes;
+  return v->tensorType().storageByteRange();
+}
+
+bool AliasInfo::mayOverlap(const Value *a, const Value *b) const {
+  return mayShareStorage(a, b) && meet(byteRange(a), byteRange(b));
+}
+
 bool AliasInfo::writtenBetween(const Value *v, int64_t after, int64_t before) const {
+  std::pair<int64_t, int64_t> read = byteRange(v);
   for (unsigned root : rootIds(v))
     if (const StorageFacts *f = factsOf(root)) {
-      auto it = std::upper_bound(f->writes.begin(), f->writes.end(), after);
-      if (it != f->writes.end() && *it < before)
-        return true;
+      auto it = std::upper_bound(
+          f->writes.begin(), f->writes.end(), after,
+          [](int64_t rank, const StorageFacts::Write &w) { return rank < w.rank; });
+      for (; it != f->writes.end() && it->rank < before; ++it)
+        if (meet(it->bytes, read))
+          return true;
     }
   return false;
 }
@@ -199,7 +231,7 @@ int64_t AliasInfo::firstWriteOf(const Value *v) const {
   int64_t first = -1;
   for (unsigned root : rootIds(v))
     if (const StorageFacts *f = factsOf(root); f && !f->writes.empty())
-      first = first < 0 ? f->writes.front() : std::min(first, f->writes.front());
+      first = first < 0 ? f->writes.front().rank : std::min(first, f->writes.front().rank);
   return first;
 }
 
@@ -207,7 +239,7 @@ int64_t AliasInfo::lastWriteOf(const Value *v) const {
   int64_t last = -1;
   for (unsigned root : rootIds(v))
     if (const StorageFacts *f = factsOf(root); f && !f->writes.empty())
-      last = std::max(last, f->writes.back());
+      last = std::max(last, f->writes.back().rank);
   return last;
 }
 
@@ -273,11 +305,22 @@ void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
       f.escapes |= moved.escapes;
       if (moved.lastReader && (!f.lastReader || f.lastReader->comesBefore(moved.lastReader)))
         f.lastReader = moved.lastReader;
-      std::vector<int64_t> merged;
-      std::merge(f.writes.begin(), f.writes.end(), moved.writes.begin(), moved.writes.end(),
-                 std::back_inserter(merged));
-      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
-      f.writes = std::move(merged);
+      // Old's byte ranges were in its own storage's terms, not replacement's:
+      // they become the whole storage.
+      std::vector<StorageFacts::Write> merged, moving = moved.writes;
+      for (StorageFacts::Write &w : moving)
+        w.bytes = kAllBytes;
+      auto byRank = [](const StorageFacts::Write &a, const StorageFacts::Write &b) {
+        return a.rank < b.rank;
+      };
+      std::merge(f.writes.begin(), f.writes.end(), moving.begin(), moving.end(),
+                 std::back_inserter(merged), byRank);
+      f.writes.clear();
+      for (const StorageFacts::Write &w : merged)
+        if (!f.writes.empty() && f.writes.back().rank == w.rank)
+          f.writes.back().bytes = joined(f.writes.back().bytes, w.bytes);
+        else
+          f.writes.push_back(w);
     }
   }
   redirects_[old->id()] = std::move(into);

@@ -332,8 +332,8 @@ absl::StatusOr<ValueType> Parser::parseType() {
         GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' or '}'"));
       first = false;
       Token key = tok_;
-      if (!isIdent("strides") && !isIdent("device"))
-        return expected("'strides' or 'device'");
+      if (!isIdent("strides") && !isIdent("offset") && !isIdent("device"))
+        return expected("'strides', 'offset' or 'device'");
       consume();
       GRAPHOPT_RETURN_IF_ERROR(expect(Token::Equal, "'='"));
       if (key.text == "strides") {
@@ -343,6 +343,11 @@ absl::StatusOr<ValueType> Parser::parseType() {
           return errorAt(at, absl::StrCat("expected ", sizes.size(), " strides, found ",
                                           strides.size()));
         t.strides.assign(strides.begin(), strides.end());
+      } else if (key.text == "offset") {
+        GRAPHOPT_ASSIGN_OR_RETURN(offset, parseScalarConstant());
+        if (offset.kind() != ConstantKind::Int)
+          return errorAt(key, "expected a storage offset (an integer)");
+        t.storageOffset = offset.asInt();
       } else {
         GRAPHOPT_ASSIGN_OR_RETURN(dev, parseScalarConstant());
         if (dev.kind() != ConstantKind::Device || dev.isExecutionDevice())

@@ -144,16 +144,23 @@ void printType(llvm::raw_ostream &os, const ValueType &type) {
   os << dtypeName(t.dtype);
   printInts(os, t.sizes);
   bool showStrides = !t.isContiguous();
+  bool showOffset = t.storageOffset != 0;
   bool showDevice = !t.device.is_cpu();
-  if (!showStrides && !showDevice)
+  if (!showStrides && !showOffset && !showDevice)
     return;
+  const char *separator = "";
   os << '{';
   if (showStrides) {
     os << "strides=";
     printInts(os, t.strides);
+    separator = ", ";
+  }
+  if (showOffset) {
+    os << separator << "offset=" << t.storageOffset;
+    separator = ", ";
   }
   if (showDevice)
-    os << (showStrides ? ", " : "") << "device=" << t.device.str();
+    os << separator << "device=" << t.device.str();
   os << '}';
 }
 

@@ -63,6 +63,11 @@ int64_t TensorType::storageBytes() const {
   return saturatingMul(span, static_cast<int64_t>(c10::elementSize(dtype)));
 }
 
+std::pair<int64_t, int64_t> TensorType::storageByteRange() const {
+  int64_t first = saturatingMul(storageOffset, static_cast<int64_t>(c10::elementSize(dtype)));
+  return {first, saturatingAdd(first, storageBytes())};
+}
+
 absl::Status validateTensorType(const TensorType &t) {
   if (!t.isKnown())
     return absl::OkStatus();
@@ -84,8 +89,14 @@ absl::Status validateTensorType(const TensorType &t) {
       return absl::InvalidArgumentError(
           absl::StrCat("its ", t.sizes.size(), " sizes have more elements than int64 counts"));
   }
+  if (t.storageOffset < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage offset ", t.storageOffset, " is negative"));
   if (empty)
     return absl::OkStatus();
+  // The offset, then the elements the strides reach.
+  if (__builtin_add_overflow(t.storageOffset, int64_t(1), &span))
+    return absl::InvalidArgumentError("its storage offset is past what int64 counts");
   int64_t extent, bytes;
   for (size_t d = 0; d < t.sizes.size(); ++d)
     if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &extent) ||
@@ -98,7 +109,7 @@ absl::Status validateTensorType(const TensorType &t) {
 
 bool TensorType::operator==(const TensorType &o) const {
   return dtype == o.dtype && llvm::equal(sizes, o.sizes) && llvm::equal(strides, o.strides) &&
-         device == o.device;
+         device == o.device && storageOffset == o.storageOffset;
 }
 
 namespace {

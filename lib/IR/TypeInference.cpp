@@ -6,6 +6,8 @@
 #include "graphopt/IR/NodeResults.h"
 #include "graphopt/IR/SchemaUtils.h"
 
+#include <ATen/ops/as_strided.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <absl/strings/str_cat.h>
 
@@ -16,7 +18,12 @@ namespace {
 /// A stand-in for a tensor of type `t` on `on`: metadata only on meta, zeros
 /// on CPU (zeros keep index-taking operators in bounds).
 at::Tensor standIn(const TensorType &t, c10::Device on) {
-  at::Tensor x = at::empty_strided(t.sizes, t.strides, at::TensorOptions().dtype(t.dtype).device(on));
+  at::TensorOptions options = at::TensorOptions().dtype(t.dtype).device(on);
+  at::Tensor x = at::empty_strided(t.sizes, t.strides, options);
+  if (t.storageOffset != 0) // a view at its offset, so that views of it get theirs
+    x = at::empty({t.storageOffset + static_cast<int64_t>(x.storage().nbytes() / x.itemsize())},
+                  options)
+            .as_strided(t.sizes, t.strides, t.storageOffset);
   if (!on.is_meta())
     x.zero_();
   return x;
@@ -59,7 +66,9 @@ absl::StatusOr<ValueType> typeOfResult(const Node &node, const c10::IValue &v, c
     const at::Tensor &t = v.toTensor();
     llvm::ArrayRef<int64_t> sizes(t.sizes().data(), t.sizes().size());
     llvm::ArrayRef<int64_t> strides(t.strides().data(), t.strides().size());
-    return ValueType::ofTensor(TensorType(t.scalar_type(), sizes, strides, device));
+    TensorType type(t.scalar_type(), sizes, strides, device);
+    type.storageOffset = t.storage_offset();
+    return ValueType::ofTensor(std::move(type));
   }
   if (v.isInt())
     return ValueType::ofScalar(ValueKind::Int);
@@ -99,17 +108,10 @@ absl::Status runOnStandIns(const Node &node, c10::Device on, torch::jit::Stack &
 }
 } // namespace
 
-absl::Status inferNodeTypes(Node &node) {
-  if (node.numArgs() != node.schema().arguments().size())
-    return absl::FailedPreconditionError(
-        absl::StrCat("node ", node.describe(), ": argument count does not match the schema"));
-  torch::jit::Stack stack;
-  c10::Device device(c10::DeviceType::CPU);
-  // Meta kernels are free, but some live only in Python (convolution's, for
-  // one); then run the operator on CPU zeros of the same shapes.
-  if (absl::Status meta = runOnStandIns(node, c10::Device(at::kMeta), stack, device); !meta.ok())
-    if (absl::Status cpu = runOnStandIns(node, c10::Device(at::kCPU), stack, device); !cpu.ok())
-      return cpu;
+namespace {
+/// The types of the results `runOnStandIns` left in `stack`, one per output.
+absl::StatusOr<std::vector<ValueType>> typesOfResults(const Node &node, torch::jit::Stack &stack,
+                                                      c10::Device device) {
   // One result per output, a lone Tensor[] spread as the executor spreads it.
   llvm::SmallVector<c10::IValue, 4> results;
   spreadResults(node.schema(), stack, results);
@@ -124,9 +126,43 @@ absl::Status inferNodeTypes(Node &node) {
     return absl::FailedPreconditionError(absl::StrCat("node ", node.describe(), ": the operator returned ",
                                                       types.size(), " results for ", node.numOutputs(),
                                                       " outputs"));
-  for (unsigned i = 0; i < types.size(); ++i)
-    node.output(i)->setType(types[i]);
+  return types;
+}
+
+absl::Status checkArgumentCount(const Node &node) {
+  if (node.numArgs() != node.schema().arguments().size())
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node.describe(), ": argument count does not match the schema"));
   return absl::OkStatus();
+}
+} // namespace
+
+absl::Status inferNodeTypes(Node &node) {
+  if (absl::Status st = checkArgumentCount(node); !st.ok())
+    return st;
+  torch::jit::Stack stack;
+  c10::Device device(c10::DeviceType::CPU);
+  // Meta kernels are free, but some live only in Python (convolution's, for
+  // one); then run the operator on CPU zeros of the same shapes.
+  if (absl::Status meta = runOnStandIns(node, c10::Device(at::kMeta), stack, device); !meta.ok())
+    if (absl::Status cpu = runOnStandIns(node, c10::Device(at::kCPU), stack, device); !cpu.ok())
+      return cpu;
+  auto types = typesOfResults(node, stack, device);
+  if (!types.ok())
+    return types.status();
+  for (unsigned i = 0; i < types->size(); ++i)
+    node.output(i)->setType((*types)[i]);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ValueType>> kernelResultTypes(const Node &node, c10::Device on) {
+  if (absl::Status st = checkArgumentCount(node); !st.ok())
+    return st;
+  torch::jit::Stack stack;
+  c10::Device device(c10::DeviceType::CPU);
+  if (absl::Status st = runOnStandIns(node, on, stack, device); !st.ok())
+    return st;
+  return typesOfResults(node, stack, device);
 }
 
 absl::Status inferTypes(Graph &graph) {

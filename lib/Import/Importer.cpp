@@ -1,5 +1,6 @@
 //===- Importer.cpp - Reading a model by its file extension ---------------===//
 #include "graphopt/Import/Importer.h"
+#include "graphopt/Import/TypeCorrection.h"
 
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Parser.h"
@@ -31,8 +32,10 @@ absl::StatusOr<at::Tensor> standIn(const Value &v, at::Generator &gen, double sc
   try {
     auto options = at::TensorOptions().dtype(t.dtype);
     int64_t span = t.numel() == 0 ? 0 : t.storageBytes() / static_cast<int64_t>(c10::elementSize(t.dtype));
-    bool dense = span == t.numel();
-    at::Tensor x = dense ? at::empty_strided(t.sizes, t.strides, options) : at::empty({span}, options);
+    // A view of a buffer of its span (and its offset) where it is not dense or starts inside.
+    bool dense = span == t.numel() && t.storageOffset == 0;
+    at::Tensor x = dense ? at::empty_strided(t.sizes, t.strides, options)
+                         : at::empty({t.storageOffset + span}, options);
     if (t.dtype == c10::kFloat || t.dtype == c10::kDouble || t.dtype == c10::kHalf ||
         t.dtype == c10::kBFloat16)
       x.normal_(0, scale, gen);
@@ -40,7 +43,7 @@ absl::StatusOr<at::Tensor> standIn(const Value &v, at::Generator &gen, double sc
       x.copy_(at::empty(x.sizes(), at::TensorOptions().dtype(c10::kFloat)).normal_(0, scale, gen));
     else
       x.zero_();
-    return dense ? x : x.as_strided(t.sizes, t.strides);
+    return dense ? x : x.as_strided(t.sizes, t.strides, t.storageOffset);
   } catch (...) {
     return fail(describeCurrentException());
   }
@@ -123,10 +126,14 @@ absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOpti
   if (path != "-" && (ext == ".pt2" || ext == ".pt"))
     if (absl::Status st = checkInputFile(path, options.maxInputBytes); !st.ok())
       return st;
-  if (ext == ".pt2")
-    return importPt2(path);
-  if (ext == ".pt")
-    return importTorchScript(path, options);
+  if (ext == ".pt2" || ext == ".pt") {
+    auto model = ext == ".pt2" ? importPt2(path) : importTorchScript(path, options);
+    // Types torch declared (fake tensors, meta kernels) for results nothing
+    // reads, where the CPU kernel makes another: the kernel's.
+    if (model.ok() && model->graph)
+      model->remarks = correctUnreadResultTypes(*model->graph);
+    return model;
+  }
   if (ext == ".gir" || path == "-") {
     auto g = parseGraphFile(path, options.maxInputBytes);
     if (!g.ok())

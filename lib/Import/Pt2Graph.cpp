@@ -123,7 +123,11 @@ absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) cons
   auto strides = ints(m.get_strides(), "strides");
   if (!strides.ok())
     return strides.status();
+  auto offset = ints({m.get_storage_offset()}, "storage offset");
+  if (!offset.ok())
+    return offset.status();
   TensorType type(*dtype, *sizes, *strides, *device);
+  type.storageOffset = offset->front();
   if (absl::Status st = validateTensorType(type); !st.ok())
     return error(absl::StrCat("tensor '", name, "' has an invalid type: ", st.message()));
   return ValueType::ofTensor(std::move(type));

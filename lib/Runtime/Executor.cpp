@@ -75,7 +75,7 @@ absl::Status checkDeclaredType(const Node &node, unsigned i, const c10::IValue &
       shapeOf(t), ": the graph's types do not describe what its operators compute"));
 }
 
-/// Why `t`'s layout is not `want`'s, or "": strides over the dimensions of
+/// Why `t`'s layout is not `want`'s, or "": its storage offset, strides over the dimensions of
 /// more than one element (a stride of a size-1 dimension is never used), and
 /// the device type when the graph was typed for the device it runs on.
 std::string layoutDifference(const at::Tensor &t, const TensorType &want, c10::Device runDevice) {
@@ -85,6 +85,8 @@ std::string layoutDifference(const at::Tensor &t, const TensorType &want, c10::D
     if (t.size(d) > 1 && t.stride(d) != want.strides[d])
       return absl::StrCat("strides [", absl::StrJoin(t.strides(), ", "), "], declared [",
                           absl::StrJoin(want.strides, ", "), "]");
+  if (t.storage_offset() != want.storageOffset)
+    return absl::StrCat("storage offset ", t.storage_offset(), ", declared ", want.storageOffset);
   if (want.device.type() == runDevice.type() && t.device().type() != want.device.type())
     return absl::StrCat("device ", t.device().str(), ", declared ", want.device.str());
   return "";

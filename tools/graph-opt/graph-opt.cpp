@@ -304,38 +304,55 @@ int main(int argc, char **argv) {
 
 namespace {
 
-int runDriver(int argc, char **argv) {
-  cl::HideUnrelatedOptions(category);
-  if (!cl::ParseCommandLineOptions(argc, argv,
-                                   "graph-opt: a compiler-style optimizer for PyTorch graphs\n\n"
-                                   "Reads a model, verifies its graph and writes it back as .gir.\n",
-                                   &llvm::errs()))
-    return kBadInput;
+/// The checked command line, as the driver's later steps read it.
+struct Settings {
+  int64_t maxInputBytes = 0;  ///< --max-input-size, resolved
+  int64_t maxMemoryBytes = 0; ///< --max-memory, resolved
+  bool benchmark = false;     ///< --benchmark given
+  unsigned benchmarkCount = 10;
+  /// A benchmark never reports a gain from a wrong graph: it verifies first.
+  bool verifyRequested = false;
+};
 
-  if (listPasses) {
-    for (const PassRegistry::Entry *e : PassRegistry::instance().entries()) {
-      llvm::outs() << llvm::format("  %-20s %s\n", e->name.c_str(), e->description.c_str());
-      std::unique_ptr<OptimizationPass> pass = e->create();
-      for (const PassOptionBase *o : pass->declaredOptions())
-        llvm::outs() << "      " << o->name() << "=<" << o->accepts() << ">  (default "
-                     << o->printDefault() << ")  " << o->help() << "\n";
-    }
-    return kOk;
+/// The driver's state once the input is read, shared by the steps after it.
+struct Session {
+  const Settings &settings;
+  GraphOptimizer &optimizer;
+  ReportStaging &staging;
+  ImportedModel &model;
+  /// The pipeline rewrites model.graph; --verify compares it with this copy.
+  std::unique_ptr<Graph> original;
+  /// Written at the end with the graph and the reports, as one set.
+  std::string benchmarkJsonText;
+};
+
+/// --list-passes: each registered pass with its options.
+void printPassList() {
+  for (const PassRegistry::Entry *e : PassRegistry::instance().entries()) {
+    llvm::outs() << llvm::format("  %-20s %s\n", e->name.c_str(), e->description.c_str());
+    std::unique_ptr<OptimizationPass> pass = e->create();
+    for (const PassOptionBase *o : pass->declaredOptions())
+      llvm::outs() << "      " << o->name() << "=<" << o->accepts() << ">  (default "
+                   << o->printDefault() << ")  " << o->help() << "\n";
   }
-  if (inputPath.empty())
-    return fail("no input file; see --help", kBadInput);
+}
+
+/// --max-input-size and --max-memory, as bytes.
+int resolveLimits(Settings &settings) {
   auto inputLimit = resolveLimit(maxInputSize.ArgStr, maxInputSize);
   if (!inputLimit.ok())
     return fail(std::string(inputLimit.status().message()), kBadInput);
   auto memoryLimit = resolveLimit(maxMemory.ArgStr, maxMemory);
   if (!memoryLimit.ok())
     return fail(std::string(memoryLimit.status().message()), kBadInput);
-  // Beyond the simulation checkRunFits makes before a run, every CPU
-  // allocation of a tensor is held to the limit (an operator may allocate
-  // more than the types it declares say).
-  TrackingCpuAllocator::install().setLimit(*memoryLimit);
-  // Outputs are checked before any work: none may replace the input, a
-  // symlink, a fifo or a device (Support/FileIO.h, checkOutputPath).
+  settings.maxInputBytes = *inputLimit;
+  settings.maxMemoryBytes = *memoryLimit;
+  return kOk;
+}
+
+/// Outputs are checked before any work: none may replace the input, a
+/// symlink, a fifo or a device (Support/FileIO.h, checkOutputPath).
+int checkOutputPaths() {
   for (const cl::opt<std::string> *option : {&outputPath, &benchmarkJsonPath}) {
     const std::string &path = option->getValue();
     if (path.empty() || path == "-")
@@ -349,42 +366,55 @@ int runDriver(int argc, char **argv) {
                                "input (write elsewhere)"),
                   kBadInput);
   }
-  // The report folder is made at the end; what would stop that is refused now.
-  if (!reportDir.empty()) {
-    llvm::SmallString<256> existing(reportDir.getValue());
-    llvm::sys::fs::make_absolute(existing);
-    while (!llvm::sys::fs::exists(existing) && llvm::sys::path::has_parent_path(existing))
-      llvm::sys::path::remove_filename(existing);
-    if (!llvm::sys::fs::is_directory(existing))
-      return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ",
-                               existing == llvm::StringRef(reportDir.getValue()) ||
-                                       llvm::sys::fs::equivalent(existing, reportDir.getValue())
-                                   ? "it exists and is not a directory"
-                                   : absl::StrCat(existing.str().str(), " is not a directory")),
-                  kBadInput);
-  }
-  bool benchmark = benchmarkRuns.getNumOccurrences() > 0;
-  unsigned benchmarkCount = 10;
-  if (benchmark && !benchmarkRuns.empty() &&
-      (llvm::StringRef(benchmarkRuns).getAsInteger(10, benchmarkCount) || benchmarkCount == 0))
+  return kOk;
+}
+
+/// The report folder is made at the end; what would stop that is refused now.
+int checkReportDir() {
+  if (reportDir.empty())
+    return kOk;
+  llvm::SmallString<256> existing(reportDir.getValue());
+  llvm::sys::fs::make_absolute(existing);
+  while (!llvm::sys::fs::exists(existing) && llvm::sys::path::has_parent_path(existing))
+    llvm::sys::path::remove_filename(existing);
+  if (!llvm::sys::fs::is_directory(existing))
+    return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ",
+                             existing == llvm::StringRef(reportDir.getValue()) ||
+                                     llvm::sys::fs::equivalent(existing, reportDir.getValue())
+                                 ? "it exists and is not a directory"
+                                 : absl::StrCat(existing.str().str(), " is not a directory")),
+                kBadInput);
+  return kOk;
+}
+
+/// --benchmark's run count, and the options that only go with --benchmark or --verify.
+int checkBenchmarkOptions(Settings &settings) {
+  settings.benchmark = benchmarkRuns.getNumOccurrences() > 0;
+  if (settings.benchmark && !benchmarkRuns.empty() &&
+      (llvm::StringRef(benchmarkRuns).getAsInteger(10, settings.benchmarkCount) ||
+       settings.benchmarkCount == 0))
     return fail(absl::StrCat("--benchmark=", benchmarkRuns.getValue(),
                              ": expected a number of runs of at least 1"),
                 kBadInput);
-  if (!benchmarkJsonPath.empty() && !benchmark)
+  if (!benchmarkJsonPath.empty() && !settings.benchmark)
     return fail("--benchmark-json is an option of --benchmark; add --benchmark", kBadInput);
-  if (verifyBitwise && !verifyOutputs && !benchmark)
+  if (verifyBitwise && !verifyOutputs && !settings.benchmark)
     return fail("--bitwise is an option of --verify (or --benchmark); add --verify", kBadInput);
-  // A benchmark never reports a gain from a wrong graph: it verifies first.
-  bool verifyRequested = verifyOutputs || benchmark;
-  OptimizerOptions optimizerOptions;
+  settings.verifyRequested = verifyOutputs || settings.benchmark;
+  return kOk;
+}
+
+/// The optimizer's options from the command line; stages the reports when
+/// --report-dir is given.
+int makeOptimizerOptions(const Settings &settings, ReportStaging &staging,
+                         OptimizerOptions &optimizerOptions) {
   optimizerOptions.verifyEach = verifyEach;
-  optimizerOptions.keepVerificationBaseline = verifyRequested;
+  optimizerOptions.keepVerificationBaseline = settings.verifyRequested;
   optimizerOptions.printAfterAll = printAfterAll;
   optimizerOptions.printAfter.insert(printAfter.begin(), printAfter.end());
   optimizerOptions.timePasses = timePasses;
   optimizerOptions.reproducerDir = reproducerDir;
   optimizerOptions.reportDir = reportDir;
-  ReportStaging staging;
   if (!reportDir.empty()) {
     if (absl::Status st = staging.create(); !st.ok())
       return fail(std::string(st.message()), kBadInput);
@@ -399,186 +429,206 @@ int runDriver(int argc, char **argv) {
     llvm::sys::path::append(tmp, absl::StrCat("graph-opt-reproducer-", ::getpid()));
     optimizerOptions.reproducerDir = tmp.str().str();
   }
-  GraphOptimizer optimizer(optimizerOptions);
-  if (!passPipeline.empty())
-    if (absl::Status st = optimizer.addPipeline(passPipeline); !st.ok())
-      return fail(absl::StrCat("-passes: ", st.message()), kBadInput);
+  return kOk;
+}
 
+/// Imports the input and verifies its graph; an error's message is what to print.
+absl::StatusOr<ImportedModel> readModel(const Settings &settings) {
   ImportOptions options;
-  options.maxInputBytes = *inputLimit;
+  options.maxInputBytes = settings.maxInputBytes;
   if (!inputTypes.empty()) {
     auto types = parseTypeList(inputTypes, "--input-types");
     if (!types.ok())
-      return fail(std::string(types.status().message()), kBadInput);
+      return types.status();
     options.inputTypes = std::move(*types);
   }
   auto model = importModel(inputPath, options);
   if (!model.ok())
-    return fail(std::string(model.status().message()), kBadInput);
-  std::unique_ptr<Graph> &graph = model->graph;
-  if (absl::Status st = verifyGraph(*graph); !st.ok())
-    return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
+    return model.status();
+  if (absl::Status st = verifyGraph(*model->graph); !st.ok())
+    return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
+  for (const std::string &remark : model->remarks)
+    llvm::errs() << "graph-opt: remark: " << inputPath << ": " << remark << "\n";
+  return model;
+}
 
-  // Written at the end with the graph and the reports, as one set.
-  std::string benchmarkJsonText;
-
-  // The pipeline rewrites `graph`; --verify compares it with this copy.
-  std::unique_ptr<Graph> original = verifyRequested ? graph->clone() : nullptr;
-
-  // What running the graph takes, for --run, --verify and the analyses that
-  // measure (liveness{scratch=measured}), made when first needed, for the
-  // model as read (its inputs, kept apart: a pass may change the graph's).
-  // A .gir carries no weights: seeded stand-ins take their place, and a note
-  // says so. Each graph that runs takes the example inputs its inputs name.
-  auto signature = std::make_shared<Graph>(graph->name().str());
-  for (const GraphInput &in : graph->inputs())
+// What running the graph takes, for --run, --verify and the analyses that
+// measure (liveness{scratch=measured}), made when first needed, for the
+// model as read (its inputs, kept apart: a pass may change the graph's).
+// A .gir carries no weights: seeded stand-ins take their place, and a note
+// says so. Each graph that runs takes the example inputs its inputs name.
+void installExecutionContext(Session &s) {
+  const Graph &graph = *s.model.graph;
+  auto signature = std::make_shared<Graph>(graph.name().str());
+  for (const GraphInput &in : graph.inputs())
     signature->addInput(in.value->name(), in.value->type(), in.role, in.target);
-  optimizer.analyses().setExecutionContextProvider([&, signature]() -> absl::StatusOr<ExecutionContext> {
-    auto device = chosenDevice();
-    if (!device.ok())
-      return device.status();
-    auto inInput = [&](const absl::Status &st) {
-      return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
-    };
-    if (absl::Status st = checkRunFits(*graph, *memoryLimit, "running"); !st.ok())
-      return inInput(st);
-    auto made = fillMissingWeights(*signature, model->weights, seed, *memoryLimit);
-    if (!made.ok())
-      return inInput(made.status());
-    if (*made)
-      llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << *made
-                   << " inputs; using seeded random ones\n";
-    ExecutionContext context;
-    context.weights = &model->weights;
-    if (model->exampleInputs.empty()) {
-      auto inputs = makeExampleInputs(*signature, seed, *memoryLimit);
-      if (!inputs.ok())
-        return inInput(inputs.status());
-      context.inputs = std::move(*inputs);
-    } else {
-      context.inputs = model->exampleInputs;
-    }
-    for (const GraphInput &in : signature->inputs())
-      if (in.role == InputRole::UserInput && in.value->isTensor())
-        context.inputNames.push_back(in.value->name().str());
-    context.device = *device;
-    context.seed = seed;
-    return context;
-  });
-  if (!optimizer.passes().empty()) {
-    auto changed = optimizer.run(*graph);
-    if (!changed.ok())
-      return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
-    if (printStats)
-      optimizer.printStatistics(llvm::errs());
-    // The passes' reports for people (checkpoint's table); on stderr when the
-    // graph itself goes to stdout.
-    bool graphToStdout = (emitText || !outputPath.empty()) && (outputPath.empty() || outputPath == "-");
-    optimizer.printReports(graphToStdout ? llvm::errs() : llvm::outs());
-    if (htmlReport && !reportDir.empty() && reportsHoldAProfile(staging.dir()))
-      if (absl::Status st = drawHtmlReport(staging.dir()); !st.ok())
-        return fail(std::string(st.message()), kBadInput);
-  }
-
-  bool writeGraph = emitText || !outputPath.empty();
-  std::string out = outputPath.empty() ? "-" : outputPath.getValue();
-  if (printSummaryOpt) {
-    // Keep stdout clean for the graph when both go there.
-    llvm::raw_ostream &os = writeGraph && out == "-" ? llvm::errs() : llvm::outs();
-    printSummary(os, summarizeGraph(*graph));
-    // The liveness the pipeline computed (peak, breakdown by kind), unless
-    // --run prints it beside the measured peak.
-    if (runSteps == 0)
-      if (const LivenessResult *liveness =
-              optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph))
-        printLivenessReport(os, *liveness);
-  }
-
-  if (runSteps > 0 || verifyRequested) {
-    CrashContext crashContext(absl::StrCat("running @", graph->name().str(), " from ", inputPath.getValue(),
-                                           " (--run/--verify/--benchmark)"));
-    auto made = optimizer.analyses().executionContext();
-    if (!made.ok())
-      return fail(std::string(made.status().message()), kBadInput);
-    // A pass that changes what the step computes (add-optimizer) is not a
-    // rewrite to prove: what follows it is verified against its output.
-    const Graph *reference = original.get();
-    if (const Graph *baseline = optimizer.verificationBaseline()) {
-      reference = baseline;
-      if (verifyRequested)
-        llvm::errs() << "graph-opt: note: verifying against the graph as "
-                     << optimizer.verificationBaselinePass()
-                     << " left it, since it changes what the step computes\n";
-    }
-    for (const Graph *g : {reference, static_cast<const Graph *>(graph.get())})
-      if (g)
-        if (absl::Status st = checkRunFits(*g, *memoryLimit, g == graph.get() ? "running" : "running the input graph");
-            !st.ok())
-          return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
-    const ExecutionContext &context = **made;
-    auto inputs = context.inputsFor(*graph);
-    if (!inputs.ok())
-      return fail(absl::StrCat(inputPath.getValue(), ": ", inputs.status().message()), kBadInput);
-    c10::Device device = context.device;
-    if (verifyRequested) {
-      VerifierOptions vopts;
-      vopts.device = device;
-      vopts.seed = seed;
-      vopts.bitwise = verifyBitwise;
-      auto originalInputs = context.inputsFor(*reference);
-      if (!originalInputs.ok())
-        return fail(absl::StrCat(inputPath.getValue(), ": ", originalInputs.status().message()),
-                    kBadInput);
-      auto report = verifyRewrite(*reference, *graph, model->weights, *originalInputs, *inputs, vopts);
-      if (!report.ok())
-        return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
-      llvm::outs().flush(); // keep the summary before the report
-      report->print(llvm::errs());
-      if (!report->passed) {
-        if (benchmark)
-          llvm::errs() << "graph-opt: not benchmarking: the optimized graph does not compute what "
-                          "the input did\n";
-        return kVerificationFailed;
-      }
-      if (benchmark) {
-        BenchmarkOptions bopts;
-        bopts.warmup = benchmarkWarmup;
-        bopts.runs = benchmarkCount;
-        bopts.execution.device = device;
-        bopts.execution.seed = seed;
-        bopts.execution.planCpuMemory = !noMemoryPlan;
-        auto measured = benchmarkRewrite(*reference, *graph, model->weights, *originalInputs,
-                                         *inputs, bopts);
-        if (!measured.ok())
-          return fail(absl::StrCat(inputPath.getValue(), ": --benchmark: ",
-                                   measured.status().message()),
-                      kBadInput);
-        printBenchmark(llvm::outs(), *measured);
-        if (!benchmarkJsonPath.empty()) {
-          std::string verdict = verifyBitwise ? "passed (bitwise)" : "passed (tolerance)";
-          benchmarkJsonText = benchmarkJson(*measured, inputPath.getValue(),
-                                            optimizer.pipelineText(), verdict);
+  s.optimizer.analyses().setExecutionContextProvider(
+      [&model = s.model, memoryLimit = s.settings.maxMemoryBytes,
+       signature]() -> absl::StatusOr<ExecutionContext> {
+        auto device = chosenDevice();
+        if (!device.ok())
+          return device.status();
+        auto inInput = [&](const absl::Status &st) {
+          return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
+        };
+        if (absl::Status st = checkRunFits(*model.graph, memoryLimit, "running"); !st.ok())
+          return inInput(st);
+        auto made = fillMissingWeights(*signature, model.weights, seed, memoryLimit);
+        if (!made.ok())
+          return inInput(made.status());
+        if (*made)
+          llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << *made
+                       << " inputs; using seeded random ones\n";
+        ExecutionContext context;
+        context.weights = &model.weights;
+        if (model.exampleInputs.empty()) {
+          auto inputs = makeExampleInputs(*signature, seed, memoryLimit);
+          if (!inputs.ok())
+            return inInput(inputs.status());
+          context.inputs = std::move(*inputs);
+        } else {
+          context.inputs = model.exampleInputs;
         }
-      }
-    }
-    // The liveness analysis, when the pipeline computed it, is still cached;
-    // the one with measured scratch when there is one (profile also computes
-    // the graph-only one).
-    const LivenessResult *liveness = optimizer.analyses().getCachedResult<LivenessAnalysis>(
-        *graph, {LivenessAnalysis::Scratch::Measured});
-    if (!liveness)
-      liveness = optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(*graph);
-    if (runSteps > 0)
-      if (int rc = runGraph(*graph, *model, *inputs, device, liveness); rc != kOk)
-        return rc;
-  }
+        for (const GraphInput &in : signature->inputs())
+          if (in.role == InputRole::UserInput && in.value->isTensor())
+            context.inputNames.push_back(in.value->name().str());
+        context.device = *device;
+        context.seed = seed;
+        return context;
+      });
+}
 
-  // Everything succeeded: the graph, the reports and the benchmark JSON are
-  // written now, as one set (renamed into place together, or none of them).
-  std::string text = writeGraph ? printGraphToString(*graph) : "";
+/// Runs -passes on the graph; prints the statistics and the passes' reports.
+int runPipeline(Session &s) {
+  auto changed = s.optimizer.run(*s.model.graph);
+  if (!changed.ok())
+    return fail(absl::StrCat(inputPath.getValue(), ": ", changed.status().message()), kBadInput);
+  if (printStats)
+    s.optimizer.printStatistics(llvm::errs());
+  // The passes' reports for people (checkpoint's table); on stderr when the
+  // graph itself goes to stdout.
+  bool graphToStdout =
+      (emitText || !outputPath.empty()) && (outputPath.empty() || outputPath == "-");
+  s.optimizer.printReports(graphToStdout ? llvm::errs() : llvm::outs());
+  if (htmlReport && !reportDir.empty() && reportsHoldAProfile(s.staging.dir()))
+    if (absl::Status st = drawHtmlReport(s.staging.dir()); !st.ok())
+      return fail(std::string(st.message()), kBadInput);
+  return kOk;
+}
+
+/// --summary, on stderr when `graphToStdout`.
+void printGraphSummary(Session &s, bool graphToStdout) {
+  Graph &graph = *s.model.graph;
+  // Keep stdout clean for the graph when both go there.
+  llvm::raw_ostream &os = graphToStdout ? llvm::errs() : llvm::outs();
+  printSummary(os, summarizeGraph(graph));
+  // The liveness the pipeline computed (peak, breakdown by kind), unless
+  // --run prints it beside the measured peak.
+  if (runSteps == 0)
+    if (const LivenessResult *liveness =
+            s.optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(graph))
+      printLivenessReport(os, *liveness);
+}
+
+/// --verify, and --benchmark after it: the graph against `reference`, with the
+/// same weights, seed and example inputs.
+int verifyAndBenchmark(Session &s, const ExecutionContext &context, const Graph &reference,
+                       llvm::ArrayRef<at::Tensor> inputs) {
+  Graph &graph = *s.model.graph;
+  c10::Device device = context.device;
+  VerifierOptions vopts;
+  vopts.device = device;
+  vopts.seed = seed;
+  vopts.bitwise = verifyBitwise;
+  auto originalInputs = context.inputsFor(reference);
+  if (!originalInputs.ok())
+    return fail(absl::StrCat(inputPath.getValue(), ": ", originalInputs.status().message()),
+                kBadInput);
+  auto report = verifyRewrite(reference, graph, s.model.weights, *originalInputs, inputs, vopts);
+  if (!report.ok())
+    return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
+  llvm::outs().flush(); // keep the summary before the report
+  report->print(llvm::errs());
+  if (!report->passed) {
+    if (s.settings.benchmark)
+      llvm::errs() << "graph-opt: not benchmarking: the optimized graph does not compute what "
+                      "the input did\n";
+    return kVerificationFailed;
+  }
+  if (!s.settings.benchmark)
+    return kOk;
+  BenchmarkOptions bopts;
+  bopts.warmup = benchmarkWarmup;
+  bopts.runs = s.settings.benchmarkCount;
+  bopts.execution.device = device;
+  bopts.execution.seed = seed;
+  bopts.execution.planCpuMemory = !noMemoryPlan;
+  auto measured =
+      benchmarkRewrite(reference, graph, s.model.weights, *originalInputs, inputs, bopts);
+  if (!measured.ok())
+    return fail(absl::StrCat(inputPath.getValue(), ": --benchmark: ", measured.status().message()),
+                kBadInput);
+  printBenchmark(llvm::outs(), *measured);
+  if (!benchmarkJsonPath.empty()) {
+    std::string verdict = verifyBitwise ? "passed (bitwise)" : "passed (tolerance)";
+    s.benchmarkJsonText =
+        benchmarkJson(*measured, inputPath.getValue(), s.optimizer.pipelineText(), verdict);
+  }
+  return kOk;
+}
+
+/// --run, --verify and --benchmark, each as asked.
+int runRequested(Session &s) {
+  Graph &graph = *s.model.graph;
+  CrashContext crashContext(absl::StrCat("running @", graph.name().str(), " from ",
+                                         inputPath.getValue(), " (--run/--verify/--benchmark)"));
+  auto made = s.optimizer.analyses().executionContext();
+  if (!made.ok())
+    return fail(std::string(made.status().message()), kBadInput);
+  // A pass that changes what the step computes (add-optimizer) is not a
+  // rewrite to prove: what follows it is verified against its output.
+  const Graph *reference = s.original.get();
+  if (const Graph *baseline = s.optimizer.verificationBaseline()) {
+    reference = baseline;
+    if (s.settings.verifyRequested)
+      llvm::errs() << "graph-opt: note: verifying against the graph as "
+                   << s.optimizer.verificationBaselinePass()
+                   << " left it, since it changes what the step computes\n";
+  }
+  for (const Graph *g : {reference, static_cast<const Graph *>(&graph)})
+    if (g)
+      if (absl::Status st = checkRunFits(*g, s.settings.maxMemoryBytes,
+                                         g == &graph ? "running" : "running the input graph");
+          !st.ok())
+        return fail(absl::StrCat(inputPath.getValue(), ": ", st.message()), kBadInput);
+  const ExecutionContext &context = **made;
+  auto inputs = context.inputsFor(graph);
+  if (!inputs.ok())
+    return fail(absl::StrCat(inputPath.getValue(), ": ", inputs.status().message()), kBadInput);
+  c10::Device device = context.device;
+  if (s.settings.verifyRequested)
+    if (int rc = verifyAndBenchmark(s, context, *reference, *inputs); rc != kOk)
+      return rc;
+  // The liveness analysis, when the pipeline computed it, is still cached;
+  // the one with measured scratch when there is one (profile also computes
+  // the graph-only one).
+  const LivenessResult *liveness = s.optimizer.analyses().getCachedResult<LivenessAnalysis>(
+      graph, {LivenessAnalysis::Scratch::Measured});
+  if (!liveness)
+    liveness = s.optimizer.analyses().getLatestCachedResult<LivenessAnalysis>(graph);
+  if (runSteps > 0)
+    if (int rc = runGraph(graph, s.model, *inputs, device, liveness); rc != kOk)
+      return rc;
+  return kOk;
+}
+
+/// Everything succeeded: the graph, the reports and the benchmark JSON are
+/// written now, as one set (renamed into place together, or none of them).
+int writeOutputs(const Session &s, bool writeGraph, const std::string &out) {
+  std::string text = writeGraph ? printGraphToString(*s.model.graph) : "";
   std::vector<std::string> reportNames, reportTexts;
   if (!reportDir.empty())
-    if (absl::Status st = staging.read(reportNames, reportTexts); !st.ok())
+    if (absl::Status st = s.staging.read(reportNames, reportTexts); !st.ok())
       return fail(std::string(st.message()), kBadInput);
   std::vector<FileToWrite> files;
   for (size_t i = 0; i < reportNames.size(); ++i) {
@@ -586,19 +636,77 @@ int runDriver(int argc, char **argv) {
     llvm::sys::path::append(path, reportNames[i]);
     files.push_back({path.str().str(), reportTexts[i]});
   }
-  if (!benchmarkJsonPath.empty() && !benchmarkJsonText.empty())
-    files.push_back({benchmarkJsonPath.getValue(), benchmarkJsonText});
+  if (!benchmarkJsonPath.empty() && !s.benchmarkJsonText.empty())
+    files.push_back({benchmarkJsonPath.getValue(), s.benchmarkJsonText});
   if (writeGraph && out != "-")
     files.push_back({out, text});
   if (!reportDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(reportDir))
-      return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ", ec.message()),
+      return fail(absl::StrCat("--report-dir ", reportDir.getValue(), ": cannot create: ",
+                               ec.message()),
                   kBadInput);
   if (absl::Status st = writeFilesAtomically(files); !st.ok())
     return fail(std::string(st.message()), kBadInput);
   if (writeGraph && out == "-")
     llvm::outs() << text;
   return kOk;
+}
+
+int runDriver(int argc, char **argv) {
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "graph-opt: a compiler-style optimizer for PyTorch graphs\n\n"
+                                   "Reads a model, verifies its graph and writes it back as .gir.\n",
+                                   &llvm::errs()))
+    return kBadInput;
+
+  if (listPasses) {
+    printPassList();
+    return kOk;
+  }
+  if (inputPath.empty())
+    return fail("no input file; see --help", kBadInput);
+  Settings settings;
+  if (int rc = resolveLimits(settings); rc != kOk)
+    return rc;
+  // Beyond the simulation checkRunFits makes before a run, every CPU
+  // allocation of a tensor is held to the limit (an operator may allocate
+  // more than the types it declares say).
+  TrackingCpuAllocator::install().setLimit(settings.maxMemoryBytes);
+  if (int rc = checkOutputPaths(); rc != kOk)
+    return rc;
+  if (int rc = checkReportDir(); rc != kOk)
+    return rc;
+  if (int rc = checkBenchmarkOptions(settings); rc != kOk)
+    return rc;
+  OptimizerOptions optimizerOptions;
+  ReportStaging staging;
+  if (int rc = makeOptimizerOptions(settings, staging, optimizerOptions); rc != kOk)
+    return rc;
+  GraphOptimizer optimizer(optimizerOptions);
+  if (!passPipeline.empty())
+    if (absl::Status st = optimizer.addPipeline(passPipeline); !st.ok())
+      return fail(absl::StrCat("-passes: ", st.message()), kBadInput);
+
+  auto model = readModel(settings);
+  if (!model.ok())
+    return fail(std::string(model.status().message()), kBadInput);
+  Session session{settings, optimizer, staging, *model,
+                  settings.verifyRequested ? model->graph->clone() : nullptr, ""};
+  installExecutionContext(session);
+  if (!optimizer.passes().empty())
+    if (int rc = runPipeline(session); rc != kOk)
+      return rc;
+
+  bool writeGraph = emitText || !outputPath.empty();
+  std::string out = outputPath.empty() ? "-" : outputPath.getValue();
+  if (printSummaryOpt)
+    printGraphSummary(session, writeGraph && out == "-");
+
+  if (runSteps > 0 || settings.verifyRequested)
+    if (int rc = runRequested(session); rc != kOk)
+      return rc;
+  return writeOutputs(session, writeGraph, out);
 }
 
 } // namespace

@@ -375,6 +375,33 @@ TEST(PrinterParserTest, AttributeErrors) {
   EXPECT_NE(err("  %y = aten::relu(%x) {a = 1").find("test.gir:5:1: expected '}' to close the graph"), std::string::npos);
 }
 
+// A storage offset is printed (and needed) only when it is not 0.
+TEST(PrinterParserTest, StorageOffsetsRoundTripWhenNonZero) {
+  auto g = parseOk(R"(graph @g {
+  input %x : f32[4, 3] user_input
+  %a = aten::select.int(%x, 0, 2) : f32[3]{offset=6}
+  %b = aten::select.int(%x, 1, 1) : f32[4]{strides=[3], offset=1}
+  %c = aten::select.int(%x, 0, 0) : f32[3]{offset=0}
+  output %a user_output
+  output %b user_output
+  output %c user_output
+}
+)");
+  EXPECT_EQ(g->outputs()[0].value->tensorType().storageOffset, 6);
+  EXPECT_EQ(g->outputs()[1].value->tensorType().storageOffset, 1);
+  std::string text = printGraphToString(*g);
+  EXPECT_NE(text.find(": f32[3]{offset=6}"), std::string::npos) << text;
+  EXPECT_NE(text.find(": f32[4]{strides=[3], offset=1}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("offset=0"), std::string::npos) << text;
+  expectRoundTrip(*g);
+  EXPECT_NE(parseError("graph @g {\n  input %x : f32[2]{offset=-1} user_input\n}\n")
+                .find("storage offset -1 is negative"),
+            std::string::npos);
+  EXPECT_NE(parseError("graph @g {\n  input %x : f32[2]{offset=1.5} user_input\n}\n")
+                .find("expected a storage offset"),
+            std::string::npos);
+}
+
 TEST(PrinterParserTest, ExecutionDeviceRoundTrips) {
   auto g = parseOk(R"(graph @g {
   input %x : f32[2, 3] user_input

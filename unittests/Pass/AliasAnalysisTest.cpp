@@ -27,7 +27,7 @@ const char *kViews = R"(graph @views {
   input %x : f32[8, 4] user_input
 forward:
   %big = aten::exp(%x) : f32[8, 4]
-  %row = aten::select.int(%big, 0, 1) : f32[4]
+  %row = aten::select.int(%big, 0, 1) : f32[4]{offset=4}
   %t = aten::t(%big) : f32[4, 8]{strides=[1, 4]}
   %r1 = aten::relu(%big) : f32[8, 4]
   %m = aten::mul_.Tensor(%row, 2) : f32[4]
@@ -239,4 +239,39 @@ TEST(GraphEditEpochTest, EveryKindOfEditMovesIt) {
   (void)g->nodes().begin()->describe(); // reading is not an edit
   (void)g->allValues();
   EXPECT_FALSE(moved());
+}
+
+// Storage offsets: two halves of one buffer are one storage but do not
+// overlap, so writing one in place is no write between reads of the other.
+TEST(AliasAnalysisTest, WritesToAnotherPartOfTheStorageDoNotCount) {
+  auto g = parseOrFail(R"(graph @halves {
+  input %x : f32[8] user_input
+forward:
+  %buf = aten::exp(%x) : f32[8]
+  %lo = aten::slice.Tensor(%buf, 0, 0, 4) : f32[4]
+  %hi = aten::slice.Tensor(%buf, 0, 4, 8) : f32[4]{offset=4}
+  %mid = aten::slice.Tensor(%buf, 0, 2, 6) : f32[4]{offset=2}
+  %a = aten::sin(%lo) : f32[4]
+  %w = aten::mul_.Tensor(%hi, 2) : f32[4]{offset=4}
+  %b = aten::cos(%lo) : f32[4]
+  %c = aten::cos(%mid) : f32[4]
+  %s = aten::add.Tensor(%b, %c) : f32[4]
+  output %a user_output
+  output %s user_output
+})");
+  ASSERT_TRUE(g);
+  AliasInfo aa(*g);
+  Value *lo = valueNamed(*g, "lo"), *hi = valueNamed(*g, "hi"), *mid = valueNamed(*g, "mid");
+  Value *buf = valueNamed(*g, "buf");
+  EXPECT_EQ(AliasInfo::byteRange(hi), std::make_pair(int64_t(16), int64_t(32)));
+  EXPECT_TRUE(aa.mayShareStorage(lo, hi));
+  EXPECT_FALSE(aa.mayOverlap(lo, hi));
+  EXPECT_TRUE(aa.mayOverlap(mid, hi));
+  EXPECT_TRUE(aa.mayOverlap(buf, lo));
+  int64_t before = aa.rankOf(nodeOf(*g, "a")), after = aa.rankOf(nodeOf(*g, "b"));
+  EXPECT_FALSE(aa.writtenBetween(lo, before, after)); // %hi's bytes only
+  EXPECT_TRUE(aa.writtenBetween(mid, before, after));  // its upper half is %hi's lower
+  EXPECT_TRUE(aa.writtenBetween(buf, before, after));
+  // The storage as a whole is still written there.
+  EXPECT_EQ(aa.firstWriteOf(lo), aa.rankOf(nodeOf(*g, "w")));
 }

@@ -81,8 +81,16 @@ public:
   /// `v` is written in place somewhere, directly or through a view of it.
   bool isWrittenThrough(const Value *v) const;
   /// A node ranked strictly between `after` and `before` writes a storage
-  /// `v` lives in (ranks: positions in the analysed graph).
+  /// `v` lives in, at bytes v may read (ranks: positions in the analysed
+  /// graph). A write to a part of the storage v's offset and span do not
+  /// reach (another slice of one buffer) does not count.
   bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
+  /// The bytes of its storage `v` may touch, [first, end), from its declared
+  /// storage offset and strides; all of them when its type is not known.
+  static std::pair<int64_t, int64_t> byteRange(const Value *v);
+  /// `a` and `b` may touch a common byte: they share a storage and their
+  /// byte ranges meet.
+  bool mayOverlap(const Value *a, const Value *b) const;
   /// The rank of the first / last node writing a storage `v` lives in, or -1.
   int64_t firstWriteOf(const Value *v) const;
   int64_t lastWriteOf(const Value *v) const;
@@ -112,7 +120,13 @@ private:
   struct StorageFacts {
     const Node *lastReader = nullptr;
     bool escapes = false;
-    std::vector<int64_t> writes; ///< ranks of the nodes writing it, ascending
+    /// The nodes writing it, by ascending rank, each with the bytes of the
+    /// storage it may write (its written values' byteRange, joined).
+    struct Write {
+      int64_t rank;
+      std::pair<int64_t, int64_t> bytes;
+    };
+    std::vector<Write> writes;
   };
   // Roots are kept as value ids (never reused): a value erased after
   // noteReplaced leaves its id redirected, and a new value at its address

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace graphopt {
 
@@ -26,6 +27,10 @@ struct TensorType {
   llvm::SmallVector<int64_t, 4> sizes;
   llvm::SmallVector<int64_t, 4> strides;
   c10::Device device{c10::DeviceType::CPU};
+  /// Where the tensor starts in its storage, in elements of `dtype` (torch's
+  /// storage_offset): non-zero for views into the middle of a storage. The
+  /// importers and type inference record it; `.gir` prints it when non-zero.
+  int64_t storageOffset = 0;
 
   TensorType() = default;
   TensorType(c10::ScalarType dtype, llvm::ArrayRef<int64_t> sizes,
@@ -43,6 +48,9 @@ struct TensorType {
   int64_t numel() const;
   /// Bytes of storage the tensor spans given its strides (0 for an empty tensor).
   int64_t storageBytes() const;
+  /// The bytes of its storage the tensor may touch, [first, end) from the
+  /// storage's start: its offset and span (empty for an empty tensor).
+  std::pair<int64_t, int64_t> storageByteRange() const;
 
   bool operator==(const TensorType &other) const;
   bool operator!=(const TensorType &other) const { return !(*this == other); }
@@ -51,7 +59,8 @@ struct TensorType {
 /// What every tensor type must satisfy before anything sizes or makes a tensor
 /// of it, checked where types enter (the parser, the importers, the verifier):
 /// as many strides as sizes, sizes and strides non-negative, and its element
-/// count and the bytes its strides span fit in int64. The message names the
+/// count and the bytes its strides span (from its storage offset, which is
+/// non-negative) fit in int64. The message names the
 /// dimension at fault; the caller adds the file, line or value.
 absl::Status validateTensorType(const TensorType &t);
 

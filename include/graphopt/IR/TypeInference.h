@@ -20,6 +20,12 @@ namespace graphopt {
 /// the operator must return as many results as the node has outputs.
 absl::Status inferNodeTypes(Node &node);
 
+/// The types `node`'s operator gives its results when run on zero-filled
+/// stand-ins of its operands' declared types on `device` (no meta kernel):
+/// what that device's kernel makes, which a graph's declared types (from
+/// torch's fake tensors) do not always say. The node is left unchanged.
+absl::StatusOr<std::vector<ValueType>> kernelResultTypes(const Node &node, c10::Device device);
+
 /// inferNodeTypes for every node whose outputs are not all known, in order.
 absl::Status inferTypes(Graph &graph);
 

@@ -26,6 +26,9 @@ struct ImportedModel {
   /// Example values for the user inputs, in order, when the file carries them
   /// (a .pt2 archive's data/sample_inputs); empty otherwise.
   std::vector<at::Tensor> exampleInputs;
+  /// What the importer changed about the model as declared, one line each
+  /// (unread results typed by their kernel: Import/TypeCorrection.h).
+  std::vector<std::string> remarks;
 };
 
 /// Deterministic stand-ins for `graph`'s user inputs: floats from a seeded

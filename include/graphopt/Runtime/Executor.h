@@ -77,7 +77,7 @@ struct ExecutionResult {
   /// With captureWrittenInputs: (graph input index, its value after the
   /// step) for every input some node writes in place, in input order.
   std::vector<std::pair<unsigned, at::Tensor>> writtenInputs;
-  /// With checkLayouts: the first result whose strides or device are not the
+  /// With checkLayouts: the first result whose strides, storage offset or device are not the
   /// declared ones, naming the node; "" when all were.
   std::string layoutMismatch;
 };
