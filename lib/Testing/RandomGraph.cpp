@@ -12,6 +12,34 @@
 
 namespace graphopt::testing {
 
+namespace {
+/// FNV-1a of the bytes: the engine's seed once they are used up.
+uint64_t hashOf(llvm::ArrayRef<uint8_t> bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes)
+    h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+} // namespace
+
+Choices::Choices(llvm::ArrayRef<uint8_t> bytes) : bytes_(bytes), engine_(hashOf(bytes)) {}
+
+uint32_t Choices::below(uint32_t n) {
+  if (n <= 1)
+    return 0;
+  if (bytes_.empty())
+    return static_cast<uint32_t>(engine_() % n);
+  // As many bytes as n needs (one for n <= 256), little-endian.
+  uint32_t value = 0;
+  unsigned shift = 0;
+  for (uint64_t range = 1; range < n && !bytes_.empty(); range <<= 8, shift += 8) {
+    value |= static_cast<uint32_t>(bytes_.front()) << shift;
+    bytes_ = bytes_.drop_front();
+  }
+  return value % n;
+}
+
+
 llvm::StringRef featureName(Feature f) {
   static const char *names[kNumFeatures] = {
       "forward node",         "backward node",        "view",

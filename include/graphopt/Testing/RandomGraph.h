@@ -1,8 +1,8 @@
 //===- RandomGraph.h - Random well-typed training graphs for pass fuzzing -*- C++ -*-===//
 //
 // The pass fuzzer's generator (docs/Robustness.md, "The pass fuzzer"): a
-// small training step built from a stream of seeded choices, for the
-// property test (and, next, a libFuzzer target). Every graph it makes is
+// small training step built from a stream of choices, for the property test
+// (seeded) and the libFuzzer target fuzz-passes (its input's bytes). Every graph it makes is
 // well typed (each node is typed by the operator's own meta kernel,
 // inferNodeTypes) and passes the structural verifier. It covers what the
 // passes must get right:
@@ -35,16 +35,21 @@
 
 namespace graphopt::testing {
 
-/// Where the generator's decisions come from: a seeded engine (a fuzz
-/// target would draw them from its input's bytes instead).
+/// Where the generator's decisions come from: a seeded engine (the property
+/// test), or a fuzzer's input bytes (the libFuzzer target: each decision takes
+/// the next bytes, so that mutating the input changes decisions one by one;
+/// once the bytes run out, an engine seeded from them takes over, so every
+/// input makes a whole graph).
 class Choices {
 public:
   explicit Choices(uint64_t seed) : engine_(seed) {}
+  explicit Choices(llvm::ArrayRef<uint8_t> bytes);
   /// A number in [0, n), n >= 1.
-  uint32_t below(uint32_t n) { return n <= 1 ? 0 : static_cast<uint32_t>(engine_() % n); }
+  uint32_t below(uint32_t n);
   bool chance(uint32_t percent) { return below(100) < percent; }
 
 private:
+  llvm::ArrayRef<uint8_t> bytes_;
   std::mt19937_64 engine_;
 };
 
