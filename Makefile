@@ -6,6 +6,7 @@ JOBS ?= $(shell nproc)
 VENV := $(shell scripts/venv-dir.sh)
 
 .PHONY: all setup configure build test demo bench bench-compare bench-micro fuzz fuzz-configure \
+        fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
 all: build
@@ -107,7 +108,8 @@ bench-compare:
 # The libFuzzer targets (fuzz/, docs/Robustness.md): a separate build tree made with clang-14,
 # the libraries instrumented for libFuzzer, ASan and UBSan (GRAPHOPT_FUZZ=ON builds nothing
 # else), then each target run for FUZZ_SECONDS from seeds made out of the lit tests' .gir texts
-# and the zoo's smallest .pt2 archives (scripts/fuzz.sh, which lists its other variables).
+# and the zoo's smallest .pt2 archives, and the pass fuzzer (fuzz-passes) for FUZZ_PASS_RUNS
+# graphs, 50k by default, about 25 minutes (scripts/fuzz.sh, which lists its other variables).
 # Exit 1 when a target crashes; what crashed is in $(FUZZ_BUILD_DIR)/artifacts/<target>/.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 180
@@ -124,6 +126,25 @@ fuzz: fuzz-configure
 	@cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzzers
 	@FUZZ_BUILD_DIR=$(FUZZ_BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_ZOO=$(FUZZ_ZOO) \
 	  scripts/fuzz.sh $(FUZZ_TARGETS)
+
+# The pass fuzzer for the long haul (not CI; docs/Robustness.md): fuzz-passes built with
+# coverage and no sanitizers at -O2 in $(FUZZ_LONG_BUILD_DIR), in libFuzzer's fork mode with two
+# processes, until FUZZ_LONG_RUNS graphs (default 1M: hours on 2 cores). Its corpus persists in
+# the build tree, so interrupted runs add up.
+FUZZ_LONG_BUILD_DIR ?= build-fuzz-release
+FUZZ_LONG_RUNS ?= 1000000
+fuzz-long-configure: setup
+	@if [ ! -f $(FUZZ_LONG_BUILD_DIR)/build.ninja ] || ! grep -q "GRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python" $(FUZZ_LONG_BUILD_DIR)/CMakeCache.txt; then \
+	  rm -f $(FUZZ_LONG_BUILD_DIR)/CMakeCache.txt; \
+	  CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_LONG_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	        -DGRAPHOPT_FUZZ=ON -DGRAPHOPT_SANITIZERS= -DGRAPHOPT_FUZZ_OPT_FLAGS="-O2 -g1 -DNDEBUG" \
+	        -DGRAPHOPT_PYTHON:FILEPATH=$(VENV)/bin/python; \
+	fi
+
+fuzz-long: fuzz-long-configure
+	@cmake --build $(FUZZ_LONG_BUILD_DIR) -j $(JOBS) --target fuzz-passes
+	@FUZZ_BUILD_DIR=$(FUZZ_LONG_BUILD_DIR) FUZZ_PASS_RUNS=$(FUZZ_LONG_RUNS) FUZZ_PASS_JOBS=2 \
+	  scripts/fuzz.sh fuzz-passes
 
 # The sanitizer build (docs/Robustness.md): everything compiled with ASan and UBSan
 # (GRAPHOPT_SANITIZE=ON, cmake/Sanitize.cmake) in $(SANITIZE_BUILD_DIR), then every test run

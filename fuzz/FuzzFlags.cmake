@@ -27,10 +27,16 @@ foreach(_cfg RELWITHDEBINFO RELEASE DEBUG MINSIZEREL)
   set(CMAKE_CXX_FLAGS_${_cfg} "${GRAPHOPT_FUZZ_OPT_FLAGS}")
   set(CMAKE_C_FLAGS_${_cfg} "${GRAPHOPT_FUZZ_OPT_FLAGS}")
 endforeach()
+# GRAPHOPT_SANITIZERS empty: coverage only, no sanitizers (make fuzz-long's release build).
+if(GRAPHOPT_SANITIZERS STREQUAL "")
+  set(_fuzz_sanitize "fuzzer-no-link")
+else()
+  set(_fuzz_sanitize "fuzzer-no-link,${GRAPHOPT_SANITIZERS}")
+  add_link_options(-fsanitize=${GRAPHOPT_SANITIZERS} -fno-sanitize=vptr)
+endif()
 add_compile_options(
-  $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,${GRAPHOPT_SANITIZERS}>
+  $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${_fuzz_sanitize}>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize=vptr>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=all>
   $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
   $<$<COMPILE_LANGUAGE:CXX>:-fsanitize-coverage-ignorelist=${CMAKE_CURRENT_LIST_DIR}/coverage-ignorelist.txt>)
-add_link_options(-fsanitize=${GRAPHOPT_SANITIZERS} -fno-sanitize=vptr)

@@ -118,6 +118,8 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"solver_status", out.solverStatus},
       {"greedy_predicted_extra_seconds", orNull(out.greedyExtraSeconds)},
       {"plan_attempts", static_cast<int64_t>(out.planAttempts)},
+      {"budget_unmet", out.budgetUnmet.empty() ? llvm::json::Value(nullptr)
+                                               : llvm::json::Value(out.budgetUnmet)},
       {"unoptimised_peak_bytes", out.baselinePeak},
       {"bounded", out.boundedName},
       {"unoptimised_saved_activation_bytes", out.activationBytes},
@@ -239,16 +241,17 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
     if (!made.ok())
       return made.status();
     plan = std::move(*made);
+    absl::Status unmet = absl::OkStatus();
     if (!plan.meetsBudget && plan.predictedBounded <= target)
-      return absl::OutOfRangeError(absl::StrCat(
+      unmet = absl::OutOfRangeError(absl::StrCat(
           out.budgetText, " and ", peakCapText, " cannot both be met: the least peak the ",
           out.planner, " planner reaches within ", out.budgetText, " is ",
           formatBytes(plan.predictedPeak), " (", plan.predictedPeak, " bytes)",
           attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
                                      " time(s)")
                       : ""));
-    if (!plan.meetsBudget)
-      return absl::OutOfRangeError(absl::StrCat(
+    else if (!plan.meetsBudget)
+      unmet = absl::OutOfRangeError(absl::StrCat(
           out.budgetText, " (", formatBytes(out.budgetBytes), " of ", out.boundedName, "; ",
           formatBytes(model.boundedPeak()), " unoptimised) cannot be met: the least the ",
           out.planner, " planner reaches is ", formatBytes(plan.predictedBounded), " (",
@@ -256,6 +259,13 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
           attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
                                      " time(s)")
                       : ""));
+    if (!unmet.ok()) {
+      // unmet=closest: the plan the planner reached, said to fall short.
+      if (unmet_.get() == Unmet::Error)
+        return unmet;
+      out.budgetUnmet = std::string(unmet.message());
+      break;
+    }
     if (!measuring || plan.dropped.empty())
       break;
     auto m = measurePlan(graph, model, plan, analyses);
@@ -347,6 +357,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   else if (!o.solverStatus.empty())
     os << " (" << o.solverStatus << ")";
   os << "\n  cost model: " << o.costSource << "\n";
+  if (!o.budgetUnmet.empty())
+    os << "  budget not met (unmet=closest applied the closest plan): " << o.budgetUnmet << "\n";
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)
      << ", predicted " << formatMiB(o.predictedActivations)
      << llvm::format(" (%.2fx)", share(o.predictedActivations, o.activationBytes));

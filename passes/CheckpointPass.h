@@ -68,6 +68,8 @@ public:
     double greedyExtraSeconds = -1; ///< milp: the greedy plan's predicted extra time
     unsigned nodesAdded = 0, planAttempts = 0;
     bool changed = false;
+    /// unmet=closest applied a plan that does not meet the budget; why not.
+    std::string budgetUnmet;
     std::vector<Activation> activations;
   };
   const std::optional<Outcome> &outcome() const { return outcome_; }
@@ -81,6 +83,7 @@ protected:
 private:
   enum class Planner { Greedy, Milp };
   enum class Cost { Profile, Flops };
+  enum class Unmet { Error, Closest };
   PassOption<std::optional<MemoryAmount>> budget_{
       this, "budget",
       "peak memory above weights and inputs allowed: bytes (1.5GiB) or a share of the "
@@ -97,6 +100,10 @@ private:
                          "node times: measured by the profile analysis, or estimated from FLOPs",
                          Cost::Profile, {{"profile", Cost::Profile}, {"flops", Cost::Flops}}};
   PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
+  PassOption<Unmet> unmet_{this, "unmet",
+                           "when no plan meets the budget: fail (error), or apply the plan that "
+                           "comes closest and say so (closest)",
+                           Unmet::Error, {{"error", Unmet::Error}, {"closest", Unmet::Closest}}};
   PassOption<bool> measure_{this, "measure",
                             "run the rewritten graph to check its measured peak (cost=profile)",
                             true};

@@ -5,14 +5,19 @@
 #                                     test/**/*.test, test/**/*.gir), examples/ and fuzz/seeds/
 #   fuzz-pt2-import                   the smallest .pt2 archives of the zoo ($FUZZ_ZOO; when it
 #                                     has none, two tiny models are exported into the build dir)
+#   fuzz-passes                       none: any bytes make a graph (the generator's decisions);
+#                                     it runs for FUZZ_PASS_RUNS graphs, not FUZZ_SECONDS
 # Each target keeps its growing corpus in $BUILD/corpus/<target>/ and writes what crashes
 # (or times out, or runs out of memory) to $BUILD/artifacts/<target>/. At the end a table gives
 # each target's executions, time and coverage; the exit status is 1 if any target failed.
 #
-# Usage: scripts/fuzz.sh [target...]     (default: all three)
+# Usage: scripts/fuzz.sh [target...]     (default: all four)
 # Environment:
 #   FUZZ_BUILD_DIR  the fuzzing build tree (default build-fuzz)
-#   FUZZ_SECONDS    seconds per target (default 180)
+#   FUZZ_SECONDS    seconds per target (default 180), fuzz-passes aside
+#   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about 25 minutes under ASan on 2 cores)
+#   FUZZ_PASS_JOBS  >1: fuzz-passes in libFuzzer's fork mode with that many processes (make
+#                   fuzz-long: 2); its corpus persists, so runs add up
 #   FUZZ_RSS_MB     libFuzzer -rss_limit_mb, also the one-allocation limit (default 2048)
 #   FUZZ_TIMEOUT    libFuzzer -timeout: seconds one input may take (default 10)
 #   FUZZ_ZOO        where the .pt2 seeds come from (default build/zoo, made by `make test`)
@@ -26,6 +31,8 @@ cd "$root"
 
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${FUZZ_SECONDS:-180}
+pass_runs=${FUZZ_PASS_RUNS:-50000}
+pass_jobs=${FUZZ_PASS_JOBS:-1}
 rss_mb=${FUZZ_RSS_MB:-2048}
 timeout=${FUZZ_TIMEOUT:-10}
 zoo=${FUZZ_ZOO:-build/zoo}
@@ -35,7 +42,7 @@ if [[ "${FUZZ_KEEP_GOING:-0}" == 1 ]]; then
   extra+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 fi
 
-all_targets=(fuzz-gir-roundtrip fuzz-pt2-import fuzz-gir-run)
+all_targets=(fuzz-gir-roundtrip fuzz-pt2-import fuzz-gir-run fuzz-passes)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
@@ -97,7 +104,7 @@ make_pt2_seeds() {
 }
 need_gir=0 need_pt2=0
 for t in "${targets[@]}"; do
-  case $t in fuzz-pt2-import) need_pt2=1 ;; *) need_gir=1 ;; esac
+  case $t in fuzz-pt2-import) need_pt2=1 ;; fuzz-passes) ;; *) need_gir=1 ;; esac
 done
 ((need_gir)) && make_gir_seeds
 ((need_pt2)) && make_pt2_seeds
@@ -110,17 +117,24 @@ summary=() failed=0
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t log=$build/logs/$t.log
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
-  args=(-max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout"
+  args=(-rss_limit_mb="$rss_mb" -timeout="$timeout"
         -artifact_prefix="$artifacts/" -print_final_stats=1 -print_funcs=0)
   case $t in
-    fuzz-pt2-import) args+=(-max_len=262144); seed_dir=$seeds/pt2 ;;
-    *) args+=(-max_len=16384 -dict=fuzz/gir.dict); seed_dir=$seeds/gir ;;
+    fuzz-pt2-import) args+=(-max_total_time="$seconds" -max_len=262144); seed_dir=$seeds/pt2 ;;
+    # A graph takes a few hundred bytes of decisions; the rest is drawn from them.
+    fuzz-passes) args+=(-runs="$pass_runs" -max_len=1024); seed_dir=
+      ((pass_jobs > 1)) && args+=(-fork="$pass_jobs") ;;
+    *) args+=(-max_total_time="$seconds" -max_len=16384 -dict=fuzz/gir.dict); seed_dir=$seeds/gir ;;
   esac
-  echo "fuzz: $t for ${seconds}s (log: $log, artifacts: $artifacts/)"
+  if [[ $t == fuzz-passes ]]; then
+    echo "fuzz: $t for $pass_runs graphs (log: $log, artifacts: $artifacts/)"
+  else
+    echo "fuzz: $t for ${seconds}s (log: $log, artifacts: $artifacts/)"
+  fi
   before=$(ls "$artifacts" | wc -l)
   rm -rf "$tmp_root" && mkdir -p "$tmp_root"
   start=$(date +%s)
-  TMPDIR=$(cd "$tmp_root" && pwd) "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" "$seed_dir" >"$log" 2>&1
+  TMPDIR=$(cd "$tmp_root" && pwd) "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" ${seed_dir:+"$seed_dir"} >"$log" 2>&1
   rc=$?
   rm -rf "$tmp_root"
   took=$(($(date +%s) - start))
@@ -140,7 +154,7 @@ for t in "${targets[@]}"; do
     artifact=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | cut -d' ' -f5)
     result="FAILED (exit $rc, $new_artifacts new artifacts)${artifact:+: $artifact}"
     echo "fuzz: $t failed; the end of its log:"
-    grep -E '^==[0-9]+== ?ERROR: |^SUMMARY: |runtime error: |^terminate called|^  what\(\)|^fuzz-gir-roundtrip: |^INFO: (exiting|log of failing)' "$log" |
+    grep -E '^==[0-9]+== ?ERROR: |^SUMMARY: |runtime error: |^terminate called|^  what\(\)|^fuzz-gir-roundtrip: |^fuzz-passes: |^INFO: (exiting|log of failing)' "$log" |
       cut -c1-240 | head -12
     [[ -n "$artifact" ]] && echo "fuzz: reproduce with: $build/bin/$t $artifact"
   fi

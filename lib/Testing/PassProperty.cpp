@@ -14,10 +14,10 @@ namespace {
 
 const PipelineCase kPipelines[] = {
     {"repeat{cse,canonicalize,dce}", true},
-    {"checkpoint{activations=30%,cost=flops}", false},
+    {"checkpoint{activations=30%,cost=flops,unmet=closest}", false},
     {"reinplace", true},
     {"add-optimizer", false},
-    {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops},reinplace", false},
+    {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},
     {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace", false},
 };
 
