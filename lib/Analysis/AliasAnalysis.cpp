@@ -52,7 +52,7 @@ AliasInfo::AliasInfo(const Graph &graph)
     // Reads: nodes come in order, so the last one seen is the last reader.
     for (Value *v : n.operandValues())
       for (unsigned root : roots_.lookup(v))
-        storages_[root].lastReader = &n;
+        storages_[root].lastReader = {n.id(), rank};
     // Writes: each storage written, at this rank; each value on the chain
     // of views from the written value back to its roots is written through.
     for (Value *w : writtenValues(n)) {
@@ -245,15 +245,21 @@ int64_t AliasInfo::lastWriteOf(const Value *v) const {
 
 // --- reads and graph outputs ------------------------------------------------------
 
-const Node *AliasInfo::lastReaderOf(const Value *root) const {
+bool AliasInfo::isLastReader(const Value *root, const Node &node) const {
   Roots ids;
   resolve(root->id(), ids);
-  const Node *last = nullptr;
-  for (unsigned id : ids)
-    if (const StorageFacts *f = factsOf(id); f && f->lastReader)
-      if (!last || last->comesBefore(f->lastReader))
-        last = f->lastReader;
-  return last;
+  // The readers at the highest rank must all be `node`.
+  StorageFacts::Reader last;
+  bool mine = false;
+  for (unsigned id : ids) {
+    const StorageFacts *f = factsOf(id);
+    if (!f || f->lastReader.rank < 0 || f->lastReader.rank < last.rank)
+      continue;
+    bool self = f->lastReader.nodeId == node.id();
+    mine = f->lastReader.rank > last.rank ? self : mine && self;
+    last = f->lastReader;
+  }
+  return mine;
 }
 
 bool AliasInfo::reachesGraphOutput(const Value *v) const {
@@ -303,7 +309,7 @@ void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
     for (unsigned id : into) {
       StorageFacts &f = storages_[id];
       f.escapes |= moved.escapes;
-      if (moved.lastReader && (!f.lastReader || f.lastReader->comesBefore(moved.lastReader)))
+      if (moved.lastReader.rank > f.lastReader.rank)
         f.lastReader = moved.lastReader;
       // Old's byte ranges were in its own storage's terms, not replacement's:
       // they become the whole storage.
@@ -328,8 +334,8 @@ void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
 
 void AliasInfo::noteReaderReplaced(const Node *from, const Node *to) {
   for (auto &[id, facts] : storages_)
-    if (facts.lastReader == from)
-      facts.lastReader = to;
+    if (facts.lastReader.nodeId == from->id())
+      facts.lastReader.nodeId = to->id();
 }
 
 // --- graph outputs --------------------------------------------------------------

@@ -134,7 +134,7 @@ const char *whyNotWritableInPlace(const AliasInfo &aa, const Node &node, const V
     return "first operand is a graph input or a view of one";
   if (aa.reachesGraphOutput(root))
     return "first operand's storage is returned";
-  if (aa.lastReaderOf(root) != &node)
+  if (!aa.isLastReader(root, node))
     return "first operand's storage is read later";
   if (aa.readsOf(node, root) != 1)
     return "the node reads its first operand's storage twice";

@@ -20,7 +20,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 
 using namespace graphopt;
@@ -113,4 +115,23 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
     EXPECT_GT(tally.featureGraphs[f], 0u)
         << "never generated: " << featureName(static_cast<Feature>(f)).str();
   EXPECT_LE(tally.refusedGraphs * 5, graphs) << "more than 20% of the graphs were refused";
+}
+
+// Replays an input of the libFuzzer target fuzz-passes in this (uninstrumented)
+// build: GRAPHOPT_PASS_FUZZ_INPUT=<crash file> prints the graph its bytes make
+// and checks it as fuzz-passes does, so that a failure can become a lit test.
+TEST(PassFuzzTest, ReplaysAFuzzPassesInput) {
+  const char *path = std::getenv("GRAPHOPT_PASS_FUZZ_INPUT");
+  if (!path || !*path)
+    GTEST_SKIP() << "set GRAPHOPT_PASS_FUZZ_INPUT to a fuzz-passes input";
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), {});
+  Choices choices(bytes);
+  auto made = makeRandomGraph(choices);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  std::cout << printGraphToString(*made->graph);
+  PropertyOutcome outcome = checkShippedPipelines(*made->graph, /*seed=*/bytes.size());
+  for (const std::string &failure : outcome.failures)
+    ADD_FAILURE() << failure;
 }

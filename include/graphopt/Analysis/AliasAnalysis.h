@@ -99,9 +99,10 @@ public:
 
   // --- reads and graph outputs -------------------------------------------------
 
-  /// The last node reading storage root `root` through any value living in
-  /// it; null when only graph outputs (or nothing) read it.
-  const Node *lastReaderOf(const Value *root) const;
+  /// `node` is the last node reading storage root `root` through any value
+  /// living in it (false when the last reader was erased since: a node that
+  /// replaced it must be noted with noteReaderReplaced).
+  bool isLastReader(const Value *root, const Node &node) const;
   /// Some graph output lives in a storage `v` lives in.
   bool reachesGraphOutput(const Value *v) const;
   /// How many operands of `node` (counting repeats) live in storage `root`.
@@ -118,7 +119,14 @@ public:
 
 private:
   struct StorageFacts {
-    const Node *lastReader = nullptr;
+    /// The last node reading it, by id (never reused, so an erased node's
+    /// address taken by a new node is no match) and by rank in the analysed
+    /// graph (a node noted in another's place takes its rank).
+    struct Reader {
+      unsigned nodeId = ~0u;
+      int64_t rank = -1;
+    };
+    Reader lastReader;
     bool escapes = false;
     /// The nodes writing it, by ascending rank, each with the bytes of the
     /// storage it may write (its written values' byteRange, joined).
