@@ -69,7 +69,7 @@ absl::StatusOr<bool> DCEPass::transform(Graph &graph, AnalysisManager &) {
     std::reverse(unused.begin(), unused.end());
     std::string key = absl::StrJoin(unused, ",");
     if (remarked_.insert(key).second)
-      llvm::WithColor::remark(llvm::errs(), "graph-opt")
+      llvm::WithColor::remark(remarks(), "graph-opt")
           << "dce: " << unused.size() << " unused graph input" << (unused.size() == 1 ? "" : "s") << " kept: "
           << absl::StrJoin(unused.begin(), unused.begin() + std::min<size_t>(unused.size(), 8), ", ")
           << (unused.size() > 8 ? ", ..." : "") << " (dce{inputs=true} removes them)\n";

@@ -122,7 +122,7 @@ for t in "${targets[@]}"; do
   case $t in
     fuzz-pt2-import) args+=(-max_total_time="$seconds" -max_len=262144); seed_dir=$seeds/pt2 ;;
     # A graph takes a few hundred bytes of decisions; the rest is drawn from them.
-    fuzz-passes) args+=(-runs="$pass_runs" -max_len=1024); seed_dir=
+    fuzz-passes) args+=(-runs="$pass_runs" -max_len=1024 -len_control=0); seed_dir=
       ((pass_jobs > 1)) && args+=(-fork="$pass_jobs") ;;
     *) args+=(-max_total_time="$seconds" -max_len=16384 -dict=fuzz/gir.dict); seed_dir=$seeds/gir ;;
   esac

@@ -142,6 +142,7 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   pass.setReportDirectory(options_.reportStagingDir.empty() ? options_.reportDir
                                                           : options_.reportStagingDir);
   pass.setVerifyingEach(options_.verifyEach);
+  pass.setRemarkStream(options_.out);
   auto begin = Clock::now();
   // A group's nested runs come first in the timings; its own row goes before them.
   size_t timingRow = timings_.size();

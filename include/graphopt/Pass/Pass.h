@@ -91,6 +91,10 @@ public:
   /// the simulated peak did not rise).
   void setVerifyingEach(bool on) { verifyingEach_ = on; }
   bool verifyingEach() const { return verifyingEach_; }
+  /// Where the pass says what a user may want to act on (dce's unused
+  /// inputs): OptimizerOptions::out, else stderr.
+  void setRemarkStream(llvm::raw_ostream *os) { remarks_ = os; }
+  llvm::raw_ostream &remarks() const { return remarks_ ? *remarks_ : llvm::errs(); }
 
 protected:
   /// Drops the state a pass keeps across the rounds of one run (cse's
@@ -115,6 +119,7 @@ private:
   std::map<std::string, Statistic> statistics_;
   std::string reportDirectory_;
   bool verifyingEach_ = false;
+  llvm::raw_ostream *remarks_ = nullptr;
   std::vector<PassOptionBase *> declaredOptions_;
 };
 
