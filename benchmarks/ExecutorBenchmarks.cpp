@@ -58,13 +58,22 @@ void BM_ExecutorOverhead(benchmark::State &state) {
   }
   WeightStore weights;
   Executor executor(**g, weights);
+  // The verifier's executor also compares each result's layout with its
+  // declared type (ExecutionOptions::checkLayouts); others skip it at one branch.
+  ExecutionOptions checking;
+  checking.checkLayouts = true;
+  Executor checked(**g, weights, checking);
   at::Tensor x = at::ones({1}), y = at::ones({1});
-  double execTime = 0, directTime = 0;
+  double execTime = 0, directTime = 0, checkedTime = 0;
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
     auto r = executor.run({x, y});
     execTime += seconds(start);
     benchmark::DoNotOptimize(r);
+    start = std::chrono::steady_clock::now();
+    auto rc = checked.run({x, y});
+    checkedTime += seconds(start);
+    benchmark::DoNotOptimize(rc);
     start = std::chrono::steady_clock::now();
     at::Tensor v = x;
     for (int64_t i = 0; i < n; ++i)
@@ -76,6 +85,7 @@ void BM_ExecutorOverhead(benchmark::State &state) {
   state.counters["exec_us_per_node"] = execTime * perNode;
   state.counters["op_us_per_node"] = directTime * perNode;
   state.counters["overhead_us_per_node"] = (execTime - directTime) * perNode;
+  state.counters["layout_check_us_per_node"] = (checkedTime - execTime) * perNode;
   state.counters["goal_us"] = 2.0;
 }
 BENCHMARK(BM_ExecutorOverhead)->Apply(bench::sizes<100, 1000, 10000>)->Unit(benchmark::kMillisecond);
