@@ -17,7 +17,8 @@
 #   FUZZ_SECONDS    seconds per target (default 180), fuzz-passes aside
 #   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about 25 minutes under ASan on 2 cores)
 #   FUZZ_PASS_JOBS  >1: fuzz-passes in libFuzzer's fork mode with that many processes (make
-#                   fuzz-long: 2); its corpus persists, so runs add up
+#                   fuzz-long: 2); its corpus persists, and logs/fuzz-passes.history counts
+#                   the graphs of every run, so runs add up
 #   FUZZ_RSS_MB     libFuzzer -rss_limit_mb, also the one-allocation limit (default 2048)
 #   FUZZ_TIMEOUT    libFuzzer -timeout: seconds one input may take (default 10)
 #   FUZZ_ZOO        where the .pt2 seeds come from (default build/zoo, made by `make test`)
@@ -157,6 +158,12 @@ for t in "${targets[@]}"; do
     grep -E '^==[0-9]+== ?ERROR: |^SUMMARY: |runtime error: |^terminate called|^  what\(\)|^fuzz-gir-roundtrip: |^fuzz-passes: |^INFO: (exiting|log of failing)' "$log" |
       cut -c1-240 | head -12
     [[ -n "$artifact" ]] && echo "fuzz: reproduce with: $build/bin/$t $artifact"
+  fi
+  # fuzz-passes: each run's graphs are recorded, so that runs add up (make fuzz-long's 1M).
+  if [[ $t == fuzz-passes && -n "$execs" ]]; then
+    history=$build/logs/fuzz-passes.history
+    echo "$(date -u +%FT%TZ) $execs $result" >>"$history"
+    echo "fuzz: fuzz-passes has checked $(awk '{n += $2} END {print n}' "$history") graphs in this tree ($history)"
   fi
   summary+=("$(printf '%-20s %6ss %10s execs %8s/s  %-24s rss %5s MB  %s' \
                "$t" "$took" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$result")")
