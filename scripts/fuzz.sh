@@ -15,7 +15,7 @@
 # Environment:
 #   FUZZ_BUILD_DIR  the fuzzing build tree (default build-fuzz)
 #   FUZZ_SECONDS    seconds per target (default 180), fuzz-passes aside
-#   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about 25 minutes under ASan on 2 cores)
+#   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about 30 minutes under ASan)
 #   FUZZ_PASS_JOBS  >1: fuzz-passes in libFuzzer's fork mode with that many processes (make
 #                   fuzz-long: 2); its corpus persists, and logs/fuzz-passes.history counts
 #                   the graphs of every run, so runs add up
