@@ -21,4 +21,13 @@ inline std::unique_ptr<Graph> parseOrFail(const std::string &text) {
   return g.ok() ? std::move(*g) : nullptr;
 }
 
+/// The value named `name` in `g`, failing the test (and returning null) when there is none.
+inline Value *valueNamed(const Graph &g, llvm::StringRef name) {
+  for (Value *v : g.allValues())
+    if (v->name() == name)
+      return v;
+  ADD_FAILURE() << "no value %" << name.str();
+  return nullptr;
+}
+
 } // namespace graphopt::test

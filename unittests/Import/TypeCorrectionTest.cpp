@@ -3,21 +3,12 @@
 
 #include "graphopt/IR/Parser.h"
 
+#include "../TestSupport.h"
+
 #include <gtest/gtest.h>
 
 using namespace graphopt;
-
-namespace {
-
-Value *valueNamed(const Graph &g, llvm::StringRef name) {
-  for (Value *v : g.allValues())
-    if (v->name() == name)
-      return v;
-  ADD_FAILURE() << "no value %" << name.str();
-  return nullptr;
-}
-
-} // namespace
+using graphopt::test::valueNamed;
 
 // %i (unread) is declared with sizes the kernel does not make, as torch's fake
 // tensors declared an LSTM's hidden state: corrected, with a remark naming

@@ -8,16 +8,9 @@
 
 using namespace graphopt;
 using graphopt::test::parseOrFail;
+using graphopt::test::valueNamed;
 
 namespace {
-
-Value *valueNamed(const Graph &g, llvm::StringRef name) {
-  for (Value *v : g.allValues())
-    if (v->name() == name)
-      return v;
-  ADD_FAILURE() << "no value %" << name.str();
-  return nullptr;
-}
 
 Node *nodeOf(const Graph &g, llvm::StringRef name) { return valueNamed(g, name)->definingNode(); }
 

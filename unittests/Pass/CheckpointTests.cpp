@@ -46,14 +46,6 @@ namespace {
 
 std::unique_ptr<Graph> parse(const std::string &text) { return parseOrFail(text); }
 
-const Value *valueNamed(const Graph &graph, llvm::StringRef name) {
-  for (const Value *v : graph.allValues())
-    if (v->name() == name)
-      return v;
-  ADD_FAILURE() << "no value %" << name.str();
-  return nullptr;
-}
-
 /// The model of `graph` with FLOP-estimated node times and no scratch.
 RecomputeModel modelOf(const Graph &graph,
                        BoundedMemory bounded = BoundedMemory::PeakAboveInputs) {
