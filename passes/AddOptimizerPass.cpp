@@ -498,9 +498,8 @@ absl::Status AddOptimizerPass::verify(const Graph &graph) {
   AliasInfo aliases(graph);
   for (const Node &n : graph.nodes())
     if (n.phase() == Phase::Optimizer)
-      for (Value *w : writtenValues(n))
-        for (const Value *root : aliases.roots(w))
-          ++writes[root];
+      for (const Value *root : aliases.rootsWrittenBy(n))
+        ++writes[root];
   llvm::StringMap<const Value *> parameters;
   for (const GraphInput &in : graph.inputs()) {
     if (in.role == InputRole::Parameter)

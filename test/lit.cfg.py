@@ -25,6 +25,7 @@ config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
 # The project's Python (tools/report needs its matplotlib) and the tools' sources.
 config.substitutions.append(("%python", config.graphopt_python))
 config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
+config.substitutions.append(("%srcroot", config.graphopt_src_root))
 # The batch-size sweep (tools/sweep) with this build's graph-opt, which may not be the
 # checkout's build/bin/graph-opt that it uses by default. A later --graph-opt overrides it.
 config.substitutions.append(

@@ -197,6 +197,23 @@ bool AliasInfo::isWrittenThrough(const Value *v) const {
   return false;
 }
 
+llvm::SmallVector<const Value *, 2> AliasInfo::rootsWrittenBy(const Node &node) const {
+  llvm::SmallVector<const Value *, 2> result;
+  for (Value *w : writtenValues(node))
+    for (const Value *root : roots(w))
+      if (!llvm::is_contained(result, root))
+        result.push_back(root);
+  return result;
+}
+
+llvm::SmallVector<unsigned, 4> AliasInfo::writtenGraphInputs() const {
+  llvm::SmallVector<unsigned, 4> result;
+  for (unsigned i = 0; i < graph_->inputs().size(); ++i)
+    if (isWrittenThrough(graph_->inputs()[i].value))
+      result.push_back(i);
+  return result;
+}
+
 const AliasInfo::StorageFacts *AliasInfo::factsOf(unsigned rootId) const {
   auto it = storages_.find(rootId);
   return it == storages_.end() ? nullptr : &it->second;

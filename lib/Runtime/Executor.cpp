@@ -1,6 +1,7 @@
 //===- Executor.cpp - Interpreting a Graph through the c10 dispatcher -----===//
 #include "graphopt/Runtime/Executor.h"
 
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/NodeResults.h"
@@ -140,7 +141,7 @@ absl::Status Executor::prepareUnguarded() {
   // Inputs some node writes in place, directly or through a view (a
   // `Tensor(a!)` argument in its schema, OpEffects): unless the caller keeps
   // updates, the run works on a private copy restored after every run.
-  mutatedInputs_ = mutatedGraphInputs(graph_);
+  mutatedInputs_ = AliasInfo(graph_).writtenGraphInputs();
   isMutated_.assign(graph_.inputs().size(), 0);
   for (unsigned i : mutatedInputs_)
     isMutated_[i] = 1;

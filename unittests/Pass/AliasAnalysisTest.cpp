@@ -78,6 +78,30 @@ TEST(AliasAnalysisTest, WritesHavePositionsThroughViews) {
   EXPECT_FALSE(aa.isWrittenThrough(t));
 }
 
+TEST(AliasAnalysisTest, WrittenGraphInputsGoThroughViews) {
+  // The executor copies exactly these inputs before a run: %p written
+  // through a slice of it, %v directly; %x only read.
+  auto g = parseOrFail(R"(graph @writes {
+  input %x : f32[4] user_input
+  input %p : f32[8] parameter "p"
+  input %v : f32[4] buffer "v"
+forward:
+  %s = aten::slice.Tensor(%p, 0, 0, 4) : f32[4]
+  %a = aten::add_.Tensor(%s, %x) : f32[4]
+  %b = aten::mul_.Tensor(%v, 2) : f32[4]
+  %c = aten::add.Tensor(%a, %b) : f32[4]
+  output %c user_output
+})");
+  ASSERT_TRUE(g);
+  AliasInfo aa(*g);
+  llvm::SmallVector<unsigned, 4> inputs = aa.writtenGraphInputs();
+  EXPECT_EQ(std::vector<unsigned>(inputs.begin(), inputs.end()), (std::vector<unsigned>{1, 2}));
+  llvm::SmallVector<const Value *, 2> written = aa.rootsWrittenBy(*nodeOf(*g, "a"));
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(written[0], valueNamed(*g, "p"));
+  EXPECT_TRUE(aa.rootsWrittenBy(*nodeOf(*g, "c")).empty());
+}
+
 TEST(AliasAnalysisTest, ReadsAndOutputs) {
   auto g = parseOrFail(kViews);
   ASSERT_TRUE(g);

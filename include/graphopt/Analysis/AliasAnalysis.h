@@ -80,6 +80,12 @@ public:
 
   /// `v` is written in place somewhere, directly or through a view of it.
   bool isWrittenThrough(const Value *v) const;
+  /// The storage roots `node` writes in place (through any view).
+  llvm::SmallVector<const Value *, 2> rootsWrittenBy(const Node &node) const;
+  /// The indices of the graph inputs written in place, directly or through
+  /// a view of them (what a run must copy to leave its inputs as they were).
+  /// A tied input counts where a write goes through it.
+  llvm::SmallVector<unsigned, 4> writtenGraphInputs() const;
   /// A node ranked strictly between `after` and `before` writes a storage
   /// `v` lives in, at bytes v may read (ranks: positions in the analysed
   /// graph). A write to a part of the storage v's offset and span do not
