@@ -575,6 +575,7 @@ size_t Graph::numValues() const {
 
 std::unique_ptr<Graph> Graph::clone(ValueMap<Value *> *valueMap) const {
   auto g = std::make_unique<Graph>(name_);
+  g->typeConflicts_ = typeConflicts_;
   ValueMap<Value *> localMap;
   if (!valueMap)
     localMap = ValueMap<Value *>(*this, nullptr);

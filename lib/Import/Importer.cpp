@@ -128,10 +128,11 @@ absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOpti
       return st;
   if (ext == ".pt2" || ext == ".pt") {
     auto model = ext == ".pt2" ? importPt2(path) : importTorchScript(path, options);
-    // Types torch declared (fake tensors, meta kernels) for results nothing
-    // reads, where the CPU kernel makes another: the kernel's.
+    // Types torch declared (fake tensors, meta kernels) where the CPU kernel
+    // makes another: the kernel's for unread results, a recorded conflict
+    // (passes refuse the graph) for read ones.
     if (model.ok() && model->graph)
-      model->remarks = correctUnreadResultTypes(*model->graph);
+      model->remarks = checkDeclaredTypes(*model->graph).remarks;
     return model;
   }
   if (ext == ".gir" || path == "-") {

@@ -1,6 +1,7 @@
-//===- TypeCorrection.cpp - Unread results typed by the kernel that makes them ---===//
+//===- TypeCorrection.cpp - Declared result types checked against the kernels ---===//
 #include "graphopt/Import/TypeCorrection.h"
 
+#include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/TypeInference.h"
 
@@ -11,9 +12,8 @@ namespace graphopt {
 
 namespace {
 
-bool isUnreadCpuTensor(const Value *v) {
-  return v->isTensor() && v->tensorType().isKnown() && v->tensorType().device.is_cpu() &&
-         v->uses().empty();
+bool isKnownCpuTensor(const Value *v) {
+  return v->isTensor() && v->tensorType().isKnown() && v->tensorType().device.is_cpu();
 }
 
 /// The declared and the made layout differ where the executor would see it:
@@ -35,32 +35,85 @@ std::string typeText(const ValueType &t) {
   return os.str();
 }
 
+/// Who reads `v`, for the message: the first reading node or "a graph output".
+std::string firstReader(const Value *v) {
+  for (const Use &u : v->uses())
+    if (u.user)
+      return absl::StrCat("node ", u.user->describe());
+  return "a graph output";
+}
+
+/// Bytes of the tensors among `values` (their storage spans, offsets included).
+int64_t tensorBytes(llvm::ArrayRef<const Value *> values) {
+  int64_t total = 0;
+  for (const Value *v : values)
+    if (v && v->isTensor() && v->tensorType().isKnown())
+      total += v->tensorType().storageByteRange().second;
+  return total;
+}
+
+/// Whether running `node` on stand-ins stays within `kMaxCheckedNodeBytes`:
+/// its declared operands and results, and the results its meta kernel (which
+/// allocates nothing) says it makes, where it has one: a result declared
+/// small can still be made large (aten::full with a huge size argument).
+bool affordable(const Node &node) {
+  llvm::SmallVector<const Value *, 8> values;
+  for (Value *v : node.operandValues())
+    values.push_back(v);
+  for (unsigned i = 0; i < node.numOutputs(); ++i)
+    values.push_back(node.output(i));
+  int64_t bytes = tensorBytes(values);
+  if (bytes > kMaxCheckedNodeBytes)
+    return false;
+  auto onMeta = kernelResultTypes(node, c10::Device(at::kMeta));
+  if (!onMeta.ok())
+    return true;
+  for (const ValueType &t : *onMeta)
+    if (t.isTensor() && t.tensor.isKnown())
+      bytes += t.tensor.storageByteRange().second;
+  return bytes <= kMaxCheckedNodeBytes;
+}
+
 } // namespace
 
-std::vector<std::string> correctUnreadResultTypes(Graph &graph) {
-  std::vector<std::string> remarks;
+DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
+  DeclaredTypeCheck check;
   for (Node &node : graph.nodes()) {
-    bool anyUnread = false;
+    bool anyCpu = false;
     for (unsigned i = 0; i < node.numOutputs(); ++i)
-      anyUnread |= isUnreadCpuTensor(node.output(i));
-    if (!anyUnread)
+      anyCpu |= isKnownCpuTensor(node.output(i));
+    // An operator with an effect outside the graph is not run here.
+    if (!anyCpu || opEffects(node).sideEffects)
       continue;
+    if (!affordable(node)) {
+      ++check.nodesTooLarge;
+      continue;
+    }
     auto made = kernelResultTypes(node, c10::Device(c10::DeviceType::CPU));
     if (!made.ok())
-      continue; // the executor's own check still guards it
+      continue; // the executor's own checks still guard it
+    ++check.nodesChecked;
     for (unsigned i = 0; i < node.numOutputs(); ++i) {
       Value *v = node.output(i);
       const ValueType &kernel = (*made)[i];
-      if (!isUnreadCpuTensor(v) || !kernel.isTensor() || !differs(v->tensorType(), kernel.tensor))
+      if (!isKnownCpuTensor(v) || !kernel.isTensor() || !differs(v->tensorType(), kernel.tensor))
         continue;
-      remarks.push_back(absl::StrCat(
-          "node ", node.describe(), ": result %", v->name().str(),
-          " is declared ", typeText(v->type()), " but the CPU kernel makes ", typeText(kernel),
-          "; nothing reads it, so graph-opt takes the kernel's type"));
+      std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
+                                      " is declared ", typeText(v->type()),
+                                      " but the CPU kernel makes ", typeText(kernel));
+      if (!v->uses().empty()) {
+        check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),
+                                               " reads it as declared"));
+        continue;
+      }
+      check.remarks.push_back(
+          absl::StrCat(what, "; nothing reads it, so graph-opt takes the kernel's type"));
       v->setType(kernel);
     }
   }
-  return remarks;
+  for (const std::string &conflict : check.conflicts)
+    graph.addTypeConflict(conflict);
+  return check;
 }
 
 } // namespace graphopt

@@ -254,6 +254,16 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   for (auto &pass : passes_)
     pass->startNewRun();
   // A reproducer needs the pipeline's input: the caller's file, or one copy.
+  // Every pass reasons on the declared types; where the importer found one
+  // the kernel contradicts and could not mend it, no pass may start.
+  if (!passes_.empty() && !graph.typeConflicts().empty())
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pass '", passes_.front()->name().str(), "' refused @", graph.name().str(),
+        ": it would rely on a declared type the kernel contradicts: ",
+        graph.typeConflicts().front(),
+        graph.typeConflicts().size() > 1
+            ? absl::StrCat(" (and ", graph.typeConflicts().size() - 1, " more)")
+            : ""));
   std::unique_ptr<Graph> start;
   if (!options_.reproducerDir.empty() && options_.inputPath.empty() && !passes_.empty())
     start = graph.clone();

@@ -75,6 +75,7 @@ PT2_FILES = [
     "input-spec-unknown.pt2",
     "meta-no-requires-grad.pt2",
     "stray-record.pt2",
+    "wrong-declared-strides.pt2",
 ]
 PT_FILES = ["no-forward.pt", "control-flow.pt", "not-torchscript.pt"]
 ALL_FILES = PT2_FILES + PT_FILES
@@ -259,6 +260,19 @@ def make_pt2(src: str) -> dict[str, bytes]:
                     return
             raise BadSource("model.json has no tensor with a size")
         return mutate
+
+    # A read result declared with strides its kernel does not make (the
+    # transposed weight of the first linear layer declared contiguous): the
+    # import records the conflict and passes refuse the graph.
+    def contiguous_permute(d):
+        values = d["graph_module"]["graph"]["tensor_values"]
+        meta = values.get("permute")
+        if meta is None or len(meta["strides"]) != 2:
+            raise BadSource("model.json has no two-dimensional tensor 'permute'")
+        rows = meta["sizes"][1]["as_int"]
+        meta["strides"] = [{"as_int": rows}, {"as_int": 1}]
+
+    files["wrong-declared-strides.pt2"] = with_model(contiguous_permute)
 
     files["symbolic-null.pt2"] = with_model(first_size(None))
     files["symbolic-empty.pt2"] = with_model(first_size({}))

@@ -365,6 +365,14 @@ int checkOutputPaths() {
       return fail(absl::StrCat(name, " ", path, " is the input file; graph-opt never overwrites its "
                                "input (write elsewhere)"),
                   kBadInput);
+    // The graph is written as .gir text; a model format's name would leave
+    // text where torch expects an archive (torch.export.load: "File is not a
+    // zip file").
+    llvm::StringRef ext = llvm::sys::path::extension(path);
+    if (option == &outputPath && (ext == ".pt2" || ext == ".pt"))
+      return fail(absl::StrCat(name, " ", path, ": graph-opt writes the graph as .gir text and cannot write a ",
+                               ext.str(), " file; name the output .gir"),
+                  kBadInput);
   }
   return kOk;
 }
@@ -449,6 +457,9 @@ absl::StatusOr<ImportedModel> readModel(const Settings &settings) {
     return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
   for (const std::string &remark : model->remarks)
     llvm::errs() << "graph-opt: remark: " << inputPath << ": " << remark << "\n";
+  for (const std::string &conflict : model->graph->typeConflicts())
+    llvm::errs() << "graph-opt: warning: " << inputPath << ": " << conflict
+                 << "; passes refuse this graph, and --verify fails at it\n";
   return model;
 }
 

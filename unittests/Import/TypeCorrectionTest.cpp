@@ -1,4 +1,4 @@
-//===- TypeCorrectionTest.cpp - Unread results typed by their kernel ------===//
+//===- TypeCorrectionTest.cpp - Declared result types against the kernels ===//
 #include "graphopt/Import/TypeCorrection.h"
 
 #include "graphopt/IR/Parser.h"
@@ -12,9 +12,9 @@ using graphopt::test::valueNamed;
 
 // %i (unread) is declared with sizes the kernel does not make, as torch's fake
 // tensors declared an LSTM's hidden state: corrected, with a remark naming
-// the node. %j is declared as wrongly but read: left for the executor's check.
-// %k is right: no remark.
-TEST(TypeCorrectionTest, OnlyUnreadResultsTakeTheKernelsType) {
+// the node. %j is declared as wrongly but read: kept, and recorded as a
+// conflict in the graph naming the node and its reader. %k is right.
+TEST(TypeCorrectionTest, UnreadResultsTakeTheKernelsTypeReadOnesAreConflicts) {
   auto g = parseGraph(R"(graph @g {
   input %x : f32[4, 6] user_input
   %m, %i = aten::max.dim(%x, 1) : f32[4], i64[1, 4]
@@ -29,7 +29,9 @@ TEST(TypeCorrectionTest, OnlyUnreadResultsTakeTheKernelsType) {
 })",
                       "test.gir");
   ASSERT_TRUE(g.ok()) << g.status().message();
-  std::vector<std::string> remarks = correctUnreadResultTypes(**g);
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
+  EXPECT_EQ(check.nodesChecked, 5u);
+  std::vector<std::string> &remarks = check.remarks;
   ASSERT_EQ(remarks.size(), 1u);
   EXPECT_EQ(remarks[0], "node %m = aten::max.dim: result %i is declared i64[1, 4] but the CPU "
                         "kernel makes i64[4]; nothing reads it, so graph-opt takes the kernel's "
@@ -37,6 +39,50 @@ TEST(TypeCorrectionTest, OnlyUnreadResultsTakeTheKernelsType) {
   EXPECT_EQ(valueNamed(**g, "i")->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{4}));
   EXPECT_EQ(valueNamed(**g, "j")->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{1, 6}));
   EXPECT_EQ(valueNamed(**g, "k")->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{4}));
+  ASSERT_EQ(check.conflicts.size(), 1u);
+  EXPECT_EQ(check.conflicts[0],
+            "node %n = aten::max.dim: result %j is declared i64[1, 6] but the CPU kernel makes "
+            "i64[6], and node %t = aten::add.Tensor reads it as declared");
+  ASSERT_EQ((*g)->typeConflicts().size(), 1u);
+  EXPECT_EQ((*g)->typeConflicts()[0], check.conflicts[0]);
+  EXPECT_EQ((*g)->clone()->typeConflicts().size(), 1u);
   // Nothing left to correct the second time.
-  EXPECT_TRUE(correctUnreadResultTypes(**g).empty());
+  EXPECT_TRUE(checkDeclaredTypes(**g).remarks.empty());
+}
+
+TEST(TypeCorrectionTest, RightTypesGiveNothing) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[4, 6] user_input
+  %t = aten::t(%x) : f32[6, 4]{strides=[1, 6]}
+  %r = aten::relu(%t) : f32[6, 4]{strides=[1, 6]}
+  %c = aten::contiguous(%r) : f32[6, 4]
+  output %c user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
+  EXPECT_EQ(check.nodesChecked, 3u);
+  EXPECT_TRUE(check.remarks.empty());
+  EXPECT_TRUE(check.conflicts.empty());
+  EXPECT_TRUE((*g)->typeConflicts().empty());
+}
+
+// Nodes too large to run at import are counted, not run: one by its declared
+// operand (32 MiB), one by what its meta kernel says it would make (a result
+// declared f32[2] that aten::full makes 64 MiB large; it is not allocated).
+TEST(TypeCorrectionTest, LargeNodesAreNotRun) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[2048, 4096] user_input
+  %r = aten::relu(%x) : f32[2048, 4096]
+  %f = aten::full([4096, 4096], 1, dtype=f32) : f32[2]
+  %s = aten::sum(%f) : f32[]
+  output %r user_output
+  output %s user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
+  EXPECT_EQ(check.nodesTooLarge, 2u);
+  EXPECT_EQ(check.nodesChecked, 1u); // %s
+  EXPECT_TRUE(check.conflicts.empty());
 }

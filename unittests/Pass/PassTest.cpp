@@ -158,6 +158,24 @@ TEST(GraphOptimizerTest, BuildsFromTextAndReportsTheFailingPass) {
   EXPECT_FALSE(opt.addPipeline("test-count{phase=sideways}").ok());
 }
 
+TEST(GraphOptimizerTest, NoPassRunsOnAGraphWithATypeConflict) {
+  auto g = smallGraph();
+  g->addTypeConflict("node %y = aten::relu: result %y is declared f32[2] but the CPU kernel "
+                     "makes f32[3], and a graph output reads it as declared");
+  GraphOptimizer opt;
+  ASSERT_TRUE(opt.addPipeline("test-count").ok());
+  auto r = opt.run(*g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("pass 'test-count' refused @"), absl::string_view::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("node %y = aten::relu"), absl::string_view::npos);
+  EXPECT_EQ(opt.passes()[0]->statistics().count("nodes in phase forward"), 0u);
+  // An empty pipeline changes nothing and relies on nothing.
+  GraphOptimizer none;
+  EXPECT_TRUE(none.run(*g).ok());
+}
+
 TEST(GraphOptimizerTest, ABrokenGraphIsCaughtAfterThePass) {
   auto g = smallGraph();
   GraphOptimizer lax;

@@ -338,6 +338,14 @@ public:
   /// A deep copy with the same names. `valueMap`, if given, maps old values to new.
   std::unique_ptr<Graph> clone(ValueMap<Value *> *valueMap = nullptr) const;
 
+  /// What an importer found the declared types wrong about and could not
+  /// mend: a result something reads that its kernel makes with another
+  /// dtype, shape or layout. Every pass reasons on the declared types, so the
+  /// optimizer refuses to run one on such a graph (each entry names the node).
+  /// Kept by clone; not printed.
+  void addTypeConflict(std::string message) { typeConflicts_.push_back(std::move(message)); }
+  llvm::ArrayRef<std::string> typeConflicts() const { return typeConflicts_; }
+
   // --- inputs and outputs ---------------------------------------------------
   /// Adds a graph input; `nameHint` is made unique if it is taken.
   Value *addInput(llvm::StringRef nameHint, ValueType type, InputRole role,
@@ -431,6 +439,7 @@ private:
   void removeOutputUse(unsigned i);
 
   std::string name_;
+  std::vector<std::string> typeConflicts_;
   uint64_t uid_;
   uint64_t editEpoch_ = 0;
   std::vector<std::unique_ptr<Value>> inputValues_;

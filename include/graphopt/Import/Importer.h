@@ -27,7 +27,8 @@ struct ImportedModel {
   /// (a .pt2 archive's data/sample_inputs); empty otherwise.
   std::vector<at::Tensor> exampleInputs;
   /// What the importer changed about the model as declared, one line each
-  /// (unread results typed by their kernel: Import/TypeCorrection.h).
+  /// (unread results typed by their kernel: Import/TypeCorrection.h). What it
+  /// could not mend is in graph->typeConflicts().
   std::vector<std::string> remarks;
 };
 

@@ -1,14 +1,26 @@
-//===- TypeCorrection.h - Unread results typed by the kernel that makes them -*- C++ -*-===//
+//===- TypeCorrection.h - Declared result types checked against the kernels -*- C++ -*-===//
 //
 // An exported graph's types come from torch's fake tensors, and for a few
 // operators they say another shape than the CPU kernel makes (aten::lstm.input
 // has declared a hidden state f32[1, 1, 4, 128] that the kernel returns as
-// f32[1, 4, 128]). Where nothing reads such a result, its declared type can
-// only mislead the memory accounting and fail the executor's type check, so
-// the importers take the kernel's type instead and say so in a remark. A
-// result something reads keeps its declared type: every pass and the
-// executor rely on it, and the executor's check names the node when the
-// kernel disagrees.
+// f32[1, 4, 128]). After a .pt2 or .pt import every node with a CPU tensor
+// result runs once on zero-filled stand-ins of its declared operands (about
+// one unplanned step of the model; shapes are static, so zeros give the
+// kernel's types), and each result's dtype, sizes, strides and offset are
+// compared with the declared ones:
+//   - where nothing reads a result, its declared type can only mislead the
+//     memory accounting and fail the executor's check: it takes the
+//     kernel's, with a remark naming the node;
+//   - where something reads it, the declared type cannot be mended alone
+//     (its readers were typed from it): the graph records the conflict
+//     (Graph::typeConflicts), the optimizer refuses to run passes on it, and
+//     --verify fails at that node (the executor's type check; a wrong shape
+//     fails any run there).
+// Nodes with effects outside the graph, those whose operator cannot run on
+// stand-ins, and those whose operands and results together span more than
+// kMaxCheckedNodeBytes (a large model's layers: checking them would cost the
+// time of a step at every import) are not checked; their conflicts, if any,
+// are still found by --verify.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,12 +32,22 @@
 
 namespace graphopt {
 
-/// For each node with a tensor result on the CPU that nothing reads (no node,
-/// no graph output), runs its operator once on zero-filled CPU stand-ins of
-/// its operands and, where a result's dtype, sizes, strides or storage offset
-/// differ from the declared ones, sets the kernel's. Returns one remark per
-/// corrected result, naming the node. Nodes whose operator cannot run on
-/// stand-ins are left as they are.
-std::vector<std::string> correctUnreadResultTypes(Graph &graph);
+/// The most a node's operands and results may span for it to be run at import.
+inline constexpr int64_t kMaxCheckedNodeBytes = int64_t{16} << 20;
+
+struct DeclaredTypeCheck {
+  /// One per corrected (unread) result, naming the node.
+  std::vector<std::string> remarks;
+  /// One per read result the kernel contradicts, naming the node and a reader;
+  /// also recorded in the graph (Graph::addTypeConflict).
+  std::vector<std::string> conflicts;
+  size_t nodesChecked = 0;
+  /// Nodes left unchecked for their size (kMaxCheckedNodeBytes).
+  size_t nodesTooLarge = 0;
+};
+
+/// Checks every node's declared CPU result types against its kernel's, as
+/// above: corrects unread results, records conflicts on read ones.
+DeclaredTypeCheck checkDeclaredTypes(Graph &graph);
 
 } // namespace graphopt
