@@ -18,6 +18,7 @@
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 
 #include <ATen/ops/add.h>
@@ -101,7 +102,8 @@ void BM_TrainingStep(benchmark::State &state) {
     return;
   }
   std::vector<at::Tensor> inputs = model->exampleInputs;
-  TrackingCpuAllocator &tracker = TrackingCpuAllocator::install();
+  TrackingCpuAllocator &tracker = TrackingCpuAllocator::instance();
+  CpuAllocatorScope hooks; // the eager steps too go through the tracker
   Executor executor(*model->graph, model->weights);
 
   // Eager: the traced training module run op by op (no graph optimization),

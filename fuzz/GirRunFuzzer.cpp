@@ -17,6 +17,7 @@
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 
 #include <cstdint>
@@ -43,7 +44,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   fuzz::initialize();
   // As graph-opt's --max-memory: a node that allocates more than its declared
   // type says (aten::full with a huge size argument) is refused at that node.
-  TrackingCpuAllocator::install().setLimit(4 * kMaxTensorBytes);
+  TrackingCpuAllocator::instance().setLimit(4 * kMaxTensorBytes);
+  static CpuAllocatorScope allocatorHooks; // for the whole process, as in graph-opt
   return 0;
 }
 

@@ -109,7 +109,6 @@ PlanningCpuAllocator &planningAllocator() {
   std::call_once(gInstallOnce, [] {
     // Leaked on purpose: tensors freed during static destruction still call it.
     gAllocator = new PlanningCpuAllocator(c10::GetCPUAllocator());
-    c10::SetCPUAllocator(gAllocator, /*priority=*/100);
   });
   return *gAllocator;
 }
@@ -308,6 +307,6 @@ CpuMemoryPlan::Stats CpuMemoryPlan::stats() const {
   return state_->stats;
 }
 
-void CpuMemoryPlan::installAllocator() { planningAllocator(); }
+c10::Allocator &CpuMemoryPlan::allocator() { return planningAllocator(); }
 
 } // namespace graphopt

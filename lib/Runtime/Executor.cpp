@@ -3,6 +3,7 @@
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
+#include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/NodeResults.h"
 #include "graphopt/IR/OpEffects.h"
@@ -106,6 +107,7 @@ Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions op
 // and may throw; nodes report their own failures (runNode). Both entry points
 // turn anything thrown into a status naming the graph.
 absl::Status Executor::prepare() {
+  CpuAllocatorScope hooks; // graph-opt's allocators, for this call only
   try {
     return prepareUnguarded();
   } catch (...) {
@@ -115,6 +117,7 @@ absl::Status Executor::prepare() {
 }
 
 absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
+  CpuAllocatorScope hooks; // graph-opt's allocators, for this call only
   try {
     return runUnguarded(userInputs);
   } catch (...) {

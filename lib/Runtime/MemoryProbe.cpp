@@ -20,14 +20,12 @@ TrackingCpuAllocator *gTracker = nullptr;
 std::once_flag gInstallOnce;
 } // namespace
 
-TrackingCpuAllocator &TrackingCpuAllocator::install() {
+TrackingCpuAllocator &TrackingCpuAllocator::instance() {
   std::call_once(gInstallOnce, [] {
     // The planning allocator goes beneath the tracker, so that the tracker
     // counts the bytes tensors hold, not the arena a plan reserves.
-    CpuMemoryPlan::installAllocator();
     // Leaked on purpose: tensors freed during static destruction still call it.
-    gTracker = new TrackingCpuAllocator(c10::GetCPUAllocator());
-    c10::SetCPUAllocator(gTracker, /*priority=*/100);
+    gTracker = new TrackingCpuAllocator(&CpuMemoryPlan::allocator());
   });
   return *gTracker;
 }
@@ -97,7 +95,7 @@ struct CudaNodeEvents {
 
 NodeProfiler::NodeProfiler(c10::Device device) : device_(device) {
   if (device_.is_cpu()) {
-    cpu_ = &TrackingCpuAllocator::install();
+    cpu_ = &TrackingCpuAllocator::instance();
     return;
   }
   cudaEvents_ = std::make_unique<CudaNodeEvents>();

@@ -16,6 +16,7 @@
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/MemoryProbe.h"
 #include "graphopt/Runtime/Benchmark.h"
 #include "graphopt/Runtime/OutputVerifier.h"
@@ -683,7 +684,10 @@ int runDriver(int argc, char **argv) {
   // Beyond the simulation checkRunFits makes before a run, every CPU
   // allocation of a tensor is held to the limit (an operator may allocate
   // more than the types it declares say).
-  TrackingCpuAllocator::install().setLimit(settings.maxMemoryBytes);
+  TrackingCpuAllocator::instance().setLimit(settings.maxMemoryBytes);
+  // graph-opt's allocators are the process's for the whole run: the weights
+  // and inputs it makes count against --max-memory too.
+  CpuAllocatorScope allocatorHooks;
   if (int rc = checkOutputPaths(); rc != kOk)
     return rc;
   if (int rc = checkReportDir(); rc != kOk)

@@ -35,6 +35,8 @@
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+#include "graphopt/Runtime/CpuAllocatorScope.h"
+
 #include <c10/core/Allocator.h>
 
 #include <cstdint>
@@ -52,9 +54,10 @@ public:
   /// Runs recorded before the plan gives up on a run that never replays.
   static constexpr int kMaxRecords = 3;
 
-  /// Installs the planning allocator as the CPU allocator, over the one in
-  /// place (once per process; a plan's constructor calls it).
-  static void installAllocator();
+  /// The planning allocator, made once per process over the CPU allocator
+  /// in place then. A plan takes effect only where it is the process's CPU
+  /// allocator (beneath the tracker): inside a CpuAllocatorScope.
+  static c10::Allocator &allocator();
 
   CpuMemoryPlan();
   ~CpuMemoryPlan();
@@ -71,6 +74,7 @@ public:
     RunScope &operator=(const RunScope &) = delete;
 
   private:
+    CpuAllocatorScope hooks_; ///< the planning allocator in place meanwhile
     CpuMemoryPlan *plan_ = nullptr;
   };
 

@@ -39,8 +39,9 @@ namespace graphopt {
 
 class TrackingCpuAllocator final : public c10::Allocator {
 public:
-  /// Installs the tracker as the CPU allocator (once per process) and returns it.
-  static TrackingCpuAllocator &install();
+  /// The tracker, made once per process over the planning allocator. It is
+  /// the process's CPU allocator only inside a CpuAllocatorScope.
+  static TrackingCpuAllocator &instance();
 
   c10::DataPtr allocate(size_t nbytes) override;
   c10::DeleterFnPtr raw_deleter() const override { return &deleteFn; }
