@@ -4,6 +4,8 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 VENV := $(shell scripts/venv-dir.sh)
+# The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
+export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 .PHONY: all setup configure build test demo bench bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \

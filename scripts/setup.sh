@@ -6,6 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 debs=(cmake ninja-build ccache g++ python3-venv
+      python3-dev   # Python.h for the graph_opt extension module (python/)
       llvm-14-dev llvm-14-tools libabsl-dev
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libbenchmark-tools   # Google Benchmark's compare.py: `make bench-compare` on micro runs
@@ -52,4 +53,12 @@ if ! cmp -s "$root/requirements-report.txt" "$report_stamp"; then
   "$venv/bin/pip" install -q -r "$root/requirements-report.txt"
   "$venv/bin/python" -c "import matplotlib; print('setup: matplotlib', matplotlib.__version__)"
   cp "$root/requirements-report.txt" "$report_stamp"
+fi
+
+# Test-only Python packages (pytest for python/tests), with their own stamp as above.
+test_stamp="$venv/.graphopt-test-ready"
+if ! cmp -s "$root/requirements-test.txt" "$test_stamp"; then
+  echo "setup: installing the tests' Python packages (requirements-test.txt)"
+  "$venv/bin/pip" install -q -r "$root/requirements-test.txt"
+  cp "$root/requirements-test.txt" "$test_stamp"
 fi

@@ -1,0 +1,343 @@
+//===- GraphOptModule.cpp - graph_opt._C: the C++ library from Python ------===//
+//
+// The extension module of the `graph_opt` package (python/graph_opt): a model
+// (graph, weights, example inputs), pipelines, execution and verification, on
+// the same library as the graph-opt driver. Tensors cross as torch.Tensor
+// without copies (torch's own pybind11 casters, libtorch_python). Every error
+// is a graph_opt.Error carrying the driver's exit code (2: bad input or a
+// failed pass; 1: a verification that failed); nothing aborts the interpreter.
+//
+//===----------------------------------------------------------------------===//
+#include "graphopt/IR/Exceptions.h"
+#include "graphopt/IR/Parser.h"
+#include "graphopt/IR/Printer.h"
+#include "graphopt/IR/Summary.h"
+#include "graphopt/IR/Verifier.h"
+#include "graphopt/Import/Importer.h"
+#include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Runtime/CpuAllocatorScope.h"
+#include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/OutputVerifier.h"
+
+#include <torch/csrc/utils/pybind.h>
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <memory>
+#include <string>
+
+namespace py = pybind11;
+using namespace graphopt;
+
+namespace {
+
+constexpr int kVerificationFailed = 1;
+constexpr int kBadInput = 2;
+
+/// Raises graph_opt.Error(message) with `exit_code` set, as the driver would exit.
+[[noreturn]] void raise(const absl::Status &status, int exitCode = kBadInput) {
+  py::object errorType = py::module_::import("graph_opt._C").attr("Error");
+  py::object error = errorType(std::string(status.message()));
+  error.attr("exit_code") = exitCode;
+  error.attr("status") = absl::StatusCodeToString(status.code());
+  PyErr_SetObject(errorType.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+template <typename T> T orRaise(absl::StatusOr<T> value) {
+  if (!value.ok())
+    raise(value.status());
+  return std::move(*value);
+}
+
+/// A graph with what running it takes: the model as imported, or a parsed
+/// graph (no weights: seeded stand-ins are made when it runs).
+struct Model {
+  ImportedModel imported;
+  Graph &graph() const { return *imported.graph; }
+};
+using ModelPtr = std::shared_ptr<Model>;
+
+ModelPtr wrap(ImportedModel imported) {
+  if (absl::Status st = verifyGraph(*imported.graph); !st.ok())
+    raise(st);
+  auto m = std::make_shared<Model>();
+  m->imported = std::move(imported);
+  return m;
+}
+
+std::string typeText(const ValueType &t) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  printType(os, t);
+  return os.str();
+}
+
+std::string constantText(const Constant &c) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  printConstant(os, c);
+  return os.str();
+}
+
+py::dict describeNode(const Node &n) {
+  py::dict d;
+  d["op"] = n.opName();
+  d["phase"] = phaseName(n.phase()).str();
+  py::list operands, outputs, types;
+  for (Value *v : n.operandValues())
+    operands.append(v->name().str());
+  for (Value *v : n.outputs()) {
+    outputs.append(v->name().str());
+    types.append(typeText(v->type()));
+  }
+  d["operands"] = operands;
+  d["outputs"] = outputs;
+  d["types"] = types;
+  py::dict attrs;
+  for (const auto &[key, value] : n.attrs())
+    attrs[py::str(key)] = constantText(value);
+  d["attributes"] = attrs;
+  return d;
+}
+
+/// Completes the model's weights with seeded stand-ins and returns its user
+/// inputs: the archive's examples, else seeded stand-ins.
+absl::StatusOr<std::vector<at::Tensor>> modelInputs(Model &m, uint64_t seed) {
+  if (auto made = fillMissingWeights(m.graph(), m.imported.weights, seed); !made.ok())
+    return made.status();
+  if (!m.imported.exampleInputs.empty())
+    return m.imported.exampleInputs;
+  return makeExampleInputs(m.graph(), seed);
+}
+
+py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uint64_t seed) {
+  std::string remarks;
+  llvm::raw_string_ostream remarkStream(remarks);
+  OptimizerOptions options;
+  options.verifyEach = verifyEach;
+  options.out = &remarkStream;
+  GraphOptimizer optimizer(options);
+  if (absl::Status st = optimizer.addPipeline(pipeline); !st.ok())
+    raise(st);
+  // Passes that run the graph (profile, measured liveness and checkpoint)
+  // run it with the model's weights and example inputs.
+  optimizer.analyses().setExecutionContextProvider([&m, seed]() -> absl::StatusOr<ExecutionContext> {
+    auto inputs = modelInputs(m, seed);
+    if (!inputs.ok())
+      return inputs.status();
+    ExecutionContext context;
+    context.weights = &m.imported.weights;
+    context.inputs = std::move(*inputs);
+    for (const GraphInput &in : m.graph().inputs())
+      if (in.role == InputRole::UserInput && in.value->isTensor())
+        context.inputNames.push_back(in.value->name().str());
+    context.seed = seed;
+    return context;
+  });
+  absl::StatusOr<bool> changed = false;
+  {
+    py::gil_scoped_release release;
+    changed = optimizer.run(m.graph());
+  }
+  if (!changed.ok())
+    raise(changed.status());
+  py::dict statistics;
+  for (const auto &pass : optimizer.passes()) {
+    py::dict stats;
+    for (const auto &[name, stat] : pass->statistics())
+      stats[py::str(name)] = stat.value;
+    statistics[py::str(pass->name().str())] = stats;
+  }
+  py::list remarkLines;
+  llvm::SmallVector<llvm::StringRef, 8> lines;
+  llvm::StringRef(remarkStream.str()).split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef line : lines)
+    if (!line.trim().empty())
+      remarkLines.append(line.str());
+  py::dict result;
+  result["changed"] = *changed;
+  result["pipeline"] = optimizer.pipelineText();
+  result["statistics"] = statistics;
+  result["remarks"] = remarkLines;
+  return result;
+}
+
+std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>> inputs,
+                                uint64_t seed) {
+  std::vector<at::Tensor> userInputs;
+  if (inputs) {
+    orRaise(fillMissingWeights(m.graph(), m.imported.weights, seed));
+    userInputs = std::move(*inputs);
+  } else {
+    userInputs = orRaise(modelInputs(m, seed));
+  }
+  ExecutionOptions options;
+  options.seed = seed;
+  absl::StatusOr<ExecutionResult> result = absl::InternalError("not run");
+  {
+    py::gil_scoped_release release;
+    Executor executor(m.graph(), m.imported.weights, options);
+    result = executor.run(userInputs);
+  }
+  if (!result.ok())
+    raise(result.status());
+  return std::move(result->outputs);
+}
+
+/// The verifier's report as Python objects; with `check`, a failed
+/// verification raises graph_opt.Error with exit code 1, as --verify exits.
+py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
+                         std::optional<double> rtol, std::optional<double> atol, uint64_t seed,
+                         bool check) {
+  std::vector<at::Tensor> inputs = orRaise(modelInputs(original, seed));
+  VerifierOptions options;
+  options.bitwise = bitwise;
+  options.rtol = rtol;
+  options.atol = atol;
+  options.seed = seed;
+  absl::StatusOr<VerificationReport> report = absl::InternalError("not run");
+  {
+    py::gil_scoped_release release;
+    report = verifyRewrite(original.graph(), rewritten.graph(), original.imported.weights, inputs,
+                           options);
+  }
+  if (!report.ok())
+    raise(report.status());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  report->print(os);
+  if (check && !report->passed)
+    raise(absl::FailedPreconditionError(os.str()), kVerificationFailed);
+  py::list outputs;
+  for (const OutputComparison &c : report->outputs)
+    outputs.append(py::dict(py::arg("label") = c.label, py::arg("passed") = c.passed,
+                            py::arg("max_abs_error") = c.maxAbsError,
+                            py::arg("max_rel_error") = c.maxRelError,
+                            py::arg("bitwise") = c.bitwise, py::arg("problem") = c.problem));
+  return py::dict(py::arg("passed") = report->passed, py::arg("device") = report->device.str(),
+                  py::arg("outputs") = outputs,
+                  py::arg("first_divergence") = report->firstDivergence,
+                  py::arg("note") = report->note, py::arg("text") = os.str());
+}
+
+} // namespace
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
+  static py::exception<std::runtime_error> error(module, "Error");
+  // No std::exception escapes as anything but graph_opt.Error.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p)
+        std::rethrow_exception(p);
+    } catch (const py::error_already_set &) {
+      throw;
+    } catch (const py::builtin_exception &) {
+      throw;
+    } catch (...) {
+      py::object errorType = py::reinterpret_borrow<py::object>(error.ptr());
+      py::object e = errorType(describeCurrentException());
+      e.attr("exit_code") = kBadInput;
+      e.attr("status") = "INTERNAL";
+      PyErr_SetObject(errorType.ptr(), e.ptr());
+    }
+  });
+
+  py::class_<Model, ModelPtr>(module, "Graph",
+                              "A graph with its weights and example inputs, read-only from Python.")
+      .def_static(
+          "parse",
+          [](const std::string &text, const std::string &name) {
+            ImportedModel m;
+            m.graph = orRaise(parseGraph(text, name));
+            return wrap(std::move(m));
+          },
+          py::arg("text"), py::arg("name") = "<string>", "A graph from .gir text.")
+      .def_static(
+          "load", [](const std::string &path) { return wrap(orRaise(importModel(path))); },
+          py::arg("path"), "A .pt2 archive, a TorchScript .pt or a .gir file, by its extension.")
+      .def_static(
+          "import_pt2", [](const std::string &path) { return wrap(orRaise(importPt2(path))); },
+          py::arg("path"))
+      .def_static(
+          "import_torchscript",
+          [](const std::string &path) { return wrap(orRaise(importTorchScript(path))); },
+          py::arg("path"))
+      .def_property_readonly("name", [](const Model &m) { return m.graph().name().str(); })
+      .def("print", [](const Model &m) { return printGraphToString(m.graph()); },
+           "The graph as .gir text.")
+      .def("__str__", [](const Model &m) { return printGraphToString(m.graph()); })
+      .def("summary",
+           [](const Model &m) {
+             std::string out;
+             llvm::raw_string_ostream os(out);
+             printSummary(os, summarizeGraph(m.graph()));
+             return os.str();
+           })
+      .def("verify",
+           [](const Model &m) {
+             if (absl::Status st = verifyGraph(m.graph()); !st.ok())
+               raise(st);
+           },
+           "Raises graph_opt.Error naming what is malformed.")
+      .def("clone",
+           [](const Model &m) {
+             auto copy = std::make_shared<Model>();
+             copy->imported.graph = m.graph().clone();
+             copy->imported.weights = m.imported.weights;
+             copy->imported.exampleInputs = m.imported.exampleInputs;
+             copy->imported.remarks = m.imported.remarks;
+             return copy;
+           })
+      .def_property_readonly("nodes",
+                             [](const Model &m) {
+                               py::list nodes;
+                               for (const Node &n : m.graph().nodes())
+                                 nodes.append(describeNode(n));
+                               return nodes;
+                             })
+      .def_property_readonly("inputs",
+                             [](const Model &m) {
+                               py::list inputs;
+                               for (const GraphInput &in : m.graph().inputs())
+                                 inputs.append(py::dict(
+                                     py::arg("name") = in.value->name().str(),
+                                     py::arg("type") = typeText(in.value->type()),
+                                     py::arg("role") = inputRoleName(in.role).str(),
+                                     py::arg("target") = in.target));
+                               return inputs;
+                             })
+      .def_property_readonly("outputs",
+                             [](const Model &m) {
+                               py::list outputs;
+                               for (const GraphOutput &out : m.graph().outputs())
+                                 outputs.append(py::dict(
+                                     py::arg("name") = out.value->name().str(),
+                                     py::arg("type") = typeText(out.value->type()),
+                                     py::arg("role") = outputRoleName(out.role).str(),
+                                     py::arg("target") = out.target));
+                               return outputs;
+                             })
+      .def_property_readonly("remarks", [](const Model &m) { return m.imported.remarks; })
+      .def_property_readonly("type_conflicts", [](const Model &m) {
+        return std::vector<std::string>(m.graph().typeConflicts().begin(),
+                                        m.graph().typeConflicts().end());
+      });
+
+  module.def("run_pipeline", &runPipeline, py::arg("graph"), py::arg("pipeline"),
+             py::arg("verify_each") = false, py::arg("seed") = 0,
+             "Runs a textual pipeline on `graph` in place; returns its statistics and remarks.");
+  module.def("verify_rewrite", &verifyRewritePy, py::arg("original"), py::arg("rewritten"),
+             py::arg("bitwise") = false, py::arg("rtol") = py::none(), py::arg("atol") = py::none(),
+             py::arg("seed") = 0, py::arg("check") = false,
+             "Runs both graphs on the original's weights and inputs and compares every output "
+             "and every input written in place (graph-opt --verify); `check` raises "
+             "graph_opt.Error (exit_code 1) when they differ.");
+  module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
+             "Whether graph-opt's CPU allocators are the process's now (only inside its calls).");
+  module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
+             py::arg("seed") = 0,
+             "Runs the graph once; returns its outputs (user inputs: the given tensors, else "
+             "the model's examples, else seeded stand-ins).");
+}

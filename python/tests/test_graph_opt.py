@@ -1,0 +1,168 @@
+"""graph_opt from Python: graphs, pipelines, execution and errors (docs/Python.md).
+
+Run by ctest (PythonTests) with the build's package directory on PYTHONPATH."""
+import os
+
+import pytest
+import torch
+
+import graph_opt
+
+ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
+BAD = os.environ.get("GRAPHOPT_BAD_INPUTS_DIR", "")
+
+SCALE = """graph @scale {
+  input %x : f32[4] user_input
+forward:
+  %a = aten::mul.Tensor(%x, 2) : f32[4]
+  %b = aten::mul.Tensor(%x, 2) : f32[4]
+  %c = aten::add.Tensor(%a, %b) : f32[4]
+  output %c user_output
+}
+"""
+
+
+def zoo(name):
+    path = os.path.join(ZOO, name)
+    if not os.path.isfile(path):
+        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
+    return path
+
+
+def test_parse_print_and_read_only_views():
+    g = graph_opt.Graph.parse(SCALE)
+    assert g.name == "scale"
+    assert graph_opt.Graph.parse(g.print()).print() == g.print()
+    assert [n["op"] for n in g.nodes] == ["aten::mul.Tensor", "aten::mul.Tensor", "aten::add.Tensor"]
+    assert g.nodes[2]["operands"] == ["a", "b"]
+    assert g.inputs[0] == {"name": "x", "type": "f32[4]", "role": "user_input", "target": ""}
+    assert g.outputs[0]["role"] == "user_output"
+    assert "3 nodes" in g.summary() or "nodes" in g.summary()
+    g.verify()
+
+
+def test_pipeline_changes_the_graph_and_reports_statistics():
+    g = graph_opt.Graph.parse(SCALE)
+    x = torch.arange(4, dtype=torch.float32)
+    before = graph_opt.execute(g, [x])
+    result = graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
+    assert result["changed"]
+    assert result["pipeline"] == "repeat{cse,canonicalize,dce}"
+    assert sum(result["statistics"]["repeat"].values()) >= 0
+    assert len(g.nodes) == 2  # the second mul merged into the first
+    after = graph_opt.execute(g, [x])
+    assert torch.equal(before[0], after[0])
+    assert torch.equal(after[0], x * 2 + x * 2)
+
+
+def test_zoo_training_graph_runs_and_optimizes_bitwise():
+    g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
+    first = graph_opt.execute(g)
+    again = graph_opt.execute(g)
+    assert [o.shape for o in first] == [o.shape for o in again]
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    optimized = g.clone()
+    graph_opt.run_pipeline(optimized, "repeat{cse,canonicalize,dce}")
+    assert all(torch.equal(a, b) for a, b in zip(first, graph_opt.execute(optimized)))
+    report = graph_opt.verify_rewrite(g, optimized, bitwise=True, check=True)
+    assert report["passed"] and report["outputs"]
+    assert all(o["passed"] and o["bitwise"] for o in report["outputs"])
+    # The original is untouched by the clone's pipeline.
+    assert g.print() != "" and len(g.nodes) >= len(optimized.nodes)
+
+
+def test_errors_are_graph_opt_errors_with_the_drivers_exit_code():
+    with pytest.raises(graph_opt.Error) as e:
+        graph_opt.Graph.parse("graph @g {\n  %y = aten::relu(%nope) : f32[2]\n}\n", "bad.gir")
+    assert "bad.gir:2:" in str(e.value) and e.value.exit_code == 2
+    with pytest.raises(graph_opt.Error) as e:
+        graph_opt.Graph.load("/nonexistent/model.pt2")
+    assert "/nonexistent/model.pt2" in str(e.value)
+    g = graph_opt.Graph.parse(SCALE)
+    with pytest.raises(graph_opt.Error) as e:
+        graph_opt.run_pipeline(g, "cse,no-such-pass")
+    assert "no-such-pass" in str(e.value)
+    with pytest.raises(graph_opt.Error) as e:
+        graph_opt.execute(g, [torch.zeros(3)])
+    assert e.value.exit_code == 2
+
+
+def test_a_wrong_rewrite_fails_verification_with_exit_code_1():
+    g = graph_opt.Graph.parse(SCALE)
+    wrong = graph_opt.Graph.parse(SCALE.replace("%b = aten::mul.Tensor(%x, 2)", "%b = aten::mul.Tensor(%x, 3)"))
+    report = graph_opt.verify_rewrite(g, wrong)
+    assert not report["passed"] and "FAILED" in report["text"]
+    with pytest.raises(graph_opt.Error) as e:
+        graph_opt.verify_rewrite(g, wrong, check=True)
+    assert e.value.exit_code == 1
+
+
+def test_mangled_text_raises_or_parses_and_never_aborts():
+    # A seeded property test: deleted, repeated and replaced characters of a
+    # good graph either parse (and then print and run or raise) or raise
+    # graph_opt.Error; nothing escapes as another exception or aborts.
+    import random
+    rng = random.Random(27)
+    alphabet = "%@:[](){},=.0123456789-afgiux \n"
+    for _ in range(300):
+        chars = list(SCALE)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(chars))
+            kind = rng.randrange(3)
+            if kind == 0:
+                del chars[i]
+            elif kind == 1:
+                chars.insert(i, chars[i])
+            else:
+                chars[i] = rng.choice(alphabet)
+        try:
+            g = graph_opt.Graph.parse("".join(chars))
+            g.print()
+            graph_opt.execute(g)
+        except graph_opt.Error as e:
+            assert e.exit_code == 2 and str(e)
+
+
+def test_broken_archives_raise_and_never_abort():
+    if not os.path.isdir(BAD):
+        pytest.skip("the broken inputs are made by ctest's make_bad_inputs fixture")
+    names = sorted(os.listdir(BAD))
+    assert names
+    refused = 0
+    for name in names:
+        try:
+            g = graph_opt.Graph.load(os.path.join(BAD, name))
+        except graph_opt.Error as e:
+            assert e.exit_code == 2 and str(e)
+            refused += 1
+            continue
+        # What imports (a declared-type conflict) refuses every pass instead.
+        assert g.type_conflicts, name
+        with pytest.raises(graph_opt.Error, match="would rely on a declared type"):
+            graph_opt.run_pipeline(g, "dce")
+    assert refused >= len(names) - 1
+
+
+def test_the_users_own_training_is_unchanged_around_a_graph_opt_call():
+    def train():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x = torch.randn(256, 64)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach())
+        return torch.stack(losses)
+
+    assert not graph_opt._C._cpu_allocator_hooks_active()
+    before = train()
+    g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
+    graph_opt.run_pipeline(g, "profile{runs=2}")  # measures through graph-opt's allocators
+    graph_opt.execute(g)
+    assert not graph_opt._C._cpu_allocator_hooks_active()
+    after = train()
+    assert torch.equal(before, after)
