@@ -8,6 +8,7 @@
 // failed pass; 1: a verification that failed); nothing aborts the interpreter.
 //
 //===----------------------------------------------------------------------===//
+#include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
@@ -17,10 +18,12 @@
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/MemoryProbe.h"
 #include "graphopt/Runtime/OutputVerifier.h"
 
 #include <torch/csrc/utils/pybind.h>
 
+#include <absl/strings/str_cat.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <memory>
@@ -101,43 +104,77 @@ py::dict describeNode(const Node &n) {
   return d;
 }
 
-/// Completes the model's weights with seeded stand-ins and returns its user
-/// inputs: the archive's examples, else seeded stand-ins.
-absl::StatusOr<std::vector<at::Tensor>> modelInputs(Model &m, uint64_t seed) {
-  if (auto made = fillMissingWeights(m.graph(), m.imported.weights, seed); !made.ok())
-    return made.status();
-  if (!m.imported.exampleInputs.empty())
-    return m.imported.exampleInputs;
-  return makeExampleInputs(m.graph(), seed);
+/// The bytes `max_memory` allows: None is the driver's default, half of
+/// physical memory; an int is bytes; a string is "8GiB", "512MB" or "50%".
+int64_t memoryLimit(const py::object &spec) {
+  if (spec.is_none())
+    return orRaise(resolveLimit("max_memory", "50%"));
+  if (py::isinstance<py::int_>(spec)) {
+    int64_t bytes = spec.cast<int64_t>();
+    if (bytes <= 0)
+      raise(absl::InvalidArgumentError(absl::StrCat("max_memory=", bytes, ": must be positive")));
+    return bytes;
+  }
+  return orRaise(resolveLimit("max_memory", py::str(spec).cast<std::string>()));
 }
 
-py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uint64_t seed) {
+/// For the duration of one call, every CPU allocation graph-opt's tensors
+/// make is held to `bytes`, as the driver holds its whole run to --max-memory.
+class MemoryLimitScope {
+public:
+  explicit MemoryLimitScope(int64_t bytes)
+      : tracker_(TrackingCpuAllocator::instance()), saved_(tracker_.limit()) {
+    tracker_.setLimit(bytes);
+  }
+  ~MemoryLimitScope() { tracker_.setLimit(saved_); }
+
+private:
+  TrackingCpuAllocator &tracker_;
+  int64_t saved_;
+};
+
+/// What running the model's graph takes, as the driver makes it
+/// (Analysis/ModelRun.h): weights completed with seeded stand-ins, the
+/// archive's example inputs or seeded stand-ins. `signature`: the inputs as
+/// read, where a pipeline may change the graph's.
+absl::StatusOr<ExecutionContext> modelContext(Model &m, const Graph &signature, uint64_t seed,
+                                              int64_t limit) {
+  ModelRunOptions options;
+  options.seed = seed;
+  options.memoryLimit = limit;
+  return makeModelExecutionContext(m.graph(), signature, m.imported.weights,
+                                   m.imported.exampleInputs, options);
+}
+
+/// A graph with `graph`'s inputs alone.
+std::shared_ptr<Graph> signatureOf(const Graph &graph) {
+  auto signature = std::make_shared<Graph>(graph.name().str());
+  for (const GraphInput &in : graph.inputs())
+    signature->addInput(in.value->name(), in.value->type(), in.role, in.target);
+  return signature;
+}
+
+py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uint64_t seed,
+                     const std::string &reportDir, const py::object &maxMemory) {
+  const int64_t limit = memoryLimit(maxMemory);
   std::string remarks;
   llvm::raw_string_ostream remarkStream(remarks);
   OptimizerOptions options;
   options.verifyEach = verifyEach;
   options.out = &remarkStream;
+  options.reportDir = reportDir;
   GraphOptimizer optimizer(options);
   if (absl::Status st = optimizer.addPipeline(pipeline); !st.ok())
     raise(st);
   // Passes that run the graph (profile, measured liveness and checkpoint)
   // run it with the model's weights and example inputs.
-  optimizer.analyses().setExecutionContextProvider([&m, seed]() -> absl::StatusOr<ExecutionContext> {
-    auto inputs = modelInputs(m, seed);
-    if (!inputs.ok())
-      return inputs.status();
-    ExecutionContext context;
-    context.weights = &m.imported.weights;
-    context.inputs = std::move(*inputs);
-    for (const GraphInput &in : m.graph().inputs())
-      if (in.role == InputRole::UserInput && in.value->isTensor())
-        context.inputNames.push_back(in.value->name().str());
-    context.seed = seed;
-    return context;
-  });
+  std::shared_ptr<Graph> signature = signatureOf(m.graph());
+  optimizer.analyses().setExecutionContextProvider(
+      [&m, signature, seed, limit]() { return modelContext(m, *signature, seed, limit); });
   absl::StatusOr<bool> changed = false;
   {
     py::gil_scoped_release release;
+    MemoryLimitScope held(limit);
     changed = optimizer.run(m.graph());
   }
   if (!changed.ok())
@@ -164,19 +201,16 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
 }
 
 std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>> inputs,
-                                uint64_t seed) {
-  std::vector<at::Tensor> userInputs;
-  if (inputs) {
-    orRaise(fillMissingWeights(m.graph(), m.imported.weights, seed));
-    userInputs = std::move(*inputs);
-  } else {
-    userInputs = orRaise(modelInputs(m, seed));
-  }
+                                uint64_t seed, const py::object &maxMemory) {
+  const int64_t limit = memoryLimit(maxMemory);
+  ExecutionContext context = orRaise(modelContext(m, m.graph(), seed, limit));
+  std::vector<at::Tensor> userInputs = inputs ? std::move(*inputs) : std::move(context.inputs);
   ExecutionOptions options;
   options.seed = seed;
   absl::StatusOr<ExecutionResult> result = absl::InternalError("not run");
   {
     py::gil_scoped_release release;
+    MemoryLimitScope held(limit);
     Executor executor(m.graph(), m.imported.weights, options);
     result = executor.run(userInputs);
   }
@@ -189,8 +223,12 @@ std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>>
 /// verification raises graph_opt.Error with exit code 1, as --verify exits.
 py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
                          std::optional<double> rtol, std::optional<double> atol, uint64_t seed,
-                         bool check) {
-  std::vector<at::Tensor> inputs = orRaise(modelInputs(original, seed));
+                         bool check, const py::object &maxMemory) {
+  const int64_t limit = memoryLimit(maxMemory);
+  if (absl::Status st = checkRunFits(rewritten.graph(), limit, "running"); !st.ok())
+    raise(st);
+  std::vector<at::Tensor> inputs =
+      orRaise(modelContext(original, original.graph(), seed, limit)).inputs;
   VerifierOptions options;
   options.bitwise = bitwise;
   options.rtol = rtol;
@@ -199,6 +237,7 @@ py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
   absl::StatusOr<VerificationReport> report = absl::InternalError("not run");
   {
     py::gil_scoped_release release;
+    MemoryLimitScope held(limit);
     report = verifyRewrite(original.graph(), rewritten.graph(), original.imported.weights, inputs,
                            options);
   }
@@ -326,18 +365,20 @@ PYBIND11_MODULE(_C, module) {
       });
 
   module.def("run_pipeline", &runPipeline, py::arg("graph"), py::arg("pipeline"),
-             py::arg("verify_each") = false, py::arg("seed") = 0,
-             "Runs a textual pipeline on `graph` in place; returns its statistics and remarks.");
+             py::arg("verify_each") = false, py::arg("seed") = 0, py::arg("report_dir") = "",
+             py::arg("max_memory") = py::none(),
+             "Runs a textual pipeline on `graph` in place; returns its statistics and remarks "
+             "(graph_opt.run_pipeline adds the passes' reports).");
   module.def("verify_rewrite", &verifyRewritePy, py::arg("original"), py::arg("rewritten"),
              py::arg("bitwise") = false, py::arg("rtol") = py::none(), py::arg("atol") = py::none(),
-             py::arg("seed") = 0, py::arg("check") = false,
+             py::arg("seed") = 0, py::arg("check") = false, py::arg("max_memory") = py::none(),
              "Runs both graphs on the original's weights and inputs and compares every output "
              "and every input written in place (graph-opt --verify); `check` raises "
              "graph_opt.Error (exit_code 1) when they differ.");
   module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
              "Whether graph-opt's CPU allocators are the process's now (only inside its calls).");
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
-             py::arg("seed") = 0,
+             py::arg("seed") = 0, py::arg("max_memory") = py::none(),
              "Runs the graph once; returns its outputs (user inputs: the given tensors, else "
              "the model's examples, else seeded stand-ins).");
 }

@@ -2,14 +2,48 @@
 
     import graph_opt
     g = graph_opt.Graph.load("model.pt2")
-    stats = graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
+    result = graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
     outputs = graph_opt.execute(g)
 
 Errors are graph_opt.Error, with the message the driver prints and its exit
-code (`exit_code`: 2 for bad input or a failed pass). See docs/Python.md.
+code (`exit_code`: 2 for bad input or a failed pass, 1 for a failed
+verification). See docs/Python.md.
 """
+import json
+import os
+import tempfile
+
 import torch  # noqa: F401  (loads LibTorch and torch's Python bindings first)
 
-from ._C import Error, Graph, execute, run_pipeline, verify_rewrite
+from . import _C
+from ._C import Error, Graph, execute, verify_rewrite
 
 __all__ = ["Error", "Graph", "execute", "run_pipeline", "verify_rewrite"]
+
+# Reports a pass writes beside its JSON that are not data to load (a Chrome trace).
+_NOT_REPORT_DATA = {"trace.json"}
+
+
+def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, max_memory=None):
+    """Runs a textual pipeline (graph-opt's -passes=) on `graph`, in place.
+
+    Returns {"changed", "pipeline", "statistics": {pass: {name: value}},
+    "remarks": [...], "reports": {"liveness": {...}, "checkpoint": {...},
+    "profile": {...}}}: each JSON report the passes wrote (docs/Liveness.md,
+    Checkpointing.md, Profiling.md), loaded. With `report_dir`, every report
+    file (CSV, trace, HTML data) stays there; without, they are read from a
+    temporary directory and removed. `max_memory` bounds what the passes that
+    run the graph may take, as graph-opt's --max-memory (None: half of
+    physical memory; bytes; or "8GiB", "50%")."""
+    with tempfile.TemporaryDirectory(prefix="graph-opt-reports-") as scratch:
+        where = os.fspath(report_dir) if report_dir is not None else scratch
+        result = _C.run_pipeline(graph, pipeline, verify_each=verify_each, seed=seed,
+                                 report_dir=where, max_memory=max_memory)
+        reports = {}
+        if os.path.isdir(where):
+            for name in sorted(os.listdir(where)):
+                if name.endswith(".json") and name not in _NOT_REPORT_DATA:
+                    with open(os.path.join(where, name), encoding="utf-8") as f:
+                        reports[name[: -len(".json")]] = json.load(f)
+        result["reports"] = reports
+        return result

@@ -71,6 +71,19 @@ def test_zoo_training_graph_runs_and_optimizes_bitwise():
     assert g.print() != "" and len(g.nodes) >= len(optimized.nodes)
 
 
+def test_pipeline_reports_come_back_as_python_objects(tmp_path):
+    g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
+    result = graph_opt.run_pipeline(g, "liveness,checkpoint{activations=50%},liveness")
+    liveness, plan = result["reports"]["liveness"], result["reports"]["checkpoint"]
+    assert liveness["graph"] == g.name and liveness["peak_bytes"] > 0
+    assert plan["planner"] == "greedy"
+    assert plan["predicted_saved_activation_bytes"] <= plan["unoptimised_saved_activation_bytes"]
+    # With a report directory the files stay there, CSVs included.
+    kept = graph_opt.run_pipeline(g.clone(), "liveness", report_dir=tmp_path)
+    assert kept["reports"]["liveness"]["peak_bytes"] > 0
+    assert (tmp_path / "liveness.json").is_file() and (tmp_path / "liveness_values.csv").is_file()
+
+
 def test_errors_are_graph_opt_errors_with_the_drivers_exit_code():
     with pytest.raises(graph_opt.Error) as e:
         graph_opt.Graph.parse("graph @g {\n  %y = aten::relu(%nope) : f32[2]\n}\n", "bad.gir")
@@ -121,6 +134,25 @@ def test_mangled_text_raises_or_parses_and_never_aborts():
             graph_opt.execute(g)
         except graph_opt.Error as e:
             assert e.exit_code == 2 and str(e)
+
+
+def test_runs_are_held_to_max_memory():
+    huge = graph_opt.Graph.parse("""graph @huge {
+  input %x : f32[100000, 1000000] user_input
+forward:
+  %y = aten::relu(%x) : f32[100000, 1000000]
+  output %y user_output
+}
+""")
+    # The default is half of physical memory: 745 GiB is refused before anything is made.
+    with pytest.raises(graph_opt.Error, match="at its simulated peak"):
+        graph_opt.execute(huge)
+    g = graph_opt.Graph.parse(SCALE)
+    with pytest.raises(graph_opt.Error, match="more than --max-memory=8 B"):
+        graph_opt.execute(g, max_memory=8)
+    with pytest.raises(graph_opt.Error, match="max_memory=lots"):
+        graph_opt.execute(g, max_memory="lots")
+    assert graph_opt.execute(g, max_memory="1MiB")[0].shape == (4,)
 
 
 def test_broken_archives_raise_and_never_abort():

@@ -13,6 +13,7 @@
 #include "graphopt/IR/Summary.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
@@ -26,7 +27,6 @@
 #include "graphopt/Support/CrashContext.h"
 
 #include "ReportStaging.h"
-#include "RunLimits.h"
 
 #include <ATen/Context.h>
 #include <cmath>
@@ -340,10 +340,10 @@ void printPassList() {
 
 /// --max-input-size and --max-memory, as bytes.
 int resolveLimits(Settings &settings) {
-  auto inputLimit = resolveLimit(maxInputSize.ArgStr, maxInputSize);
+  auto inputLimit = resolveLimit(absl::StrCat("--", maxInputSize.ArgStr.str()), maxInputSize);
   if (!inputLimit.ok())
     return fail(std::string(inputLimit.status().message()), kBadInput);
-  auto memoryLimit = resolveLimit(maxMemory.ArgStr, maxMemory);
+  auto memoryLimit = resolveLimit(absl::StrCat("--", maxMemory.ArgStr.str()), maxMemory);
   if (!memoryLimit.ok())
     return fail(std::string(memoryLimit.status().message()), kBadInput);
   settings.maxInputBytes = *inputLimit;
@@ -480,32 +480,19 @@ void installExecutionContext(Session &s) {
         auto device = chosenDevice();
         if (!device.ok())
           return device.status();
-        auto inInput = [&](const absl::Status &st) {
-          return absl::Status(st.code(), absl::StrCat(inputPath.getValue(), ": ", st.message()));
-        };
-        if (absl::Status st = checkRunFits(*model.graph, memoryLimit, "running"); !st.ok())
-          return inInput(st);
-        auto made = fillMissingWeights(*signature, model.weights, seed, memoryLimit);
-        if (!made.ok())
-          return inInput(made.status());
-        if (*made)
-          llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << *made
+        ModelRunOptions options;
+        options.device = *device;
+        options.seed = seed;
+        options.memoryLimit = memoryLimit;
+        size_t made = 0;
+        auto context = makeModelExecutionContext(*model.graph, *signature, model.weights,
+                                                 model.exampleInputs, options, &made);
+        if (!context.ok())
+          return absl::Status(context.status().code(),
+                              absl::StrCat(inputPath.getValue(), ": ", context.status().message()));
+        if (made)
+          llvm::errs() << "graph-opt: note: " << inputPath << " carries no weights for " << made
                        << " inputs; using seeded random ones\n";
-        ExecutionContext context;
-        context.weights = &model.weights;
-        if (model.exampleInputs.empty()) {
-          auto inputs = makeExampleInputs(*signature, seed, memoryLimit);
-          if (!inputs.ok())
-            return inInput(inputs.status());
-          context.inputs = std::move(*inputs);
-        } else {
-          context.inputs = model.exampleInputs;
-        }
-        for (const GraphInput &in : signature->inputs())
-          if (in.role == InputRole::UserInput && in.value->isTensor())
-            context.inputNames.push_back(in.value->name().str());
-        context.device = *device;
-        context.seed = seed;
         return context;
       });
 }
