@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test demo bench bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test demo check-install bench bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -30,6 +30,23 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# `pip install --no-build-isolation .` into a fresh venv that has the project's torch (a .pth
+# in the new venv names the project venv's site-packages: torch is not downloaded again, and
+# --no-index makes sure nothing is), then graph_opt used from outside the checkout
+# (python/tests/check_install.py). Not part of make test: pip builds the library again, in
+# build/pip (kept, so a second run is incremental).
+CHECK_INSTALL_DIR := $(BUILD_DIR)/check-install
+check-install: setup
+	@rm -rf $(CHECK_INSTALL_DIR) && mkdir -p $(CHECK_INSTALL_DIR)
+	@base=$$($(VENV)/bin/python -c 'import sys; print(sys._base_executable)') && \
+	  $$base -m venv $(CHECK_INSTALL_DIR)/venv
+	@theirs=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  mine=$$($(CHECK_INSTALL_DIR)/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  echo "$$theirs" > "$$mine/project-venv.pth"
+	@$(CHECK_INSTALL_DIR)/venv/bin/pip install -q "scikit-build-core>=0.10"
+	@env -u PYTHONPATH $(CHECK_INSTALL_DIR)/venv/bin/pip install --no-build-isolation --no-index .
+	@cd $(CHECK_INSTALL_DIR) && env -u PYTHONPATH venv/bin/python $(CURDIR)/python/tests/check_install.py $(CURDIR)/examples/mlp_train_step.gir
 
 # The default model: a ResNet-18 joint training step (full width, batch 4, 64x64 images),
 # exported once into the build tree and re-exported only when the exporter changes.

@@ -6,6 +6,15 @@
 # GRAPHOPT_PYTHON is the project's virtual environment (scripts/setup.sh); its torch
 # wheel carries LibTorch and tells CMake where its config lives.
 set(GRAPHOPT_PYTHON "" CACHE FILEPATH "Python of the project's virtual environment")
+if(NOT GRAPHOPT_PYTHON AND SKBUILD)
+  # pip install: the Python pip runs with, whose torch the extension is built against.
+  foreach(_var Python_EXECUTABLE Python3_EXECUTABLE PYTHON_EXECUTABLE)
+    if(${_var})
+      set(GRAPHOPT_PYTHON "${${_var}}" CACHE FILEPATH "" FORCE)
+      break()
+    endif()
+  endforeach()
+endif()
 if(NOT GRAPHOPT_PYTHON)
   execute_process(COMMAND ${CMAKE_SOURCE_DIR}/scripts/venv-dir.sh
                   OUTPUT_VARIABLE _venv OUTPUT_STRIP_TRAILING_WHITESPACE)
@@ -47,15 +56,17 @@ target_link_libraries(graphopt_llvm INTERFACE ${GRAPHOPT_LLVM_LIBS})
 # --- abseil, GoogleTest, Google Benchmark ----------------------------------------------
 find_package(absl REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
-find_package(GTest REQUIRED)
-find_package(benchmark REQUIRED)
-find_package(Python3 REQUIRED COMPONENTS Interpreter)
+if(NOT SKBUILD) # what the tests and benchmarks need; a pip install builds neither
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
 
-# Tools for lit tests: LLVM 14 ships FileCheck, not and split-file; lit.py sits in its
-# build tree on Debian.
-find_program(GRAPHOPT_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
-find_program(GRAPHOPT_LIT lit.py llvm-lit lit
-             HINTS ${LLVM_TOOLS_BINARY_DIR} ${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit REQUIRED)
+  # Tools for lit tests: LLVM 14 ships FileCheck, not and split-file; lit.py sits in its
+  # build tree on Debian.
+  find_program(GRAPHOPT_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
+  find_program(GRAPHOPT_LIT lit.py llvm-lit lit
+               HINTS ${LLVM_TOOLS_BINARY_DIR} ${LLVM_TOOLS_BINARY_DIR}/../build/utils/lit REQUIRED)
+endif()
 
 # Shared compile settings and the precompiled header of heavy LibTorch/LLVM headers.
 add_library(graphopt_options INTERFACE)

@@ -15,6 +15,12 @@ import tempfile
 
 import torch  # noqa: F401  (loads LibTorch and torch's Python bindings first)
 
+# An installed package carries checkpoint{planner=milp}'s solver program beside it (the path
+# compiled into the passes is the build tree's, gone after pip install).
+_bundled_solver = os.path.join(os.path.dirname(__file__), "bin", "graph-opt-milp")
+if os.path.isfile(_bundled_solver):
+    os.environ.setdefault("GRAPHOPT_MILP_SOLVER", _bundled_solver)
+
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
 
