@@ -254,11 +254,20 @@ void printGraph(llvm::raw_ostream &os, const Graph &graph) {
   os << "}\n";
 }
 
-std::string printGraphToString(const Graph &graph) {
+namespace {
+/// What `print(os, x)` writes, as a string.
+template <typename T, typename Print> std::string printToString(const T &x, Print print) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  printGraph(os, graph);
+  print(os, x);
   return os.str();
+}
+} // namespace
+
+std::string printGraphToString(const Graph &graph) { return printToString(graph, printGraph); }
+std::string printTypeToString(const ValueType &type) { return printToString(type, printType); }
+std::string printConstantToString(const Constant &constant) {
+  return printToString(constant, printConstant);
 }
 
 } // namespace graphopt

@@ -6,7 +6,6 @@
 #include "graphopt/IR/TypeInference.h"
 
 #include <absl/strings/str_cat.h>
-#include <llvm/Support/raw_ostream.h>
 
 namespace graphopt {
 
@@ -26,13 +25,6 @@ bool differs(const TensorType &declared, const TensorType &made) {
     if (declared.sizes[d] > 1 && declared.strides[d] != made.strides[d])
       return true;
   return false;
-}
-
-std::string typeText(const ValueType &t) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  printType(os, t);
-  return os.str();
 }
 
 /// Who reads `v`, for the message: the first reading node or "a graph output".
@@ -99,8 +91,8 @@ DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
       if (!isKnownCpuTensor(v) || !kernel.isTensor() || !differs(v->tensorType(), kernel.tensor))
         continue;
       std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
-                                      " is declared ", typeText(v->type()),
-                                      " but the CPU kernel makes ", typeText(kernel));
+                                      " is declared ", printTypeToString(v->type()),
+                                      " but the CPU kernel makes ", printTypeToString(kernel));
       if (!v->uses().empty()) {
         check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),
                                                " reads it as declared"));

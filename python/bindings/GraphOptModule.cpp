@@ -69,18 +69,25 @@ ModelPtr wrap(ImportedModel imported) {
   return m;
 }
 
-std::string typeText(const ValueType &t) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  printType(os, t);
-  return os.str();
+/// A graph input or output: its value's name and type, its role and target.
+py::dict describePort(const Value *value, llvm::StringRef role, const std::string &target) {
+  return py::dict(py::arg("name") = value->name().str(),
+                  py::arg("type") = printTypeToString(value->type()),
+                  py::arg("role") = role.str(), py::arg("target") = target);
 }
 
-std::string constantText(const Constant &c) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  printConstant(os, c);
-  return os.str();
+/// A pass's statistics, and those of the passes it runs (repeat{...}), in
+/// pipeline order: a pass named twice in a pipeline is two entries.
+py::dict describePassRun(const OptimizationPass &pass) {
+  py::dict stats;
+  for (const auto &[name, stat] : pass.statistics())
+    stats[py::str(name)] = stat.value;
+  py::list nested;
+  if (const auto *group = dynamic_cast<const PassGroup *>(&pass))
+    for (const auto &n : group->nested())
+      nested.append(describePassRun(*n));
+  return py::dict(py::arg("pass") = pass.name().str(), py::arg("statistics") = stats,
+                  py::arg("nested") = nested);
 }
 
 py::dict describeNode(const Node &n) {
@@ -92,14 +99,14 @@ py::dict describeNode(const Node &n) {
     operands.append(v->name().str());
   for (Value *v : n.outputs()) {
     outputs.append(v->name().str());
-    types.append(typeText(v->type()));
+    types.append(printTypeToString(v->type()));
   }
   d["operands"] = operands;
   d["outputs"] = outputs;
   d["types"] = types;
   py::dict attrs;
   for (const auto &[key, value] : n.attrs())
-    attrs[py::str(key)] = constantText(value);
+    attrs[py::str(key)] = printConstantToString(value);
   d["attributes"] = attrs;
   return d;
 }
@@ -137,13 +144,14 @@ private:
 /// (Analysis/ModelRun.h): weights completed with seeded stand-ins, the
 /// archive's example inputs or seeded stand-ins. `signature`: the inputs as
 /// read, where a pipeline may change the graph's.
-absl::StatusOr<ExecutionContext> modelContext(Model &m, const Graph &signature, uint64_t seed,
-                                              int64_t limit) {
+absl::StatusOr<ExecutionContext> modelContext(
+    Model &m, const Graph &signature, uint64_t seed, int64_t limit,
+    const std::optional<std::vector<at::Tensor>> &inputs = std::nullopt) {
   ModelRunOptions options;
   options.seed = seed;
   options.memoryLimit = limit;
   return makeModelExecutionContext(m.graph(), signature, m.imported.weights,
-                                   m.imported.exampleInputs, options);
+                                   inputs ? *inputs : m.imported.exampleInputs, options);
 }
 
 /// A graph with `graph`'s inputs alone.
@@ -179,13 +187,9 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
   }
   if (!changed.ok())
     raise(changed.status());
-  py::dict statistics;
-  for (const auto &pass : optimizer.passes()) {
-    py::dict stats;
-    for (const auto &[name, stat] : pass->statistics())
-      stats[py::str(name)] = stat.value;
-    statistics[py::str(pass->name().str())] = stats;
-  }
+  py::list statistics;
+  for (const auto &pass : optimizer.passes())
+    statistics.append(describePassRun(*pass));
   py::list remarkLines;
   llvm::SmallVector<llvm::StringRef, 8> lines;
   llvm::StringRef(remarkStream.str()).split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -203,8 +207,9 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
 std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>> inputs,
                                 uint64_t seed, const py::object &maxMemory) {
   const int64_t limit = memoryLimit(maxMemory);
-  ExecutionContext context = orRaise(modelContext(m, m.graph(), seed, limit));
-  std::vector<at::Tensor> userInputs = inputs ? std::move(*inputs) : std::move(context.inputs);
+  // The caller's inputs where given, else the model's (no stand-ins made for nothing).
+  std::vector<at::Tensor> userInputs =
+      orRaise(modelContext(m, m.graph(), seed, limit, inputs)).inputs;
   ExecutionOptions options;
   options.seed = seed;
   absl::StatusOr<ExecutionResult> result = absl::InternalError("not run");
@@ -340,22 +345,16 @@ PYBIND11_MODULE(_C, module) {
                              [](const Model &m) {
                                py::list inputs;
                                for (const GraphInput &in : m.graph().inputs())
-                                 inputs.append(py::dict(
-                                     py::arg("name") = in.value->name().str(),
-                                     py::arg("type") = typeText(in.value->type()),
-                                     py::arg("role") = inputRoleName(in.role).str(),
-                                     py::arg("target") = in.target));
+                                 inputs.append(
+                                     describePort(in.value, inputRoleName(in.role), in.target));
                                return inputs;
                              })
       .def_property_readonly("outputs",
                              [](const Model &m) {
                                py::list outputs;
                                for (const GraphOutput &out : m.graph().outputs())
-                                 outputs.append(py::dict(
-                                     py::arg("name") = out.value->name().str(),
-                                     py::arg("type") = typeText(out.value->type()),
-                                     py::arg("role") = outputRoleName(out.role).str(),
-                                     py::arg("target") = out.target));
+                                 outputs.append(
+                                     describePort(out.value, outputRoleName(out.role), out.target));
                                return outputs;
                              })
       .def_property_readonly("remarks", [](const Model &m) { return m.imported.remarks; })

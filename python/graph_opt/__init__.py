@@ -33,7 +33,8 @@ _NOT_REPORT_DATA = {"trace.json"}
 def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, max_memory=None):
     """Runs a textual pipeline (graph-opt's -passes=) on `graph`, in place.
 
-    Returns {"changed", "pipeline", "statistics": {pass: {name: value}},
+    Returns {"changed", "pipeline", "statistics": [{"pass", "statistics":
+    {name: value}, "nested": [...]}, one per pipeline entry, in order],
     "remarks": [...], "reports": {"liveness": {...}, "checkpoint": {...},
     "profile": {...}}}: each JSON report the passes wrote (docs/Liveness.md,
     Checkpointing.md, Profiling.md), loaded. With `report_dir`, every report

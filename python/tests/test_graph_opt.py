@@ -37,7 +37,7 @@ def test_parse_print_and_read_only_views():
     assert g.nodes[2]["operands"] == ["a", "b"]
     assert g.inputs[0] == {"name": "x", "type": "f32[4]", "role": "user_input", "target": ""}
     assert g.outputs[0]["role"] == "user_output"
-    assert "3 nodes" in g.summary() or "nodes" in g.summary()
+    assert g.summary().startswith("graph @scale: 3 nodes, 4 values\n")
     g.verify()
 
 
@@ -48,7 +48,10 @@ def test_pipeline_changes_the_graph_and_reports_statistics():
     result = graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
     assert result["changed"]
     assert result["pipeline"] == "repeat{cse,canonicalize,dce}"
-    assert sum(result["statistics"]["repeat"].values()) >= 0
+    repeat = result["statistics"][0]
+    assert repeat["pass"] == "repeat" and repeat["statistics"]["rounds"] >= 1
+    assert [n["pass"] for n in repeat["nested"]] == ["cse", "canonicalize", "dce"]
+    assert sum(repeat["nested"][0]["statistics"].values()) >= 1  # cse merged something
     assert len(g.nodes) == 2  # the second mul merged into the first
     after = graph_opt.execute(g, [x])
     assert torch.equal(before[0], after[0])
@@ -57,6 +60,7 @@ def test_pipeline_changes_the_graph_and_reports_statistics():
 
 def test_zoo_training_graph_runs_and_optimizes_bitwise():
     g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
+    text = g.print()
     first = graph_opt.execute(g)
     again = graph_opt.execute(g)
     assert [o.shape for o in first] == [o.shape for o in again]
@@ -68,13 +72,15 @@ def test_zoo_training_graph_runs_and_optimizes_bitwise():
     assert report["passed"] and report["outputs"]
     assert all(o["passed"] and o["bitwise"] for o in report["outputs"])
     # The original is untouched by the clone's pipeline.
-    assert g.print() != "" and len(g.nodes) >= len(optimized.nodes)
+    assert g.print() == text
 
 
 def test_pipeline_reports_come_back_as_python_objects(tmp_path):
     g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
     result = graph_opt.run_pipeline(g, "liveness,checkpoint{activations=50%},liveness")
     liveness, plan = result["reports"]["liveness"], result["reports"]["checkpoint"]
+    # Both liveness runs and the checkpoint run are there, in pipeline order.
+    assert [s["pass"] for s in result["statistics"]] == ["liveness", "checkpoint", "liveness"]
     assert liveness["graph"] == g.name and liveness["peak_bytes"] > 0
     assert plan["planner"] == "greedy"
     assert plan["predicted_saved_activation_bytes"] <= plan["unoptimised_saved_activation_bytes"]
