@@ -13,6 +13,7 @@
 #include "Pt2Graph.h"
 
 #include "SerdeEnums.h"
+#include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"
@@ -22,6 +23,7 @@
 #include <llvm/ADT/StringMap.h>
 
 #include <cctype>
+#include <set>
 
 namespace graphopt::serde {
 
@@ -56,6 +58,7 @@ private:
   absl::StatusOr<Value *> lookup(const ts::Node *n, const std::string &name) const;
   absl::Status addOutputs();
   void assignPhases();
+  absl::Status readGraphCustom();
 
   const ts::ExportedProgram &ep_;
   const ts::Graph *graph_; ///< the graph whose nodes are being added (a body while inlining)
@@ -75,6 +78,10 @@ private:
   std::optional<std::string> autocast_;
   /// The device the model was exported on: its weights' (else its inputs').
   c10::Device modelDevice_{c10::DeviceType::CPU};
+  /// From the graph module's meta["custom"] (readGraphCustom).
+  bool writtenByGraphOpt_ = false;
+  std::string storedName_;
+  std::set<std::string> optimizerState_;
 };
 
 /// The higher-order ops the importer inlines: their operand layout.
@@ -156,7 +163,7 @@ absl::Status GraphBuilder::addInputs() {
     case ITag::BUFFER:
       name = spec.get_buffer().get_arg().get_name();
       target = spec.get_buffer().get_buffer_name();
-      role = InputRole::Buffer;
+      role = optimizerState_.count(target) ? InputRole::OptimizerState : InputRole::Buffer;
       break;
     case ITag::TENSOR_CONSTANT:
       name = spec.get_tensor_constant().get_arg().get_name();
@@ -275,9 +282,40 @@ std::string sourceLine(llvm::StringRef trace) {
   return lastOutsideTorch.empty() ? last : lastOutsideTorch;
 }
 
+/// An attribute from a meta["custom"] entry: JSON strings, numbers, bools
+/// and lists of one kind of them as themselves, null as None; anything else
+/// as its JSON text (a string).
+Constant attributeFromJson(const nlohmann::json &j) {
+  if (j.is_null())
+    return Constant::none();
+  if (j.is_boolean())
+    return Constant::ofBool(j.get<bool>());
+  if (j.is_number_integer())
+    return Constant::ofInt(j.get<int64_t>());
+  if (j.is_number())
+    return Constant::ofFloat(j.get<double>());
+  if (j.is_string())
+    return Constant::ofString(j.get<std::string>());
+  if (j.is_array() && !j.empty()) {
+    auto all = [&](auto pred) { return std::all_of(j.begin(), j.end(), pred); };
+    if (all([](const nlohmann::json &e) { return e.is_number_integer(); }))
+      return Constant::ofIntList(j.get<std::vector<int64_t>>());
+    if (all([](const nlohmann::json &e) { return e.is_number(); }))
+      return Constant::ofFloatList(j.get<std::vector<double>>());
+    if (all([](const nlohmann::json &e) { return e.is_boolean(); }))
+      return Constant::ofBoolList(j.get<std::vector<bool>>());
+  }
+  if (j.is_array() && j.empty())
+    return Constant::ofIntList({});
+  return Constant::ofString(j.dump());
+}
+
 /// Keeps what torch.export recorded that reports need: the module path
-/// (attribute `module`) and the source line (attribute `source`).
-void copyMetadata(const ts::Node &n, Node &node) {
+/// (attribute `module`) and the source line (attribute `source`). Every entry
+/// of meta["custom"] becomes an attribute of its name (what graph-opt's .pt2
+/// writer stores there, and what a user put there), except graph-opt's own
+/// key, which holds the node's phase.
+absl::Status copyMetadata(const ts::Node &n, Node &node) {
   const auto &meta = n.get_metadata();
   if (auto it = meta.find("nn_module_stack"); it != meta.end()) {
     std::string module = innermostModule(it->second);
@@ -289,6 +327,27 @@ void copyMetadata(const ts::Node &n, Node &node) {
     if (!source.empty())
       node.setAttr("source", Constant::ofString(std::move(source)));
   }
+  auto it = meta.find("custom");
+  if (it == meta.end())
+    return absl::OkStatus();
+  nlohmann::json custom = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!custom.is_object())
+    return absl::InvalidArgumentError("meta[\"custom\"] is not a JSON object");
+  for (const auto &[key, value] : custom.items()) {
+    if (key != kPt2CustomKey) {
+      node.setAttr(key, attributeFromJson(value));
+      continue;
+    }
+    if (!value.is_object() || !value.contains("phase") || !value["phase"].is_string())
+      return absl::InvalidArgumentError(absl::StrCat("meta[\"custom\"][\"", key.c_str(),
+                                                     "\"] has no phase"));
+    auto phase = parsePhaseName(value["phase"].get<std::string>());
+    if (!phase)
+      return absl::InvalidArgumentError(absl::StrCat("unknown phase '",
+                                                     value["phase"].get<std::string>(), "'"));
+    node.setPhase(*phase);
+  }
+  return absl::OkStatus();
 }
 
 /// The c10 name of a serialized target: "torch.ops.aten.add.Tensor" ->
@@ -514,7 +573,8 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       if (definitions_.lookup(h) != 1)
         h = absl::StrCat(prefix_, h);
   Node *node = g_->createNode(*op, args, types, Phase::Forward, hints);
-  copyMetadata(n, *node);
+  if (absl::Status st = copyMetadata(n, *node); !st.ok())
+    return nodeError(n, std::string(st.message()));
   for (unsigned i = 0; i < node->numOutputs(); ++i) {
     if (node->output(i)->name() != hints[i] && types[i].kind != ValueKind::None)
       return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));
@@ -793,8 +853,38 @@ void GraphBuilder::assignPhases() {
   }
 }
 
+/// What graph-opt's .pt2 writer left in the graph module's meta["custom"]:
+/// the graph's name and which buffers are optimizer state. Absent in
+/// archives torch wrote.
+absl::Status GraphBuilder::readGraphCustom() {
+  const auto &meta = ep_.get_graph_module().get_metadata();
+  auto it = meta.find("custom");
+  if (it == meta.end())
+    return absl::OkStatus();
+  nlohmann::json custom = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!custom.is_object())
+    return error("the graph module's meta[\"custom\"] is not a JSON object");
+  if (!custom.contains(kPt2CustomKey.str()))
+    return absl::OkStatus();
+  const nlohmann::json &mine = custom[kPt2CustomKey.str()];
+  if (!mine.is_object() || !mine.value("graph", nlohmann::json()).is_string() ||
+      !mine.value("optimizer_state", nlohmann::json()).is_array())
+    return error(absl::StrCat("the graph module's meta[\"custom\"][\"", kPt2CustomKey.str(),
+                              "\"] lacks the graph name or the optimizer-state list"));
+  writtenByGraphOpt_ = true;
+  storedName_ = mine["graph"].get<std::string>();
+  for (const nlohmann::json &target : mine["optimizer_state"]) {
+    if (!target.is_string())
+      return error("an optimizer-state entry is not a string");
+    optimizerState_.insert(target.get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Graph>> GraphBuilder::build(llvm::StringRef name) {
-  g_ = std::make_unique<Graph>(name.str());
+  if (absl::Status st = readGraphCustom(); !st.ok())
+    return st;
+  g_ = std::make_unique<Graph>(storedName_.empty() ? name.str() : storedName_);
   countDefinitions(*graph_, /*top=*/true);
   if (absl::Status st = addInputs(); !st.ok())
     return st;
@@ -803,7 +893,9 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphBuilder::build(llvm::StringRef name)
       return st;
   if (absl::Status st = addOutputs(); !st.ok())
     return st;
-  assignPhases();
+  // graph-opt's writer stores each node's phase; torch's archives have none.
+  if (!writtenByGraphOpt_)
+    assignPhases();
   return std::move(g_);
 }
 

@@ -19,6 +19,7 @@
 #include "ZipCheck.h"
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/Import/Importer.h"
+#include "graphopt/Import/TypeCorrection.h"
 
 #include <ATen/ops/empty.h>
 #include <absl/strings/str_cat.h>
@@ -40,6 +41,55 @@ namespace ts = torch::_export;
 
 /// The serde schema major version this build reads (torch 2.11 writes 8.x).
 constexpr int64_t kSupportedSchemaMajor = 8;
+
+/// The graph of an ExportedProgram's JSON (models/<name>.json); `where`
+/// (file and record) starts every error.
+absl::StatusOr<std::unique_ptr<Graph>> graphFromJson(const std::string &text,
+                                                     const std::string &where,
+                                                     const std::string &graphName) {
+  auto error = [&](llvm::StringRef message) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", message.str()));
+  };
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat("invalid JSON: ", e.what()));
+  }
+  const nlohmann::json *version = json.is_object() && json.contains("schema_version")
+                                      ? &json["schema_version"] : nullptr;
+  if (!version || !version->is_object() || !version->contains("major") ||
+      !(*version)["major"].is_number_integer())
+    return error("no schema_version; not a torch.export model");
+  int64_t major = (*version)["major"].get<int64_t>();
+  const nlohmann::json *minorField = version->contains("minor") ? &(*version)["minor"] : nullptr;
+  if (minorField && !minorField->is_number_integer())
+    return error("schema_version.minor is not an integer");
+  int64_t minor = minorField ? minorField->get<int64_t>() : 0;
+  if (major != kSupportedSchemaMajor)
+    return error(absl::StrCat("serialization schema version ", major, ".", minor,
+                              " is not supported; graph-opt reads major version ",
+                              kSupportedSchemaMajor, " (torch 2.11). Re-export with that torch"));
+  ts::ExportedProgram ep;
+  try {
+    if (absl::Status st = serde::checkExportedProgramJson(json); !st.ok())
+      return error(absl::StrCat("does not match the export schema: ", st.message()));
+    json.get_to(ep);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat("does not match the export schema: ", e.what()));
+  }
+  // The serde types hold what the JSON said, variants included: a field of
+  // the wrong kind (a size that is null or {}) throws when read.
+  try {
+    return serde::buildGraph(ep, graphName, where);
+  } catch (const std::exception &e) {
+    return error(absl::StrCat("a field holds a value of the wrong kind (", e.what(), ")"));
+  }
+}
+
+absl::Status checkWeightTypes(const Graph &g, const WeightStore &store, bool requireAll,
+                              const std::string &where);
+void tieSharedWeights(Graph &g, const WeightStore &store);
 
 class Pt2Reader {
 public:
@@ -261,10 +311,20 @@ absl::Status Pt2Reader::loadExampleInputs(const std::string &recordName, Importe
 
 /// Every parameter, buffer and constant input has a weight of its type.
 absl::Status Pt2Reader::checkWeights(const Graph &g, const WeightStore &store) {
+  return checkWeightTypes(g, store, /*requireAll=*/true, path_);
+}
+
+absl::Status checkWeightTypes(const Graph &g, const WeightStore &store, bool requireAll,
+                              const std::string &where) {
+  auto error = [&](const std::string &message) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", message));
+  };
   for (const GraphInput &in : g.inputs()) {
     if (in.role == InputRole::UserInput)
       continue;
     const at::Tensor *t = store.lookup(in.target);
+    if (!t && !requireAll)
+      continue;
     if (!t)
       return error(absl::StrCat("no weight for ", inputRoleName(in.role).str(), " '", in.target,
                                 "' (graph input %", in.value->name().str(), ")"));
@@ -338,49 +398,12 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
   auto text = record(modelRecord);
   if (!text.ok())
     return text.status();
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(*text);
-  } catch (const std::exception &e) {
-    return error(absl::StrCat(modelRecord, ": invalid JSON: ", e.what()));
-  }
-  const nlohmann::json *version = json.is_object() && json.contains("schema_version")
-                                      ? &json["schema_version"] : nullptr;
-  if (!version || !version->is_object() || !version->contains("major") ||
-      !(*version)["major"].is_number_integer())
-    return error(absl::StrCat(modelRecord, ": no schema_version; not a torch.export model"));
-  int64_t major = (*version)["major"].get<int64_t>();
-  const nlohmann::json *minorField = version->contains("minor") ? &(*version)["minor"] : nullptr;
-  if (minorField && !minorField->is_number_integer())
-    return error(absl::StrCat(modelRecord, ": schema_version.minor is not an integer"));
-  int64_t minor = minorField ? minorField->get<int64_t>() : 0;
-  if (major != kSupportedSchemaMajor)
-    return error(absl::StrCat(modelRecord, ": serialization schema version ", major, ".", minor,
-                              " is not supported; graph-opt reads major version ",
-                              kSupportedSchemaMajor, " (torch 2.11). Re-export with that torch"));
-  ts::ExportedProgram ep;
-  try {
-    if (absl::Status st = serde::checkExportedProgramJson(json); !st.ok())
-      return error(absl::StrCat(modelRecord, ": does not match the export schema: ", st.message()));
-    json.get_to(ep);
-  } catch (const std::exception &e) {
-    return error(absl::StrCat(modelRecord, ": does not match the export schema: ", e.what()));
-  }
-
   ImportedModel model;
   std::string graphName = llvm::sys::path::stem(path_).str();
   for (char &c : graphName)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.')
       c = '_';
-  // The serde types hold what the JSON said, variants included: a field of
-  // the wrong kind (a size that is null or {}) throws when read.
-  absl::StatusOr<std::unique_ptr<Graph>> graph;
-  try {
-    graph = serde::buildGraph(ep, graphName, absl::StrCat(path_, ": ", modelRecord));
-  } catch (const std::exception &e) {
-    return error(absl::StrCat(modelRecord, ": a field holds a value of the wrong kind (",
-                              e.what(), ")"));
-  }
+  auto graph = graphFromJson(*text, absl::StrCat(path_, ": ", modelRecord), graphName);
   if (!graph.ok())
     return graph.status();
   model.graph = std::move(*graph);
@@ -408,6 +431,28 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
 }
 
 } // namespace
+
+absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
+                                                llvm::StringRef graphName, llvm::StringRef where) {
+  try {
+    ImportedModel model;
+    auto graph = graphFromJson(json.str(), where.str(), graphName.str());
+    if (!graph.ok())
+      return graph.status();
+    model.graph = std::move(*graph);
+    model.weights = std::move(weights);
+    if (absl::Status st = checkWeightTypes(*model.graph, model.weights, /*requireAll=*/false,
+                                           where.str());
+        !st.ok())
+      return st;
+    tieSharedWeights(*model.graph, model.weights);
+    model.remarks = checkDeclaredTypes(*model.graph).remarks;
+    return model;
+  } catch (...) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where.str(), ": not a readable torch.export program: ", describeCurrentException()));
+  }
+}
 
 absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path) {
   // The reader turns what it expects into statuses; this boundary catches the

@@ -68,4 +68,34 @@ std::optional<c10::Device> toDevice(const ts::Device &d) {
   }
 }
 
+// The inverse maps search the forward ones, so the two cannot disagree.
+std::optional<ts::ScalarType> fromScalarType(c10::ScalarType t) {
+  for (int i = 0; i <= static_cast<int>(ts::ScalarType::FLOAT8E5M2FNUZ); ++i)
+    if (toScalarType(static_cast<ts::ScalarType>(i)) == t)
+      return static_cast<ts::ScalarType>(i);
+  return std::nullopt;
+}
+
+std::optional<ts::Layout> fromLayout(c10::Layout l) {
+  for (int i = 0; i <= static_cast<int>(ts::Layout::Strided); ++i)
+    if (toLayout(static_cast<ts::Layout>(i)) == l)
+      return static_cast<ts::Layout>(i);
+  return std::nullopt;
+}
+
+std::optional<ts::MemoryFormat> fromMemoryFormat(c10::MemoryFormat m) {
+  for (int i = 0; i <= static_cast<int>(ts::MemoryFormat::PreserveFormat); ++i)
+    if (toMemoryFormat(static_cast<ts::MemoryFormat>(i)) == m)
+      return static_cast<ts::MemoryFormat>(i);
+  return std::nullopt;
+}
+
+ts::Device fromDevice(c10::Device d) {
+  ts::Device out;
+  out.set_type(c10::DeviceTypeName(d.type(), /*lower_case=*/true));
+  if (d.has_index())
+    out.set_index(static_cast<int64_t>(d.index()));
+  return out;
+}
+
 } // namespace graphopt::serde

@@ -25,4 +25,10 @@ std::optional<c10::MemoryFormat> toMemoryFormat(ts::MemoryFormat m);
 /// {"type": "cuda", "index": 0} -> cuda:0; nullopt for a device c10 does not know.
 std::optional<c10::Device> toDevice(const ts::Device &d);
 
+/// The other way, for the .pt2 writer: nullopt for what the schema has no number for.
+std::optional<ts::ScalarType> fromScalarType(c10::ScalarType t);
+std::optional<ts::Layout> fromLayout(c10::Layout l);
+std::optional<ts::MemoryFormat> fromMemoryFormat(c10::MemoryFormat m);
+ts::Device fromDevice(c10::Device d);
+
 } // namespace graphopt::serde

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/Analysis/ModelRun.h"
+#include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
@@ -24,6 +25,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <absl/strings/str_cat.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <memory>
@@ -57,16 +59,67 @@ template <typename T> T orRaise(absl::StatusOr<T> value) {
 /// graph (no weights: seeded stand-ins are made when it runs).
 struct Model {
   ImportedModel imported;
+  /// The file it was read from ("" if none): save_pt2 never overwrites it.
+  std::string sourcePath;
+  /// The weights the source carried, without the seeded stand-ins a run
+  /// adds to imported.weights: what save_pt2 writes.
+  WeightStore sourceWeights;
   Graph &graph() const { return *imported.graph; }
 };
 using ModelPtr = std::shared_ptr<Model>;
 
-ModelPtr wrap(ImportedModel imported) {
+ModelPtr wrap(ImportedModel imported, std::string sourcePath = "") {
   if (absl::Status st = verifyGraph(*imported.graph); !st.ok())
     raise(st);
   auto m = std::make_shared<Model>();
   m->imported = std::move(imported);
+  m->sourcePath = std::move(sourcePath);
+  m->sourceWeights = m->imported.weights;
   return m;
+}
+
+/// graph.save_pt2(path): the archive written atomically; never over the
+/// file the graph came from.
+void savePt2(const Model &m, const std::string &path) {
+  if (absl::Status st = checkOutputPath(path); !st.ok())
+    raise(st);
+  if (!m.sourcePath.empty() && llvm::sys::fs::equivalent(m.sourcePath, path))
+    raise(absl::InvalidArgumentError(absl::StrCat(
+        path, " is the file this graph was read from; graph-opt never overwrites its input "
+              "(write elsewhere)")));
+  std::string bytes = orRaise(writePt2Archive(m.graph(), m.sourceWeights, m.imported.exampleInputs));
+  if (absl::Status st = writeFileAtomically(path, bytes); !st.ok())
+    raise(st);
+}
+
+/// A WeightStore as {target: tensor} (the tensors themselves, no copies).
+py::dict weightsDict(const Graph &g, const WeightStore &weights, bool constants) {
+  py::dict out;
+  for (const GraphInput &in : g.inputs())
+    if (in.role != InputRole::UserInput && (in.role == InputRole::Constant) == constants)
+      if (const at::Tensor *t = weights.lookup(in.target))
+        out[py::str(in.target)] = *t;
+  return out;
+}
+
+/// What graph_opt.to_fx deserializes: the program's JSON, its weights and
+/// constants by target (those the source carried), and the example inputs.
+py::tuple program(const Model &m) {
+  std::string json = orRaise(serializeExportedProgram(m.graph()));
+  return py::make_tuple(py::bytes(json), weightsDict(m.graph(), m.sourceWeights, false),
+                        weightsDict(m.graph(), m.sourceWeights, true), m.imported.exampleInputs);
+}
+
+/// What graph_opt.from_fx serialized with torch's own serializer.
+ModelPtr fromProgram(const std::string &json, const py::dict &weights, const std::string &name,
+                     const std::vector<at::Tensor> &exampleInputs) {
+  WeightStore store;
+  for (const auto &[key, value] : weights)
+    store.set(py::str(key).cast<std::string>(), value.cast<at::Tensor>());
+  ImportedModel m = orRaise(importProgramJson(json, std::move(store), name,
+                                              absl::StrCat("from_fx(", name, ")")));
+  m.exampleInputs = exampleInputs;
+  return wrap(std::move(m));
 }
 
 /// A graph input or output: its value's name and type, its role and target.
@@ -299,14 +352,14 @@ PYBIND11_MODULE(_C, module) {
           },
           py::arg("text"), py::arg("name") = "<string>", "A graph from .gir text.")
       .def_static(
-          "load", [](const std::string &path) { return wrap(orRaise(importModel(path))); },
+          "load", [](const std::string &path) { return wrap(orRaise(importModel(path)), path); },
           py::arg("path"), "A .pt2 archive, a TorchScript .pt or a .gir file, by its extension.")
       .def_static(
-          "import_pt2", [](const std::string &path) { return wrap(orRaise(importPt2(path))); },
+          "import_pt2", [](const std::string &path) { return wrap(orRaise(importPt2(path)), path); },
           py::arg("path"))
       .def_static(
           "import_torchscript",
-          [](const std::string &path) { return wrap(orRaise(importTorchScript(path))); },
+          [](const std::string &path) { return wrap(orRaise(importTorchScript(path)), path); },
           py::arg("path"))
       .def_property_readonly("name", [](const Model &m) { return m.graph().name().str(); })
       .def("print", [](const Model &m) { return printGraphToString(m.graph()); },
@@ -332,6 +385,8 @@ PYBIND11_MODULE(_C, module) {
              copy->imported.weights = m.imported.weights;
              copy->imported.exampleInputs = m.imported.exampleInputs;
              copy->imported.remarks = m.imported.remarks;
+             copy->sourcePath = m.sourcePath;
+             copy->sourceWeights = m.sourceWeights;
              return copy;
            })
       .def_property_readonly("nodes",
@@ -357,6 +412,11 @@ PYBIND11_MODULE(_C, module) {
                                      describePort(out.value, outputRoleName(out.role), out.target));
                                return outputs;
                              })
+      .def("save_pt2", &savePt2, py::arg("path"),
+           "Writes the graph, its weights and example inputs as a torch.export archive "
+           "(torch.export.load reads it; docs/Pt2ArchiveFormat.md), atomically.")
+      .def_static("_from_program", &fromProgram, py::arg("json"), py::arg("weights"),
+                  py::arg("name"), py::arg("example_inputs"))
       .def_property_readonly("remarks", [](const Model &m) { return m.imported.remarks; })
       .def_property_readonly("type_conflicts", [](const Model &m) {
         return std::vector<std::string>(m.graph().typeConflicts().begin(),
@@ -374,6 +434,8 @@ PYBIND11_MODULE(_C, module) {
              "Runs both graphs on the original's weights and inputs and compares every output "
              "and every input written in place (graph-opt --verify); `check` raises "
              "graph_opt.Error (exit_code 1) when they differ.");
+  module.def("_program", &program, py::arg("graph"),
+             "(program JSON, weights, constants, example inputs) for graph_opt.to_fx.");
   module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
              "Whether graph-opt's CPU allocators are the process's now (only inside its calls).");
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/IR/Parser.h"
+#include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
@@ -325,6 +326,9 @@ struct Session {
   std::unique_ptr<Graph> original;
   /// Written at the end with the graph and the reports, as one set.
   std::string benchmarkJsonText;
+  /// The weights the input file carried, apart from the seeded stand-ins a
+  /// run adds: a .pt2 output holds only real weights.
+  WeightStore importedWeights;
 };
 
 /// --list-passes: each registered pass with its options.
@@ -366,13 +370,13 @@ int checkOutputPaths() {
       return fail(absl::StrCat(name, " ", path, " is the input file; graph-opt never overwrites its "
                                "input (write elsewhere)"),
                   kBadInput);
-    // The graph is written as .gir text; a model format's name would leave
-    // text where torch expects an archive (torch.export.load: "File is not a
-    // zip file").
-    llvm::StringRef ext = llvm::sys::path::extension(path);
-    if (option == &outputPath && (ext == ".pt2" || ext == ".pt"))
-      return fail(absl::StrCat(name, " ", path, ": graph-opt writes the graph as .gir text and cannot write a ",
-                               ext.str(), " file; name the output .gir"),
+    // The graph's format follows the extension: .pt2 is a torch.export
+    // archive, anything else .gir text. Text under another model format's
+    // name would only fail later, in torch ("File is not a zip file").
+    std::string ext = llvm::sys::path::extension(path).lower();
+    if (option == &outputPath && (ext == ".pt" || ext == ".pth" || ext == ".onnx"))
+      return fail(absl::StrCat(name, " ", path, ": graph-opt cannot write a ", ext,
+                               " file; name the output .pt2 (a torch.export archive) or .gir"),
                   kBadInput);
   }
   return kOk;
@@ -621,10 +625,23 @@ int runRequested(Session &s) {
   return kOk;
 }
 
+/// `-o` names a torch.export archive.
+bool isPt2Output(llvm::StringRef path) {
+  return llvm::sys::path::extension(path).lower() == ".pt2";
+}
+
 /// Everything succeeded: the graph, the reports and the benchmark JSON are
 /// written now, as one set (renamed into place together, or none of them).
 int writeOutputs(const Session &s, bool writeGraph, const std::string &out) {
-  std::string text = writeGraph ? printGraphToString(*s.model.graph) : "";
+  std::string text;
+  if (writeGraph && isPt2Output(out)) {
+    auto archive = writePt2Archive(*s.model.graph, s.importedWeights, s.model.exampleInputs);
+    if (!archive.ok())
+      return fail(absl::StrCat("-o ", out, ": ", archive.status().message()), kBadInput);
+    text = std::move(*archive);
+  } else if (writeGraph) {
+    text = printGraphToString(*s.model.graph);
+  }
   std::vector<std::string> reportNames, reportTexts;
   if (!reportDir.empty())
     if (absl::Status st = s.staging.read(reportNames, reportTexts); !st.ok())
@@ -694,7 +711,7 @@ int runDriver(int argc, char **argv) {
   if (!model.ok())
     return fail(std::string(model.status().message()), kBadInput);
   Session session{settings, optimizer, staging, *model,
-                  settings.verifyRequested ? model->graph->clone() : nullptr, ""};
+                  settings.verifyRequested ? model->graph->clone() : nullptr, "", model->weights};
   installExecutionContext(session);
   if (!optimizer.passes().empty())
     if (int rc = runPipeline(session); rc != kOk)

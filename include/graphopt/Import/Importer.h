@@ -71,6 +71,15 @@ absl::StatusOr<ImportedModel> importModel(llvm::StringRef path, const ImportOpti
 /// in a joint training graph, nodes after the loss are the backward phase.
 absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path);
 
+/// A torch.export program held in memory (from Python: graph_opt.from_fx):
+/// its JSON as models/<name>.json holds it, and its weights by target.
+/// Inputs without a weight are allowed (seeded stand-ins where it runs, as
+/// for .gir); a weight of another type than its input's is an error. The
+/// declared types are checked as for a file (Import/TypeCorrection.h).
+/// `where` starts every error message.
+absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
+                                                llvm::StringRef graphName, llvm::StringRef where);
+
 /// A TorchScript module's forward method, inlined and lowered to operator
 /// calls, with types inferred on meta tensors from the input types.
 absl::StatusOr<ImportedModel> importTorchScript(llvm::StringRef path,
