@@ -203,13 +203,15 @@ absl::Status GraphBuilder::addInputs() {
   return absl::OkStatus();
 }
 
-/// "L['self'].layer1[0].conv1" (strict export) or "layer1.0.conv1"
-/// (non-strict) -> "layer1.0.conv1".
+/// "L['self'].layer1[0].conv1" (strict export), "L['fn'].layer1[0].conv1"
+/// (torch.compile: dynamo names the root after the local that holds it) or
+/// "layer1.0.conv1" (non-strict) -> "layer1.0.conv1".
 std::string normalizeModulePath(llvm::StringRef path) {
   path = path.trim();
-  for (llvm::StringRef root : {"L['self']", "L[\"self\"]", "self"})
-    if (path.consume_front(root))
-      break;
+  if (path.startswith("L[") && path.contains(']'))
+    path = path.drop_front(path.find(']') + 1);
+  else
+    path.consume_front("self");
   std::string out;
   while (!path.empty()) {
     if (path.consume_front(".")) {

@@ -9,7 +9,7 @@ tensor of its declared type) and torch.export's verifier accepts the result.
 See docs/Python.md.
 """
 import contextlib
-import json
+import operator
 
 import torch
 from torch._export.serde import schema as _schema
@@ -69,6 +69,8 @@ def _signature(gm, input_roles, output_roles):
                                      persistent=True if kind == _sig.InputKind.BUFFER else None))
     outs = []
     for i, (node, entry) in enumerate(zip(outputs, output_roles)):
+        if node is None:
+            continue  # AOTAutograd's gradient of an input that needs none: left out
         kind, target = _role(entry, _OUTPUT_KINDS, "output", i)
         if not isinstance(node, torch.fx.Node):
             raise Error(f"from_fx: output {i} is {node!r}, not a tensor node "
@@ -78,44 +80,55 @@ def _signature(gm, input_roles, output_roles):
 
 
 def _check_supported(gm):
-    """What the serializer would reject less clearly, named by node."""
+    """What the serializer would reject less clearly, named by node: first what
+    the graph is made of (calls of modules, methods, Python functions), then
+    the types."""
+    def where(node):
+        return f"from_fx: node '{node.name}' ({node.op} {node.target})"
     for node in gm.graph.nodes:
-        where = f"from_fx: node '{node.name}' ({node.op} {node.target})"
         if node.op in ("call_module", "call_method"):
-            raise Error(f"{where}: {node.op} is not supported; give an ATen-level graph "
+            raise Error(f"{where(node)}: {node.op} is not supported; give an ATen-level graph "
                         "(torch.export or AOTAutograd output), where every call is an operator")
         if node.op == "get_attr" and isinstance(getattr(gm, str(node.target), None), torch.Tensor):
-            raise Error(f"{where}: a tensor attribute is not supported; lift it to an input "
-                        "(torch.export does)")
-        if node.op in ("placeholder", "call_function"):
-            val = node.meta.get("val")
-            vals = val if isinstance(val, (tuple, list)) else [val]
-            for v in vals:
-                if isinstance(v, torch.Tensor) and any(
-                        not isinstance(s, int) for s in list(v.shape) + list(v.stride())):
-                    raise Error(f"{where}: symbolic shape {tuple(v.shape)}; graph-opt needs "
-                                "static shapes")
-                if isinstance(v, torch.SymInt):
-                    raise Error(f"{where}: a symbolic integer; graph-opt needs static shapes")
-            if node.op == "placeholder" and not isinstance(val, torch.Tensor):
-                raise Error(f"{where}: no meta['val'] tensor; graph-opt needs the placeholder's "
-                            "type (trace with fake tensors: torch.export or AOTAutograd)")
-        if node.op == "call_function":
-            target = node.target
-            if isinstance(target, torch._ops.HigherOrderOperator):
-                continue  # the importer inlines those it can and names the others
-            if not isinstance(target, torch._ops.OpOverload) and target is not \
-                    __import__("operator").getitem:
-                raise Error(f"{where}: only operator overloads (torch.ops.*) are supported, "
-                            f"not {target!r}")
+            raise Error(f"{where(node)}: a tensor attribute is not supported; lift it to an "
+                        "input (torch.export does)")
+        if node.op == "call_function" and not isinstance(
+                node.target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
+                and node.target is not operator.getitem:
+            # (higher-order operators: the importer inlines those it can and names the others)
+            raise Error(f"{where(node)}: only operator overloads (torch.ops.*) are supported, "
+                        f"not {node.target!r}")
+    for node in gm.graph.nodes:
+        if node.op not in ("placeholder", "call_function"):
+            continue
+        val = node.meta.get("val")
+        for v in val if isinstance(val, (tuple, list)) else [val]:
+            if isinstance(v, torch.Tensor) and any(
+                    not isinstance(s, int) for s in list(v.shape) + list(v.stride())):
+                raise Error(f"{where(node)}: symbolic shape {tuple(v.shape)}; graph-opt needs "
+                            "static shapes")
+            if isinstance(v, torch.SymInt):
+                raise Error(f"{where(node)}: a symbolic integer; graph-opt needs static shapes")
+        if node.op == "placeholder" and not isinstance(val, torch.Tensor):
+            raise Error(f"{where(node)}: no meta['val'] tensor; graph-opt needs the "
+                        "placeholder's type (trace with fake tensors: torch.export or "
+                        "AOTAutograd)")
+
+
+def _stack_with_type_names(stack):
+    """torch.export writes a module's type as its name; dynamo (torch.compile)
+    records the type itself, which the serializer refuses."""
+    def name(ty):
+        return ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}"
+    return {key: (path, name(ty)) for key, (path, ty) in stack.items()}
 
 
 @contextlib.contextmanager
 def _metadata_for_serializer(gm):
     """torch's serializer keeps nn_module_stack, stack_trace and custom and
     drops seq_nr and fwd_nn_module_stack: for the time of the serialization,
-    a backward node without a module stack gets its forward node's, and
-    seq_nr goes into custom. The module's metadata is restored after."""
+    a backward node without a module stack gets its forward node's (types
+    as names), and seq_nr goes into custom. The module's metadata is restored after."""
     saved = []
     try:
         for node in gm.graph.nodes:
@@ -124,8 +137,9 @@ def _metadata_for_serializer(gm):
             meta = node.meta
             saved.append((meta, "nn_module_stack" in meta, meta.get("nn_module_stack"),
                           "custom" in meta, meta.get("custom")))
-            if not meta.get("nn_module_stack") and meta.get("fwd_nn_module_stack"):
-                meta["nn_module_stack"] = meta["fwd_nn_module_stack"]
+            stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
+            if stack:
+                meta["nn_module_stack"] = _stack_with_type_names(stack)
             if meta.get("seq_nr") is not None:
                 meta["custom"] = {**(meta.get("custom") or {}), "seq_nr": meta["seq_nr"]}
         yield

@@ -1,0 +1,45 @@
+"""Helpers for checking round trips: an ExportedProgram's graph module run on
+flat inputs (torch 2.11's ep.module() does not take joint training programs),
+and bitwise comparison of outputs. Used by python/tests and
+python/tools/roundtrip_zoo.py."""
+import torch
+
+__all__ = ["bitwise_equal", "flat_inputs", "run_flat"]
+
+
+def flat_inputs(ep):
+    """Copies of what ep.graph_module's placeholders take, in order: weights,
+    buffers and constants by target, then the example user inputs."""
+    args, kwargs = ep.example_inputs
+    user = iter(t for t in torch.utils._pytree.tree_flatten((args, kwargs))[0]
+                if isinstance(t, torch.Tensor))
+    flat = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT:
+            flat.append(next(user).clone())
+        else:  # a non-persistent buffer is among the constants
+            source = ep.state_dict if spec.target in ep.state_dict else ep.constants
+            flat.append(source[spec.target].detach().clone())
+    return flat
+
+
+def run_flat(gm, inputs, seed=0):
+    """gm(*inputs) without autograd, after torch.manual_seed(seed) (graph-opt's
+    executor seeds the same generator, so random operators agree); the outputs
+    flattened to a list, None entries dropped."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = gm(*inputs)
+    return [o for o in torch.utils._pytree.tree_flatten(out)[0] if o is not None]
+
+
+def _bytes(t):
+    t = t.detach().contiguous()
+    return t.reshape(-1).view(torch.uint8) if t.numel() else t.reshape(-1)
+
+
+def bitwise_equal(a, b):
+    """Same count, and each pair the same dtype, shape and bytes."""
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and x.shape == y.shape and torch.equal(_bytes(x), _bytes(y))
+        for x, y in zip(a, b))

@@ -1,0 +1,146 @@
+"""fx <-> IR in memory and the .pt2 writer (docs/Python.md, docs/Pt2ArchiveFormat.md).
+
+The whole zoo, every pipeline, is python/tools/roundtrip_zoo.py (make bench);
+these check one graph of each kind, and the errors."""
+import os
+import warnings
+
+import pytest
+import torch
+
+import graph_opt
+from graph_opt.testing import bitwise_equal, flat_inputs, run_flat
+
+ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
+warnings.filterwarnings("ignore", message=".*not writable.*")
+
+
+def zoo(name):
+    path = os.path.join(ZOO, name)
+    if not os.path.isfile(path):
+        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
+    return path
+
+
+def outputs_by_signature(graph, outputs, ep):
+    """graph-opt's outputs (graph order) in the order of ep's output specs."""
+    index = {o["name"]: i for i, o in enumerate(graph.outputs)}
+    return [outputs[index[s.arg.name]] for s in ep.graph_signature.output_specs]
+
+
+def test_save_pt2_after_add_optimizer_loads_in_torch(tmp_path):
+    g = graph_opt.Graph.load(zoo("cnn-train.pt2"))
+    graph_opt.run_pipeline(g, "add-optimizer{kind=adamw}")
+    path = tmp_path / "step.pt2"
+    g.save_pt2(str(path))
+    ep = torch.export.load(str(path))
+    # In-place optimizer updates: the dialect torch's verifier takes them in.
+    assert [v.dialect for v in ep.verifiers] == ["TRAINING"]
+    # Optimizer state is a persistent buffer, marked for graph-opt.
+    state = [i["target"] for i in g.inputs if i["role"] == "optimizer_state"]
+    assert state and all(t in ep.state_dict for t in state)
+    assert ep.graph_module.meta["custom"]["graph_opt"]["optimizer_state"] == state
+    # The graph module run flat gives graph-opt's outputs, bit for bit.
+    theirs = run_flat(ep.graph_module, flat_inputs(ep))
+    ours = outputs_by_signature(g, graph_opt.execute(g.clone()), ep)
+    assert bitwise_equal(theirs, ours)
+    # .pt2 -> IR -> .pt2 -> IR is the identity.
+    back = graph_opt.Graph.load(str(path))
+    assert back.print() == g.print()
+    back.save_pt2(str(tmp_path / "again.pt2"))
+    assert graph_opt.Graph.load(str(tmp_path / "again.pt2")).print() == g.print()
+
+
+def test_save_pt2_refuses_its_input_and_a_graph_without_weights(tmp_path):
+    g = graph_opt.Graph.load(zoo("mlp-train.pt2"))
+    with pytest.raises(graph_opt.Error, match="never overwrites its input") as e:
+        g.save_pt2(zoo("mlp-train.pt2"))
+    assert e.value.exit_code == 2
+    text = graph_opt.Graph.parse(g.print())  # .gir: no weights
+    with pytest.raises(graph_opt.Error, match="parameter 'model.1.weight' .* has no weight"):
+        text.save_pt2(str(tmp_path / "none.pt2"))
+    assert not os.listdir(tmp_path)
+
+
+def test_fx_round_trip_of_an_exported_training_graph():
+    ep = torch.export.load(zoo("cnn-train.pt2"))
+    g1 = graph_opt.from_fx(ep, name="cnn_train")
+    assert g1.print() == graph_opt.Graph.load(zoo("cnn-train.pt2")).print()
+    gm2 = graph_opt.to_fx(g1)
+    # Every placeholder and operator call carries the fake tensor of its
+    # declared type (torch's deserializer gives a None result a getitem of None).
+    assert all(isinstance(n.meta.get("val"), (torch.Tensor, tuple, list)) for n in gm2.graph.nodes
+               if n.op == "placeholder" or isinstance(n.target, torch._ops.OpOverload))
+    g2 = graph_opt.from_fx(gm2)
+    assert g2.print() == g1.print()
+    flat = flat_inputs(ep)
+    assert bitwise_equal(run_flat(ep.graph_module, [t.clone() for t in flat]),
+                         run_flat(gm2, [t.clone() for t in flat]))
+
+
+def capture_joint_graph(model, *args):
+    """AOTAutograd's joint forward+backward graph, as torch.compile makes it."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import default_partition
+    captured = []
+
+    def partition(joint, joint_inputs, **kwargs):
+        captured.append(joint)
+        return default_partition(joint, joint_inputs, **kwargs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=aot_autograd(
+        fw_compiler=lambda gm, _: gm, bw_compiler=lambda gm, _: gm, partition_fn=partition))
+    compiled(*args).sum().backward()
+    return captured[0]
+
+
+def test_fx_round_trip_of_a_torch_compile_joint_graph():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    joint = capture_joint_graph(model, torch.randn(3, 8))
+    g1 = graph_opt.from_fx(joint, name="joint")
+    # Module paths from the forward nodes' nn_module_stack; seq_nr kept.
+    modules = {n["attributes"].get("module") for n in g1.nodes}
+    assert {'"0"', '"1"', '"2"'} <= modules, modules
+    assert all("seq_nr" in n["attributes"] for n in g1.nodes if n["op"] == "aten::addmm")
+    g2 = graph_opt.from_fx(graph_opt.to_fx(g1))
+    assert g2.print() == g1.print()
+    inputs = [torch.randn(n.meta["val"].shape) for n in joint.graph.nodes if n.op == "placeholder"]
+    gm2 = graph_opt.to_fx(g1)
+    # The joint graph takes (primals, tangents) lists; its Interpreter, flat tensors.
+    expected = run_flat(torch.fx.Interpreter(joint).run, inputs)
+    assert bitwise_equal(expected, run_flat(gm2, inputs))
+    assert bitwise_equal(expected, graph_opt.execute(g1, inputs))
+
+
+def test_from_fx_names_the_node_it_cannot_take():
+    traced = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(4, 4)))
+    with pytest.raises(graph_opt.Error, match=r"node '_0' \(call_module 0\): call_module is not"):
+        graph_opt.from_fx(traced)
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+
+    ep = torch.export.export(Cond(), (torch.randn(3),))
+    with pytest.raises(graph_opt.Error, match=r"node 'cond' .*higher-order operator "
+                                              r"torch.ops.higher_order.cond is not supported"):
+        graph_opt.from_fx(ep)
+
+    class Flat(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(-1) * 2
+
+    dim = torch.export.Dim("n", min=2)
+    ep = torch.export.export(Flat(), (torch.randn(4, 3),), dynamic_shapes=({0: dim},))
+    with pytest.raises(graph_opt.Error, match=r"node 'x' .*symbolic shape"):
+        graph_opt.from_fx(ep)
+
+    gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    x = gm.graph.placeholder("x")
+    x.meta["val"] = torch.empty(2)
+    y = gm.graph.call_function(torch.sin, (x,))  # a Python function, not an operator
+    gm.graph.output((y,))
+    with pytest.raises(graph_opt.Error, match=r"node 'sin' .*only operator overloads"):
+        graph_opt.from_fx(gm)
