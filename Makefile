@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test demo check-install bench bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test demo check-install check-roundtrip bench bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -106,6 +106,13 @@ bench: build $(BENCH_TINY)
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR) --record $(BENCH_DIR)/record.jsonl
+
+# Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
+# and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit
+# for bit. A few minutes; make test checks one graph of each kind.
+check-roundtrip: build
+	@test -d $(BUILD_DIR)/zoo || { echo "$(BUILD_DIR)/zoo: run make test first (it exports the zoo)"; exit 2; }
+	@GRAPHOPT_ZOO_DIR=$(BUILD_DIR)/zoo $(VENV)/bin/python python/tools/roundtrip_zoo.py
 
 # The micro-benchmarks (benchmarks/micro.py): IRBenchmarks, PassBenchmarks (up to 100k
 # nodes) and ExecutorBenchmarks (executor overhead), 9 repetitions each, their JSON kept in
