@@ -324,7 +324,9 @@ PYBIND11_MODULE(_C, module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
   static py::exception<std::runtime_error> error(module, "Error");
   // No std::exception escapes as anything but graph_opt.Error.
-  py::register_exception_translator([](std::exception_ptr p) {
+  // Local: pybind11 shares its translators across modules (torch's included), and a
+  // global catch-all would turn torch's own errors into graph_opt.Error.
+  py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p)
         std::rethrow_exception(p);

@@ -23,10 +23,11 @@ if os.path.isfile(_bundled_solver):
 
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
+from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 
-__all__ = ["Error", "Graph", "execute", "from_fx", "run_pipeline", "to_exported_program", "to_fx",
-           "verify_rewrite"]
+__all__ = ["Error", "Graph", "execute", "export_inference", "export_training_step", "from_fx",
+           "run_pipeline", "to_exported_program", "to_fx", "verify_rewrite"]
 
 # Reports a pass writes beside its JSON that are not data to load (a Chrome trace).
 _NOT_REPORT_DATA = {"trace.json"}

@@ -204,3 +204,11 @@ def test_the_users_own_training_is_unchanged_around_a_graph_opt_call():
     assert not graph_opt._C._cpu_allocator_hooks_active()
     after = train()
     assert torch.equal(before, after)
+
+
+def test_torch_errors_stay_torchs():
+    # graph_opt's exception translator is local to its module: pybind11 shares
+    # translators across modules, and a global one would turn torch's errors into ours.
+    with pytest.raises(RuntimeError) as e:
+        torch.randn(2).item()
+    assert not isinstance(e.value, graph_opt.Error)

@@ -12,22 +12,26 @@ Two forms per model:
     The joint training step: a wrapper module whose ``forward`` runs the model in training
     mode (dropout active, BatchNorm on batch statistics) and returns the loss
     (cross-entropy for classifiers, next-token / masked LM loss for GPT-2 / BERT-MLM). It is
-    exported with ``torch.export.export`` and turned into one forward+backward graph with
-    ``torch.export.experimental._export_forward_backward`` (torch 2.11; no
-    ``aot_export_module`` fallback is needed). Its graph signature has parameters, buffers
-    and user inputs as inputs, and as outputs: the buffer mutations (BatchNorm running
-    statistics, ``OutputKind.BUFFER_MUTATION``), the loss (``LOSS_OUTPUT``) and one
-    gradient per parameter (``GRADIENT_TO_PARAMETER``). The graph is in core ATen (the
-    joint export runs the core ATen decompositions).
+    exported with ``torch.export.export`` and turned into one forward+backward graph by
+    AOTAutograd's ``aot_export_joint_with_descriptors`` on ``ep.module()`` (graph_opt.export),
+    which records every node's module: forward nodes their own, backward nodes the forward
+    module they differentiate (``_export_forward_backward``, the earlier path, drops all node
+    metadata). Its graph signature has parameters, buffers and user inputs as inputs, and as
+    outputs: the buffer mutations (BatchNorm running statistics,
+    ``OutputKind.BUFFER_MUTATION``), the loss (``LOSS_OUTPUT``) and one gradient per
+    parameter (``GRADIENT_TO_PARAMETER``); the loss's incoming gradient is
+    ``full_like(loss, 1)``. Module paths are relative to the user's model (the training-step
+    wrapper's ``model.`` is taken off: ``layer3.1.conv2``).
 
-    ``--keep-fused-backward``: the joint export runs the core ATen decompositions except
-    those of the backward operators (every ``aten::*_backward`` and ``*_backward_data``
-    overload in the table: ``native_batch_norm_backward``, ``threshold_backward``,
-    ``native_layer_norm_backward``, ``gelu_backward``, ``_softmax_backward_data``,
-    ``nll_loss_backward``, ...), which eager autograd runs as one fused kernel each; the
-    default decomposes them into a dozen elementwise ops and reductions apiece (ResNet-50:
-    479 ``mul`` and 213 ``sub``). Both graphs compute the same step; the kept form is
-    eager's own kernels, and fewer nodes.
+    The joint export runs the core ATen decompositions except those of the backward
+    operators (every ``aten::*_backward`` and ``*_backward_data`` overload in the table:
+    ``native_batch_norm_backward``, ``threshold_backward``, ``native_layer_norm_backward``,
+    ``gelu_backward``, ``_softmax_backward_data``, ``nll_loss_backward``, ...), which eager
+    autograd runs as one fused kernel each. ``--decompose-backward`` decomposes them too, into
+    a dozen elementwise ops and reductions apiece (ResNet-50: 479 ``mul`` and 213 ``sub``): the
+    core ATen form. Both graphs compute the same step; the default is eager's own kernels,
+    and fewer nodes. (``--keep-fused-backward``, the option before it was the default, is
+    still accepted.)
 
 Tied weights (GPT-2's ``lm_head.weight`` is ``transformer.wte.weight``; BERT-MLM's decoder
 weight is the word embedding and its decoder bias is ``cls.predictions.bias``; Llama's
@@ -180,6 +184,19 @@ class ModelSpec:
     defaults: dict  # batch / image_size / seq_len at full size
     tiny: dict  # the same at --tiny
     build: Callable[[Sizes], Built]
+
+
+def _export():
+    """graph_opt.export, the package's exporter (python/graph_opt/export.py): from the
+    environment, else the build tree's package (build/python), which make builds."""
+    try:
+        from graph_opt import export
+    except ImportError:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sys.path.insert(0, os.path.join(os.environ.get("GRAPHOPT_BUILD_DIR",
+                                                       os.path.join(root, "build")), "python"))
+        from graph_opt import export
+    return export
 
 
 def _torch():
@@ -759,36 +776,6 @@ MODELS: dict[str, ModelSpec] = {
 # --------------------------------------------------------------------------------------
 
 
-def untie_shared_parameters(model) -> list[list[str]]:
-    """Give every alias of a shared Parameter its own Parameter (a clone, same values).
-
-    Joint export cannot handle one Parameter reachable under two names (tied embeddings):
-    ``torch.export`` lifts a single placeholder for it, and
-    ``_export_forward_backward`` asserts "Found a parameter that did not receive a
-    gradient". After this call the names are independent Parameters that start equal and
-    get separate gradients. Returns ``[[alias, original], ...]`` (``export_program`` appends
-    a note to a pair whose alias it then drops as unused).
-    """
-    torch = _torch()
-    first_name: dict[int, str] = {}
-    untied = []
-    for name, p in list(model.named_parameters(remove_duplicate=False)):
-        if id(p) not in first_name:
-            first_name[id(p)] = name
-            continue
-        owner_path, _, attr = name.rpartition(".")
-        owner = model.get_submodule(owner_path) if owner_path else model
-        setattr(owner, attr, torch.nn.Parameter(p.detach().clone(), requires_grad=p.requires_grad))
-        untied.append([name, first_name[id(p)]])
-    if hasattr(model, "config") and untied:
-        # Keep transformers from re-tying them should anything call tie_weights().
-        try:
-            model.config.tie_word_embeddings = False
-        except Exception:
-            pass
-    return untied
-
-
 def build_model(name: str, sizes: Sizes, seed: int, dropout: bool = True) -> Built:
     """Seeds the global RNG with ``seed`` and runs the model's builder (fresh random init)."""
     global _SEED, _DROPOUT
@@ -805,17 +792,8 @@ def train_step_module(built: Built):
     """
     model = built.model
     model.train()
-    untied = untie_shared_parameters(model)
+    untied = _export().untie_shared_parameters(model)
     return built.loss_wrap(model).train(), untied
-
-
-def drop_parameter(model, name: str) -> None:
-    owner_path, _, attr = name.rpartition(".")
-    owner = model.get_submodule(owner_path) if owner_path else model
-    if attr not in owner._parameters:
-        raise RuntimeError(f"cannot drop parameter {name}: it is not a parameter of "
-                           f"{type(owner).__name__} (dropped already?)")
-    delattr(owner, attr)
 
 
 def build_for_facts(facts: dict):
@@ -850,7 +828,7 @@ def build_for_facts(facts: dict):
         for note in entry[2:]:
             param = note[len("dropped "):].split(":")[0]
             if note.startswith("dropped ") and param not in dropped:
-                drop_parameter(built.model, param)
+                _export().drop_parameter(built.model, param)
                 dropped.add(param)
     return step, built
 
@@ -871,43 +849,7 @@ def random_ops(graph, mode: str) -> list[str]:
     return sorted(found)
 
 
-def _is_backward_op(op) -> bool:
-    name = op.name() if hasattr(op, "name") else str(op)
-    base = name.split("::")[-1].split(".")[0]
-    return base.endswith(("_backward", "_backward_data"))
-
-
-def export_joint(ep, keep_fused_backward: bool):
-    """The joint forward+backward program of ``ep`` (loss at output 0)."""
-    torch = _torch()
-    try:
-        from torch.export.experimental import _export_forward_backward
-    except ImportError as e:  # not the case on the pinned torch 2.11.0
-        raise RuntimeError(
-            "torch.export.experimental._export_forward_backward is missing in torch "
-            f"{torch.__version__}; this exporter needs it for the joint graph"
-        ) from e
-    if not keep_fused_backward:
-        return _export_forward_backward(ep)
-    # _export_forward_backward with another decomposition table: the same private steps
-    # (torch 2.11's torch/export/experimental/__init__.py), minus the backward ops.
-    try:
-        from torch._decomp import core_aten_decompositions
-        from torch.export.exported_program import _decompose_exported_program
-        from torch.export.experimental import (_copy_graph_module_and_signature,
-                                               _remove_detach_pass)
-    except ImportError as e:
-        raise RuntimeError(f"--keep-fused-backward needs torch.export internals that torch "
-                           f"{torch.__version__} lacks ({e}); export without it") from e
-    table = {op: fn for op, fn in core_aten_decompositions().items() if not _is_backward_op(op)}
-    ep = _decompose_exported_program(ep, cia_to_decomp={}, python_decomp_table=table,
-                                     joint_loss_index=0, decompose_custom_triton_ops=False)
-    gm, signature = _copy_graph_module_and_signature(ep)
-    _remove_detach_pass(gm, signature)
-    return ep._update(gm, signature)
-
-
-def export_program(spec: ModelSpec, built: Built, mode: str, keep_fused_backward: bool = False):
+def export_program(spec: ModelSpec, built: Built, mode: str, decompose_backward: bool = False):
     """Returns (ExportedProgram, list of untied parameter pairs)."""
     torch = _torch()
     model = built.model
@@ -916,45 +858,12 @@ def export_program(spec: ModelSpec, built: Built, mode: str, keep_fused_backward
         ep = torch.export.export(module, built.eval_args)
         return ep, []
 
-    step, untied = train_step_module(built)
-    ep = torch.export.export(step, built.train_args)
-    if untied:
-        # An alias that forward never reads (BERT-MLM's cls.predictions.bias is only read
-        # through cls.predictions.decoder.bias) would be a parameter without a gradient
-        # once untied: drop it from the module and export again.
-        # A name can be in several pairs (T5's shared.weight is the original of three
-        # aliases: encoder and decoder embed_tokens and lm_head): drop it once, noted on
-        # the first pair that names it.
-        prefix = _module_prefix(step, model)
-        unused = _unused_parameters(ep)
-        dropped: set[str] = set()
-        for entry in untied:
-            for name in entry[:2]:
-                if prefix + name in unused and name not in dropped:
-                    drop_parameter(model, name)
-                    dropped.add(name)
-                    entry.append(f"dropped {name}: unused by forward once untied")
-        if any(len(entry) > 2 for entry in untied):
-            ep = torch.export.export(step, built.train_args)
-    return export_joint(ep, keep_fused_backward), untied
-
-
-def _module_prefix(root, sub) -> str:
-    """The FQN prefix of submodule ``sub`` inside ``root`` ("model." for the wrappers)."""
-    for name, m in root.named_modules():
-        if m is sub:
-            return name + "." if name else ""
-    raise AssertionError("model is not a submodule of its train-step wrapper")
-
-
-def _unused_parameters(ep) -> set[str]:
-    """FQNs of parameter inputs of ``ep`` that no node reads."""
-    users = {n.name: len(n.users) for n in ep.graph.nodes if n.op == "placeholder"}
-    return {
-        spec.target
-        for spec in ep.graph_signature.input_specs
-        if spec.kind.name == "PARAMETER" and users.get(spec.arg.name, 1) == 0
-    }
+    # graph_opt.export, the code users export their own models with: untie shared
+    # Parameters (dropping an alias forward never reads once untied), the joint graph with
+    # module paths (docs/Importing.md).
+    model.train()
+    step = built.loss_wrap(model).train()
+    return _export().joint_program(step, model, built.train_args, decompose_backward)
 
 
 def _qualified_op_name(target) -> str:
@@ -1487,10 +1396,12 @@ def parse_args(argv):
     p.add_argument("--no-dropout", action="store_true",
                    help="every dropout probability of the text models' configs is 0, so the "
                    "training graph has no random op (no-op for the other models)")
+    p.add_argument("--decompose-backward", action="store_true",
+                   help="train mode: decompose the backward operators eager autograd runs as "
+                   "one kernel (native_batch_norm_backward, threshold_backward, ...) into "
+                   "core ATen too (by default they are kept)")
     p.add_argument("--keep-fused-backward", action="store_true",
-                   help="train mode: keep the backward operators eager autograd runs as one "
-                   "kernel (native_batch_norm_backward, threshold_backward, ...) instead of "
-                   "decomposing them into core ATen")
+                   help="the default since issue 28; accepted for old command lines")
     p.add_argument("--script", action="store_true",
                    help="with -o FILE.pt: torch.jit.script the model instead of tracing it "
                    "(eval only)")
@@ -1553,8 +1464,10 @@ def main(argv=None) -> int:
         return usage("--script applies to TorchScript output (-o FILE.pt) only")
     if args.script and args.mode != "eval":
         return usage("--script applies to --mode eval only (the training step is traced)")
-    if args.keep_fused_backward and (args.mode != "train" or torchscript):
-        return usage("--keep-fused-backward applies to --mode train with -o FILE.pt2 only "
+    if args.keep_fused_backward and args.decompose_backward:
+        return usage("--keep-fused-backward and --decompose-backward contradict each other")
+    if args.decompose_backward and (args.mode != "train" or torchscript):
+        return usage("--decompose-backward applies to --mode train with -o FILE.pt2 only "
                      "(the joint graph)")
     out_dir = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(out_dir):
@@ -1570,7 +1483,7 @@ def main(argv=None) -> int:
     try:
         start = time.perf_counter()
         built = build_model(args.model, sizes, args.seed, dropout=not args.no_dropout)
-        ep, untied = export_program(spec, built, args.mode, args.keep_fused_backward)
+        ep, untied = export_program(spec, built, args.mode, args.decompose_backward)
         export_s = time.perf_counter() - start
         if args.no_dropout:
             rnd = random_ops(ep.graph, args.mode)

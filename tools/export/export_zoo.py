@@ -123,7 +123,16 @@ def main(argv=None) -> int:
     os.makedirs(args.out_dir, exist_ok=True)
 
     # (model, form, archive path, export_model.py arguments)
+    # TorchScript first: after AOTAutograd's joint exports, torch.jit.script of the cnn
+    # fails in the same process ("'Tensor' object has no attribute or method '__init__'").
     jobs = []
+    for model in ts_models:
+        out = os.path.join(args.out_dir, f"{model}-eval.pt")
+        jobs.append((model, "trace", out, ["--model", model, "--mode", "eval", "-o", out]))
+    for model in scripted:
+        out = os.path.join(args.out_dir, f"{model}-scripted.pt")
+        jobs.append((model, "script", out,
+                     ["--model", model, "--mode", "eval", "--script", "-o", out]))
     for model in models:
         for mode in modes:
             out = os.path.join(args.out_dir, f"{model}-{mode}.pt2")
@@ -132,13 +141,6 @@ def main(argv=None) -> int:
         out = os.path.join(args.out_dir, f"{model}-train-nodrop.pt2")
         jobs.append((model, "nodrop", out,
                      ["--model", model, "--mode", "train", "--no-dropout", "-o", out]))
-    for model in ts_models:
-        out = os.path.join(args.out_dir, f"{model}-eval.pt")
-        jobs.append((model, "trace", out, ["--model", model, "--mode", "eval", "-o", out]))
-    for model in scripted:
-        out = os.path.join(args.out_dir, f"{model}-scripted.pt")
-        jobs.append((model, "script", out,
-                     ["--model", model, "--mode", "eval", "--script", "-o", out]))
 
     versions = _versions()
     failures = cached = 0

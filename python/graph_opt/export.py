@@ -1,0 +1,369 @@
+"""A user's own model to the .pt2 graph-opt reads: the training step or the inference graph.
+
+    import graph_opt
+    def loss_fn(model, x, y):
+        return torch.nn.functional.cross_entropy(model(x), y)
+    graph_opt.export_training_step(model, loss_fn, (x, y), "step.pt2")
+
+The same code exports the model zoo (tools/export/export_model.py). See docs/Importing.md.
+"""
+import contextlib
+import os
+import tempfile
+
+import torch
+
+from ._C import Error
+
+__all__ = ["TrainingStep", "export_inference", "export_training_step", "joint_program",
+           "untie_shared_parameters"]
+
+
+class TrainingStep(torch.nn.Module):
+    """forward(*inputs) = (loss_fn(model, *inputs),): the module whose joint
+    forward+backward graph is the training step. Its `model` attribute holds the
+    user's model, so parameter names are "model.<name>"; module paths in the graph
+    are the model's own."""
+
+    def __init__(self, model, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, *inputs):
+        return (self.loss_fn(self.model, *inputs),)
+
+
+def untie_shared_parameters(model):
+    """Give every alias of a shared Parameter its own Parameter (a clone, same values).
+
+    The joint export gives one gradient per graph input; a Parameter reachable under two
+    names (tied embeddings) is one input with two uses in torch.export's signature, and
+    ``_export_forward_backward`` fails on it ("Found a parameter that did not receive a
+    gradient"). After this call the names are independent Parameters that start equal and
+    get separate gradients. Returns ``[[alias, original], ...]``."""
+    first_name = {}
+    untied = []
+    for name, p in list(model.named_parameters(remove_duplicate=False)):
+        if id(p) not in first_name:
+            first_name[id(p)] = name
+            continue
+        owner_path, _, attr = name.rpartition(".")
+        owner = model.get_submodule(owner_path) if owner_path else model
+        setattr(owner, attr, torch.nn.Parameter(p.detach().clone(), requires_grad=p.requires_grad))
+        untied.append([name, first_name[id(p)]])
+    if hasattr(model, "config") and untied:
+        # Keep transformers from re-tying them should anything call tie_weights().
+        try:
+            model.config.tie_word_embeddings = False
+        except Exception:
+            pass
+    return untied
+
+
+def drop_parameter(model, name):
+    owner_path, _, attr = name.rpartition(".")
+    owner = model.get_submodule(owner_path) if owner_path else model
+    if attr not in owner._parameters:
+        raise RuntimeError(f"cannot drop parameter {name}: it is not a parameter of "
+                           f"{type(owner).__name__} (dropped already?)")
+    delattr(owner, attr)
+
+
+def module_prefix(root, sub):
+    """The FQN prefix of submodule ``sub`` inside ``root`` ("model." for TrainingStep)."""
+    for name, m in root.named_modules():
+        if m is sub:
+            return name + "." if name else ""
+    raise AssertionError("model is not a submodule of its train-step wrapper")
+
+
+def unused_parameters(ep):
+    """FQNs of parameter inputs of ``ep`` that no node reads."""
+    users = {n.name: len(n.users) for n in ep.graph.nodes if n.op == "placeholder"}
+    return {spec.target for spec in ep.graph_signature.input_specs
+            if spec.kind.name == "PARAMETER" and users.get(spec.arg.name, 1) == 0}
+
+
+def is_backward_op(op):
+    name = op.name() if hasattr(op, "name") else str(op)
+    base = name.split("::")[-1].split(".")[0]
+    return base.endswith(("_backward", "_backward_data"))
+
+
+def backward_decompositions(decompose_backward=False):
+    """The decomposition table of the joint export: core ATen, without the backward
+    operators' own decompositions unless ``decompose_backward``."""
+    from torch._decomp import core_aten_decompositions
+    table = core_aten_decompositions()
+    if decompose_backward:
+        return dict(table)
+    return {op: fn for op, fn in table.items() if not is_backward_op(op)}
+
+
+def _stack_relative_to(stack, prefix):
+    """An nn_module_stack with paths relative to the user's model (the training-step
+    wrapper's ``prefix``, "model.", taken off; the wrapper itself becomes the root "")
+    and module types as names (dynamo records the classes, which the serializer refuses)."""
+    out = {}
+    for key, (path, ty) in stack.items():
+        if path.startswith(prefix):
+            path = path[len(prefix):]
+        elif path + "." == prefix:
+            path = ""
+        out[key] = (path, ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}")
+    return out
+
+
+def export_joint(ep, step, model, train_args, decompose_backward=False):
+    """The joint forward+backward program of ``ep`` (``torch.export.export(step)``, its
+    output 0 the loss), with module paths on every node.
+
+    AOTAutograd's ``aot_export_joint_with_descriptors`` traces ``ep.module()`` (on the eager
+    module it records no module stacks) with ``_record_nn_module_stack``: forward nodes get
+    ``nn_module_stack``, backward nodes ``fwd_nn_module_stack``, the stack of the forward
+    node they differentiate, which becomes their ``nn_module_stack`` here (the serializer
+    keeps only that one). Its inputs and outputs carry descriptors, mapped to the graph
+    signature ``_export_forward_backward`` writes: parameters, buffers and user inputs;
+    buffer mutations, the loss and one gradient per parameter. Its ``tangents_1`` input,
+    the loss's incoming gradient, becomes ``full_like(loss, 1)``, what
+    ``_export_forward_backward`` computes. The graph is otherwise the one
+    ``_export_forward_backward`` makes (same decompositions, detach nodes removed); see
+    docs/Importing.md, "Module paths on training graphs"."""
+    try:
+        from torch._functorch._aot_autograd import descriptors as D
+        from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
+        from torch.export.experimental import _remove_detach_pass
+        from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec,
+                                                  OutputKind, OutputSpec, TensorArgument)
+    except ImportError as e:  # not the case on the pinned torch 2.11.0
+        raise RuntimeError(f"the joint export needs AOTAutograd internals that torch "
+                           f"{torch.__version__} lacks ({e})") from e
+    prefix = module_prefix(step, model)
+    specs = ep.graph_signature.input_specs
+    names = {s.target: s.arg.name for s in specs if s.target}
+    persistent = {s.target: s.persistent for s in specs if s.kind == InputKind.BUFFER}
+    user_names = [s.arg.name for s in specs if s.kind == InputKind.USER_INPUT]
+    with contextlib.ExitStack() as stack:
+        joint = aot_export_joint_with_descriptors(
+            stack, ep.module(), train_args,
+            decompositions=backward_decompositions(decompose_backward),
+            _record_nn_module_stack=True)
+        gm = joint.graph_module
+    graph = gm.graph
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    outs, descs = list(out_node.args[0]), out_node.meta["desc"]
+    losses = [o for o, d in zip(outs, descs) if isinstance(d, D.PlainAOTOutput)]
+    if len(losses) != 1:
+        raise RuntimeError(f"the training step returns {len(losses)} outputs; the joint "
+                           "export wants one, the loss")
+    loss = losses[0]
+
+    inputs, tangent = [], None
+    for node in [n for n in graph.nodes if n.op == "placeholder"]:
+        d = node.meta["desc"]
+        if isinstance(d, D.TangentAOTInput):
+            tangent = node
+            continue
+        if isinstance(d, D.ParamAOTInput):
+            spec = InputSpec(InputKind.PARAMETER, TensorArgument(names[d.target]), d.target)
+        elif isinstance(d, D.BufferAOTInput):
+            spec = InputSpec(InputKind.BUFFER, TensorArgument(names[d.target]), d.target,
+                             persistent=persistent[d.target])
+        elif isinstance(d, D.PlainAOTInput):
+            spec = InputSpec(InputKind.USER_INPUT, TensorArgument(user_names[d.idx]), None)
+        else:
+            raise RuntimeError(f"the joint graph's input {node.name} is {d}, which the "
+                               "exporter does not map to the graph signature")
+        node.name = node.target = spec.arg.name  # the names torch.export gave them
+        inputs.append(spec)
+    if tangent is None:
+        raise RuntimeError("the joint graph has no tangent input for the loss")
+    with graph.inserting_after(loss):
+        one = graph.call_function(torch.ops.aten.full_like.default, (loss, 1),
+                                  {"pin_memory": False, "memory_format": torch.preserve_format})
+    one.meta["val"] = loss.meta["val"]
+    tangent.replace_all_uses_with(one)
+    graph.erase_node(tangent)
+
+    mutations, rest = [], []
+    for out, d in zip(outs, descs):
+        if out is None:
+            continue
+        arg = TensorArgument(out.name)
+        if isinstance(d, D.PlainAOTOutput):
+            rest.insert(0, (out, OutputSpec(OutputKind.LOSS_OUTPUT, arg, None)))
+        elif isinstance(d, D.GradAOTOutput) and isinstance(d.grad_of, D.ParamAOTInput):
+            rest.append((out, OutputSpec(OutputKind.GRADIENT_TO_PARAMETER, arg,
+                                         d.grad_of.target)))
+        elif isinstance(d, D.InputMutationAOTOutput) and isinstance(d.mutated_input,
+                                                                    D.BufferAOTInput):
+            mutations.append((out, OutputSpec(OutputKind.BUFFER_MUTATION, arg,
+                                              d.mutated_input.target)))
+        elif isinstance(d, D.GradAOTOutput):
+            continue  # a user input's gradient: _export_forward_backward returns none either
+        else:
+            raise RuntimeError(f"the joint graph's output {out} is {d}, which the exporter "
+                               "does not map to the graph signature")
+    order = mutations + rest
+    out_node.args = (tuple(o for o, _ in order),)
+    graph._codegen = torch.fx.graph.CodeGen()  # flat inputs and outputs, as torch.export's
+    for node in graph.nodes:
+        module_stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+        if module_stack:
+            node.meta["nn_module_stack"] = _stack_relative_to(module_stack, prefix)
+    signature = ExportGraphSignature(input_specs=inputs, output_specs=[s for _, s in order])
+    gm.recompile()
+    _remove_detach_pass(gm, signature)
+    return ep._update(gm, signature)
+
+
+def joint_program(step, model, train_args, decompose_backward=False, untie=True):
+    """The joint program of ``step`` (a module whose forward returns ``(loss,)``; ``model``
+    its submodule) and the untied pairs ``[[alias, original, note?], ...]``.
+
+    With ``untie`` (the default) shared Parameters are untied first
+    (``untie_shared_parameters``); an alias forward never reads once untied (BERT-MLM's
+    ``cls.predictions.bias``) would have no gradient, so it is dropped and the step exported
+    again, noted on the first pair that names it."""
+    step.train()
+    untied = untie_shared_parameters(model) if untie else []
+    ep = torch.export.export(step, tuple(train_args))
+    if untied:
+        prefix = module_prefix(step, model)
+        unused = unused_parameters(ep)
+        dropped = set()
+        for entry in untied:
+            for name in entry[:2]:
+                if prefix + name in unused and name not in dropped:
+                    drop_parameter(model, name)
+                    dropped.add(name)
+                    entry.append(f"dropped {name}: unused by forward once untied")
+        if dropped:
+            ep = torch.export.export(step, tuple(train_args))
+    return export_joint(ep, step, model, tuple(train_args), decompose_backward), untied
+
+
+def _save_checked(ep, path):
+    """torch.export.save to a temporary beside ``path``, read back by graph-opt's importer
+    (which verifies the graph), then renamed into place: a failure leaves nothing."""
+    from ._C import Graph
+    path = os.fspath(path)
+    if not path.endswith(".pt2"):
+        raise Error(f"{path}: the output of an export is a .pt2 archive")
+    out_dir = os.path.dirname(os.path.abspath(path))
+    tmp_dir = tempfile.mkdtemp(prefix=".export-", dir=out_dir)
+    try:
+        tmp = os.path.join(tmp_dir, os.path.basename(path))
+        torch.export.save(ep, tmp)
+        Graph.load(tmp)  # graph-opt reads it, or says why not
+        os.replace(tmp, os.path.abspath(path))
+    finally:
+        for leftover in os.listdir(tmp_dir):
+            os.unlink(os.path.join(tmp_dir, leftover))
+        os.rmdir(tmp_dir)
+
+
+def export_training_step(model, loss_fn, example_inputs, path=None, decompose_backward=False,
+                         untie=False):
+    """The training step of ``model`` as a joint forward+backward program, written to
+    ``path`` (a .pt2 graph-opt reads) when given; returns the ExportedProgram.
+
+    ``loss_fn(model, *example_inputs)`` returns the loss (a scalar tensor), e.g.
+    ``lambda m, x, y: F.cross_entropy(m(x), y)``. The model is put in training mode.
+    Every node carries its module path (``layer3.1.conv2``; backward nodes their forward
+    module's) and backward operators stay fused unless ``decompose_backward``. Shared
+    Parameters (a language-model head tied to its embedding) stay tied: torch.export
+    gives each name an input, AOTAutograd reads one of them and returns the whole tied
+    gradient for it, and graph-opt's importer ties the inputs, which share storage
+    (``tied`` in the .gir); ``untie=True`` gives each alias its own copy and gradient, as
+    the zoo exporter does. The archive
+    is checked by reading it back with graph-opt's importer before it is renamed into
+    place. Errors are graph_opt.Error."""
+    if not isinstance(model, torch.nn.Module):
+        raise Error(f"export_training_step: model is a {type(model).__name__}, not an nn.Module")
+    step = TrainingStep(model, loss_fn)
+    try:
+        ep, _ = joint_program(step, model, tuple(example_inputs), decompose_backward, untie)
+    except Error:
+        raise
+    except Exception as e:
+        raise Error(f"export_training_step: exporting {type(model).__name__} failed: "
+                    f"{type(e).__name__}: {e}") from e
+    if path is not None:
+        _save_checked(ep, path)
+    return ep
+
+
+def export_inference(model, example_inputs, path=None):
+    """``torch.export.export(model.eval(), example_inputs)``, written to ``path`` (checked
+    as export_training_step's) when given; returns the ExportedProgram."""
+    try:
+        ep = torch.export.export(model.eval(), tuple(example_inputs))
+    except Exception as e:
+        raise Error(f"export_inference: exporting {type(model).__name__} failed: "
+                    f"{type(e).__name__}: {e}") from e
+    if path is not None:
+        _save_checked(ep, path)
+    return ep
+
+
+def _load_factory(spec):
+    """"package.module:factory" -> the callable."""
+    import importlib
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise Error(f"{spec!r}: expected package.module:factory")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:
+        raise Error(f"{spec}: cannot import {module_name}: {type(e).__name__}: {e}") from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise Error(f"{spec}: {module_name} has no callable {attr!r}")
+    return factory
+
+
+def main(argv=None):
+    """python -m graph_opt export package.module:factory -o OUT.pt2 [--eval]
+
+    The factory takes no arguments and returns (model, loss_fn, example_inputs), as
+    export_training_step takes them; with --eval, (model, example_inputs) or the same
+    triple (loss_fn unused). The current directory is on the import path."""
+    import argparse
+    import sys
+    parser = argparse.ArgumentParser(prog="python -m graph_opt export", description=main.__doc__
+                                     .splitlines()[0])
+    parser.add_argument("factory", help="package.module:factory returning (model, loss_fn, "
+                        "example_inputs)")
+    parser.add_argument("-o", "--output", required=True, help="the .pt2 to write")
+    parser.add_argument("--eval", action="store_true", help="the inference graph, not the "
+                        "training step")
+    parser.add_argument("--decompose-backward", action="store_true",
+                        help="decompose the fused backward operators into core ATen")
+    parser.add_argument("--untie", action="store_true",
+                        help="give every alias of a shared Parameter its own copy and gradient")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, os.getcwd())
+    try:
+        made = _load_factory(args.factory)()
+        if not isinstance(made, (tuple, list)) or len(made) not in (2, 3):
+            raise Error(f"{args.factory}() returned {type(made).__name__}; expected (model, "
+                        "loss_fn, example_inputs)" + (" or (model, example_inputs)"
+                                                      if args.eval else ""))
+        if args.eval:
+            model, example_inputs = made[0], made[-1]
+            export_inference(model, example_inputs, args.output)
+        else:
+            if len(made) != 3:
+                raise Error(f"{args.factory}() returned 2 values; a training step needs "
+                            "(model, loss_fn, example_inputs)")
+            model, loss_fn, example_inputs = made
+            export_training_step(model, loss_fn, example_inputs, args.output,
+                                 decompose_backward=args.decompose_backward,
+                                 untie=args.untie)
+    except Error as e:
+        print(f"graph_opt export: error: {e}", file=sys.stderr)
+        return 2
+    print(f"graph_opt export: wrote {args.output}")
+    return 0

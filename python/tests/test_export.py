@@ -1,0 +1,93 @@
+"""graph_opt.export_training_step and `python -m graph_opt export` (docs/Importing.md)."""
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+import graph_opt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+class Tied(torch.nn.Module):
+    """A language-model head tied to its embedding, as GPT-2's."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(20, 8)
+        self.block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+        self.head = torch.nn.Linear(8, 20, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, ids):
+        return self.head(self.block(self.embed(ids)))
+
+
+def lm_loss(model, ids, labels):
+    return torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), labels.flatten())
+
+
+def test_export_training_step_keeps_ties(tmp_path):
+    torch.manual_seed(0)
+    model = Tied()
+    ids = torch.randint(0, 20, (2, 5))
+    path = tmp_path / "tied.pt2"
+    graph_opt.export_training_step(model, lm_loss, (ids, ids), str(path))
+    g = graph_opt.Graph.load(str(path))
+    # Two parameter inputs on one storage, tied in the IR; one gradient, the whole tied one.
+    assert 'parameter "model.head.weight" tied %p_model_embed_weight' in g.print()
+    gradients = {o["target"]: i for i, o in enumerate(g.outputs) if o["role"] == "gradient"}
+    assert sorted(gradients) == ["model.block.0.bias", "model.block.0.weight", "model.head.weight"]
+    lm_loss(model, ids, ids).backward()
+    ours = graph_opt.execute(g)[gradients["model.head.weight"]]
+    assert torch.allclose(ours, model.embed.weight.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_export_training_step_gives_module_paths_and_unties(tmp_path):
+    torch.manual_seed(0)
+    model = Tied()
+    ids = torch.randint(0, 20, (2, 5))
+    path = tmp_path / "step.pt2"
+    graph_opt.export_training_step(model, lm_loss, (ids, ids), str(path), untie=True)
+    g = graph_opt.Graph.load(str(path))
+    gradients = sorted(o["target"] for o in g.outputs if o["role"] == "gradient")
+    # Untied: the head has a weight and a gradient of its own.
+    assert gradients == ["model.block.0.bias", "model.block.0.weight", "model.embed.weight",
+                         "model.head.weight"]
+    modules = [n["attributes"].get("module") for n in g.nodes]
+    # Forward and backward nodes carry the model's own paths (no "model." wrapper prefix);
+    # the backward of the GELU is the GELU's.
+    assert {'"embed"', '"block.0"', '"block.1"', '"head"'} <= set(modules)
+    gelu_backward = [n for n in g.nodes if n["op"] == "aten::gelu_backward"]
+    assert gelu_backward and gelu_backward[0]["attributes"]["module"] == '"block.1"'
+    assert gelu_backward[0]["phase"] == "backward"
+
+
+def test_export_training_step_errors_are_graph_opt_errors(tmp_path):
+    def broken(model, x):
+        return model(x).item()  # a Python number: not a traceable loss
+    with pytest.raises(graph_opt.Error, match="export_training_step: exporting Linear failed"):
+        graph_opt.export_training_step(torch.nn.Linear(2, 2), broken, (torch.randn(1, 2),),
+                                       str(tmp_path / "x.pt2"))
+    assert not os.listdir(tmp_path)
+
+
+def test_command_line_exports_a_users_factory(tmp_path):
+    out = tmp_path / "user.pt2"
+    env = dict(os.environ)
+    run = subprocess.run([sys.executable, "-m", "graph_opt", "export",
+                          "examples.user_model:training_step", "-o", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    g = graph_opt.Graph.load(str(out))
+    assert {'"features.0"', '"features.1"', '"head"'} <= \
+        {n["attributes"].get("module") for n in g.nodes}
+    bad = subprocess.run([sys.executable, "-m", "graph_opt", "export", "examples.user_model:nope",
+                          "-o", str(tmp_path / "x.pt2")], cwd=ROOT, env=env, capture_output=True,
+                         text=True)
+    assert bad.returncode == 2
+    assert "examples.user_model has no callable 'nope'" in bad.stderr
