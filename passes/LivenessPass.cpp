@@ -8,23 +8,49 @@
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 
+#include <algorithm>
+#include <map>
+
 namespace graphopt {
 
 namespace {
 
+/// The layer a value came from: its defining node's `module` (graph inputs have none).
+std::string moduleOf(const Value &v) {
+  return v.definingNode() ? stringAttr(*v.definingNode(), "module") : std::string();
+}
+
+/// Bytes live at the peak, by the module of the node that made them (graph
+/// inputs, which no layer makes, are left out), largest first.
+llvm::json::Array bytesByModuleAtPeak(const LivenessResult &r) {
+  std::map<std::string, int64_t> bytes;
+  for (const ValueLiveness &l : r.values)
+    if (l.created >= 0 && l.bytes > 0 && l.created <= r.peakNode && l.freedAfter >= r.peakNode)
+      bytes[moduleOf(*l.value)] += l.bytes;
+  std::vector<std::pair<std::string, int64_t>> rows(bytes.begin(), bytes.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
+  llvm::json::Array out;
+  for (const auto &[module, n] : rows)
+    out.push_back(llvm::json::Object{{"module", module.empty() ? "(no module)" : module},
+                                     {"bytes", n}});
+  return out;
+}
+
 absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
   std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
-                       "last_backward_use,freed_after\n";
+                       "last_backward_use,freed_after,module\n";
   for (const ValueLiveness &l : r.values)
     absl::StrAppend(&values, l.value->name().str(), ",", memoryKindName(l.kind).str(), ",", l.bytes,
                     ",", l.storage->name().str(), ",", l.created, ",", l.lastForwardUse, ",",
-                    l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, "\n");
-  std::string timeline = "node,index,phase,live_bytes,scratch_bytes\n";
+                    l.firstBackwardUse, ",", l.lastBackwardUse, ",", l.freedAfter, ",",
+                    moduleOf(*l.value), "\n");
+  std::string timeline = "node,index,phase,live_bytes,scratch_bytes,module\n";
   int64_t i = 0;
   for (const Node &n : graph.nodes()) {
     absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
                     phaseName(n.phase()).str(), ",", r.timeline[i], ",",
-                    r.scratch.empty() ? 0 : r.scratch[i], "\n");
+                    r.scratch.empty() ? 0 : r.scratch[i], ",", stringAttr(n, "module"), "\n");
     ++i;
   }
   llvm::json::Object breakdown;
@@ -36,7 +62,8 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
                              {"peak_bytes", r.peakBytes},
                              {"peak_node", r.peakNode},
                              {"scratch", r.scratch.empty() ? "none" : "measured"},
-                             {"breakdown_at_peak", std::move(breakdown)}};
+                             {"breakdown_at_peak", std::move(breakdown)},
+                             {"by_module_at_peak", bytesByModuleAtPeak(r)}};
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
