@@ -52,7 +52,8 @@ check-install: setup
 # exported once into the build tree and re-exported only when the exporter changes.
 DEMO_MODEL := $(BUILD_DIR)/demo/resnet18-train.pt2
 
-$(DEMO_MODEL): tools/export/export_model.py | configure
+# The exporter imports graph_opt (python/graph_opt/export.py) from the build: build first.
+$(DEMO_MODEL): tools/export/export_model.py python/graph_opt/export.py | build
 	@mkdir -p $(dir $@)
 	@echo "demo: exporting ResNet-18 (joint training step) with torch.export, once"
 	@$(VENV)/bin/python tools/export/export_model.py --model resnet18 --mode train \
@@ -97,7 +98,7 @@ BENCH_THREADS ?=
 # The tiny models the list names, exported here when missing (`make test` exports them all).
 BENCH_TINY := $(foreach m,$(shell echo '$(BENCH_MODELS)' | tr ',' '\n' | sed -n 's/:tiny$$//p'),\
                 $(BUILD_DIR)/zoo/$(m)-train.pt2)
-$(BUILD_DIR)/zoo/%-train.pt2: | configure
+$(BUILD_DIR)/zoo/%-train.pt2: | build
 	@mkdir -p $(dir $@)
 	@$(VENV)/bin/python tools/export/export_model.py --model $* --mode train --tiny -o $@
 bench: build $(BENCH_TINY)

@@ -115,6 +115,26 @@ def _stack_relative_to(stack, prefix):
     return out
 
 
+def _attribute_gradient_sum(node):
+    """A backward node that differentiates no forward node (autograd's sum of the gradients
+    of a tensor used twice, as a residual connection's input) gets the innermost module
+    that encloses the modules of all its operands: the common prefix of their stacks
+    (`layer4.0` for the sum of `layer4.0.relu`'s and `layer4.0.downsample.0`'s gradients).
+    Only for two or more operands that all carry a stack; otherwise it stays unattributed."""
+    stacks = [a.meta.get("nn_module_stack") for a in node.all_input_nodes]
+    if len(stacks) < 2 or not all(stacks):
+        return
+    common = list(stacks[0].items())
+    for stack in stacks[1:]:
+        items = list(stack.items())
+        n = 0
+        while n < min(len(common), len(items)) and common[n][1][0] == items[n][1][0]:
+            n += 1
+        common = common[:n]
+    if common:
+        node.meta["nn_module_stack"] = dict(common)
+
+
 def export_joint(ep, step, model, train_args, decompose_backward=False):
     """The joint forward+backward program of ``ep`` (``torch.export.export(step)``, its
     output 0 the loss), with module paths on every node.
@@ -129,7 +149,9 @@ def export_joint(ep, step, model, train_args, decompose_backward=False):
     the loss's incoming gradient, becomes ``full_like(loss, 1)``, what
     ``_export_forward_backward`` computes. The graph is otherwise the one
     ``_export_forward_backward`` makes (same decompositions, detach nodes removed); see
-    docs/Importing.md, "Module paths on training graphs"."""
+    docs/Importing.md, "Module paths on training graphs". A gradient sum, which
+    differentiates no forward node, gets the module enclosing its operands'
+    (``_attribute_gradient_sum``)."""
     try:
         from torch._functorch._aot_autograd import descriptors as D
         from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
@@ -208,10 +230,14 @@ def export_joint(ep, step, model, train_args, decompose_backward=False):
     order = mutations + rest
     out_node.args = (tuple(o for o, _ in order),)
     graph._codegen = torch.fx.graph.CodeGen()  # flat inputs and outputs, as torch.export's
+    in_backward = False
     for node in graph.nodes:
         module_stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
         if module_stack:
             node.meta["nn_module_stack"] = _stack_relative_to(module_stack, prefix)
+        elif in_backward and node.op == "call_function":
+            _attribute_gradient_sum(node)
+        in_backward |= node is one
     signature = ExportGraphSignature(input_specs=inputs, output_specs=[s for _, s in order])
     gm.recompile()
     _remove_detach_pass(gm, signature)

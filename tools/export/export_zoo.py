@@ -12,7 +12,7 @@ Prints one line per export with its node count and time, and exits 1 if any expo
 
 An export is skipped ("cached") when its archive and facts file exist and the stamp
 DIR/.stamps/<archive name>.sha256 holds the same fingerprint: the sha256 of
-export_model.py's bytes, the torch, torchvision and transformers versions and the exact
+export_model.py's and python/graph_opt/export.py's bytes, the torch, torchvision and transformers versions and the exact
 export_model.py argument list. The stamp is written only after a successful export;
 --force ignores the stamps.
 
@@ -51,10 +51,20 @@ def _versions() -> str:
     return ";".join(parts)
 
 
+# The exporter's sources: export_model.py and the package code it exports with
+# (python/graph_opt/export.py), read from the source tree.
+EXPORTER_SOURCES = [
+    export_model.__file__,
+    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                 "python", "graph_opt", "export.py"),
+]
+
+
 def fingerprint(argv_one: list[str], versions: str) -> str:
     h = hashlib.sha256()
-    with open(export_model.__file__, "rb") as f:
-        h.update(f.read())
+    for source in EXPORTER_SOURCES:
+        with open(source, "rb") as f:
+            h.update(f.read())
     h.update(b"\0" + versions.encode() + b"\0")
     h.update(json.dumps(argv_one).encode())
     return h.hexdigest()
