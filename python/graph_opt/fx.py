@@ -177,8 +177,9 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     without one get seeded stand-ins when the graph runs). Node metadata
     becomes attributes: `module` (from nn_module_stack, else
     fwd_nn_module_stack), `source` (stack_trace), `seq_nr`, and every entry
-    of meta["custom"]. Unsupported input raises graph_opt.Error naming the
-    node."""
+    of meta["custom"]. An output that is None (AOTAutograd's gradient of an
+    input that needs none) is left out. Unsupported input raises
+    graph_opt.Error naming the node."""
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
         gm, signature = ep.graph_module, ep.graph_signature
