@@ -497,8 +497,15 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   for (const GraphInput &in : g_.inputs())
     if (in.role == InputRole::OptimizerState)
       optimizerState.push_back(in.target);
+  // Ties, so that a program without its weights (from_fx, to_fx) keeps them; with
+  // weights, tied inputs also share a storage record.
+  nlohmann::json tied = nlohmann::json::array();
+  for (const GraphInput &in : g_.inputs())
+    if (in.tiedTo)
+      tied.push_back({in.value->name().str(), in.tiedTo->name().str()});
   graphCustom[kPt2CustomKey.str()] = {{"graph", g_.name().str()},
-                                      {"optimizer_state", optimizerState}};
+                                      {"optimizer_state", optimizerState},
+                                      {"tied", tied}};
   ts::GraphModule module;
   module.set_graph(std::move(graph));
   module.set_signature(std::move(sig));
@@ -659,8 +666,15 @@ absl::StatusOr<std::string> writePt2Archive(const Graph &graph, const WeightStor
     for (const GraphInput &in : graph.inputs()) {
       if (in.role == InputRole::UserInput)
         continue;
-      // A tied input reads its owner's weight (the importer stores both).
+      // A tied input is its owner's storage: written as the owner's weight where the two
+      // have one type, so that the archive shares the record.
       const at::Tensor *w = weights.lookup(in.target);
+      if (in.tiedTo) {
+        const GraphInput &owner = graph.inputs()[in.tiedTo->index()];
+        const at::Tensor *ownerWeight = weights.lookup(owner.target);
+        if (ownerWeight && owner.value->type() == in.value->type())
+          w = ownerWeight;
+      }
       at::Tensor zeros;
       if (!w && in.role == InputRole::OptimizerState) {
         const TensorType &t = in.value->tensorType();

@@ -82,6 +82,7 @@ private:
   bool writtenByGraphOpt_ = false;
   std::string storedName_;
   std::set<std::string> optimizerState_;
+  std::vector<std::pair<std::string, std::string>> ties_; ///< (input, owner) value names
 };
 
 /// The higher-order ops the importer inlines: their operand layout.
@@ -875,6 +876,15 @@ absl::Status GraphBuilder::readGraphCustom() {
                               "\"] lacks the graph name or the optimizer-state list"));
   writtenByGraphOpt_ = true;
   storedName_ = mine["graph"].get<std::string>();
+  if (mine.contains("tied")) {
+    if (!mine["tied"].is_array())
+      return error("the graph module's graph_opt ties are not a list");
+    for (const nlohmann::json &pair : mine["tied"]) {
+      if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string() || !pair[1].is_string())
+        return error("a graph_opt tie is not a pair of input names");
+      ties_.emplace_back(pair[0].get<std::string>(), pair[1].get<std::string>());
+    }
+  }
   for (const nlohmann::json &target : mine["optimizer_state"]) {
     if (!target.is_string())
       return error("an optimizer-state entry is not a string");
@@ -890,6 +900,15 @@ absl::StatusOr<std::unique_ptr<Graph>> GraphBuilder::build(llvm::StringRef name)
   countDefinitions(*graph_, /*top=*/true);
   if (absl::Status st = addInputs(); !st.ok())
     return st;
+  for (const auto &[input, owner] : ties_) {
+    Value *in = topValues_.lookup(input), *to = topValues_.lookup(owner);
+    if (!in || !to || !in->isGraphInput() || !to->isGraphInput())
+      return error(absl::StrCat("graph_opt tie of '", input, "' to '", owner,
+                                "': both must be graph inputs"));
+    if (absl::Status st = g_->tieInput(in->index(), to); !st.ok())
+      return error(absl::StrCat("graph_opt tie of '", input, "' to '", owner, "': ",
+                                st.message()));
+  }
   for (const ts::Node &n : graph_->get_nodes())
     if (absl::Status st = addNode(n); !st.ok())
       return st;
