@@ -455,16 +455,11 @@ absl::Status ProgramWriter::signature(ts::GraphSignature &sig, std::vector<ts::A
 }
 
 absl::StatusOr<std::string> ProgramWriter::write() {
-  for (const Value *v : [&] {
-         std::vector<const Value *> all;
-         for (const GraphInput &in : g_.inputs())
-           all.push_back(in.value);
-         for (const Node &n : g_.nodes())
-           for (const Value *out : n.outputs())
-             all.push_back(out);
-         return all;
-       }())
-    names_.insert(v->name());
+  for (const GraphInput &in : g_.inputs())
+    names_.insert(in.value->name());
+  for (const Node &n : g_.nodes())
+    for (const Value *out : n.outputs())
+      names_.insert(out->name());
 
   ts::GraphSignature sig;
   std::vector<ts::Argument> inputs, outputs;
@@ -538,12 +533,6 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   return json.dump();
 }
 
-/// Raw bytes of a CPU tensor's whole storage.
-std::string storageBytes(const at::Tensor &t) {
-  const c10::Storage &s = t.storage();
-  return std::string(static_cast<const char *>(s.data()), s.nbytes());
-}
-
 /// Writes the weights of `roles` into `dir` and returns the payload config.
 class PayloadWriter {
 public:
@@ -558,8 +547,8 @@ public:
     if (inserted) {
       it->second = absl::StrCat(prefix_, records_.size() - 1);
       keepAlive_.push_back(t);
-      std::string bytes = storageBytes(t);
-      zip_.writeRecord(dir_ + it->second, bytes.data(), bytes.size());
+      // The whole storage, straight from its memory (no copy of the weights).
+      zip_.writeRecord(dir_ + it->second, t.storage().data(), t.storage().nbytes());
     }
     TensorType type(t.scalar_type(), t.sizes().vec(), t.strides().vec());
     type.storageOffset = t.storage_offset();

@@ -14,6 +14,7 @@ import tempfile
 import torch
 
 from ._C import Error
+from .fx import module_type_name
 
 __all__ = ["TrainingStep", "export_inference", "export_training_step", "joint_program",
            "untie_shared_parameters"]
@@ -104,14 +105,14 @@ def backward_decompositions(decompose_backward=False):
 def _stack_relative_to(stack, prefix):
     """An nn_module_stack with paths relative to the user's model (the training-step
     wrapper's ``prefix``, "model.", taken off; the wrapper itself becomes the root "")
-    and module types as names (dynamo records the classes, which the serializer refuses)."""
+    and module types as names (fx.module_type_name)."""
     out = {}
     for key, (path, ty) in stack.items():
         if path.startswith(prefix):
             path = path[len(prefix):]
         elif path + "." == prefix:
             path = ""
-        out[key] = (path, ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}")
+        out[key] = (path, module_type_name(ty))
     return out
 
 
@@ -290,6 +291,18 @@ def _save_checked(ep, path):
         os.rmdir(tmp_dir)
 
 
+@contextlib.contextmanager
+def _export_errors(what, model):
+    """torch's export errors as graph_opt.Error naming the call and the model."""
+    try:
+        yield
+    except Error:
+        raise
+    except Exception as e:
+        raise Error(f"{what}: exporting {type(model).__name__} failed: "
+                    f"{type(e).__name__}: {e}") from e
+
+
 def export_training_step(model, loss_fn, example_inputs, path=None, decompose_backward=False,
                          untie=False):
     """The training step of ``model`` as a joint forward+backward program, written to
@@ -309,13 +322,8 @@ def export_training_step(model, loss_fn, example_inputs, path=None, decompose_ba
     if not isinstance(model, torch.nn.Module):
         raise Error(f"export_training_step: model is a {type(model).__name__}, not an nn.Module")
     step = TrainingStep(model, loss_fn)
-    try:
+    with _export_errors("export_training_step", model):
         ep, _ = joint_program(step, model, tuple(example_inputs), decompose_backward, untie)
-    except Error:
-        raise
-    except Exception as e:
-        raise Error(f"export_training_step: exporting {type(model).__name__} failed: "
-                    f"{type(e).__name__}: {e}") from e
     if path is not None:
         _save_checked(ep, path)
     return ep
@@ -324,11 +332,8 @@ def export_training_step(model, loss_fn, example_inputs, path=None, decompose_ba
 def export_inference(model, example_inputs, path=None):
     """``torch.export.export(model.eval(), example_inputs)``, written to ``path`` (checked
     as export_training_step's) when given; returns the ExportedProgram."""
-    try:
+    with _export_errors("export_inference", model):
         ep = torch.export.export(model.eval(), tuple(example_inputs))
-    except Exception as e:
-        raise Error(f"export_inference: exporting {type(model).__name__} failed: "
-                    f"{type(e).__name__}: {e}") from e
     if path is not None:
         _save_checked(ep, path)
     return ep

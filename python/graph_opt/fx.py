@@ -54,8 +54,8 @@ def _role(entry, kinds, what, index):
 def _signature(gm, input_roles, output_roles):
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
-    outputs = list(torch.fx.node.map_arg(output_node.args[0], lambda n: n)
-                   if isinstance(output_node.args[0], (tuple, list)) else [output_node.args[0]])
+    result = output_node.args[0]
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     input_roles = input_roles or ["user_input"] * len(placeholders)
     output_roles = output_roles or ["user_output"] * len(outputs)
     if len(input_roles) != len(placeholders):
@@ -115,12 +115,14 @@ def _check_supported(gm):
                         "AOTAutograd)")
 
 
-def _stack_with_type_names(stack):
+def module_type_name(ty):
     """torch.export writes a module's type as its name; dynamo (torch.compile)
-    records the type itself, which the serializer refuses."""
-    def name(ty):
-        return ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}"
-    return {key: (path, name(ty)) for key, (path, ty) in stack.items()}
+    and AOTAutograd record the type itself, which the serializer refuses."""
+    return ty if isinstance(ty, str) else f"{ty.__module__}.{ty.__qualname__}"
+
+
+def _stack_with_type_names(stack):
+    return {key: (path, module_type_name(ty)) for key, (path, ty) in stack.items()}
 
 
 @contextlib.contextmanager
@@ -237,8 +239,7 @@ def to_exported_program(graph):
     state_dict = {}
     params = {s["target"] for s in graph.inputs if s["role"] == "parameter"}
     for k, v in weights.items():
-        state_dict[k] = torch.nn.Parameter(v, requires_grad=v.requires_grad or False) \
-            if k in params else v
+        state_dict[k] = torch.nn.Parameter(v, requires_grad=v.requires_grad) if k in params else v
     return _serde.ExportedProgramDeserializer().deserialize(
         serialized, state_dict, constants, (tuple(example_inputs), {}))
 

@@ -4,7 +4,7 @@ and bitwise comparison of outputs. Used by python/tests and
 python/tools/roundtrip_zoo.py."""
 import torch
 
-__all__ = ["bitwise_equal", "flat_inputs", "run_flat"]
+__all__ = ["bitwise_equal", "flat_inputs", "outputs_by_signature", "run_flat"]
 
 
 def flat_inputs(ep):
@@ -43,3 +43,10 @@ def bitwise_equal(a, b):
     return len(a) == len(b) and all(
         x.dtype == y.dtype and x.shape == y.shape and torch.equal(_bytes(x), _bytes(y))
         for x, y in zip(a, b))
+
+
+def outputs_by_signature(graph, outputs, ep):
+    """graph-opt's outputs of ``graph`` (in graph order, as execute returns them) in the
+    order of ``ep``'s output specs (the writer puts buffer mutations first)."""
+    index = {o["name"]: i for i, o in enumerate(graph.outputs)}
+    return [outputs[index[s.arg.name]] for s in ep.graph_signature.output_specs]

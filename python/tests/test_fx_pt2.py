@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import graph_opt
-from graph_opt.testing import bitwise_equal, flat_inputs, run_flat
+from graph_opt.testing import bitwise_equal, flat_inputs, outputs_by_signature, run_flat
 
 ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
 warnings.filterwarnings("ignore", message=".*not writable.*")
@@ -20,12 +20,6 @@ def zoo(name):
     if not os.path.isfile(path):
         pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
     return path
-
-
-def outputs_by_signature(graph, outputs, ep):
-    """graph-opt's outputs (graph order) in the order of ep's output specs."""
-    index = {o["name"]: i for i, o in enumerate(graph.outputs)}
-    return [outputs[index[s.arg.name]] for s in ep.graph_signature.output_specs]
 
 
 def test_save_pt2_after_add_optimizer_loads_in_torch(tmp_path):

@@ -22,7 +22,7 @@ import warnings
 import torch
 
 import graph_opt
-from graph_opt.testing import bitwise_equal, flat_inputs, run_flat
+from graph_opt.testing import bitwise_equal, flat_inputs, outputs_by_signature, run_flat
 
 TRAIN_PIPELINES = ["", "repeat{cse,canonicalize,dce}", "checkpoint{activations=30%},reinplace",
                    "add-optimizer{kind=adamw}"]
@@ -53,10 +53,7 @@ def check_pt2(path, pipeline, scratch):
     ep = torch.export.load(out)
     flat = flat_inputs(ep)
     theirs = run_flat(ep.graph_module, flat)
-    ours = graph_opt.execute(g, seed=0)
-    names = [s.arg.name for s in ep.graph_signature.output_specs]
-    order = {o["name"]: i for i, o in enumerate(g.outputs)}
-    ours = [ours[order[n]] for n in names]
+    ours = outputs_by_signature(g, graph_opt.execute(g, seed=0), ep)
     same_out = bitwise_equal(theirs, ours)
     return same_ir and same_out, f"ir {'same' if same_ir else 'DIFFERS'}, torch outputs " \
                                  f"{'bitwise equal' if same_out else 'DIFFER'} to graph-opt's"
