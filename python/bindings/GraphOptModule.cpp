@@ -322,6 +322,10 @@ py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
 
 PYBIND11_MODULE(_C, module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
+  // The meta["custom"] key under which graph-opt keeps a node's phase in a program.
+  module.attr("PT2_CUSTOM_KEY") = kPt2CustomKey.str();
+  // The attribute checkpoint puts on a recomputation: the value it makes again.
+  module.attr("RECOMPUTE_OF_ATTR") = kRecomputeOfAttr.str();
   static py::exception<std::runtime_error> error(module, "Error");
   // No std::exception escapes as anything but graph_opt.Error.
   // Local: pybind11 shares its translators across modules (torch's included), and a

@@ -21,13 +21,17 @@ _bundled_solver = os.path.join(os.path.dirname(__file__), "bin", "graph-opt-milp
 if os.path.isfile(_bundled_solver):
     os.environ.setdefault("GRAPHOPT_MILP_SOLVER", _bundled_solver)
 
+__version__ = "0.1.0"  # pyproject.toml's
+
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
+from . import compile  # noqa: E402  (graph_opt.compile.stats(); shadows the builtin here only)
+from .compile import backend, partitioner
 from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 
-__all__ = ["Error", "Graph", "execute", "export_inference", "export_training_step", "from_fx",
-           "run_pipeline", "to_exported_program", "to_fx", "verify_rewrite"]
+__all__ = ["Error", "Graph", "backend", "compile", "execute", "export_inference", "export_training_step", "from_fx",
+           "partitioner", "run_pipeline", "to_exported_program", "to_fx", "verify_rewrite"]
 
 # Reports a pass writes beside its JSON that are not data to load (a Chrome trace).
 _NOT_REPORT_DATA = {"trace.json"}

@@ -126,11 +126,14 @@ def _stack_with_type_names(stack):
 
 
 @contextlib.contextmanager
-def _metadata_for_serializer(gm):
+def _metadata_for_serializer(gm, phases=None):
     """torch's serializer keeps nn_module_stack, stack_trace and custom and
     drops seq_nr and fwd_nn_module_stack: for the time of the serialization,
     a backward node without a module stack gets its forward node's (types
-    as names), and seq_nr goes into custom. The module's metadata is restored after."""
+    as names), and seq_nr goes into custom, as does the node's phase where
+    `phases` gives one (the key graph-opt's own .pt2 writer uses). The
+    module's metadata is restored after."""
+    phases = phases or {}
     saved = []
     try:
         for node in gm.graph.nodes:
@@ -144,6 +147,9 @@ def _metadata_for_serializer(gm):
                 meta["nn_module_stack"] = _stack_with_type_names(stack)
             if meta.get("seq_nr") is not None:
                 meta["custom"] = {**(meta.get("custom") or {}), "seq_nr": meta["seq_nr"]}
+            if node.name in phases:
+                meta["custom"] = {**(meta.get("custom") or {}),
+                                  _C.PT2_CUSTOM_KEY: {"phase": phases[node.name]}}
         yield
     finally:
         for meta, had_stack, stack, had_custom, custom in saved:
@@ -166,7 +172,7 @@ def _flat_example_inputs(example_inputs):
 
 
 def from_fx(module, input_roles=None, output_roles=None, weights=None, example_inputs=None,
-            name=None):
+            name=None, phases=None):
     """An ATen-level GraphModule (or an ExportedProgram) as a graph_opt.Graph.
 
     For an ExportedProgram the roles, weights and example inputs are its own.
@@ -180,8 +186,10 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     becomes attributes: `module` (from nn_module_stack, else
     fwd_nn_module_stack), `source` (stack_trace), `seq_nr`, and every entry
     of meta["custom"]. An output that is None (AOTAutograd's gradient of an
-    input that needs none) is left out. Unsupported input raises
-    graph_opt.Error naming the node."""
+    input that needs none) is left out. `phases` maps node names to
+    "forward", "backward" or "optimizer" (in graph order, phases may only
+    advance); by default a joint graph's backward starts after its "loss"
+    output. Unsupported input raises graph_opt.Error naming the node."""
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
         gm, signature = ep.graph_module, ep.graph_signature
@@ -203,7 +211,7 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
                     f"got {type(module).__name__}")
     _check_supported(gm)
     try:
-        with _metadata_for_serializer(gm):
+        with _metadata_for_serializer(gm, phases):
             serialized = _serde.GraphModuleSerializer(signature, module_call_graph).serialize(gm)
     except Exception as e:  # the serializer's own errors name the node
         raise Error(f"from_fx: torch's serializer refused the graph: {e}") from e

@@ -4,7 +4,8 @@ and bitwise comparison of outputs. Used by python/tests and
 python/tools/roundtrip_zoo.py."""
 import torch
 
-__all__ = ["bitwise_equal", "flat_inputs", "outputs_by_signature", "run_flat"]
+__all__ = ["bitwise_equal", "flat_inputs", "outputs_by_signature", "run_flat",
+           "saved_activation_bytes"]
 
 
 def flat_inputs(ep):
@@ -50,3 +51,22 @@ def outputs_by_signature(graph, outputs, ep):
     order of ``ep``'s output specs (the writer puts buffer mutations first)."""
     index = {o["name"]: i for i, o in enumerate(graph.outputs)}
     return [outputs[index[s.arg.name]] for s in ep.graph_signature.output_specs]
+
+
+def saved_activation_bytes(fn, args, exclude=()):
+    """Bytes autograd keeps for backward while `fn(*args)` runs forward: the
+    distinct storages torch.autograd.graph.saved_tensors_hooks receives, less
+    those of `exclude` (the parameters) and of `args`. Measured outside the
+    system that chose them, so eager, torch.compile and graph-opt's plan are
+    counted alike. Returns (bytes, fn's result)."""
+    storages = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        storages[st.data_ptr()] = st.nbytes()
+        return t
+    flat = torch.utils._pytree.tree_flatten((list(args), list(exclude)))[0]
+    skip = {t.untyped_storage().data_ptr() for t in flat if isinstance(t, torch.Tensor)}
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        result = fn(*args)
+    return sum(n for ptr, n in storages.items() if ptr not in skip), result
