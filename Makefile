@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test demo check-install check-roundtrip bench bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -107,6 +107,15 @@ bench: build $(BENCH_TINY)
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR) --record $(BENCH_DIR)/record.jsonl
+
+# graph-opt inside torch.compile (docs/TorchCompile.md): all seven tiny zoo models trained
+# 50 AdamW steps eager, under torch.compile, and under torch.compile with graph-opt's
+# partitioner, Inductor compiling cold (15-60 s a compile on 2 cores). make test trains the
+# MLP and the tiny GPT-2 only.
+test-compile: build
+	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_COMPILE_ALL=1 \
+	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=0 \
+	  $(CURDIR)/python/tests/test_compile.py
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

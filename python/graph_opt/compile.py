@@ -35,7 +35,8 @@ import warnings
 
 import torch
 from torch._functorch import config as _functorch_config
-from torch._functorch.partitioners import min_cut_rematerialization_partition
+from torch._functorch.partitioners import _must_be_in_forward, \
+    min_cut_rematerialization_partition
 from torch._inductor.custom_graph_pass import CustomPartitionerFn
 from torch.utils.checkpoint import CheckpointPolicy
 
@@ -68,6 +69,7 @@ class _Stats:
     graphs: int = 0          # joint graphs partitioned with graph-opt's plan
     fallbacks: int = 0       # joint graphs handed to torch's partitioner instead
     inference_graphs: int = 0
+    inference: list = dataclasses.field(default_factory=list)
     reasons: list = dataclasses.field(default_factory=list)
     plans: list = dataclasses.field(default_factory=list)
     planning_seconds: float = 0.0
@@ -81,10 +83,13 @@ def stats():
     joint graphs partitioned with graph-opt's plan, "fallbacks": graphs given
     to torch's default partitioner, "reasons": one line per fallback,
     "inference_graphs": graphs without backward through the pipeline,
-    "plans": per partitioned graph, its saved and recomputed values and bytes,
+    "inference": per such graph, its nodes before and after and the values
+    the pipeline replaced, "plans": per partitioned graph, its saved and recomputed values
+    and bytes,
     "planning_seconds": graph-opt's own time}."""
     return {"graphs": _STATS.graphs, "fallbacks": _STATS.fallbacks,
             "inference_graphs": _STATS.inference_graphs,
+            "inference": [dict(i) for i in _STATS.inference],
             "reasons": list(_STATS.reasons), "plans": [dict(p) for p in _STATS.plans],
             "planning_seconds": _STATS.planning_seconds}
 
@@ -203,14 +208,28 @@ def _ancestors(nodes):
     return seen
 
 
-def _phases(gm, num_fwd_outputs):
-    """Forward is every node up to the last one the forward outputs need (in
-    graph order, as graph-opt's phases must be); the rest is backward."""
+def _forward_first(gm, num_fwd_outputs):
+    """The joint graph as graph-opt imports it: forward first, then backward,
+    with their phases. Forward is what the forward outputs need and what torch
+    places in forward whatever needs it (writes to inputs, such as the
+    BatchNorm running statistics Inductor's joint graph updates at its very
+    end: torch's _must_be_in_forward), with everything those need; backward
+    is the rest. torch's forward half runs these writes at its end, so moving
+    them there is what torch runs. Returns (GraphModule, {name: phase})."""
     outputs = _output_nodes(gm)
-    needed = _ancestors(outputs[:num_fwd_outputs])
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    last = max((i for i, n in enumerate(calls) if n in needed), default=-1)
-    return {n.name: "forward" if i <= last else "backward" for i, n in enumerate(calls)}
+    seeds = outputs[:num_fwd_outputs] + [
+        n for n in gm.graph.nodes if n.op == "call_function" and _must_be_in_forward(n)]
+    forward = _ancestors(seeds)
+    body = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    order = ([n for n in gm.graph.nodes if n.op == "placeholder"]
+             + [n for n in body if n in forward] + [n for n in body if n not in forward]
+             + [n for n in gm.graph.nodes if n.op == "output"])
+    graph, env = torch.fx.Graph(), {}
+    for n in order:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+    phases = {n.name: "forward" if n in forward else "backward"
+              for n in body if n.op == "call_function"}
+    return torch.fx.GraphModule(gm, graph), phases
 
 
 def _constant_string(text):
@@ -309,7 +328,7 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint"):
     is not changed."""
     import graph_opt  # the package's run_pipeline (reports loaded)
 
-    phases = _phases(gm, num_fwd_outputs)
+    gm, phases = _forward_first(gm, num_fwd_outputs)
     graph = from_fx(gm, phases=phases, name=name)
     result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline))
     nodes = graph.nodes
@@ -583,8 +602,9 @@ class _Backend:
 
     def _inference(self, gm):
         """An inference graph through the pipeline; on failure, as it is."""
+        nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
         try:
-            rewrite_inference(gm, self.partitioner.pipeline)
+            replaced = rewrite_inference(gm, self.partitioner.pipeline)
         except Exception as e:
             if self.partitioner.strict:
                 raise
@@ -592,6 +612,8 @@ class _Backend:
                            f"({type(e).__name__}: {e})".splitlines()[0])
             return
         _STATS.inference_graphs += 1
+        _STATS.inference.append({"nodes": nodes, "replaced": replaced, "nodes_after": sum(
+            1 for n in gm.graph.nodes if n.op == "call_function")})
 
     def __call__(self, gm, example_inputs, **kwargs):
         if self.inner == "inductor":
