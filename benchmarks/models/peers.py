@@ -10,7 +10,12 @@ CONFIG is one of
                       around every block (see find_blocks);
   compile             torch.compile (inductor, CPU) of the training-step module, backward
                       included (loss.backward() on the compiled module's output);
-  compile-budget=F    the same with torch._functorch.config.activation_memory_budget = F.
+  compile-budget=F    the same with torch._functorch.config.activation_memory_budget = F;
+  graph-opt-inductor@F  torch.compile with graph-opt's partitioner (graph_opt.partitioner,
+                      docs/TorchCompile.md) running repeat{cse,canonicalize,dce},
+                      checkpoint{activations=F*100%}: graph-opt's plan, Inductor's kernels;
+  checkpoint-compile  torch.utils.checkpoint around every block (as checkpoint), under
+                      torch.compile.
 
 The model is built by the project's exporter module (tools/export/export_model.py):
 build_model(NAME, sizes, seed 0, dropout on) and train_step_module, the sizes resolved as
@@ -56,6 +61,16 @@ compile caches and allocator state do not carry over from one to the next):
    runs inside loss.backward() (autograd calls it), so the region's start is where backward
    starts there too; the seed gradient of the loss is allocated inside it, not counted.
 
+4. One more step, untimed: the activation bytes its forward keeps for backward, measured the
+   same way for every configuration outside the system that chose them
+   (graph_opt.testing.saved_activation_bytes: the distinct storages
+   torch.autograd.graph.saved_tensors_hooks receives, the model's parameters, buffers and the
+   step's inputs excluded) as saved_bytes. Not for checkpoint: torch.utils.checkpoint keeps
+   each block's inputs itself, where no hook sees them (under torch.compile it does not: there
+   AOTAutograd saves them). graph-opt-inductor@F also records graph-opt's own figures
+   (graph_opt: the plan's saved bytes, planning seconds, fallbacks); a fallback to torch's
+   partitioner makes the row an error.
+
 Output: a JSON object (to -o, atomically, and a one-line summary on stdout): status "ok",
 "failed" (verification) or "error" (with a message: a model with no block to checkpoint, a
 torch.compile failure, ...). Exit 0 when the JSON was written, 2 on bad arguments.
@@ -80,7 +95,8 @@ PROG = "peers.py"
 FORMAT = "graph-opt-peer/1"
 SEED = 0            # the exporter's default --seed: the weights and inputs of the .pt2
 STEP_SEED = 1234    # the RNG seed before the verified steps (dropout masks)
-TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3}
+TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3, "graph-opt-inductor": 1e-3,
+             "checkpoint-compile": 1e-3}
 FLOAT64_FACTOR = 2  # a peer may be this many times further from float64 than eager is
 MAX_RUNS_FACTOR = 50  # --min-time measures at most this many times --runs steps
 EXIT_OK, EXIT_BAD = 0, 2
@@ -91,20 +107,36 @@ class PeerError(Exception):
 
 
 def parse_config(text):
-    """'eager' | 'checkpoint' | 'compile' | 'compile-budget=F' -> (kind, budget or None)."""
-    if text in ("eager", "checkpoint", "compile"):
+    """'eager' | 'checkpoint' | 'compile' | 'compile-budget=F' | 'graph-opt-inductor@F' |
+    'checkpoint-compile' -> (kind, budget or None)."""
+    if text in ("eager", "checkpoint", "compile", "checkpoint-compile"):
         return text, None
-    m = re.fullmatch(r"compile-budget=(.*)", text)
+    m = re.fullmatch(r"(compile-budget=|graph-opt-inductor@)(.*)", text)
     if m:
         try:
-            budget = float(m.group(1))
+            budget = float(m.group(2))
         except ValueError:
             budget = None
         if budget is None or not 0.0 <= budget <= 1.0:
             raise ValueError(f"'{text}': the budget must be a number in [0, 1]")
-        return "compile", budget
+        return ("compile" if m.group(1) == "compile-budget=" else "graph-opt-inductor"), budget
     raise ValueError(f"'{text}': unknown peer (known: eager, checkpoint, compile, "
-                     "compile-budget=F)")
+                     "compile-budget=F, graph-opt-inductor@F, checkpoint-compile)")
+
+
+def graph_opt_pipeline(budget):
+    """graph-opt-inductor@F's pipeline."""
+    return f"repeat{{cse,canonicalize,dce}},checkpoint{{activations={budget * 100:g}%}}"
+
+
+def _graph_opt():
+    """The graph_opt package: installed, or the build tree's (build/python)."""
+    try:
+        import graph_opt
+    except ImportError:
+        sys.path.insert(0, os.path.join(REPO_ROOT, "build", "python"))
+        import graph_opt
+    return graph_opt
 
 
 def quantile(values, q):
@@ -240,6 +272,7 @@ def training_step(module, args):
         else:
             loss.backward()
         return loss
+    run_step.module = module
     return run_step
 
 
@@ -385,16 +418,28 @@ def first_steps(kind, budget, step, args, model, model_config, result):
     import torch._dynamo
     import torch._functorch.config as functorch_config
 
-    if budget is not None:
+    def prepare(module):
+        """The module to compile: checkpoint-compile's blocks checkpointed (in place)."""
+        if kind == "checkpoint-compile":
+            names = checkpoint_blocks(module)
+            result["blocks"], result["block_names"] = len(names), names
+        return module
+
+    if kind == "graph-opt-inductor":
+        graph_opt = _graph_opt()
+        torch._inductor.config.custom_partitioner_fn = graph_opt.partitioner(
+            graph_opt_pipeline(budget))
+    elif budget is not None:
         functorch_config.activation_memory_budget = budget
     twin, twin_args, twin_config = build(model, None, dropout=False)
     if twin_config == model_config:  # no dropout: verify the very step that is timed
         del twin, twin_args
         pristine = copy.deepcopy(step)
-        run_step = training_step(torch.compile(step, backend="inductor"), args)
+        run_step = training_step(torch.compile(prepare(step), backend="inductor"), args)
         got, result["compile_seconds"] = first_step(run_step, step)
         result["verification"], result["verification_details"] = verify(
             kind, pristine, args, got)
+        record_graph_opt(kind, result)
         return run_step
     # Inductor draws its own random numbers (the same again for what it recomputes, but not
     # eager's): verify the compiled step of the same model with every dropout probability 0
@@ -404,18 +449,48 @@ def first_steps(kind, budget, step, args, model, model_config, result):
         raise PeerError("the dropout-free twin that verifies compile has other weights than "
                         "the model")
     pristine = copy.deepcopy(twin)
-    got, seconds = first_step(training_step(torch.compile(twin, backend="inductor"), twin_args),
-                              twin)
+    got, seconds = first_step(training_step(torch.compile(prepare(twin), backend="inductor"),
+                                            twin_args), twin)
     verdict, details = verify(kind, pristine, twin_args, got)
     passed = verdict.startswith("passed")
     result["verification"] = verdict + " (dropout off)" if passed else verdict
     result["verification_details"] = dict(details, twin_compile_seconds=seconds)
     del twin, pristine, got
     torch._dynamo.reset()
+    if kind == "graph-opt-inductor":
+        _graph_opt().compile.reset_stats()  # the twin's plan is not the timed model's
     if passed:
-        run_step = training_step(torch.compile(step, backend="inductor"), args)
+        run_step = training_step(torch.compile(prepare(step), backend="inductor"), args)
         _, result["compile_seconds"] = first_step(run_step, step)
+        record_graph_opt(kind, result)
     return run_step
+
+
+def record_graph_opt(kind, result):
+    """graph-opt-inductor's own figures from graph_opt.compile.stats(); a fallback to torch's
+    partitioner is an error: the row would measure torch's plan under graph-opt's name."""
+    if kind != "graph-opt-inductor":
+        return
+    stats = _graph_opt().compile.stats()
+    if stats["fallbacks"]:
+        raise PeerError(f"graph-opt fell back to torch's partitioner: {stats['reasons'][0]}")
+    result["graph_opt"] = {
+        "graphs": stats["graphs"], "planning_seconds": stats["planning_seconds"],
+        "plan_saved_bytes": sum(p["saved_bytes"] for p in stats["plans"]),
+        "recomputed": sum(len(p["recomputed"]) for p in stats["plans"]),
+        "pipeline": graph_opt_pipeline(result["budget"]),
+    }
+
+
+def saved_bytes_of(run_step, step, args):
+    """Step 4 of the module's docstring: one untimed step's saved activation bytes."""
+    state = list(step.parameters()) + list(step.buffers())
+    _graph_opt()
+    import graph_opt.testing
+    saved, out = graph_opt.testing.saved_activation_bytes(run_step.module, args,
+                                                             exclude=state)
+    out[0].backward()
+    return saved
 
 
 def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_failed=False):
@@ -427,7 +502,7 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_fail
               "torch_version": torch.__version__.split("+")[0], "runs": runs, "warmup": warmup,
               "min_time": min_time,
               "status": "ok", "message": None, "verification": None, "blocks": None,
-              "compile_seconds": None}
+              "compile_seconds": None, "budget": budget, "saved_bytes": None}
     step, args, model_config = build(model, facts)
     params = list(step.parameters())
     initial = snapshot(step)
@@ -464,6 +539,11 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_fail
     clear_grads(params)
     result["peak_bytes"], result["backward_start_bytes"], result["memory_events"] = \
         peak_bytes_of(run_step)
+
+    # 4. The activation bytes kept for backward, in one more step.
+    if kind != "checkpoint":
+        clear_grads(params)
+        result["saved_bytes"] = saved_bytes_of(run_step, step, args)
     return result
 
 
@@ -477,7 +557,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="NAME:SIZE, SIZE tiny or default")
     p.add_argument("--config", required=True,
-                   help="eager, checkpoint, compile or compile-budget=F")
+                   help="eager, checkpoint, compile, compile-budget=F, graph-opt-inductor@F or "
+                   "checkpoint-compile")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.0,
@@ -526,8 +607,12 @@ def main(argv=None):
                    f"{result['step_seconds_median'] * 1e3:.3f} ms, peak {result['peak_bytes']} B")
         if result.get("backward_start_bytes") is not None:
             summary += f", backward start {result['backward_start_bytes']} B"
+        if result.get("saved_bytes") is not None:
+            summary += f", saved {result['saved_bytes']} B"
         if result.get("compile_seconds") is not None:
             summary += f", compile {result['compile_seconds']:.1f} s"
+        if result.get("graph_opt"):
+            summary += f" (graph-opt {result['graph_opt']['planning_seconds']:.1f} s)"
         if result.get("blocks") is not None:
             summary += f", {result['blocks']} blocks"
     elif result["status"] == "failed":

@@ -130,15 +130,41 @@ llvm::ArrayRef<unsigned> OpEffects::aliasesOfReturn(unsigned ret) const {
                                     : llvm::ArrayRef<unsigned>();
 }
 
+namespace {
+
+/// Effects per operator, keyed by the registered schema (which lives as long as the
+/// operator's registration), and the operators declared random beyond their tags.
+struct EffectsCache {
+  std::mutex mutex;
+  llvm::DenseMap<const c10::FunctionSchema *, std::unique_ptr<OpEffects>> byOperator;
+  llvm::StringSet<> declaredRandom;
+
+  static EffectsCache &get() {
+    static EffectsCache cache;
+    return cache;
+  }
+};
+
+} // namespace
+
 const OpEffects &opEffects(const c10::OperatorHandle &op) {
-  // Keyed by the registered schema, which lives as long as the operator's registration.
-  static std::mutex mutex;
-  static llvm::DenseMap<const c10::FunctionSchema *, std::unique_ptr<OpEffects>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<OpEffects> &slot = cache[&op.schema()];
-  if (!slot)
+  EffectsCache &cache = EffectsCache::get();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::unique_ptr<OpEffects> &slot = cache.byOperator[&op.schema()];
+  if (!slot) {
     slot = std::make_unique<OpEffects>(computeEffects(op));
+    slot->random |= cache.declaredRandom.contains(op.schema().name());
+  }
   return *slot;
+}
+
+void declareRandomOperator(llvm::StringRef name) {
+  EffectsCache &cache = EffectsCache::get();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.declaredRandom.insert(name);
+  for (auto &[schema, effects] : cache.byOperator)
+    if (schema->name() == name)
+      effects->random = true;
 }
 
 bool writesArgument(const Node &node, unsigned arg) {

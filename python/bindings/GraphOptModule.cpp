@@ -11,6 +11,7 @@
 #include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/IR/Exceptions.h"
+#include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Summary.h"
@@ -324,6 +325,10 @@ PYBIND11_MODULE(_C, module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
   // The meta["custom"] key under which graph-opt keeps a node's phase in a program.
   module.attr("PT2_CUSTOM_KEY") = kPt2CustomKey.str();
+  module.def("declare_random_operator", [](const std::string &name) { declareRandomOperator(name); },
+             py::arg("name"),
+             "Treat operator NAME (\"prims::inductor_seeds\") as random: its tag exists only "
+             "in Python");
   // The attribute checkpoint puts on a recomputation: the value it makes again.
   module.attr("RECOMPUTE_OF_ATTR") = kRecomputeOfAttr.str();
   static py::exception<std::runtime_error> error(module, "Error");

@@ -115,6 +115,18 @@ def _check_supported(gm):
                         "AOTAutograd)")
 
 
+def _declare_python_tags(gm):
+    """Operators tagged random in Python only (torch._prims and Inductor's prims, such as
+    prims::inductor_seeds, set OpOverload.tags there; their C++ registration lacks the tag):
+    declared random to the C++ library, so that its passes never merge, clone or recompute
+    them."""
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload) and \
+                torch.Tag.nondeterministic_seeded in target.tags:
+            _C.declare_random_operator(target._schema.name)
+
+
 def module_type_name(ty):
     """torch.export writes a module's type as its name; dynamo (torch.compile)
     and AOTAutograd record the type itself, which the serializer refuses."""
@@ -210,6 +222,7 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
         raise Error(f"from_fx: expected a torch.fx.GraphModule or an ExportedProgram, "
                     f"got {type(module).__name__}")
     _check_supported(gm)
+    _declare_python_tags(gm)
     try:
         with _metadata_for_serializer(gm, phases):
             serialized = _serde.GraphModuleSerializer(signature, module_call_graph).serialize(gm)

@@ -138,3 +138,24 @@ def test_from_fx_names_the_node_it_cannot_take():
     gm.graph.output((y,))
     with pytest.raises(graph_opt.Error, match=r"node 'sin' .*only operator overloads"):
         graph_opt.from_fx(gm)
+
+
+def test_random_only_in_python_stays_random():
+    """prims::inductor_seeds is tagged nondeterministic_seeded in Python only (its C++
+    registration lacks the tag): from_fx declares it, so cse keeps both calls (one seed
+    tensor would replace two draws), and from_fx's phases place the backward."""
+    import torch._inductor.inductor_prims  # noqa: F401  (registers Inductor's prims)
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def two_draws(x):
+        seeds = torch.ops.prims.inductor_seeds.default
+        return x + seeds(2, x.device) + seeds(2, x.device)
+    gm = make_fx(two_draws, tracing_mode="fake")(torch.zeros(2, dtype=torch.int64))
+    names = [n.name for n in gm.graph.nodes if n.op == "call_function"]
+    g = graph_opt.from_fx(gm, phases={names[-1]: "backward"})
+    graph_opt.run_pipeline(g, "cse")
+    ops = [n["op"] for n in g.nodes]
+    assert ops.count("prims::inductor_seeds") == 2, ops
+    assert [n["phase"] for n in g.nodes][-1] == "backward"
+    with pytest.raises(graph_opt.Error, match="phase"):
+        graph_opt.from_fx(gm, phases={names[0]: "backward"})  # forward after backward

@@ -75,6 +75,11 @@ struct OpEffects {
 const OpEffects &opEffects(const c10::OperatorHandle &op);
 /// Same, for the schema `op` was resolved with (the cache key).
 inline const OpEffects &opEffects(const Node &node) { return opEffects(node.op()); }
+/// Treats every overload of `name` ("prims::inductor_seeds") as random from now on. For
+/// operators whose nondeterministic_seeded tag exists only in Python (torch._prims and
+/// Inductor's prims set OpOverload.tags there, the C++ registration lacks it): graph_opt.from_fx
+/// declares those it meets, so that no pass merges, clones or recomputes them.
+void declareRandomOperator(llvm::StringRef name);
 
 // --- per node ----------------------------------------------------------------
 
