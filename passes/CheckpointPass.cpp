@@ -144,14 +144,11 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
 absl::Status CheckpointPass::validateOptions() {
   if (!budget_.get() && !activations_.get())
     return absl::InvalidArgumentError(
-        "give budget= (bytes or a share of the peak, e.g. budget=60%), activations= (a share "
-        "of the activation memory, e.g. activations=50%), or both");
+        "give budget= (bytes or a share of the peak, e.g. budget=60%), activations= (bytes or a "
+        "share of the activation memory, e.g. activations=50%), or both");
   if (budget_.get() && activations_.get() && planner_.get() == Planner::Milp)
     return absl::InvalidArgumentError(
         "planner=milp plans for one bound: give budget= or activations=, not both");
-  if (activations_.get() && !activations_.get()->isPercent())
-    return absl::InvalidArgumentError(absl::StrCat(
-        "activations=", activations_.get()->str(), ": must be a share, e.g. activations=50%"));
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   return absl::OkStatus();

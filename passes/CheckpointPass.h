@@ -91,8 +91,8 @@ private:
       std::nullopt};
   PassOption<std::optional<MemoryAmount>> activations_{
       this, "activations",
-      "bound the activations saved for backward instead: a share of the unoptimised (50%); "
-      "with budget= too, both bounds hold",
+      "bound the activations saved for backward instead: bytes (64MiB) or a share of the "
+      "unoptimised (50%); with budget= too, both bounds hold",
       std::nullopt};
   PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
                                {{"greedy", Planner::Greedy}, {"milp", Planner::Milp}}};

@@ -137,6 +137,7 @@ CSV_COLUMNS = (
     "baseline_backward_start_bytes", "backward_start_bytes", "backward_start_ratio",
     "baseline_time_median_s", "baseline_time_iqr_s", "time_median_s", "time_iqr_s",
     "time_ratio", "compile_s", "blocks", "note",
+    "baseline_saved_bytes", "saved_bytes", "saved_ratio", "planning_s",
 )
 # The first format's row (graph-opt only): its columns, and what each became.
 V1_COLUMNS = {
@@ -150,7 +151,8 @@ V1_COLUMNS = {
 # Columns added after graph-opt-bench/2's first records: compare reads a row without them as
 # having none (None).
 OPTIONAL_COLUMNS = ("baseline_backward_start_bytes", "backward_start_bytes",
-                    "backward_start_ratio")
+                    "backward_start_ratio", "baseline_saved_bytes", "saved_bytes", "saved_ratio",
+                    "planning_s")
 BAD_VERDICTS = ("FAILED", "ERROR")
 
 
@@ -183,6 +185,9 @@ def parse_models(text):
 
 
 def parse_pipelines(text):
+    """';'-separated pipelines, or 'none' (peers only)."""
+    if text.strip() == "none":
+        return []
     pipelines = [p.strip() for p in text.split(";") if p.strip()]
     if not pipelines:
         raise argparse.ArgumentTypeError(f"'{text}' names no pipeline")
@@ -217,10 +222,12 @@ def parse_peers(text):
 
 
 def peer_baseline(config):
-    """The configuration a peer is measured against: torch.compile with a memory budget against
-    torch.compile without one (its own unoptimised baseline, as a torch.compile user would
+    """The configuration a peer is measured against: a plan under torch.compile
+    (compile-budget=F, graph-opt-inductor@F, checkpoint-compile) against torch.compile without
+    one (the unoptimised baseline under the same kernels, as a torch.compile user would
     compare), every other peer against eager."""
-    return COMPILE if config.startswith(COMPILE + "-budget") else EAGER
+    return COMPILE if config.startswith((COMPILE + "-budget", "graph-opt-inductor",
+                                         "checkpoint-compile")) else EAGER
 
 
 def non_negative_float(text):
@@ -417,9 +424,13 @@ def peer_row(model, config, data, baselines):
         row = empty_row(model, PEER, config, base_name, data["verification"])
     median, iqr, peak, bwd = peer_stats(data)
     row.update(peak_bytes=peak, backward_start_bytes=bwd, time_median_s=median, time_iqr_s=iqr,
-               compile_s=data.get("compile_seconds"), blocks=data.get("blocks"))
+               compile_s=data.get("compile_seconds"), blocks=data.get("blocks"),
+               saved_bytes=data.get("saved_bytes"),
+               planning_s=(data.get("graph_opt") or {}).get("planning_seconds"))
     if base is not None and "step_seconds_median" in base:  # measured (ok, or --time-failed)
         e_median, e_iqr, e_peak, e_bwd = peer_stats(base)
+        row.update(baseline_saved_bytes=base.get("saved_bytes"),
+                   saved_ratio=_ratio_or_none(data.get("saved_bytes"), base.get("saved_bytes")))
         row.update(baseline_peak_bytes=e_peak, peak_ratio=_ratio(peak, e_peak),
                    baseline_backward_start_bytes=e_bwd,
                    backward_start_ratio=_ratio_or_none(bwd, e_bwd),
@@ -468,7 +479,9 @@ def _fmt_note(r, width=60):
     if r.get("blocks") is not None:
         parts.append(f"{r['blocks']} blocks")
     if r.get("compile_s") is not None:
-        parts.append(f"compile {r['compile_s']:.1f} s")
+        parts.append(f"compile {r['compile_s']:.1f} s"
+                     + (f" (graph-opt {r['planning_s']:.1f} s)"
+                        if r.get("planning_s") is not None else ""))
     if r.get("note") and (r["verification"] in BAD_VERDICTS or r["system"] == PEER):
         note = r["note"]
         parts.append(note if len(note) <= width else note[:width - 3] + "...")
@@ -485,12 +498,12 @@ def _pair(fmt, a, b, ratio):
 
 def table(rows):
     header = ("model", "system", "config", "vs", "verification", "nodes", "backward start",
-              "peak", "step time (median)", "time", "notes")
+              "saved (hooks)", "peak", "step time (median)", "time", "notes")
     lines = [header]
     for r in rows:
         if r["time_median_s"] is None:
             lines.append((r["model"], r["system"], r["config"], r["baseline"],
-                          r["verification"], "-", "-", "-", "-", "-", _fmt_note(r)))
+                          r["verification"], "-", "-", "-", "-", "-", "-", _fmt_note(r)))
             continue
         if r["baseline_nodes"] is not None:
             nodes = _pair(str, r["baseline_nodes"], r["nodes"], r["nodes_ratio"])
@@ -500,6 +513,8 @@ def table(rows):
             r["model"], r["system"], r["config"], r["baseline"], r["verification"], nodes,
             _pair(fmt_bytes, r.get("baseline_backward_start_bytes"),
                   r.get("backward_start_bytes"), r.get("backward_start_ratio")),
+            _pair(fmt_bytes, r.get("baseline_saved_bytes"), r.get("saved_bytes"),
+                  r.get("saved_ratio")),
             _pair(fmt_bytes, r["baseline_peak_bytes"], r["peak_bytes"], r["peak_ratio"]),
             _pair(fmt_time, r["baseline_time_median_s"], r["time_median_s"], None),
             _fmt_ratio(r["time_ratio"]), _fmt_note(r),
@@ -537,6 +552,8 @@ PARETO_PANELS = (
     ("peak_ratio", "peak memory / baseline's", "time against peak memory"),
     ("backward_start_ratio", "live at backward start / baseline's",
      "time against memory saved for backward"),
+    ("saved_ratio", "activations saved (saved_tensors_hooks) / baseline's",
+     "time against saved activations"),
 )
 
 
@@ -598,6 +615,61 @@ def _pareto_panel(ax, rows, key, ylabel, title):
         lo, hi = min(values), max(values)
         pad = max(0.05, 0.15 * (hi - lo))
         axis(lo - pad, hi + pad)
+
+
+def _budget_of(config, prefix):
+    return float(config[len(prefix):]) if config.startswith(prefix) else None
+
+
+def compile_goals(rows):
+    """graph-opt's partitioner against torch's knapsack under the same Inductor, per model and
+    budget B (rows graph-opt-inductor@B and compile-budget=B that both measured): saved bytes
+    and step time of graph-opt's over torch's (goal: both <= 1), and for each system whether
+    its measured peak falls (never rises) as the budget falls. {model: {...}}."""
+    goals = {}
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine, torchs = {}, {}
+        for r in rows:
+            if r["model"] != model or r["time_median_s"] is None:
+                continue
+            for prefix, into in (("graph-opt-inductor@", mine), ("compile-budget=", torchs)):
+                b = _budget_of(r["config"], prefix)
+                if b is not None:
+                    into[b] = r
+        if not mine and not torchs:
+            continue
+        budgets = []
+        for b in sorted(set(mine) & set(torchs), reverse=True):
+            g, t = mine[b], torchs[b]
+            budgets.append({
+                "budget": b,
+                "saved_ratio": _ratio_or_none(g["saved_bytes"], t["saved_bytes"]),
+                "time_ratio": _ratio(g["time_median_s"], t["time_median_s"]),
+                "peak_ratio": _ratio(g["peak_bytes"], t["peak_bytes"]),
+                "graph_opt_planning_share": (None if not g.get("planning_s") or not g["compile_s"]
+                                             else g["planning_s"] / g["compile_s"]),
+            })
+
+        def falls(by_budget):
+            peaks = [by_budget[b]["peak_bytes"] for b in sorted(by_budget, reverse=True)]
+            return all(b <= a for a, b in zip(peaks, peaks[1:])) if len(peaks) > 1 else None
+        goals[model] = {"budgets": budgets, "graph_opt_peak_falls": falls(mine),
+                        "torch_peak_falls": falls(torchs)}
+    return goals
+
+
+def goals_text(goals):
+    lines = []
+    for model, g in goals.items():
+        lines.append(f"{model}: graph-opt-inductor@B over compile-budget=B (saved, time, peak); "
+                     f"peak falls with the budget: graph-opt {g['graph_opt_peak_falls']}, "
+                     f"torch {g['torch_peak_falls']}")
+        for b in g["budgets"]:
+            share = b["graph_opt_planning_share"]
+            lines.append(f"  B={b['budget']:g}: saved {_fmt_ratio(b['saved_ratio'])}, "
+                         f"time {_fmt_ratio(b['time_ratio'])}, peak {_fmt_ratio(b['peak_ratio'])}"
+                         + ("" if share is None else f", graph-opt {share:.1%} of compile"))
+    return "\n".join(lines)
 
 
 def append_record(path, line):
@@ -689,6 +761,7 @@ def cmd_run(args):
         "peers": args.peers,
         "graphs": GRAPHS,
         "rows": rows,
+        "compile_goals": compile_goals(rows),
     }
     write_atomically(os.path.join(args.output, "results.csv"), csv_bytes(rows))
     write_atomically(os.path.join(args.output, "results.json"),
@@ -708,6 +781,8 @@ def cmd_run(args):
           f"{args.warmup} warm-up{peers}; ratios against the row's baseline (vs): below 1 is "
           "better")
     print(table(rows))
+    if result["compile_goals"]:
+        print("\n" + goals_text(result["compile_goals"]))
     print(f"\n{len(rows)} rows in {time.time() - started:.0f} s; "
           f"wrote {os.path.join(args.output, 'results.csv')}, results.json, "
           + ", ".join(plots) + (", peers/*.json" if args.peers else ""))
@@ -917,10 +992,12 @@ def main(argv=None):
                    help=f"comma-separated NAME:SIZE, SIZE tiny or default ({DEFAULT_MODELS})")
     r.add_argument("--pipelines", type=parse_pipelines,
                    default=parse_pipelines(DEFAULT_PIPELINES),
-                   help=f"';'-separated pass pipelines ('{DEFAULT_PIPELINES}')")
+                   help=f"';'-separated pass pipelines, or none ('{DEFAULT_PIPELINES}')")
     r.add_argument("--peers", type=parse_peers, default=parse_peers(DEFAULT_PEERS),
                    help="comma-separated peer configurations: eager, checkpoint, compile, "
-                   f"compile-budget=F (F in [0, 1]), or none ({DEFAULT_PEERS})")
+                   "compile-budget=F (F in [0, 1]), graph-opt-inductor@F, "
+                   "graph-opt-inductor-share@F, checkpoint-compile, "
+                   f"or none ({DEFAULT_PEERS})")
     r.add_argument("--runs", type=positive_int(1), default=5, help="measured runs (5)")
     r.add_argument("--warmup", type=positive_int(0), default=1, help="warm-up runs (1)")
     r.add_argument("--peer-min-time", type=non_negative_float, default=DEFAULT_PEER_MIN_TIME,

@@ -12,8 +12,12 @@ CONFIG is one of
                       included (loss.backward() on the compiled module's output);
   compile-budget=F    the same with torch._functorch.config.activation_memory_budget = F;
   graph-opt-inductor@F  torch.compile with graph-opt's partitioner (graph_opt.partitioner,
-                      docs/TorchCompile.md) running repeat{cse,canonicalize,dce},
-                      checkpoint{activations=F*100%}: graph-opt's plan, Inductor's kernels;
+                      docs/TorchCompile.md) running repeat{cse,canonicalize,dce},checkpoint
+                      with memory_budget=F: the saved activations bounded to F of what torch's
+                      own partition saves, the bytes compile-budget=F is held to; graph-opt's
+                      plan, Inductor's kernels;
+  graph-opt-inductor-share@F  the same at checkpoint{activations=F*100%}: F of graph-opt's own
+                      unoptimised saved activations (all that backward reads);
   checkpoint-compile  torch.utils.checkpoint around every block (as checkpoint), under
                       torch.compile.
 
@@ -96,7 +100,7 @@ FORMAT = "graph-opt-peer/1"
 SEED = 0            # the exporter's default --seed: the weights and inputs of the .pt2
 STEP_SEED = 1234    # the RNG seed before the verified steps (dropout masks)
 TOLERANCE = {"checkpoint": 1e-5, "compile": 1e-3, "graph-opt-inductor": 1e-3,
-             "checkpoint-compile": 1e-3}
+             "graph-opt-inductor-share": 1e-3, "checkpoint-compile": 1e-3}
 FLOAT64_FACTOR = 2  # a peer may be this many times further from float64 than eager is
 MAX_RUNS_FACTOR = 50  # --min-time measures at most this many times --runs steps
 EXIT_OK, EXIT_BAD = 0, 2
@@ -111,7 +115,8 @@ def parse_config(text):
     'checkpoint-compile' -> (kind, budget or None)."""
     if text in ("eager", "checkpoint", "compile", "checkpoint-compile"):
         return text, None
-    m = re.fullmatch(r"(compile-budget=|graph-opt-inductor@)(.*)", text)
+    m = re.fullmatch(r"(compile-budget=|graph-opt-inductor@|graph-opt-inductor-share@)(.*)",
+                     text)
     if m:
         try:
             budget = float(m.group(2))
@@ -119,14 +124,24 @@ def parse_config(text):
             budget = None
         if budget is None or not 0.0 <= budget <= 1.0:
             raise ValueError(f"'{text}': the budget must be a number in [0, 1]")
-        return ("compile" if m.group(1) == "compile-budget=" else "graph-opt-inductor"), budget
+        kinds = {"compile-budget=": "compile", "graph-opt-inductor@": "graph-opt-inductor",
+                 "graph-opt-inductor-share@": "graph-opt-inductor-share"}
+        return kinds[m.group(1)], budget
     raise ValueError(f"'{text}': unknown peer (known: eager, checkpoint, compile, "
-                     "compile-budget=F, graph-opt-inductor@F, checkpoint-compile)")
+                     "compile-budget=F, graph-opt-inductor@F, graph-opt-inductor-share@F, "
+                     "checkpoint-compile)")
 
 
-def graph_opt_pipeline(budget):
-    """graph-opt-inductor@F's pipeline."""
-    return f"repeat{{cse,canonicalize,dce}},checkpoint{{activations={budget * 100:g}%}}"
+GRAPH_OPT_KINDS = ("graph-opt-inductor", "graph-opt-inductor-share")
+
+
+def graph_opt_partitioner(kind, budget):
+    """graph-opt-inductor's partitioner: (pipeline, memory_budget)."""
+    if kind == "graph-opt-inductor":
+        # activations= is replaced per graph by memory_budget's bytes
+        return "repeat{cse,canonicalize,dce},checkpoint{activations=100%}", budget
+    return (f"repeat{{cse,canonicalize,dce}},checkpoint{{activations={budget * 100:g}%}}",
+            None)
 
 
 def _graph_opt():
@@ -425,10 +440,10 @@ def first_steps(kind, budget, step, args, model, model_config, result):
             result["blocks"], result["block_names"] = len(names), names
         return module
 
-    if kind == "graph-opt-inductor":
-        graph_opt = _graph_opt()
-        torch._inductor.config.custom_partitioner_fn = graph_opt.partitioner(
-            graph_opt_pipeline(budget))
+    if kind in GRAPH_OPT_KINDS:
+        pipeline, memory_budget = graph_opt_partitioner(kind, budget)
+        torch._inductor.config.custom_partitioner_fn = _graph_opt().partitioner(
+            pipeline, memory_budget=memory_budget)
     elif budget is not None:
         functorch_config.activation_memory_budget = budget
     twin, twin_args, twin_config = build(model, None, dropout=False)
@@ -457,7 +472,7 @@ def first_steps(kind, budget, step, args, model, model_config, result):
     result["verification_details"] = dict(details, twin_compile_seconds=seconds)
     del twin, pristine, got
     torch._dynamo.reset()
-    if kind == "graph-opt-inductor":
+    if kind in GRAPH_OPT_KINDS:
         _graph_opt().compile.reset_stats()  # the twin's plan is not the timed model's
     if passed:
         run_step = training_step(torch.compile(prepare(step), backend="inductor"), args)
@@ -469,7 +484,7 @@ def first_steps(kind, budget, step, args, model, model_config, result):
 def record_graph_opt(kind, result):
     """graph-opt-inductor's own figures from graph_opt.compile.stats(); a fallback to torch's
     partitioner is an error: the row would measure torch's plan under graph-opt's name."""
-    if kind != "graph-opt-inductor":
+    if kind not in GRAPH_OPT_KINDS:
         return
     stats = _graph_opt().compile.stats()
     if stats["fallbacks"]:
@@ -478,7 +493,9 @@ def record_graph_opt(kind, result):
         "graphs": stats["graphs"], "planning_seconds": stats["planning_seconds"],
         "plan_saved_bytes": sum(p["saved_bytes"] for p in stats["plans"]),
         "recomputed": sum(len(p["recomputed"]) for p in stats["plans"]),
-        "pipeline": graph_opt_pipeline(result["budget"]),
+        "pipeline": graph_opt_partitioner(kind, result["budget"])[0],
+        "memory_budget": graph_opt_partitioner(kind, result["budget"])[1],
+        "activations_bound": [p["activations_bound"] for p in stats["plans"]],
     }
 
 
@@ -557,8 +574,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="NAME:SIZE, SIZE tiny or default")
     p.add_argument("--config", required=True,
-                   help="eager, checkpoint, compile, compile-budget=F, graph-opt-inductor@F or "
-                   "checkpoint-compile")
+                   help="eager, checkpoint, compile, compile-budget=F, graph-opt-inductor@F, "
+                   "graph-opt-inductor-share@F or checkpoint-compile")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.0,

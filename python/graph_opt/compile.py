@@ -129,13 +129,14 @@ def _entry(text):
     return m.group(1), m.group(2)
 
 
-def compile_pipeline(text, inference=False):
+def compile_pipeline(text, inference=False, activations=None):
     """The pipeline as it runs inside torch.compile, where the joint graph's
     inputs are fake tensors: checkpoint plans from FLOP counts
     (cost=flops,measure=false, added where not given), and passes that run
     the graph or change what it computes are refused, naming the entry. For
     an inference graph (`inference`), checkpoint entries are left out:
-    without backward there is nothing to recompute."""
+    without backward there is nothing to recompute. `activations` (bytes),
+    where given, replaces every checkpoint entry's activations= bound."""
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
@@ -145,7 +146,7 @@ def compile_pipeline(text, inference=False):
                         f"reaches torch's partitioner); allowed: "
                         f"{', '.join(sorted(_PLANNING_PASSES))}")
         if name == "repeat":
-            nested = compile_pipeline(options or "", inference)
+            nested = compile_pipeline(options or "", inference, activations)
             if nested:
                 out.append(f"repeat{{{nested}}}")
             continue
@@ -161,6 +162,9 @@ def compile_pipeline(text, inference=False):
                             "graph; inside torch.compile checkpoint plans with measure=false")
             opts += [o for k, o in (("cost", "cost=flops"), ("measure", "measure=false"))
                      if k not in keys]
+            if activations is not None:
+                opts = [o for o in opts if o.split("=", 1)[0].strip() != "activations"]
+                opts.append(f"activations={int(activations)}")
             if inference:
                 continue
         if name == "liveness" and keys.get("scratch", "none") != "none":
@@ -206,6 +210,11 @@ def _ancestors(nodes):
         seen.add(n)
         stack.extend(n.all_input_nodes)
     return seen
+
+
+def _no_dispatch_modes():
+    """The dispatch modes active here (AOTAutograd's FakeTensorMode) set aside."""
+    return torch.utils._python_dispatch._disable_current_modes()
 
 
 def _forward_first(gm, num_fwd_outputs):
@@ -322,15 +331,19 @@ def _apply_replacements(gm, found):
         old.replace_all_uses_with(new)
 
 
-def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint"):
+def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None):
     """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
     AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
     is not changed."""
     import graph_opt  # the package's run_pipeline (reports loaded)
 
     gm, phases = _forward_first(gm, num_fwd_outputs)
-    graph = from_fx(gm, phases=phases, name=name)
-    result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline))
+    # AOTAutograd partitions under its FakeTensorMode: graph-opt's C++ library must not see
+    # it (every tensor it makes would go through Python's fake dispatch, slowly).
+    with _no_dispatch_modes():
+        graph = from_fx(gm, phases=phases, name=name)
+        result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline,
+                                                                activations=activations))
     nodes = graph.nodes
     recompute_of = _recomputed_values(nodes)
     defined_forward = {s["name"] for s in graph.inputs}
@@ -494,16 +507,22 @@ class GraphOptPartitioner(CustomPartitionerFn):
     graph-opt's recomputation plan, built into halves by torch's partitioner.
     See the module's docstring and docs/TorchCompile.md."""
 
-    def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, check_saved=True):
+    def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None,
+                 check_saved=True):
+        if memory_budget is not None and not 0.0 <= memory_budget <= 1.0:
+            raise Error(f"memory_budget={memory_budget}: a share in [0, 1], as "
+                        "torch._functorch.config.activation_memory_budget")
         self.pipeline = pipeline
         self.strict = strict
+        self.memory_budget = memory_budget
         self.check_saved = check_saved
-        compile_pipeline(pipeline)  # a bad pipeline is an error now, not at the first compile
+        # a bad pipeline is an error now, not at the first compile
+        compile_pipeline(pipeline, activations=None if memory_budget is None else 0)
 
     def uuid(self):
         from . import __version__
         return ("graph-opt", __version__, _implementation_hash(), self.pipeline, self.strict,
-                self.check_saved)
+                self.memory_budget, self.check_saved)
 
     def __call__(self, gm, joint_inputs, **kwargs):
         import time
@@ -525,6 +544,19 @@ class GraphOptPartitioner(CustomPartitionerFn):
         _STATS.plans.append(record)
         return fw, bw
 
+    @staticmethod
+    def _torch_saved_bytes(gm, joint_inputs, kwargs):
+        """The activation bytes (distinct storages, inputs apart) torch's own partition of
+        the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
+        ref = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+        for old, new in zip(gm.graph.nodes, ref.graph.nodes):
+            new.meta = dict(old.meta)
+        joint = {n.name: n for n in ref.graph.nodes}
+        with _functorch_config.patch(activation_memory_budget=1.0):
+            fw, _ = min_cut_rematerialization_partition(ref, joint_inputs, **kwargs)
+        roots = {_storage_root(joint[n]) for n in _saved_by_torch(fw, kwargs["num_fwd_outputs"])}
+        return sum(_nbytes(r) for r in roots if r.op != "placeholder")
+
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
         # Work on a copy: torch's partitioner rewrites the joint graph in place, and a
@@ -532,7 +564,11 @@ class GraphOptPartitioner(CustomPartitionerFn):
         work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
         for old, new in zip(gm.graph.nodes, work.graph.nodes):
             new.meta = dict(old.meta)
-        plan = plan_joint(work, num_fwd_outputs, self.pipeline)
+        activations = None
+        if self.memory_budget is not None:
+            activations = int(self.memory_budget * self._torch_saved_bytes(
+                gm, joint_inputs, kwargs))
+        plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations)
         by_name = {n.name: n for n in work.graph.nodes}
         _apply_replacements(work, {by_name[a]: by_name[b] for a, b in plan.replaced.items()})
         _tag(work, plan)
@@ -554,7 +590,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
             # storages) and the RNG states of recomputed random operators
             "saved_bytes": sum(_nbytes(r) for r in storages)
             + sum(_rng_state_bytes(n) for n in rng_states),
+            "activation_bytes": sum(_nbytes(r) for r in storages),
             "rng_states": len(rng_states),
+            "activations_bound": activations,
             "recomputed": sorted(plan.recomputed),
             "checkpoint": {k: plan.report.get(k) for k in (
                 "budget_unmet", "predicted_peak_bytes", "nodes_added")
@@ -571,8 +609,9 @@ def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
     if not pipe:
         return 0
     import graph_opt
-    graph = from_fx(gm, name="inference")
-    graph_opt.run_pipeline(graph, pipe)
+    with _no_dispatch_modes():
+        graph = from_fx(gm, name="inference")
+        graph_opt.run_pipeline(graph, pipe)
     found = _replacements(gm, graph.nodes, graph.outputs)
     _apply_replacements(gm, found)
     gm.graph.eliminate_dead_code()
@@ -580,10 +619,14 @@ def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
     return len(found)
 
 
-def partitioner(pipeline=DEFAULT_PIPELINE, strict=False):
+def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None):
     """A torch._inductor CustomPartitionerFn running `pipeline`; set it as
-    torch._inductor.config.custom_partitioner_fn."""
-    return GraphOptPartitioner(pipeline, strict=strict)
+    torch._inductor.config.custom_partitioner_fn. With `memory_budget` (a share,
+    as torch._functorch.config.activation_memory_budget), every checkpoint
+    entry bounds the saved activations to that share of what torch's own
+    partition of the graph saves, the reference torch's budget has: at the
+    same share both systems are held to the same bytes."""
+    return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget)
 
 
 def _boxed_nop(gm, example_inputs):
@@ -594,10 +637,11 @@ def _boxed_nop(gm, example_inputs):
 class _Backend:
     """torch.compile(model, backend=graph_opt.backend(...))."""
 
-    def __init__(self, pipeline, inner, strict):
+    def __init__(self, pipeline, inner, strict, memory_budget):
         if inner not in ("inductor", "eager"):
             raise Error(f"backend: inner={inner!r}; one of 'inductor', 'eager'")
-        self.partitioner = GraphOptPartitioner(pipeline, strict=strict)
+        self.partitioner = GraphOptPartitioner(pipeline, strict=strict,
+                                               memory_budget=memory_budget)
         self.inner = inner
 
     def _inference(self, gm):
@@ -638,8 +682,10 @@ class _Backend:
         )(gm, example_inputs, **kwargs)
 
 
-def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False):
+def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False, memory_budget=None):
     """A torch.compile backend: AOTAutograd, graph-opt's partitioner running
-    `pipeline`, then Inductor (inner="inductor") or the graphs as they are
-    (inner="eager", torch's aot_eager with graph-opt's partition)."""
-    return _Backend(pipeline, inner, strict)
+    `pipeline` (memory_budget as partitioner()'s), then Inductor
+    (inner="inductor") or the graphs as they are (inner="eager", torch's
+    aot_eager with graph-opt's partition). Inference graphs go through the
+    pipeline (rewrite_inference) and the inner compiler."""
+    return _Backend(pipeline, inner, strict, memory_budget)

@@ -140,6 +140,22 @@ def test_gpt2_bitwise_against_torchs_partition_on_eager_kernels():
     assert saved == plan["saved_bytes"], (saved, plan)
 
 
+def test_memory_budget_is_torchs_reference():
+    """memory_budget=B bounds the saved activations to B of what torch's own partition
+    saves (measured here with saved_tensors_hooks under aot_eager), the reference of
+    torch's activation_memory_budget; the plan keeps to it."""
+    _, torchs = train("gpt2", lambda m: torch.compile(m, backend="aot_eager"), steps=1,
+                      measure_saved=True)
+    torch._dynamo.reset()
+    _, saved = train("gpt2", lambda m: torch.compile(m, backend=graph_opt.backend(
+        "repeat{cse,canonicalize,dce},checkpoint{activations=100%}", inner="eager",
+        memory_budget=0.3)), steps=1, measure_saved=True)
+    (plan,) = expect_plans()
+    assert plan["activations_bound"] == int(0.3 * torchs)
+    assert plan["activation_bytes"] <= plan["activations_bound"]
+    assert saved == plan["saved_bytes"] < torchs
+
+
 class Small(torch.nn.Module):
     def __init__(self):
         super().__init__()
