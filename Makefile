@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -116,6 +116,21 @@ test-compile: build
 	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_COMPILE_ALL=1 \
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=0 \
 	  $(CURDIR)/python/tests/test_compile.py
+
+# graph-opt's plan against torch's knapsack under the same Inductor (docs/TorchCompile.md):
+# torch.compile, compile-budget=B, graph-opt-inductor@B (the same bytes bound) and per-block
+# torch.utils.checkpoint under compile, on the default-size models; results, plots and the
+# budget-by-budget summary in $(BENCH_DIR)/compile. An hour or more on 2 cores (Inductor
+# compiles each configuration twice for a model with dropout: once to verify, dropout off).
+BENCH_COMPILE_MODELS ?= resnet50:default,bert:default,gpt2:default
+BENCH_COMPILE_BUDGETS ?= 0.5 0.3 0.1 0.05
+BENCH_COMPILE_PEERS := compile,checkpoint-compile$(foreach b,$(BENCH_COMPILE_BUDGETS),,compile-budget=$(b),graph-opt-inductor@$(b))
+bench-compile: build
+	@$(VENV)/bin/python benchmarks/models/harness.py run --models '$(BENCH_COMPILE_MODELS)' \
+	  --pipelines none --peers '$(BENCH_COMPILE_PEERS)' --runs $(BENCH_RUNS) \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
+	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
+	  -o $(BENCH_DIR)/compile
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

@@ -1,0 +1,413 @@
+"""graph-opt's plan on AOTAutograd's joint graph, as torch's checkpoint tags.
+
+graph_opt.compile's partitioner uses these: the pipeline made fit for fake
+inputs (compile_pipeline), the joint graph imported forward first and planned
+(plan_joint), the plan applied as node.meta["recompute"] tags (tag_joint), and
+the saved set torch builds checked against it (check_saved). See
+docs/TorchCompile.md.
+"""
+import dataclasses
+import operator
+import re
+
+import torch
+from torch._functorch.partitioners import _must_be_in_forward
+from torch.utils.checkpoint import CheckpointPolicy
+
+from . import _C
+from ._C import Error
+from .fx import from_fx
+
+DEFAULT_PIPELINE = "repeat{cse,canonicalize,dce},checkpoint{activations=30%}"
+
+# Passes that only read the graph or rewrite it in ways whose effect torch's partitioner
+# and Inductor make themselves: their rewrites are not carried over (only checkpoint's plan
+# is), they shape the graph the planner sees.
+_PLANNING_PASSES = {"cse", "canonicalize", "dce", "repeat", "checkpoint", "liveness",
+                    "reinplace"}
+
+
+class PlanMismatch(Error):
+    """torch's partitioner built another saved set than graph-opt planned."""
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline, for graphs that cannot run
+
+
+def _split_top(text):
+    """'a,b{c,d},e' -> ['a', 'b{c,d}', 'e']: commas outside braces."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                raise Error(f"pipeline '{text}': unbalanced '}}'")
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise Error(f"pipeline '{text}': unbalanced '{{'")
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _entry(text):
+    m = re.fullmatch(r"([A-Za-z0-9_-]+)\s*(?:\{(.*)\})?", text, re.S)
+    if not m:
+        raise Error(f"pipeline entry '{text}' is not NAME or NAME{{options}}")
+    return m.group(1), m.group(2)
+
+
+def compile_pipeline(text, inference=False, activations=None):
+    """The pipeline as it runs inside torch.compile, where the joint graph's
+    inputs are fake tensors: checkpoint plans from FLOP counts
+    (cost=flops,measure=false, added where not given), and passes that run
+    the graph or change what it computes are refused, naming the entry. For
+    an inference graph (`inference`), checkpoint entries are left out:
+    without backward there is nothing to recompute. `activations` (bytes),
+    where given, replaces every checkpoint entry's activations= bound."""
+    out = []
+    for part in _split_top(text):
+        name, options = _entry(part)
+        if name not in _PLANNING_PASSES:
+            raise Error(f"pipeline entry '{part}': '{name}' cannot run inside torch.compile "
+                        f"(the graph's inputs are fake tensors, and only a recomputation plan "
+                        f"reaches torch's partitioner); allowed: "
+                        f"{', '.join(sorted(_PLANNING_PASSES))}")
+        if name == "repeat":
+            nested = compile_pipeline(options or "", inference, activations)
+            if nested:
+                out.append(f"repeat{{{nested}}}")
+            continue
+        opts = _split_top(options) if options else []
+        keys = {o.split("=", 1)[0].strip(): o.split("=", 1)[1].strip() if "=" in o else ""
+                for o in opts}
+        if name == "checkpoint":
+            if keys.get("cost", "flops") != "flops":
+                raise Error(f"pipeline entry '{part}': cost={keys['cost']} runs the graph; "
+                            "inside torch.compile checkpoint plans with cost=flops")
+            if keys.get("measure", "false") not in ("false", "0"):
+                raise Error(f"pipeline entry '{part}': measure={keys['measure']} runs the "
+                            "graph; inside torch.compile checkpoint plans with measure=false")
+            opts += [o for k, o in (("cost", "cost=flops"), ("measure", "measure=false"))
+                     if k not in keys]
+            if activations is not None:
+                opts = [o for o in opts if o.split("=", 1)[0].strip() != "activations"]
+                opts.append(f"activations={int(activations)}")
+            if inference:
+                continue
+        if name == "liveness" and keys.get("scratch", "none") != "none":
+            raise Error(f"pipeline entry '{part}': scratch={keys['scratch']} runs the graph")
+        out.append(f"{name}{{{','.join(opts)}}}" if opts else name)
+    return ",".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclasses.dataclass
+class Plan:
+    """graph-opt's choice on a joint graph, by fx node name.
+
+    `saved`: forward values (placeholders included) backward reads, as
+    graph-opt's rewritten graph has it. `recomputed`: forward values backward
+    makes again. `backward`: the nodes graph-opt counts as backward (those
+    _forward_first does not put in forward). `replaced`: {value: the value its
+    readers read instead} (cse, canonicalize). `report`: checkpoint's JSON
+    report."""
+    saved: set
+    recomputed: set
+    backward: set
+    replaced: dict
+    report: dict
+    statistics: list
+
+
+def output_nodes(gm):
+    """The graph's outputs in order (None where AOTAutograd has no gradient)."""
+    result = next(n for n in reversed(gm.graph.nodes) if n.op == "output").args[0]
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+def _ancestors(nodes):
+    seen, stack = set(), [n for n in nodes if isinstance(n, torch.fx.Node)]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(n.all_input_nodes)
+    return seen
+
+
+def no_dispatch_modes():
+    """The dispatch modes active here (AOTAutograd's FakeTensorMode) set aside."""
+    return torch.utils._python_dispatch._disable_current_modes()
+
+
+def _forward_first(gm, num_fwd_outputs):
+    """The joint graph as graph-opt imports it: forward first, then backward,
+    with their phases. Forward is what the forward outputs need and what torch
+    places in forward whatever needs it (writes to inputs, such as the
+    BatchNorm running statistics Inductor's joint graph updates at its very
+    end: torch's _must_be_in_forward), with everything those need; backward
+    is the rest. torch's forward half runs these writes at its end, so moving
+    them there is what torch runs. Returns (GraphModule, {name: phase})."""
+    outputs = output_nodes(gm)
+    seeds = outputs[:num_fwd_outputs] + [
+        n for n in gm.graph.nodes if n.op == "call_function" and _must_be_in_forward(n)]
+    forward = _ancestors(seeds)
+    body = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    order = ([n for n in gm.graph.nodes if n.op == "placeholder"]
+             + [n for n in body if n in forward] + [n for n in body if n not in forward]
+             + [n for n in gm.graph.nodes if n.op == "output"])
+    graph, env = torch.fx.Graph(), {}
+    for n in order:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+    phases = {n.name: "forward" if n in forward else "backward"
+              for n in body if n.op == "call_function"}
+    return torch.fx.GraphModule(gm, graph), phases
+
+
+def _constant_string(text):
+    """An attribute as the binding prints it ('"relu"') -> relu."""
+    return text[1:-1] if len(text) >= 2 and text[0] == '"' and text[-1] == '"' else text
+
+
+def _tensor_operands(node):
+    """A call's tensor operands in schema order, lists flattened: the order of
+    the operands graph-opt's importer gives the node."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return list(node.all_input_nodes)
+    values = []
+    for i, arg in enumerate(schema.arguments):
+        value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, torch.fx.Node):
+                values.append(v)
+    return values
+
+
+def _recomputed_values(nodes):
+    """{a recomputation's result: the value it makes again}. A recomputation
+    names the value it was made for (recompute_of); a multi-output one makes
+    the original node's results in order."""
+    producer = {}
+    for n in nodes:
+        for v in n["outputs"]:
+            producer[v] = n
+    found = {}
+    for n in nodes:
+        of = n["attributes"].get(_C.RECOMPUTE_OF_ATTR)
+        if of is None:
+            continue
+        of = _constant_string(of)
+        original = producer.get(of)
+        if original is not None and len(original["outputs"]) == len(n["outputs"]):
+            found.update(zip(n["outputs"], original["outputs"]))
+        else:
+            found[n["outputs"][0]] = of
+    return found
+
+
+def replacements(gm, nodes, graph_outputs):
+    """What graph-opt's rewrites made each fx value into: {X: Y} where every
+    reader of X reads Y in the rewritten graph (cse merged X into Y,
+    canonicalize folded X to Y). Readers are matched by name and operand
+    position; checkpoint's recomputations count as reading what they
+    recompute. A value read as two different ones is an Error."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+    recompute_of = _recomputed_values(nodes)
+
+    def original(name):
+        while name in recompute_of:
+            name = recompute_of[name]
+        return name
+
+    found = {}
+
+    def note(old, new_name, where):
+        new = by_name.get(new_name)
+        if new is None or new is old:
+            return
+        if found.setdefault(old, new) is not new:
+            raise Error(f"graph-opt's rewrite reads '{old.name}' as both "
+                        f"'{found[old].name}' and '{new_name}' ({where})")
+
+    for n in nodes:
+        if n["attributes"].get(_C.RECOMPUTE_OF_ATTR) is not None:
+            continue
+        fx_node = next((by_name[v] for v in n["outputs"] if v in by_name), None)
+        if fx_node is None:
+            continue
+        if fx_node.target is operator.getitem:
+            fx_node = fx_node.args[0]
+        operands = _tensor_operands(fx_node)
+        if len(operands) != len(n["operands"]):
+            continue  # another operator now (reinplace): no operand pairs
+        for old, new_name in zip(operands, n["operands"]):
+            note(old, original(new_name), f"operand of '{fx_node.name}'")
+    outputs = [o for o in output_nodes(gm) if isinstance(o, torch.fx.Node)]
+    for old, spec in zip(outputs, graph_outputs):
+        note(old, original(spec["name"]), "a graph output")
+    return found
+
+
+def apply_replacements(gm, found):
+    for old, new in found.items():
+        old.replace_all_uses_with(new)
+
+
+def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None):
+    """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
+    AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
+    is not changed."""
+    import graph_opt  # the package's run_pipeline (reports loaded)
+
+    gm, phases = _forward_first(gm, num_fwd_outputs)
+    # AOTAutograd partitions under its FakeTensorMode: graph-opt's C++ library must not see
+    # it (every tensor it makes would go through Python's fake dispatch, slowly).
+    with no_dispatch_modes():
+        graph = from_fx(gm, phases=phases, name=name)
+        result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline,
+                                                                activations=activations))
+    nodes = graph.nodes
+    recompute_of = _recomputed_values(nodes)
+    defined_forward = {s["name"] for s in graph.inputs}
+    for n in nodes:
+        if n["phase"] == "forward":
+            defined_forward.update(n["outputs"])
+    saved = {v for n in nodes if n["phase"] != "forward" for v in n["operands"]
+             if v in defined_forward}
+    return Plan(saved=saved, recomputed=set(recompute_of.values()),
+                backward={k for k, v in phases.items() if v == "backward"},
+                replaced={old.name: new.name
+                          for old, new in replacements(gm, nodes, graph.outputs).items()},
+                report=result["reports"].get("checkpoint", {}),
+                statistics=result["statistics"])
+
+
+def tag_joint(gm, plan):
+    """graph-opt's choice as torch's checkpoint tags on (a copy of) the joint graph:
+    a recomputed forward value MUST_RECOMPUTE, every other forward node
+    MUST_SAVE (torch saves it where backward needs it, and never recomputes
+    it), every backward node MUST_RECOMPUTE (torch computes it in backward,
+    as graph-opt does, even when it does not depend on the tangents)."""
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target is operator.getitem:  # one of a multi-output node's results
+            parent = n.args[0]
+            if (parent.name in plan.backward or n.name in plan.recomputed
+                    or parent.name in plan.recomputed):
+                n.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+            continue
+        if n.name in plan.backward:
+            n.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+            continue
+        recomputed = n.name in plan.recomputed or any(
+            u.target is operator.getitem and u.name in plan.recomputed for u in n.users)
+        n.meta["recompute"] = (CheckpointPolicy.MUST_RECOMPUTE if recomputed
+                               else CheckpointPolicy.MUST_SAVE)
+
+
+def is_rng_state(node):
+    """An RNG state torch's partitioner saves for a random operator it recomputes."""
+    run_and_save = torch._prims.rng_prims.run_and_save_rng_state
+    return node.target is run_and_save or (
+        node.target is operator.getitem and node.args[0].target is run_and_save)
+
+
+def saved_by_torch(fw_module, num_fwd_outputs):
+    """The values torch's forward half hands to backward: its outputs after
+    the forward's own, tensors only (not SymInts, not RNG states)."""
+    outs = output_nodes(fw_module)[num_fwd_outputs:]
+    return {n.name for n in outs if isinstance(n, torch.fx.Node)
+            and isinstance(n.meta.get("val"), torch.Tensor) and not is_rng_state(n)}
+
+
+def _viewed(node):
+    """The node a view reads its storage from (its schema says the result
+    aliases that argument without writing it), or None."""
+    schema = getattr(node.target, "_schema", None)
+    if node.op != "call_function" or schema is None or len(schema.returns) != 1:
+        return None
+    alias = schema.returns[0].alias_info
+    if alias is None or alias.is_write:
+        return None
+    for arg, value in zip(schema.arguments, node.args):
+        if arg.alias_info is not None and set(arg.alias_info.before_set) & set(
+                alias.before_set) and isinstance(value, torch.fx.Node):
+            return value
+    return None
+
+
+def storage_root(node):
+    while (base := _viewed(node)) is not None:
+        node = base
+    return node
+
+
+def nbytes(node):
+    val = node.meta.get("val") if node is not None else None
+    if not isinstance(val, torch.Tensor):
+        return 0
+    return val.untyped_storage().nbytes()
+
+
+def rng_state_bytes(node):
+    """An RNG state's size: its fake tensor's may be symbolic; the generator's is not."""
+    device = node.meta["val"].device
+    state = torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state()
+    return state.numel() * state.element_size()
+
+
+def _recomputed_whole(node):
+    """A result of a multi-output operator graph-opt recomputes (for one of
+    its results, or a random operator it replays from the saved mask): torch
+    recomputes the operator itself, random ones from a saved RNG state
+    (functionalize_rng_ops), and so saves none of its results."""
+    if node.target is not operator.getitem:
+        return False
+    parent = node.args[0]
+    return parent.meta.get("recompute") == CheckpointPolicy.MUST_RECOMPUTE
+
+
+def check_saved(plan, torch_saved, joint):
+    """The storages of activations torch saves against those graph-opt planned
+    to keep, views resolved to the storage they view (torch saves a view's
+    base or the view, graph-opt's plan keeps storages); placeholders apart
+    (parameters and inputs are there anyway). A difference is a PlanMismatch
+    naming the values."""
+    def storages(names, planned):
+        roots = {}
+        for name in names:
+            node = joint[name]
+            if planned and _recomputed_whole(node):
+                continue
+            root = storage_root(node)
+            if root.op != "placeholder":
+                roots[root.name] = root
+        return roots
+    mine, theirs = storages(plan.saved, True), storages(torch_saved, False)
+    if mine.keys() == theirs.keys():
+        return
+    extra = sorted(theirs.keys() - mine.keys())
+    missing = sorted(mine.keys() - theirs.keys())
+
+    def listing(names):
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        return f"{shown} ({sum(nbytes(joint[n]) for n in names)} bytes)"
+    parts = []
+    if extra:
+        parts.append(f"torch also saves {listing(extra)}")
+    if missing:
+        parts.append(f"torch does not save {listing(missing)}")
+    raise PlanMismatch("the saved set torch built differs from graph-opt's plan: "
+                       + "; ".join(parts))
