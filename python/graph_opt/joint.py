@@ -31,7 +31,6 @@ class PlanMismatch(Error):
     """torch's partitioner built another saved set than graph-opt planned."""
 
 
-
 # ---------------------------------------------------------------------------------------------
 # The pipeline, for graphs that cannot run
 
