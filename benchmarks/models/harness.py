@@ -66,9 +66,9 @@ Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
 results.csv (one row per model, system and config), results.json (the rows, the machine, the
 threads, the checkout's commit, `-dirty` when `git status --porcelain` lists anything, and the
 time), peers/<model>-<config>.json (what peers.py wrote: every step time, the verification's
-per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model, two panels:
+per-tensor errors, the checkpointed blocks) and pareto_<model>.png (per model, three panels:
 graph-opt's pipelines and the peers, each at (step-time ratio, memory ratio) against its own
-baseline, the memory being the peak on the left and the backward start on the right, the
+baseline, the memory being the peak, the backward start and the saved activations, the
 baselines at (1, 1), and each panel's Pareto front: the points no other point beats on both).
 With --record FILE.jsonl, results.json's
 content is also appended to FILE as one line (read, append, write a temporary file, rename):
@@ -558,10 +558,10 @@ PARETO_PANELS = (
 
 
 def plot_pareto(plt, model, rows, path):
-    """Two panels, each with graph-opt's pipelines (against the original graph) and the peers
-    (against eager; compile-budget=F against compile) at (step-time ratio, memory ratio), the
-    baselines at (1, 1), and the front over all of them: left the peak memory, right what is
-    live when backward starts."""
+    """One panel per PARETO_PANELS entry, each with graph-opt's pipelines (against the original
+    graph) and the peers (against eager; the plans under compile against compile) at
+    (step-time ratio, memory ratio), the baselines at (1, 1), and the front over all of them:
+    the peak memory, what is live when backward starts, the saved activations."""
     fig, axes = plt.subplots(1, len(PARETO_PANELS), figsize=(6.5 * len(PARETO_PANELS), 5))
     for ax, (key, ylabel, title) in zip(axes, PARETO_PANELS):
         _pareto_panel(ax, rows, key, ylabel, title)
