@@ -109,6 +109,16 @@ def _warn_fallback(reason):
                   stacklevel=3)
 
 
+def _copy_joint(gm):
+    """A copy of the joint graph whose nodes' metadata can be changed apart from the
+    original's: torch's partitioner rewrites the graph it is given, and a failure must leave
+    the original to the fallback."""
+    work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    for old, new in zip(gm.graph.nodes, work.graph.nodes):
+        new.meta = dict(old.meta)
+    return work
+
+
 class GraphOptPartitioner(CustomPartitionerFn):
     """torch._inductor.config.custom_partitioner_fn = GraphOptPartitioner(...):
     graph-opt's recomputation plan, built into halves by torch's partitioner.
@@ -154,9 +164,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _torch_saved_bytes(gm, joint_inputs, kwargs):
         """The activation bytes (distinct storages, inputs apart) torch's own partition of
         the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
-        ref = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-        for old, new in zip(gm.graph.nodes, ref.graph.nodes):
-            new.meta = dict(old.meta)
+        ref = _copy_joint(gm)
         joint = {n.name: n for n in ref.graph.nodes}
         with _functorch_config.patch(activation_memory_budget=1.0):
             fw, _ = min_cut_rematerialization_partition(ref, joint_inputs, **kwargs)
@@ -165,11 +173,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
-        # Work on a copy: torch's partitioner rewrites the joint graph in place, and a
-        # failure here must leave the original for the fallback.
-        work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-        for old, new in zip(gm.graph.nodes, work.graph.nodes):
-            new.meta = dict(old.meta)
+        work = _copy_joint(gm)
         activations = None
         if self.memory_budget is not None:
             activations = int(self.memory_budget * self._torch_saved_bytes(
