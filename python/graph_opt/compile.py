@@ -183,8 +183,11 @@ class GraphOptPartitioner(CustomPartitionerFn):
         apply_replacements(work, {by_name[a]: by_name[b] for a, b in plan.replaced.items()})
         tag_joint(work, plan)
         joint = {n.name: n for n in work.graph.nodes}
-        # graph-opt's plan alone decides: no knapsack on top of it.
-        with _functorch_config.patch(activation_memory_budget=1.0):
+        # graph-opt's plan alone decides: no knapsack on top of it, and no CSE of torch's
+        # (fx_graph_cse merges unconditionally, backward's recomputations of forward values
+        # included, which makes backward read, and torch save, what graph-opt's plan drops;
+        # graph-opt's own cse merged what it found worth merging, applied above).
+        with _functorch_config.patch(activation_memory_budget=1.0, cse=False):
             fw, bw = min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
         saved = saved_by_torch(fw, num_fwd_outputs)
         if self.check_saved:
