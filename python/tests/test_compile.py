@@ -134,8 +134,12 @@ def test_bitwise_against_torchs_partition_on_eager_kernels(name):
     eager, _ = train(name)
     torchs, _ = train(name, lambda m: torch.compile(m, backend="aot_eager"))
     torch._dynamo.reset()
+    # unmet=closest: on the ATen-level graphs of aot_eager (no Inductor decompositions) the
+    # tiny CNN and ResNet-18 cannot reach 30% (the least is 43%); the test is about the
+    # partition being torch's, bit for bit, whatever the plan.
+    pipeline = PIPELINE.replace("activations=30%", "activations=30%,unmet=closest")
     mine, saved = train(name, lambda m: torch.compile(
-        m, backend=graph_opt.backend(PIPELINE, inner="eager")), measure_saved=True)
+        m, backend=graph_opt.backend(pipeline, inner="eager")), measure_saved=True)
     assert mine == torchs
     assert_close_curves(mine, eager, f"{name}: graph-opt's backend (eager kernels)")
     (plan,) = expect_plans()
