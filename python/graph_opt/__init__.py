@@ -25,8 +25,6 @@ __version__ = "0.1.0"  # pyproject.toml's
 
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
-from . import compile  # noqa: E402  (graph_opt.compile.stats(); shadows the builtin here only)
-from .compile import backend, partitioner
 from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 
@@ -61,3 +59,14 @@ def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, ma
                         reports[name[: -len(".json")]] = json.load(f)
         result["reports"] = reports
         return result
+
+
+def __getattr__(name):
+    """graph_opt.compile, graph_opt.partitioner and graph_opt.backend load on first use:
+    they import torch's Inductor and partitioner modules, which would add a second and a half
+    to every `import graph_opt` (docs/TorchCompile.md)."""
+    if name in ("compile", "partitioner", "backend"):
+        import importlib
+        module = importlib.import_module(".compile", __name__)
+        return module if name == "compile" else getattr(module, name)
+    raise AttributeError(f"module 'graph_opt' has no attribute {name!r}")
