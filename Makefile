@@ -120,8 +120,9 @@ test-compile: build
 # graph-opt's plan against torch's knapsack under the same Inductor (docs/TorchCompile.md):
 # torch.compile, compile-budget=B, graph-opt-inductor@B (the same bytes bound) and per-block
 # torch.utils.checkpoint under compile, on the default-size models; results, plots and the
-# budget-by-budget summary in $(BENCH_DIR)/compile. An hour or more on 2 cores (Inductor
-# compiles each configuration twice for a model with dropout: once to verify, dropout off).
+# budget-by-budget summary in $(BENCH_DIR)/compile. About half an hour per model on 2 cores
+# (GPT-2's eleven configurations and its export took 35 minutes: Inductor compiles each
+# configuration twice for a model with dropout, once to verify, dropout off).
 # --time-failed: torch.compile itself fails peers.py's float64 check on BERT-base and
 # ResNet-50 (docs/TorchCompile.md), and its rows would otherwise go untimed.
 BENCH_COMPILE_MODELS ?= resnet50:default,bert:default,gpt2:default

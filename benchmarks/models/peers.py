@@ -145,12 +145,12 @@ def graph_opt_partitioner(kind, budget):
 
 
 def _graph_opt():
-    """The graph_opt package: installed, or the build tree's (build/python)."""
-    try:
-        import graph_opt
-    except ImportError:
-        sys.path.insert(0, os.path.join(REPO_ROOT, "build", "python"))
-        import graph_opt
+    """The graph_opt package: installed, or the build tree's, found as the exporter finds
+    it (export_model._export)."""
+    import export_model as em
+
+    em._export()
+    import graph_opt
     return graph_opt
 
 

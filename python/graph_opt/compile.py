@@ -38,9 +38,9 @@ from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
 from ._C import Error
 from .fx import from_fx
-from .joint import (DEFAULT_PIPELINE, PlanMismatch, apply_replacements, check_saved,
-                    compile_pipeline, is_rng_state, nbytes, no_dispatch_modes, output_nodes,
-                    plan_joint, replacements, rng_state_bytes, saved_by_torch, storage_root,
+from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
+                    check_saved, compile_pipeline, is_rng_state, nbytes, no_dispatch_modes,
+                    output_nodes, plan_joint, replacements, rng_state_bytes, saved_by_torch,
                     tag_joint)
 
 __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PlanMismatch", "backend",
@@ -54,12 +54,9 @@ __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PlanMismatch", "backend",
 
 @dataclasses.dataclass
 class _Stats:
-    graphs: int = 0          # joint graphs partitioned with graph-opt's plan
-    fallbacks: int = 0       # joint graphs handed to torch's partitioner instead
-    inference_graphs: int = 0
-    inference: list = dataclasses.field(default_factory=list)
-    reasons: list = dataclasses.field(default_factory=list)
-    plans: list = dataclasses.field(default_factory=list)
+    plans: list = dataclasses.field(default_factory=list)      # one per planned joint graph
+    reasons: list = dataclasses.field(default_factory=list)    # one per fallback
+    inference: list = dataclasses.field(default_factory=list)  # one per inference graph
     planning_seconds: float = 0.0
 
 
@@ -72,11 +69,10 @@ def stats():
     to torch's default partitioner, "reasons": one line per fallback,
     "inference_graphs": graphs without backward through the pipeline,
     "inference": per such graph, its nodes before and after and the values
-    the pipeline replaced, "plans": per partitioned graph, its saved and recomputed values
-    and bytes,
-    "planning_seconds": graph-opt's own time}."""
-    return {"graphs": _STATS.graphs, "fallbacks": _STATS.fallbacks,
-            "inference_graphs": _STATS.inference_graphs,
+    the pipeline replaced, "plans": per partitioned graph, its saved and
+    recomputed values and bytes, "planning_seconds": graph-opt's own time}."""
+    return {"graphs": len(_STATS.plans), "fallbacks": len(_STATS.reasons),
+            "inference_graphs": len(_STATS.inference),
             "inference": [dict(i) for i in _STATS.inference],
             "reasons": list(_STATS.reasons), "plans": [dict(p) for p in _STATS.plans],
             "planning_seconds": _STATS.planning_seconds}
@@ -102,7 +98,6 @@ def _implementation_hash():
 
 
 def _warn_fallback(reason):
-    _STATS.fallbacks += 1
     _STATS.reasons.append(reason)
     warnings.warn(f"graph-opt: {reason}; torch's default partitioner partitions this graph "
                   "instead (graph_opt.compile.stats() counts these)", RuntimeWarning,
@@ -156,7 +151,6 @@ class GraphOptPartitioner(CustomPartitionerFn):
                            f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} "
                            f"nodes ({reason})")
             return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-        _STATS.graphs += 1
         _STATS.plans.append(record)
         return fw, bw
 
@@ -168,8 +162,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         joint = {n.name: n for n in ref.graph.nodes}
         with _functorch_config.patch(activation_memory_budget=1.0):
             fw, _ = min_cut_rematerialization_partition(ref, joint_inputs, **kwargs)
-        roots = {storage_root(joint[n]) for n in saved_by_torch(fw, kwargs["num_fwd_outputs"])}
-        return sum(nbytes(r) for r in roots if r.op != "placeholder")
+        return sum(nbytes(r) for r in activation_storages(
+            joint[n] for n in saved_by_torch(fw, kwargs["num_fwd_outputs"])))
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
@@ -192,8 +186,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         saved = saved_by_torch(fw, num_fwd_outputs)
         if self.check_saved:
             check_saved(plan, saved, joint)
-        storages = {storage_root(joint[n]) for n in saved}
-        storages = {r for r in storages if r.op != "placeholder"}
+        storages = activation_storages(joint[n] for n in saved)
         rng_states = [n for n in output_nodes(fw)[num_fwd_outputs:]
                       if isinstance(n, torch.fx.Node) and is_rng_state(n)]
         record = {
@@ -268,7 +261,6 @@ class _Backend:
             _warn_fallback(f"graph-opt could not take an inference graph "
                            f"({type(e).__name__}: {e})".splitlines()[0])
             return
-        _STATS.inference_graphs += 1
         _STATS.inference.append({"nodes": nodes, "replaced": replaced, "nodes_after": sum(
             1 for n in gm.graph.nodes if n.op == "call_function")})
 

@@ -124,7 +124,6 @@ class Plan:
     backward: set
     replaced: dict
     report: dict
-    statistics: list
 
 
 def output_nodes(gm):
@@ -215,7 +214,7 @@ def _recomputed_values(nodes):
     return found
 
 
-def replacements(gm, nodes, graph_outputs):
+def replacements(gm, nodes, graph_outputs, recompute_of=None):
     """What graph-opt's rewrites made each fx value into: {X: Y} where every
     reader of X reads Y in the rewritten graph (cse merged X into Y,
     canonicalize folded X to Y). Readers are matched by name and operand
@@ -286,10 +285,9 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
              if v in defined_forward}
     return Plan(saved=saved, recomputed=set(recompute_of.values()),
                 backward={k for k, v in phases.items() if v == "backward"},
-                replaced={old.name: new.name
-                          for old, new in replacements(gm, nodes, graph.outputs).items()},
-                report=result["reports"].get("checkpoint", {}),
-                statistics=result["statistics"])
+                replaced={old.name: new.name for old, new in
+                          replacements(gm, nodes, graph.outputs, recompute_of).items()},
+                report=result["reports"].get("checkpoint", {}))
 
 
 def tag_joint(gm, plan):
@@ -378,27 +376,24 @@ def _recomputed_whole(node):
     return parent.meta.get("recompute") == CheckpointPolicy.MUST_RECOMPUTE
 
 
+def activation_storages(nodes):
+    """The distinct storages `nodes` hold, views resolved to what they view,
+    graph inputs apart (parameters and inputs are there anyway)."""
+    roots = {storage_root(n) for n in nodes}
+    return {r for r in roots if r.op != "placeholder"}
+
+
 def check_saved(plan, torch_saved, joint):
     """The storages of activations torch saves against those graph-opt planned
-    to keep, views resolved to the storage they view (torch saves a view's
-    base or the view, graph-opt's plan keeps storages); placeholders apart
-    (parameters and inputs are there anyway). A difference is a PlanMismatch
-    naming the values."""
-    def storages(names, planned):
-        roots = {}
-        for name in names:
-            node = joint[name]
-            if planned and _recomputed_whole(node):
-                continue
-            root = storage_root(node)
-            if root.op != "placeholder":
-                roots[root.name] = root
-        return roots
-    mine, theirs = storages(plan.saved, True), storages(torch_saved, False)
-    if mine.keys() == theirs.keys():
+    to keep (activation_storages: torch saves a view's base or the view,
+    graph-opt's plan keeps storages). A difference is a PlanMismatch naming
+    the values."""
+    mine = {r.name for r in activation_storages(
+        joint[n] for n in plan.saved if not _recomputed_whole(joint[n]))}
+    theirs = {r.name for r in activation_storages(joint[n] for n in torch_saved)}
+    if mine == theirs:
         return
-    extra = sorted(theirs.keys() - mine.keys())
-    missing = sorted(mine.keys() - theirs.keys())
+    extra, missing = sorted(theirs - mine), sorted(mine - theirs)
 
     def listing(names):
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
