@@ -412,8 +412,9 @@ def peak_bytes_of(run_step):
     return peak, at_backward, len(events)
 
 
-def first_steps(kind, budget, step, args, model, model_config, result):
-    """Prepares the configuration, runs and verifies its first step: the run_step to time."""
+def first_steps(kind, budget, step, args, model, model_config, result, time_failed=False):
+    """Prepares the configuration, runs and verifies its first step: the run_step to time
+    (with time_failed, the configuration's even where its verification failed)."""
     import torch
 
     run_step = training_step(step, args)
@@ -474,7 +475,7 @@ def first_steps(kind, budget, step, args, model, model_config, result):
     torch._dynamo.reset()
     if kind in GRAPH_OPT_KINDS:
         _graph_opt().compile.reset_stats()  # the twin's plan is not the timed model's
-    if passed:
+    if passed or time_failed:
         run_step = training_step(torch.compile(prepare(step), backend="inductor"), args)
         _, result["compile_seconds"] = first_step(run_step, step)
         record_graph_opt(kind, result)
@@ -526,7 +527,8 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_fail
 
     # 1. The first step, verified against eager's (compile: compiled here).
     try:
-        run_step = first_steps(kind, budget, step, args, model, model_config, result)
+        run_step = first_steps(kind, budget, step, args, model, model_config, result,
+                               time_failed)
     except PeerError:
         raise
     except Exception as e:
@@ -535,6 +537,9 @@ def measure(config, model, runs, warmup, threads, facts, min_time=0.0, time_fail
         result["status"] = "failed"
         if not time_failed:
             return result
+    if kind not in ("eager", "checkpoint") and result["compile_seconds"] is None:
+        # what would be timed is the eager step under this configuration's name
+        raise PeerError(f"{config}: the step to time was not compiled")
     restore(step, initial)
 
     # 2. Warm-up, then the measured steps.
