@@ -365,15 +365,20 @@ def rng_state_bytes(node):
     return state.numel() * state.element_size()
 
 
-def _recomputed_whole(node):
-    """A result of a multi-output operator graph-opt recomputes (for one of
-    its results, or a random operator it replays from the saved mask): torch
-    recomputes the operator itself, random ones from a saved RNG state
-    (functionalize_rng_ops), and so saves none of its results."""
-    if node.target is not operator.getitem:
-        return False
-    parent = node.args[0]
-    return parent.meta.get("recompute") == CheckpointPolicy.MUST_RECOMPUTE
+def _recomputed_by_torch(node):
+    """A value torch is told to recompute, which it therefore never saves:
+    - one graph-opt recomputes (MUST_RECOMPUTE) even where graph-opt's own
+      backward also reads the original (a recomputed chain clones a free
+      value such as an iota that graph-opt keeps for another reader): torch
+      recomputes it for every backward reader;
+    - a result of a multi-output operator graph-opt recomputes (for one of
+      its results, or a random operator it replays from the saved mask):
+      torch recomputes the operator itself, random ones from a saved RNG
+      state (functionalize_rng_ops)."""
+    if node.meta.get("recompute") == CheckpointPolicy.MUST_RECOMPUTE:
+        return True
+    return (node.target is operator.getitem
+            and node.args[0].meta.get("recompute") == CheckpointPolicy.MUST_RECOMPUTE)
 
 
 def activation_storages(nodes):
@@ -389,7 +394,7 @@ def check_saved(plan, torch_saved, joint):
     graph-opt's plan keeps storages). A difference is a PlanMismatch naming
     the values."""
     mine = {r.name for r in activation_storages(
-        joint[n] for n in plan.saved if not _recomputed_whole(joint[n]))}
+        joint[n] for n in plan.saved if not _recomputed_by_torch(joint[n]))}
     theirs = {r.name for r in activation_storages(joint[n] for n in torch_saved)}
     if mine == theirs:
         return

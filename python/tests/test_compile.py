@@ -241,6 +241,37 @@ def test_uuid_covers_pipeline_and_version():
     assert graph_opt.__version__ in a.uuid()
 
 
+def test_saved_check_expects_torch_to_recompute_what_it_is_told_to():
+    """A value graph-opt both recomputes and keeps (a recomputed chain clones a free iota
+    that another backward reader takes from the forward: BERT's position ids at
+    activations=10% under Inductor) is tagged MUST_RECOMPUTE, which torch never saves; any
+    other difference is still a PlanMismatch."""
+    from torch.utils.checkpoint import CheckpointPolicy
+    from graph_opt.joint import Plan, PlanMismatch, check_saved
+
+    g = torch.fx.Graph()
+    x = g.placeholder("primals_1")
+    iota = g.create_node("call_function", torch.ops.prims.iota.default, (4,), dict(
+        start=0, step=1, dtype=torch.int64, device=torch.device("cpu"), requires_grad=False),
+        name="iota")
+    mul = g.create_node("call_function", torch.ops.aten.mul.Tensor, (x, 2), name="mul")
+    for node, val, tag in ((x, torch.empty(8), None),
+                           (iota, torch.empty(4, dtype=torch.int64), "MUST_RECOMPUTE"),
+                           (mul, torch.empty(8), "MUST_SAVE")):
+        node.meta["val"] = val
+        if tag:
+            node.meta["recompute"] = getattr(CheckpointPolicy, tag)
+    joint = {n.name: n for n in g.nodes}
+    plan = Plan(saved={"iota", "mul"}, recomputed={"iota"}, backward=set(), replaced={},
+                report={})
+    check_saved(plan, ["mul"], joint)
+    with pytest.raises(PlanMismatch, match="torch does not save mul"):
+        check_saved(plan, [], joint)
+    with pytest.raises(PlanMismatch, match="torch also saves iota"):
+        check_saved(Plan(saved={"mul"}, recomputed=set(), backward=set(), replaced={},
+                         report={}), ["mul", "iota"], joint)
+
+
 class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
