@@ -121,10 +121,10 @@ test-compile: build
 # torch.compile, compile-budget=B, graph-opt-inductor@B (the same bytes bound) and per-block
 # torch.utils.checkpoint under compile, on the default-size models; results, plots and the
 # budget-by-budget summary in $(BENCH_DIR)/compile. About half an hour per model on 2 cores
-# (GPT-2's eleven configurations and its export took 35 minutes: Inductor compiles each
-# configuration twice for a model with dropout, once to verify, dropout off).
-# --time-failed: torch.compile itself fails peers.py's float64 check on BERT-base and
-# ResNet-50 (docs/TorchCompile.md), and its rows would otherwise go untimed.
+# (GPT-2's eleven configurations and its export took 35 minutes, BERT-base's 34: Inductor
+# compiles each configuration twice for a model with dropout, once to verify, dropout off).
+# --time-failed: torch.compile itself fails peers.py's float64 check on ResNet-50
+# (docs/TorchCompile.md), and its rows would otherwise go untimed.
 BENCH_COMPILE_MODELS ?= resnet50:default,bert:default,gpt2:default
 BENCH_COMPILE_BUDGETS ?= 0.5 0.3 0.1 0.05
 BENCH_COMPILE_PEERS := compile,checkpoint-compile$(foreach b,$(BENCH_COMPILE_BUDGETS),,compile-budget=$(b),graph-opt-inductor@$(b))
