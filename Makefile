@@ -91,7 +91,7 @@ demo: build $(DEMO_MODEL)
 #   make bench BENCH_PEERS=eager,checkpoint,compile,compile-budget=0.5
 BENCH_DIR := $(BUILD_DIR)/bench
 BENCH_MODELS ?= resnet18:tiny,gpt2:tiny,bert:tiny,resnet18:default
-BENCH_PIPELINES ?= repeat{cse,canonicalize,dce};cse
+BENCH_PIPELINES ?= repeat{cse,canonicalize,dce};cse;checkpoint{activations=50%};checkpoint{activations=30%}
 BENCH_PEERS ?= eager,checkpoint
 BENCH_RUNS ?= 5
 BENCH_THREADS ?=
