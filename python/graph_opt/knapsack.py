@@ -1,0 +1,92 @@
+"""torch's own choice of the activations to save, made on a graph-opt training graph.
+
+torch.compile's partitioner (`min_cut_rematerialization_partition`, with its knapsack under
+`torch._functorch.config.activation_memory_budget`) chooses what the forward keeps for
+backward. `torch_saved_values(graph, memory_budget)` runs that very function on a graph-opt
+training graph, so its choice can be applied to graph-opt's graph and compared with
+graph-opt's planners on the same executor (issue 30: `checkpoint{planner=torch}`).
+
+torch's function expects what AOTAutograd hands it, so the graph is given that shape on a
+copy (graph_opt.fx.to_fx):
+- placeholders named `primals_1..N` (torch recognizes the inputs by that name);
+- the loss gradient's seed (`full_like(loss, 1)` or `ones_like(loss)` in backward) replaced
+  by a `tangents_1` input: without a tangent torch finds no backward and silently returns
+  its default partition, with no budget applied;
+- the outputs ordered forward first (the loss), then the gradients;
+- runtime assertions without a value (`_assert_tensor_metadata`) erased: torch sizes every
+  node it may save and has no size for them.
+"""
+import torch
+
+from ._C import Error
+from .fx import to_fx
+from .joint import activation_storages, nbytes, output_nodes, saved_by_torch
+
+_SEEDS = (torch.ops.aten.full_like.default, torch.ops.aten.ones_like.default)
+
+
+def _phase(node):
+    return node.meta.get("custom", {}).get("graph_opt", {}).get("phase")
+
+
+def aot_joint(graph):
+    """The graph as AOTAutograd's joint graph: (GraphModule, num_fwd_outputs). Raises
+    Error naming the graph where it has no backward or no loss-gradient seed."""
+    roles = [s.get("role") for s in graph.outputs]
+    if "gradient" not in roles:
+        raise Error(f"graph '{graph.name}' has no gradient output: torch's partitioner "
+                    "needs a training graph (forward and backward)")
+    gm = to_fx(graph)
+    fx_graph = gm.graph
+    for i, n in enumerate(fx_graph.find_nodes(op="placeholder")):
+        n.target = n.name = f"primals_{i + 1}"
+    outputs = output_nodes(gm)
+    loss = [o for o, r in zip(outputs, roles) if r == "loss"]
+    seeds = [n for n in fx_graph.nodes
+             if n.op == "call_function" and n.target in _SEEDS and _phase(n) == "backward"
+             and n.args and n.args[0] in loss]
+    if len(seeds) != 1:
+        raise Error(f"graph '{graph.name}': {len(seeds)} loss-gradient seeds (full_like or "
+                    "ones_like of the loss, in backward) where torch's partitioner needs "
+                    "exactly one to stand for its tangent input")
+    seed = seeds[0]
+    first = next(n for n in fx_graph.nodes if n.op != "placeholder")
+    with fx_graph.inserting_before(first):
+        tangent = fx_graph.placeholder("tangents_1")
+    tangent.meta["val"] = seed.meta["val"]
+    seed.replace_all_uses_with(tangent)
+    fx_graph.erase_node(seed)
+    forward = [o for o, r in zip(outputs, roles) if r != "gradient"]
+    backward = [o for o, r in zip(outputs, roles) if r == "gradient"]
+    fx_graph.output_node().args = (tuple(forward + backward),)
+    for n in list(fx_graph.nodes):
+        if n.op == "call_function" and "val" not in n.meta and not n.users:
+            fx_graph.erase_node(n)
+    gm.recompile()
+    return gm, len(forward)
+
+
+def torch_saved_values(graph, memory_budget):
+    """What torch's partitioner saves for backward on `graph` with
+    activation_memory_budget = `memory_budget` (0 to 1): {"saved": the saved
+    values' names (graph inputs included, as graph-opt names them),
+    "activation_bytes": their distinct storages' bytes, graph inputs apart}."""
+    if not 0.0 <= memory_budget <= 1.0:
+        raise Error(f"memory_budget={memory_budget}: a share in [0, 1], as "
+                    "torch._functorch.config.activation_memory_budget")
+    from torch._functorch import config as functorch_config
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    gm, num_fwd_outputs = aot_joint(graph)
+    by_name = {n.name: n for n in gm.graph.nodes}
+    inputs = [s["name"] for s in graph.inputs]
+    with functorch_config.patch(activation_memory_budget=memory_budget):
+        fw, _ = min_cut_rematerialization_partition(
+            gm, None, num_fwd_outputs=num_fwd_outputs, static_lifetime_input_indices=[])
+    saved = saved_by_torch(fw, num_fwd_outputs)
+    return {
+        "saved": sorted(inputs[int(n[len("primals_"):]) - 1] if n.startswith("primals_") else n
+                        for n in saved),
+        "activation_bytes": sum(nbytes(r) for r in activation_storages(
+            by_name[n] for n in saved if n in by_name)),
+    }

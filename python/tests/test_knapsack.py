@@ -1,0 +1,36 @@
+"""torch's knapsack run on graph-opt training graphs (graph_opt.knapsack; issue 30's
+checkpoint{planner=torch} baseline). Run by ctest (PythonTests)."""
+import os
+
+import pytest
+
+import graph_opt
+from graph_opt.knapsack import torch_saved_values
+
+ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
+
+
+def zoo(name):
+    path = os.path.join(ZOO, name)
+    if not os.path.isfile(path):
+        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
+    return graph_opt.Graph.load(path)
+
+
+def test_the_budget_reaches_torchs_knapsack():
+    """A graph whose backward starts at full_like(loss, 1): without the tangent input the
+    rewrite gives it, torch would find no backward and ignore the budget."""
+    g = zoo("gpt2-train.pt2")
+    full = torch_saved_values(g, 1.0)
+    tight = torch_saved_values(g, 0.3)
+    assert 0 < tight["activation_bytes"] < 0.5 * full["activation_bytes"]
+    values = {s["name"] for s in g.inputs} | {v for n in g.nodes for v in n["outputs"]}
+    for chosen in (full, tight):
+        assert chosen["saved"] and set(chosen["saved"]) <= values
+
+
+def test_refuses_a_graph_without_backward():
+    with pytest.raises(graph_opt.Error, match="'.*' has no gradient output"):
+        torch_saved_values(zoo("mlp-eval.pt2"), 0.5)
+    with pytest.raises(graph_opt.Error, match=r"memory_budget=1.5: a share in \[0, 1\]"):
+        torch_saved_values(zoo("mlp-train.pt2"), 1.5)
