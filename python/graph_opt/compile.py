@@ -39,9 +39,9 @@ from torch._inductor.custom_graph_pass import CustomPartitionerFn
 from ._C import Error
 from .fx import from_fx
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
-                    check_saved, compile_pipeline, is_rng_state, nbytes, no_dispatch_modes,
-                    output_nodes, plan_joint, replacements, rng_state_bytes, saved_by_torch,
-                    tag_joint)
+                    check_memory_budget, check_saved, compile_pipeline, is_rng_state, nbytes,
+                    no_dispatch_modes, output_nodes, plan_joint, replacements,
+                    rng_state_bytes, saved_by_torch, tag_joint, torch_saved)
 
 __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PlanMismatch", "backend",
            "compile_pipeline", "partitioner", "plan_joint", "reset_stats", "rewrite_inference",
@@ -121,9 +121,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None,
                  check_saved=True):
-        if memory_budget is not None and not 0.0 <= memory_budget <= 1.0:
-            raise Error(f"memory_budget={memory_budget}: a share in [0, 1], as "
-                        "torch._functorch.config.activation_memory_budget")
+        if memory_budget is not None:
+            check_memory_budget(memory_budget)
         self.pipeline = pipeline
         self.strict = strict
         self.memory_budget = memory_budget
@@ -158,12 +157,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _torch_saved_bytes(gm, joint_inputs, kwargs):
         """The activation bytes (distinct storages, inputs apart) torch's own partition of
         the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
-        ref = _copy_joint(gm)
-        joint = {n.name: n for n in ref.graph.nodes}
-        with _functorch_config.patch(activation_memory_budget=1.0):
-            fw, _ = min_cut_rematerialization_partition(ref, joint_inputs, **kwargs)
-        return sum(nbytes(r) for r in activation_storages(
-            joint[n] for n in saved_by_torch(fw, kwargs["num_fwd_outputs"])))
+        return torch_saved(_copy_joint(gm), 1.0, joint_inputs, **kwargs)[1]
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]

@@ -321,6 +321,29 @@ def is_rng_state(node):
         node.target is operator.getitem and node.args[0].target is run_and_save)
 
 
+def check_memory_budget(memory_budget):
+    """Raises Error unless `memory_budget` is a share as torch's own is."""
+    if not 0.0 <= memory_budget <= 1.0:
+        raise Error(f"memory_budget={memory_budget}: a share in [0, 1], as "
+                    "torch._functorch.config.activation_memory_budget")
+
+
+def torch_saved(gm, memory_budget, joint_inputs=None, **kwargs):
+    """torch's own partition of the joint graph `gm` (changed: torch rewrites
+    the graph it partitions) with activation_memory_budget = `memory_budget`:
+    (the names of the values its forward saves, their activation bytes:
+    distinct storages, graph inputs apart). `kwargs` as torch's partitioner
+    takes them (num_fwd_outputs, static_lifetime_input_indices, ...)."""
+    from torch._functorch import config as functorch_config
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    joint = {n.name: n for n in gm.graph.nodes}
+    with functorch_config.patch(activation_memory_budget=memory_budget):
+        fw, _ = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+    saved = saved_by_torch(fw, kwargs["num_fwd_outputs"])
+    return saved, sum(nbytes(r) for r in activation_storages(joint[n] for n in saved))
+
+
 def saved_by_torch(fw_module, num_fwd_outputs):
     """The values torch's forward half hands to backward: its outputs after
     the forward's own, tensors only (not SymInts, not RNG states)."""

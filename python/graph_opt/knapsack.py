@@ -18,15 +18,16 @@ copy (graph_opt.fx.to_fx):
 """
 import torch
 
+from . import _C
 from ._C import Error
 from .fx import to_fx
-from .joint import activation_storages, nbytes, output_nodes, saved_by_torch
+from .joint import check_memory_budget, output_nodes, torch_saved
 
 _SEEDS = (torch.ops.aten.full_like.default, torch.ops.aten.ones_like.default)
 
 
 def _phase(node):
-    return node.meta.get("custom", {}).get("graph_opt", {}).get("phase")
+    return node.meta.get("custom", {}).get(_C.PT2_CUSTOM_KEY, {}).get("phase")
 
 
 def aot_joint(graph):
@@ -71,22 +72,13 @@ def torch_saved_values(graph, memory_budget):
     activation_memory_budget = `memory_budget` (0 to 1): {"saved": the saved
     values' names (graph inputs included, as graph-opt names them),
     "activation_bytes": their distinct storages' bytes, graph inputs apart}."""
-    if not 0.0 <= memory_budget <= 1.0:
-        raise Error(f"memory_budget={memory_budget}: a share in [0, 1], as "
-                    "torch._functorch.config.activation_memory_budget")
-    from torch._functorch import config as functorch_config
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
+    check_memory_budget(memory_budget)
     gm, num_fwd_outputs = aot_joint(graph)
-    by_name = {n.name: n for n in gm.graph.nodes}
+    saved, activation_bytes = torch_saved(gm, memory_budget, num_fwd_outputs=num_fwd_outputs,
+                                          static_lifetime_input_indices=[])
     inputs = [s["name"] for s in graph.inputs]
-    with functorch_config.patch(activation_memory_budget=memory_budget):
-        fw, _ = min_cut_rematerialization_partition(
-            gm, None, num_fwd_outputs=num_fwd_outputs, static_lifetime_input_indices=[])
-    saved = saved_by_torch(fw, num_fwd_outputs)
     return {
         "saved": sorted(inputs[int(n[len("primals_"):]) - 1] if n.startswith("primals_") else n
                         for n in saved),
-        "activation_bytes": sum(nbytes(r) for r in activation_storages(
-            by_name[n] for n in saved if n in by_name)),
+        "activation_bytes": activation_bytes,
     }
