@@ -83,6 +83,10 @@ void recordPlan(const RecomputeModel &model, const CheckpointPlan &plan,
                                dropped[c] ? "recomputed" : "kept", "", cand.bytes,
                                cand.standaloneSeconds});
   }
+  for (const Value *v : plan.held)
+    out.activations.push_back({v->name().str(), moduleOf(v), "held",
+                               "kept for recomputations to read; backward does not read it",
+                               model.baseline().lookup(v)->bytes, 0});
   for (const auto &[v, why] : model.excluded())
     out.activations.push_back({v->name().str(), moduleOf(v), "never", why,
                                model.baseline().lookup(v)->bytes, 0});
@@ -149,6 +153,13 @@ absl::Status CheckpointPass::validateOptions() {
   if (budget_.get() && activations_.get() && planner_.get() == Planner::Milp)
     return absl::InvalidArgumentError(
         "planner=milp plans for one bound: give budget= or activations=, not both");
+  if (planner_.get() == Planner::Torch &&
+      (budget_.get() || !activations_.get() || !activations_.get()->isPercent() ||
+       activations_.get()->percentValue() > 100))
+    return absl::InvalidArgumentError(
+        "planner=torch runs torch.compile's partitioner, whose one bound is its "
+        "activation_memory_budget: give activations= as a share up to 100% (activations=30%), "
+        "without budget=");
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   return absl::OkStatus();
@@ -207,7 +218,9 @@ int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out
     out.boundedName = "activations saved for backward";
     out.peakCapBytes = peakBudget;
   }
-  out.planner = planner_.get() == Planner::Greedy ? "greedy" : "milp";
+  out.planner = planner_.get() == Planner::Greedy ? "greedy"
+                : planner_.get() == Planner::Milp  ? "milp"
+                                                   : "torch";
   setStatistic("budget bytes", out.budgetBytes);
   setStatistic("unoptimised peak bytes", out.baselinePeak);
   return peakBudget;
@@ -232,12 +245,16 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   CheckpointPlan &plan = planned.plan;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
-    auto made = planner_.get() == Planner::Greedy
-                    ? planGreedy(model, target, peakCap)
-                    : planMilp(model, target, MilpOptions{timeLimit_.get()});
+    auto made = planner_.get() == Planner::Greedy ? planGreedy(model, target, peakCap)
+                : planner_.get() == Planner::Milp
+                    ? planMilp(model, target, MilpOptions{timeLimit_.get()})
+                    : planTorch(model, activations_.get()->percentValue() / 100, target, peakCap);
     if (!made.ok())
       return made.status();
     plan = std::move(*made);
+    // torch's plan is what torch chose at its own budget, whatever graph-opt's measure says.
+    if (planner_.get() == Planner::Torch)
+      plan.meetsBudget = true;
     absl::Status unmet = absl::OkStatus();
     if (!plan.meetsBudget && plan.predictedBounded <= target)
       unmet = absl::OutOfRangeError(absl::StrCat(
@@ -380,17 +397,20 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
     os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,
                        o.measuredBaselineSeconds * 1e3, share(o.measuredSeconds, o.measuredBaselineSeconds));
   os << "\n";
-  unsigned recomputed = 0, never = 0;
+  unsigned recomputed = 0, never = 0, held = 0;
   int64_t recomputedBytes = 0;
   for (const Activation &a : o.activations) {
     recomputed += a.decision == "recomputed";
     never += a.decision == "never";
+    held += a.decision == "held";
     if (a.decision == "recomputed")
       recomputedBytes += a.bytes;
   }
   os << "  activations: " << o.activations.size() << ", recomputed " << recomputed << " ("
-     << formatMiB(recomputedBytes) << "), never recomputable " << never << "; nodes added "
-     << o.nodesAdded << "\n";
+     << formatMiB(recomputedBytes) << "), never recomputable " << never;
+  if (held)
+    os << ", held for recomputation (backward does not read them) " << held;
+  os << "; nodes added " << o.nodesAdded << "\n";
   if (!recomputed) {
     os << "  the unoptimised step is already within " << o.budgetText
        << ": nothing to recompute\n";

@@ -9,7 +9,9 @@
 //   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
 //   activations=50%              the activations saved for backward: half the unoptimised;
 //                                with budget= as well, the peak is bounded too
-//   planner=greedy|milp          μ-TWO's greedy (default) or CBC's MILP optimum
+//   planner=greedy|milp|torch    μ-TWO's greedy (default), CBC's MILP optimum, or
+//                                torch.compile's own partitioner (activations= as its
+//                                activation_memory_budget; a Python helper process)
 //   cost=profile|flops           measured node times (runs the graph) or a static estimate
 //   time-limit=10                seconds for the MILP solver
 //   measure=true                 with cost=profile: run the rewritten graph and check
@@ -46,7 +48,7 @@ public:
 
   /// One activation storage in the report.
   struct Activation {
-    std::string name, module, decision, reason; ///< decision: recomputed, kept, never
+    std::string name, module, decision, reason; ///< decision: recomputed, kept, held, never
     int64_t bytes = 0;
     double recomputeSeconds = 0; ///< recomputing it alone
   };
@@ -81,7 +83,7 @@ protected:
   void reset() override { outcome_.reset(); }
 
 private:
-  enum class Planner { Greedy, Milp };
+  enum class Planner { Greedy, Milp, Torch };
   enum class Cost { Profile, Flops };
   enum class Unmet { Error, Closest };
   PassOption<std::optional<MemoryAmount>> budget_{
@@ -95,7 +97,9 @@ private:
       "unoptimised (50%); with budget= too, both bounds hold",
       std::nullopt};
   PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
-                               {{"greedy", Planner::Greedy}, {"milp", Planner::Milp}}};
+                               {{"greedy", Planner::Greedy},
+                                {"milp", Planner::Milp},
+                                {"torch", Planner::Torch}}};
   PassOption<Cost> cost_{this, "cost",
                          "node times: measured by the profile analysis, or estimated from FLOPs",
                          Cost::Profile, {{"profile", Cost::Profile}, {"flops", Cost::Flops}}};

@@ -9,7 +9,10 @@
 //     current peak, with the liveness simulation of the rewritten graph in the
 //     loop; then values made several times are shared where the budget allows;
 //   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
-//     CBC, with a time limit and the gap it proved.
+//     CBC, with a time limit and the gap it proved;
+//   - torch (TorchPlanner.cpp): torch.compile's own partitioner and knapsack,
+//     run on this graph in a Python helper process: the baseline, on the same
+//     executor.
 //
 // Every plan's predicted peak is the simulation of the graph it rewrites to.
 //
@@ -27,6 +30,9 @@ namespace graphopt {
 struct CheckpointPlan {
   std::string planner;
   std::vector<int32_t> dropped; ///< candidate indices
+  /// Forward storages backward does not read, kept for the clones to read
+  /// (RecomputeModel::closure's `held`; torch's plans have them).
+  std::vector<const Value *> held;
   RecomputeSet recompute;
   int64_t predictedPeak = 0;        ///< simulated peak above the graph inputs
   int64_t predictedBounded = 0;     ///< simulated highest of the bounded memory
@@ -65,6 +71,14 @@ struct MilpOptions {
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
                                         const MilpOptions &options);
 
+/// What torch.compile's partitioner saves at activation_memory_budget =
+/// `memoryBudget` (0 to 1), as a plan on this model's graph: candidates it
+/// saves no value of are dropped, forward values it saves that backward does
+/// not read are held. Its predictions are filled for `budget` and `peakCap`
+/// (graph-opt's measure, which need not agree with torch's).
+absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double memoryBudget,
+                                         int64_t budget, int64_t peakCap = kNoPeakCap);
+
 /// Fills a plan's predictions from its recomputation (simulated); it meets
 /// the budget when its bounded memory is within `budget` and its peak above
 /// the inputs within `peakCap`.
@@ -74,7 +88,7 @@ absl::Status predictPlan(const RecomputeModel &model, int64_t budget, Checkpoint
 void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan,
                  int64_t peakCap = kNoPeakCap);
 /// Fills a plan's recomputation (each own clone at its first backward use),
-/// simulation and predictions from its dropped set.
+/// simulation and predictions from its dropped and held sets.
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan);
 
 } // namespace graphopt

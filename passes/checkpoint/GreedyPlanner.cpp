@@ -43,7 +43,7 @@ void predictPlan(const Simulation &sim, int64_t budget, CheckpointPlan &plan, in
 }
 
 absl::Status completePlan(const RecomputeModel &model, int64_t budget, CheckpointPlan &plan) {
-  auto set = model.closure(plan.dropped);
+  auto set = model.closure(plan.dropped, plan.held);
   if (!set.ok())
     return set.status();
   plan.recompute = std::move(*set);

@@ -20,24 +20,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/HelperProcess.h"
 #include "checkpoint/MilpFormulation.h"
 #include "checkpoint/MilpProblem.h"
 
 #include <absl/strings/str_cat.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-#include <thread>
 
 namespace graphopt {
 
@@ -50,8 +40,6 @@ constexpr unsigned kMaxRounds = 4;
 /// CBC's root LP is not cut short by the limit (6 s on ResNet-152's 46k columns).
 constexpr double kGraceSeconds = 60;
 
-extern "C" char **environ;
-
 const char *const kPlannerName = "checkpoint{planner=milp}";
 
 /// The solver program: $GRAPHOPT_MILP_SOLVER, else where the build put it.
@@ -59,89 +47,6 @@ std::string solverPath() {
   if (const char *env = std::getenv("GRAPHOPT_MILP_SOLVER"); env && *env)
     return env;
   return GRAPHOPT_MILP_SOLVER;
-}
-
-/// A file of its own in $TMPDIR (else /tmp), removed with this object.
-class TempFile {
-public:
-  static absl::StatusOr<TempFile> make(const char *what) {
-    const char *dir = std::getenv("TMPDIR");
-    std::string pattern = absl::StrCat(dir && *dir ? dir : "/tmp", "/graph-opt-milp-", what,
-                                       "-XXXXXX");
-    int fd = ::mkstemp(pattern.data());
-    if (fd < 0)
-      return absl::InternalError(absl::StrCat(kPlannerName, ": cannot create ", pattern, ": ",
-                                              std::strerror(errno)));
-    ::close(fd);
-    return TempFile(std::move(pattern));
-  }
-  TempFile(TempFile &&other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  TempFile &operator=(TempFile &&) = delete;
-  ~TempFile() {
-    if (!path_.empty())
-      ::unlink(path_.c_str());
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
-/// The last line the solver wrote to stderr, if any.
-std::string lastLineOf(const std::string &path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty())
-      last = line;
-  return last;
-}
-
-/// Starts the solver on `request` and waits for it, at most `deadline` seconds.
-/// Returns its wait status, or an error when it cannot be started or is stopped.
-absl::StatusOr<int> runSolver(const std::string &solver, const std::string &request,
-                              const std::string &solution, const std::string &errors,
-                              double deadline) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, errors.c_str(), O_WRONLY | O_TRUNC, 0);
-  std::vector<char *> argv = {const_cast<char *>(solver.c_str()),
-                              const_cast<char *>(request.c_str()),
-                              const_cast<char *>(solution.c_str()), nullptr};
-  pid_t pid = -1;
-  int spawned = ::posix_spawn(&pid, solver.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    return absl::FailedPreconditionError(absl::StrCat(
-        kPlannerName, ": cannot start the MILP solver program ", solver, ": ",
-        std::strerror(spawned), " (set GRAPHOPT_MILP_SOLVER to graph-opt-milp's path)"));
-
-  // Polled: a solve takes milliseconds to seconds, and a thread blocked in
-  // waitpid could not be given up at the deadline.
-  auto begin = std::chrono::steady_clock::now();
-  auto pause = std::chrono::microseconds(200);
-  for (;;) {
-    int status = 0;
-    pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid)
-      return status;
-    if (done < 0 && errno != EINTR)
-      return absl::InternalError(absl::StrCat(kPlannerName, ": lost the MILP solver ", solver,
-                                              ": ", std::strerror(errno)));
-    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    if (waited > deadline) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return absl::DeadlineExceededError(absl::StrCat(
-          kPlannerName, ": the MILP solver ", solver, " was still running ",
-          static_cast<int>(waited), " s after it started and was stopped"));
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(10000));
-  }
 }
 
 absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
@@ -154,34 +59,28 @@ absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
     out.status = "optimal";
     return out;
   }
-  auto request = TempFile::make("request");
-  auto solution = TempFile::make("solution");
-  auto errors = TempFile::make("stderr");
+  auto request = TempFile::make("graph-opt-milp-request");
+  auto solution = TempFile::make("graph-opt-milp-solution");
+  auto errors = TempFile::make("graph-opt-milp-stderr");
   for (const absl::StatusOr<TempFile> *file : {&request, &solution, &errors})
     if (!file->ok())
-      return file->status();
+      return absl::InternalError(absl::StrCat(kPlannerName, ": ", file->status().message()));
   MilpRequest asked{p, std::vector<double>(initial.begin(), initial.end()),
                     std::max(seconds, 0.01)};
   if (std::string error = writeMilpRequest(request->path(), asked); !error.empty())
     return absl::InternalError(absl::StrCat(kPlannerName, ": ", error));
 
   std::string solver = solverPath();
-  auto status = runSolver(solver, request->path(), solution->path(), errors->path(),
-                          asked.seconds + kGraceSeconds);
-  if (!status.ok())
-    return status.status();
-  std::string what = absl::StrCat(" solving a program of ", p.objective.size(), " columns and ",
-                                  p.rows.size(), " rows");
-  if (WIFSIGNALED(*status))
-    return absl::InternalError(absl::StrCat(
-        kPlannerName, ": the MILP solver ", solver, " crashed (signal ", WTERMSIG(*status), ", ",
-        strsignal(WTERMSIG(*status)), ")", what, "; checkpoint{planner=greedy} does not need it"));
-  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    std::string said = lastLineOf(errors->path());
-    return absl::InternalError(absl::StrCat(kPlannerName, ": the MILP solver ", solver,
-                                            " failed (exit status ", WEXITSTATUS(*status), ")",
-                                            what, said.empty() ? "" : ": ", said));
-  }
+  const HelperProgram program{kPlannerName, "MILP solver",
+                              " (set GRAPHOPT_MILP_SOLVER to graph-opt-milp's path)"};
+  if (absl::Status st = runHelper(
+          program, {solver, request->path(), solution->path()}, {}, errors->path(),
+          asked.seconds + kGraceSeconds,
+          absl::StrCat(" solving a program of ", p.objective.size(), " columns and ",
+                       p.rows.size(), " rows"),
+          "checkpoint{planner=greedy} does not need it");
+      !st.ok())
+    return st;
   if (std::string error = readMilpSolution(solution->path(), out); !error.empty())
     return absl::InternalError(absl::StrCat(kPlannerName, ": ", error));
   if (out.found && out.columns.size() != p.objective.size())

@@ -162,6 +162,8 @@ PlanState::PlanState(const RecomputeModel &model)
     ownAt_.push_back(c.firstBackwardUse);
 }
 
+void PlanState::hold(const Value *storage) { held_.insert(storage); }
+
 bool PlanState::isCloned(const Node *n, int64_t p) const {
   auto it = clonedAt_.find(n);
   return it != clonedAt_.end() && llvm::is_contained(it->second, p);
@@ -228,8 +230,8 @@ RecomputeSet PlanState::result() const {
 }
 
 /// Readable at rank `p` without a new clone: a graph input; a value whose
-/// storage the plan keeps and is not freed before `p`; or a dropped value
-/// backward reads, while its own clone lives.
+/// storage the plan keeps and is not freed before `p`, or holds; or a
+/// dropped value backward reads, while its own clone lives.
 bool PlanState::available(const Value *v, int64_t p) const {
   const LivenessResult &live = model_->baseline_;
   const ValueLiveness *l = live.lookup(v);
@@ -240,7 +242,7 @@ bool PlanState::available(const Value *v, int64_t p) const {
   if (ci >= 0 && dropped_[ci])
     return l->firstBackwardUse >= 0 && v->definingNode()->phase() == Phase::Forward &&
            ownAt_[ci] <= p && p <= l->lastBackwardUse;
-  return s->created < p && s->freedAfter >= p;
+  return s->created < p && (s->freedAfter >= p || held_.contains(s->value));
 }
 
 // Walks back from what backward reads of candidate `c` (its own clones, at
@@ -339,6 +341,7 @@ absl::StatusOr<PlanState>
 PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
   PlanState next(*model_);
   next.ownAt_ = ownAt_;
+  next.held_ = held_;
   for (auto [c, p] : points)
     next.ownAt_[c] = std::min(next.ownAt_[c], p);
   for (int32_t d : order_)
@@ -347,8 +350,11 @@ PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
   return next;
 }
 
-absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dropped) const {
+absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dropped,
+                                                      llvm::ArrayRef<const Value *> held) const {
   PlanState state(*this);
+  for (const Value *v : held)
+    state.hold(v);
   for (int32_t c : dropped)
     if (absl::Status st = state.add(c); !st.ok())
       return st;

@@ -15,7 +15,9 @@
 //     a clone of it made at the same point and freed when used (chains of
 //     recomputation). A value two points need is made twice rather than held
 //     between them: recomputation never extends a lifetime (μ-TWO's rule);
-//     the planners see the repeated time and prefer plans that avoid it;
+//     the planners see the repeated time and prefer plans that avoid it.
+//     A plan may also hold a forward storage backward does not read, for
+//     clones to read (torch's partitioner saves such values);
 //   - its cost: the clones' measured (or estimated) time; its memory: the
 //     liveness simulation of the rewritten graph (`simulate`), not a guess.
 //
@@ -139,8 +141,13 @@ public:
   /// True when some node writes `v`'s storage at a rank in (after, before).
   bool writtenBetween(const Value *v, int64_t after, int64_t before) const;
   /// The recomputation `dropped` (candidate indices) needs; an error names
-  /// the value that cannot be made again and why.
-  absl::StatusOr<RecomputeSet> closure(llvm::ArrayRef<int32_t> dropped) const;
+  /// the value that cannot be made again and why. `held`: storages (their
+  /// owning values, made in forward) the plan keeps for recomputations to
+  /// read although backward does not read them (torch's plans save such
+  /// values: the narrow end of a chain); their lifetime extends to the last
+  /// clone that reads them.
+  absl::StatusOr<RecomputeSet> closure(llvm::ArrayRef<int32_t> dropped,
+                                       llvm::ArrayRef<const Value *> held = {}) const;
 
   /// Rewrites `target` (this model's graph, or a clone of it made with
   /// `cloneMap`): inserts the clones, marked recompute_of, and points the
@@ -180,6 +187,9 @@ private:
 class PlanState {
 public:
   explicit PlanState(const RecomputeModel &model);
+  /// Keeps forward storage `storage` (its owning value) for recomputations
+  /// to read (RecomputeModel::closure's `held`); before any add().
+  void hold(const Value *storage);
   /// Drops candidate `c` too; an error (and no change) when it cannot be recomputed.
   absl::Status add(int32_t c);
   /// What dropping `c` too would add: the seconds and number of the new clones.
@@ -224,6 +234,7 @@ private:
   std::vector<uint8_t> dropped_;
   std::vector<int32_t> order_; ///< dropped candidates, in the order added
   std::vector<int64_t> ownAt_;
+  llvm::DenseSet<const Value *> held_;
   /// Cloned node -> the ranks it is cloned before.
   llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
 };

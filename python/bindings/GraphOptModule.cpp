@@ -104,11 +104,16 @@ py::dict weightsDict(const Graph &g, const WeightStore &weights, bool constants)
 }
 
 /// What graph_opt.to_fx deserializes: the program's JSON, its weights and
-/// constants by target (those the source carried), and the example inputs.
-py::tuple program(const Model &m) {
+/// constants by target (those the source carried, and with `standInWeights`
+/// a seeded stand-in for each the source lacks, as graph-opt runs a .gir
+/// graph), and the example inputs.
+py::tuple program(const Model &m, bool standInWeights) {
   std::string json = orRaise(serializeExportedProgram(m.graph()));
-  return py::make_tuple(py::bytes(json), weightsDict(m.graph(), m.sourceWeights, false),
-                        weightsDict(m.graph(), m.sourceWeights, true), m.imported.exampleInputs);
+  WeightStore weights = m.sourceWeights;
+  if (standInWeights)
+    orRaise(fillMissingWeights(m.graph(), weights, /*seed=*/0));
+  return py::make_tuple(py::bytes(json), weightsDict(m.graph(), weights, false),
+                        weightsDict(m.graph(), weights, true), m.imported.exampleInputs);
 }
 
 /// What graph_opt.from_fx serialized with torch's own serializer.
@@ -445,7 +450,7 @@ PYBIND11_MODULE(_C, module) {
              "Runs both graphs on the original's weights and inputs and compares every output "
              "and every input written in place (graph-opt --verify); `check` raises "
              "graph_opt.Error (exit_code 1) when they differ.");
-  module.def("_program", &program, py::arg("graph"),
+  module.def("_program", &program, py::arg("graph"), py::arg("stand_in_weights") = false,
              "(program JSON, weights, constants, example inputs) for graph_opt.to_fx.");
   module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
              "Whether graph-opt's CPU allocators are the process's now (only inside its calls).");

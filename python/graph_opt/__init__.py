@@ -11,6 +11,7 @@ verification). See docs/Python.md.
 """
 import json
 import os
+import sys
 import tempfile
 
 import torch  # noqa: F401  (loads LibTorch and torch's Python bindings first)
@@ -20,6 +21,10 @@ import torch  # noqa: F401  (loads LibTorch and torch's Python bindings first)
 _bundled_solver = os.path.join(os.path.dirname(__file__), "bin", "graph-opt-milp")
 if os.path.isfile(_bundled_solver):
     os.environ.setdefault("GRAPHOPT_MILP_SOLVER", _bundled_solver)
+# checkpoint{planner=torch} runs torch's partitioner in `python -m graph_opt.knapsack`: from
+# Python, in this interpreter's program with this package (the driver uses the build's).
+os.environ.setdefault("GRAPHOPT_PYTHON", sys.executable)
+os.environ.setdefault("GRAPHOPT_PYTHONPATH", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 __version__ = "0.1.0"  # pyproject.toml's
 

@@ -244,12 +244,15 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
                                   _flat_example_inputs(example_inputs))
 
 
-def to_exported_program(graph):
+def to_exported_program(graph, stand_in_weights=False):
     """The graph as a torch.export.ExportedProgram (weights, constants and
     example inputs included), through torch's deserializer. For a joint
     training graph, run `ep.graph_module` on flat inputs: torch 2.11's
-    `ep.module()` does not take joint programs."""
-    text, weights, constants, example_inputs = _C._program(graph)
+    `ep.module()` does not take joint programs. A weight the graph was read
+    without (a .gir file) is an error, unless `stand_in_weights`: then it is
+    a seeded stand-in, as graph-opt runs such a graph (for uses that read
+    only shapes, such as torch's partitioner)."""
+    text, weights, constants, example_inputs = _C._program(graph, stand_in_weights)
     for spec in graph.inputs:
         if spec["role"] != "user_input" and spec["role"] != "optimizer_state" and \
                 spec["target"] not in weights and spec["target"] not in constants:
@@ -265,14 +268,15 @@ def to_exported_program(graph):
         serialized, state_dict, constants, (tuple(example_inputs), {}))
 
 
-def to_fx(graph):
+def to_fx(graph, stand_in_weights=False):
     """The graph as a torch.fx.GraphModule whose placeholders are every graph
     input in order (parameters, buffers and constants included) and whose
     output is the tuple of graph outputs; every node carries meta["val"], and
     meta["custom"] holds graph-opt's attributes and phase.
     gm.meta["graph_opt_signature"] and gm.meta["graph_opt_weights"] keep the
-    roles and the weights for from_fx."""
-    ep = to_exported_program(graph)
+    roles and the weights for from_fx. `stand_in_weights` as for
+    to_exported_program."""
+    ep = to_exported_program(graph, stand_in_weights)
     gm = ep.graph_module
     gm.meta[SIGNATURE_KEY] = ep.graph_signature
     gm.meta[WEIGHTS_KEY] = {**ep.state_dict, **ep.constants}

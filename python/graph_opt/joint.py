@@ -334,12 +334,32 @@ def torch_saved(gm, memory_budget, joint_inputs=None, **kwargs):
     (the names of the values its forward saves, their activation bytes:
     distinct storages, graph inputs apart). `kwargs` as torch's partitioner
     takes them (num_fwd_outputs, static_lifetime_input_indices, ...)."""
+    from unittest import mock
+
     from torch._functorch import config as functorch_config
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._functorch import partitioners
 
     joint = {n.name: n for n in gm.graph.nodes}
-    with functorch_config.patch(activation_memory_budget=memory_budget):
-        fw, _ = min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+    # torch takes its default partition, budget unapplied and nothing said,
+    # when it finds no backward: check that its choice really ran.
+    budgets = []
+    choose = partitioners.choose_saved_values_set
+
+    def observed(joint_graph, node_info, memory_budget=1):
+        budgets.append(memory_budget)
+        return choose(joint_graph, node_info, memory_budget=memory_budget)
+
+    with functorch_config.patch(activation_memory_budget=memory_budget), \
+            mock.patch.object(partitioners, "choose_saved_values_set", observed):
+        fw, _ = partitioners.min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+    if not budgets:
+        raise Error("torch's partitioner took its default partition without choosing the saved "
+                    f"values at activation_memory_budget={memory_budget}: it found no backward "
+                    "in the joint graph")
+    if budgets != [memory_budget]:
+        raise Error(f"torch's partitioner chose the saved values at {budgets}, not at "
+                    f"activation_memory_budget={memory_budget}: a node's meta['memory_budget'] "
+                    "overrides it")
     saved = saved_by_torch(fw, kwargs["num_fwd_outputs"])
     return saved, sum(nbytes(r) for r in activation_storages(joint[n] for n in saved))
 

@@ -4,7 +4,15 @@ torch.compile's partitioner (`min_cut_rematerialization_partition`, with its kna
 `torch._functorch.config.activation_memory_budget`) chooses what the forward keeps for
 backward. `torch_saved_values(graph, memory_budget)` runs that very function on a graph-opt
 training graph, so its choice can be applied to graph-opt's graph and compared with
-graph-opt's planners on the same executor (issue 30: `checkpoint{planner=torch}`).
+graph-opt's planners on the same executor.
+
+`checkpoint{planner=torch}` runs it in a helper process (so that the C++ driver needs no
+Python inside it, and a crash in torch cannot take graph-opt down):
+
+    python -m graph_opt.knapsack GRAPH.gir MEMORY_BUDGET OUT.json
+
+writes torch_saved_values' answer as JSON to OUT.json (through a temporary file), or
+prints the error to stderr and exits 2.
 
 torch's function expects what AOTAutograd hands it, so the graph is given that shape on a
 copy (graph_opt.fx.to_fx):
@@ -37,7 +45,7 @@ def aot_joint(graph):
     if "gradient" not in roles:
         raise Error(f"graph '{graph.name}' has no gradient output: torch's partitioner "
                     "needs a training graph (forward and backward)")
-    gm = to_fx(graph)
+    gm = to_fx(graph, stand_in_weights=True)  # torch's partitioner reads shapes, not values
     fx_graph = gm.graph
     for i, n in enumerate(fx_graph.find_nodes(op="placeholder")):
         n.target = n.name = f"primals_{i + 1}"
@@ -82,3 +90,32 @@ def torch_saved_values(graph, memory_budget):
                         for n in saved),
         "activation_bytes": activation_bytes,
     }
+
+
+def main(argv=None):
+    import argparse
+    import json
+    import os
+    import sys
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m graph_opt.knapsack",
+                                     description="torch's saved values on a graph-opt graph")
+    parser.add_argument("graph", help="a training graph graph-opt reads (.gir, .pt2)")
+    parser.add_argument("memory_budget", type=float, help="activation_memory_budget, 0 to 1")
+    parser.add_argument("out", help="where the JSON answer goes")
+    args = parser.parse_args(argv)
+    try:
+        answer = torch_saved_values(_C.Graph.load(args.graph), args.memory_budget)
+    except Error as e:
+        print(f"{args.graph}: {e}", file=sys.stderr)
+        return 2
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.out)), suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump({**answer, "memory_budget": args.memory_budget}, f)
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

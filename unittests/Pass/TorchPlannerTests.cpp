@@ -1,0 +1,180 @@
+//===- TorchPlannerTests.cpp - checkpoint{planner=torch} and held values -===//
+//
+// torch's partitioner saves values backward never reads (the narrow end of a
+// chain it recomputes from): a plan may hold such a value for its clones to
+// read. planTorch's mapping of torch's answer onto graph-opt's graph is
+// checked here with a stand-in helper that answers a fixed list (no torch):
+// test/Checkpoint/torch-planner.test runs torch itself.
+//
+//===----------------------------------------------------------------------===//
+#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/FlopCost.h"
+#include "checkpoint/RecomputeModel.h"
+
+#include "graphopt/IR/IRMap.h"
+#include "../TestSupport.h"
+
+#include <gtest/gtest.h>
+#include <llvm/Support/FileSystem.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace graphopt;
+using namespace graphopt::test;
+
+namespace {
+
+// %xw = x * w is read only by %a = exp(%xw) in forward; backward reads %a
+// (at %ca, %gxw) and %b = sin(%a) (at %gb1).
+const char *kChain = R"(graph @chain {
+  input %w : f32[] parameter "w"
+  input %x : f32[256] user_input
+forward:
+  %xw = aten::mul.Tensor(%x, %w) : f32[256]
+  %a = aten::exp(%xw) : f32[256]
+  %b = aten::sin(%a) : f32[256]
+  %bb = aten::mul.Tensor(%b, %b) : f32[256]
+  %loss = aten::sum(%bb) : f32[]
+backward:
+  %g = aten::ones_like(%loss) : f32[]
+  %ge = aten::expand(%g, [256]) : f32[256]{strides=[0]}
+  %gbb = aten::mul.Tensor(%ge, %loss) : f32[256]
+  %gb1 = aten::mul.Tensor(%gbb, %b) : f32[256]
+  %gb = aten::mul.Scalar(%gb1, 2) : f32[256]
+  %ca = aten::cos(%a) : f32[256]
+  %ga = aten::mul.Tensor(%gb, %ca) : f32[256]
+  %gxw = aten::mul.Tensor(%ga, %a) : f32[256]
+  %gxx = aten::mul.Tensor(%gxw, %x) : f32[256]
+  %gw = aten::sum(%gxx) : f32[]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+RecomputeModel modelOf(const Graph &graph) {
+  auto m = RecomputeModel::build(graph, estimatedNodeSeconds(graph), {},
+                                 BoundedMemory::SavedActivations);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(*m);
+}
+
+std::vector<std::string> clonesOf(const RecomputeModel &model, const RecomputeSet &set) {
+  std::vector<std::string> out;
+  for (const RecomputeSet::Clone &c : set.clones)
+    out.push_back(c.original->output(0)->name().str() + "@" +
+                  model.nodeAt(c.before)->output(0)->name().str());
+  return out;
+}
+
+/// A stand-in for `python -m graph_opt.knapsack GRAPH BUDGET OUT`: a shell
+/// script (its body given) run as $GRAPHOPT_PYTHON while alive.
+class StandInHelper {
+public:
+  explicit StandInHelper(const std::string &body) {
+    llvm::SmallString<128> path;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("torch-planner-helper", "sh", path));
+    path_ = path.str().str();
+    std::ofstream(path_) << "#!/bin/sh\n" << body << "\n";
+    llvm::sys::fs::setPermissions(path_, llvm::sys::fs::all_read | llvm::sys::fs::all_exe |
+                                             llvm::sys::fs::owner_write);
+    ::setenv("GRAPHOPT_PYTHON", path_.c_str(), 1);
+  }
+  ~StandInHelper() {
+    ::unsetenv("GRAPHOPT_PYTHON");
+    llvm::sys::fs::remove(path_);
+  }
+
+private:
+  std::string path_;
+};
+
+/// A helper that answers torch saved `names` (JSON) in its OUT argument ($5).
+std::string answering(const std::string &names) {
+  return "test \"$1 $2\" = \"-m graph_opt.knapsack\" || exit 9\n"
+         "grep -q '^graph @chain' \"$3\" || exit 8\n"
+         "printf '{\"saved\": [" + names + "], \"memory_budget\": %s}' \"$4\" > \"$5\"";
+}
+
+TEST(HeldValueTest, AHeldValueIsReadByTheClonesInsteadOfMadeAgain) {
+  auto g = parseOrFail(kChain);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g);
+  const Value *xw = valueNamed(*g, "xw");
+  EXPECT_EQ(model.candidateOf(xw), -1); // backward does not read it
+  int32_t a = model.candidateOf(valueNamed(*g, "a"));
+  ASSERT_GE(a, 0);
+
+  // Not held: %a is made again from a clone of %xw.
+  auto plain = model.closure({a});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(clonesOf(model, *plain), (std::vector<std::string>{"xw@ca", "a@ca"}));
+  // Held: %a's clone reads %xw itself, which lives until then.
+  auto held = model.closure({a}, {xw});
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(clonesOf(model, *held), (std::vector<std::string>{"a@ca"}));
+  EXPECT_LT(held->seconds, plain->seconds);
+
+  ValueMap<Value *> map;
+  std::unique_ptr<Graph> copy = g->clone(&map);
+  ASSERT_TRUE(model.apply(*held, *copy, &map).ok());
+  const Value *a1 = valueNamed(*copy, "a_1");
+  ASSERT_TRUE(a1);
+  EXPECT_EQ(a1->definingNode()->operandValues()[0], map.lookup(xw));
+  EXPECT_EQ(a1->definingNode()->phase(), Phase::Backward);
+  // The simulation charges %xw as saved for backward: it took %a's place.
+  auto sim = model.simulate(*held);
+  ASSERT_TRUE(sim.ok()) << sim.status().message();
+  EXPECT_EQ(sim->savedActivations, model.boundedPeak());
+}
+
+TEST(TorchPlannerTest, TorchsSavedValuesBecomeTheKeptAndHeldSets) {
+  auto g = parseOrFail(kChain);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g);
+  // torch keeps the inputs, %xw (not read by backward) and %b: %a is dropped
+  // and made from the held %xw.
+  StandInHelper helper(answering("\"w\", \"x\", \"xw\", \"b\""));
+  auto plan = planTorch(model, 0.25, model.boundedPeak() / 2);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->planner, "torch");
+  ASSERT_EQ(plan->dropped.size(), 1u);
+  EXPECT_EQ(model.candidates()[plan->dropped[0]].storage->name(), "a");
+  ASSERT_EQ(plan->held.size(), 1u);
+  EXPECT_EQ(plan->held[0]->name(), "xw");
+  EXPECT_EQ(clonesOf(model, plan->recompute), (std::vector<std::string>{"a@ca"}));
+  EXPECT_EQ(plan->solverStatus,
+            "torch.compile's partitioner at activation_memory_budget=0.25");
+  // Judged by graph-opt's simulation, not torch's estimate: %xw took %a's
+  // place, so the saved activations are as high as before and half is not met.
+  EXPECT_EQ(plan->predictedActivations, model.boundedPeak());
+  EXPECT_FALSE(plan->meetsBudget);
+}
+
+TEST(TorchPlannerTest, AnAnswerNamingAnUnknownValueIsAnError) {
+  auto g = parseOrFail(kChain);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g);
+  StandInHelper helper(answering("\"w\", \"nope\""));
+  auto plan = planTorch(model, 0.5, model.boundedPeak());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_CONTAINS(plan.status().message(),
+                  "checkpoint{planner=torch}: torch saved %nope, which @chain does not have");
+}
+
+TEST(TorchPlannerTest, AFailingHelperIsAnErrorWithWhatItSaid) {
+  auto g = parseOrFail(kChain);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g);
+  StandInHelper helper("echo 'no module named torch' >&2; exit 3");
+  auto plan = planTorch(model, 0.5, model.boundedPeak());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_CONTAINS(plan.status().message(), "checkpoint{planner=torch}: the Python running "
+                                           "torch's partitioner ");
+  EXPECT_CONTAINS(plan.status().message(),
+                  "failed (exit status 3) on @chain: no module named torch");
+}
+
+} // namespace
