@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -134,6 +134,21 @@ bench-compile: build
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/compile
+
+# checkpoint's planners side by side on graph-opt's executor (docs/Checkpointing.md): the
+# default greedy and torch.compile's own partitioner (planner=torch) at each share of the
+# activations, beside per-block torch.utils.checkpoint in eager PyTorch; the table gives each
+# row's planning time. The default-size models take most of an hour on 2 cores.
+BENCH_PLANNER_MODELS ?= resnet50:default,bert:default,gpt2:default,llama:tiny,t5:tiny
+BENCH_PLANNER_BUDGETS ?= 50 30 10 5
+BENCH_PLANNERS ?= greedy torch
+BENCH_PLANNER_PIPELINES := $(subst $(eval) ,;,$(strip $(foreach b,$(BENCH_PLANNER_BUDGETS),  $(foreach p,$(BENCH_PLANNERS),repeat{cse,canonicalize,dce},checkpoint{planner=$(p),activations=$(b)%}))))
+bench-planners: build
+	@$(VENV)/bin/python benchmarks/models/harness.py run --models '$(BENCH_PLANNER_MODELS)' \
+	  --pipelines '$(BENCH_PLANNER_PIPELINES)' --peers eager,checkpoint --runs $(BENCH_RUNS) --bitwise \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
+	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
+	  -o $(BENCH_DIR)/planners
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

@@ -324,8 +324,10 @@ def benchmark(model, path, pipeline, args):
     """One (model, pipeline) row, graph-opt's JSON (None if it failed verification)."""
     with tempfile.TemporaryDirectory(prefix="graph-opt-bench.") as tmp:
         out = os.path.join(tmp, "bench.json")
+        reports = os.path.join(tmp, "reports")
         cmd = [args.graph_opt, path, f"-passes={pipeline}", f"--benchmark={args.runs}",
-               "--benchmark-warmup", str(args.warmup), "--benchmark-json", out]
+               "--benchmark-warmup", str(args.warmup), "--benchmark-json", out,
+               "--report-dir", reports]
         if args.bitwise:
             cmd.append("--bitwise")
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -357,11 +359,21 @@ def benchmark(model, path, pipeline, args):
                 "time_median_s": opt["step_seconds_median"],
                 "time_iqr_s": _iqr(opt),
                 "time_ratio": _ratio(opt["step_seconds_median"], orig["step_seconds_median"]),
+                "planning_s": _planning_seconds(reports),
             })
             return row, data
         except (ValueError, KeyError, TypeError) as e:
             raise BenchError(f"model '{model}', pipeline '{pipeline}': graph-opt's "
                              f"--benchmark-json is not what this harness reads ({e!r})") from None
+
+
+def _planning_seconds(reports):
+    """checkpoint's planning time (its checkpoint.json), or None without checkpoint."""
+    path = os.path.join(reports, "checkpoint.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)["solve_seconds"]
 
 
 def run_peer(model, path, config, args):
@@ -482,6 +494,8 @@ def _fmt_note(r, width=60):
         parts.append(f"compile {r['compile_s']:.1f} s"
                      + (f" (graph-opt {r['planning_s']:.1f} s)"
                         if r.get("planning_s") is not None else ""))
+    elif r.get("planning_s") is not None:
+        parts.append(f"planned in {r['planning_s']:.2f} s")
     if r.get("note") and (r["verification"] in BAD_VERDICTS or r["system"] == PEER):
         note = r["note"]
         parts.append(note if len(note) <= width else note[:width - 3] + "...")

@@ -280,6 +280,25 @@ TEST(CheckpointPlannerTest, MilpAndTheGreedysUndoFindTheKnapsackOptimum) {
   EXPECT_DOUBLE_EQ(milp->greedyExtraSeconds, 2.0);
 }
 
+// 120 bytes to free, with %b at 1.8 s and %c at 1.2 s: the ratio order takes
+// %a (60 B/s), then %b (56 B/s against %c's 50), 2.8 s, and neither is
+// unneeded after; the optimum is %a and %c, 2.2 s. The knapsack start (the
+// bytes at the peak chosen together) finds it, and its plan is kept.
+TEST(CheckpointPlannerTest, TheKnapsackStartBeatsTheRatioOrder) {
+  Fixture f = build(kThree, {{"a", 1.0}, {"b", 1.8}, {"c", 1.2}});
+  ASSERT_TRUE(f.model);
+  const int64_t budget = 492 - 120;
+  auto greedy = planGreedy(*f.model, budget);
+  ASSERT_TRUE(greedy.ok()) << greedy.status().message();
+  EXPECT_TRUE(greedy->meetsBudget);
+  EXPECT_EQ(droppedNames(*f.model, *greedy), (std::set<std::string>{"a", "c"}));
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 2.2);
+  EXPECT_EQ(greedy->solverStatus, "from a knapsack start");
+  auto milp = planMilp(*f.model, budget, MilpOptions{});
+  ASSERT_TRUE(milp.ok()) << milp.status().message();
+  EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 2.2);
+}
+
 // A value two clones at one point read is made once there; the program counts it once.
 TEST(CheckpointPlannerTest, SharedRecomputationIsPaidOnce) {
   Fixture f = build(kShared, kSharedSeconds);
