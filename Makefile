@@ -135,17 +135,16 @@ bench-compile: build
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/compile
 
-# checkpoint's planners side by side on graph-opt's executor (docs/Checkpointing.md): the
-# default greedy and torch.compile's own partitioner (planner=torch) at each share of the
-# activations, beside per-block torch.utils.checkpoint in eager PyTorch; the table gives each
-# row's planning time. The default-size models take most of an hour on 2 cores.
+# checkpoint's planners side by side on graph-opt's executor (benchmarks/models/planners.py,
+# docs/Checkpointing.md): torch.compile's own partitioner (planner=torch) and the default greedy
+# at each share of the activations, and the greedy at the bytes torch's plan saves, beside
+# eager and per-block torch.utils.checkpoint; saved share, backward start, peak, step time and
+# planning time per row. The three default-size models take most of an hour on 2 cores.
 BENCH_PLANNER_MODELS ?= resnet50:default,bert:default,gpt2:default,llama:tiny,t5:tiny
-BENCH_PLANNER_BUDGETS ?= 50 30 10 5
-BENCH_PLANNERS ?= greedy torch
-BENCH_PLANNER_PIPELINES := $(subst $(eval) ,;,$(strip $(foreach b,$(BENCH_PLANNER_BUDGETS),  $(foreach p,$(BENCH_PLANNERS),repeat{cse,canonicalize,dce},checkpoint{planner=$(p),activations=$(b)%}))))
+BENCH_PLANNER_BUDGETS ?= 50,30,10,5
 bench-planners: build
-	@$(VENV)/bin/python benchmarks/models/harness.py run --models '$(BENCH_PLANNER_MODELS)' \
-	  --pipelines '$(BENCH_PLANNER_PIPELINES)' --peers eager,checkpoint --runs $(BENCH_RUNS) --bitwise \
+	@$(VENV)/bin/python benchmarks/models/planners.py --models '$(BENCH_PLANNER_MODELS)' \
+	  --budgets '$(BENCH_PLANNER_BUDGETS)' --runs $(BENCH_RUNS) \
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/planners

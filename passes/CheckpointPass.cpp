@@ -79,8 +79,14 @@ void recordPlan(const RecomputeModel &model, const CheckpointPlan &plan,
     dropped[c] = 1;
   for (size_t c = 0; c < model.candidates().size(); ++c) {
     const CheckpointCandidate &cand = model.candidates()[c];
+    std::string why;
+    if (dropped[c]) {
+      auto it = plan.why.find(static_cast<int32_t>(c));
+      why = it != plan.why.end() ? it->second
+                                 : absl::StrCat("in the ", plan.planner, " plan");
+    }
     out.activations.push_back({cand.storage->name().str(), moduleOf(cand.storage),
-                               dropped[c] ? "recomputed" : "kept", "", cand.bytes,
+                               dropped[c] ? "recomputed" : "kept", std::move(why), cand.bytes,
                                cand.standaloneSeconds});
   }
   for (const Value *v : plan.held)
@@ -417,7 +423,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
     return;
   }
   os << "  " << llvm::left_justify("recomputed", 32) << " " << llvm::left_justify("module", 32)
-     << " " << llvm::right_justify("bytes", 12) << " " << llvm::right_justify("recompute", 12) << "\n";
+     << " " << llvm::right_justify("bytes", 12) << " " << llvm::right_justify("recompute", 12)
+     << "  why\n";
   unsigned shown = 0;
   for (const Activation &a : o.activations) {
     if (a.decision != "recomputed")
@@ -426,9 +433,9 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
       os << "  ... and " << recomputed - 20 << " more (checkpoint.json with --report-dir)\n";
       break;
     }
-    os << llvm::format("  %-32s %-32s %12s %9.3f ms\n", ("%" + a.name).c_str(),
+    os << llvm::format("  %-32s %-32s %12s %9.3f ms  %s\n", ("%" + a.name).c_str(),
                        a.module.empty() ? "-" : a.module.c_str(), formatBytes(a.bytes).c_str(),
-                       a.recomputeSeconds * 1e3);
+                       a.recomputeSeconds * 1e3, a.reason.c_str());
   }
 }
 

@@ -359,21 +359,22 @@ def benchmark(model, path, pipeline, args):
                 "time_median_s": opt["step_seconds_median"],
                 "time_iqr_s": _iqr(opt),
                 "time_ratio": _ratio(opt["step_seconds_median"], orig["step_seconds_median"]),
-                "planning_s": _planning_seconds(reports),
             })
+            data["checkpoint"] = _checkpoint_report(reports)
+            row["planning_s"] = (data["checkpoint"] or {}).get("solve_seconds")
             return row, data
         except (ValueError, KeyError, TypeError) as e:
             raise BenchError(f"model '{model}', pipeline '{pipeline}': graph-opt's "
                              f"--benchmark-json is not what this harness reads ({e!r})") from None
 
 
-def _planning_seconds(reports):
-    """checkpoint's planning time (its checkpoint.json), or None without checkpoint."""
+def _checkpoint_report(reports):
+    """checkpoint's checkpoint.json (its plan and planning time), or None without checkpoint."""
     path = os.path.join(reports, "checkpoint.json")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return json.load(f)["solve_seconds"]
+        return json.load(f)
 
 
 def run_peer(model, path, config, args):

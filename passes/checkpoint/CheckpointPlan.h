@@ -22,6 +22,7 @@
 #include "checkpoint/RecomputeModel.h"
 
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ namespace graphopt {
 struct CheckpointPlan {
   std::string planner;
   std::vector<int32_t> dropped; ///< candidate indices
+  /// Why a dropped candidate was chosen, in a few words (the report's reason
+  /// column); a candidate without one gets its planner's general reason.
+  std::map<int32_t, std::string> why;
   /// Forward storages backward does not read, kept for the clones to read
   /// (RecomputeModel::closure's `held`; torch's plans have them).
   std::vector<const Value *> held;

@@ -17,6 +17,8 @@
 
 #include "graphopt/Analysis/PeakTracker.h"
 
+#include <absl/strings/str_cat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -255,6 +257,10 @@ std::pair<int64_t, int64_t> freedRanksOf(const RecomputeModel &model, BoundedMem
   return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
 }
 
+const char *boundName(BoundedMemory kind) {
+  return kind == BoundedMemory::SavedActivations ? "saved" : "memory";
+}
+
 /// A bound a plan must meet, with its timeline (estimated between simulations).
 struct Bound {
   BoundedMemory kind;
@@ -386,6 +392,9 @@ absl::Status dropUntilWithinBounds(GreedySearch &g) {
       continue;
     }
     g.plan.dropped.push_back(chosen);
+    g.plan.why[chosen] = absl::StrCat(
+        "best bytes/s at the ", boundName(over->kind), " peak (%",
+        g.model.nodeAt(over->timeline.peakRank())->output(0)->name().str(), ")");
     g.stateSim.reset();
     for (Bound &b : g.bounds) {
       auto [first, last] = freedRanksOf(g.model, b.kind, candidates[chosen]);
@@ -451,12 +460,17 @@ std::vector<int32_t> knapsackStart(const RecomputeModel &model, const Bound &bou
 /// Drops `start` (the greedy's starting set) before the greedy goes on.
 void dropStart(GreedySearch &g, llvm::ArrayRef<int32_t> start) {
   auto candidates = g.model.candidates();
+  const Bound &first = g.bounds[0];
+  std::string why = absl::StrCat(
+      "knapsack at the ", boundName(first.kind), " peak (%",
+      g.model.nodeAt(first.timeline.peakRank())->output(0)->name().str(), ")");
   for (int32_t c : start) {
     if (!g.state.add(c).ok()) {
       g.impossible[c] = 1;
       continue;
     }
     g.plan.dropped.push_back(c);
+    g.plan.why[c] = why;
     g.stateSim.reset();
     for (Bound &b : g.bounds) {
       auto [first, last] = freedRanksOf(g.model, b.kind, candidates[c]);

@@ -139,8 +139,10 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
   });
   plan.held.erase(std::unique(plan.held.begin(), plan.held.end()), plan.held.end());
   for (size_t c = 0; c < kept.size(); ++c)
-    if (!kept[c])
+    if (!kept[c]) {
       plan.dropped.push_back(static_cast<int32_t>(c));
+      plan.why[static_cast<int32_t>(c)] = "torch saves no value of it";
+    }
   plan.planner = "torch";
   plan.solverStatus = absl::StrCat("torch.compile's partitioner at activation_memory_budget=",
                                    budgetText);

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""checkpoint's planners side by side on graph-opt's executor (docs/Checkpointing.md).
+
+    planners.py [--models resnet50:default,...] [--budgets 50,30,10,5] [-o DIR] [harness options]
+
+For each model and budget B (a share of the activations):
+  - torch:   checkpoint{planner=torch,activations=B%}, torch.compile's own partitioner;
+  - greedy:  checkpoint{activations=B%}, graph-opt's default planner at the same B;
+  - greedy@torch: checkpoint{activations=S}, S the bytes torch's plan saves (graph-opt's
+    measure), so the two planners are compared at the same saved activations;
+each after repeat{cse,canonicalize,dce}, verified bitwise and timed alternately with the
+original graph by graph-opt --benchmark (the harness's graph-opt rows), and per model the
+harness's peers: eager PyTorch and per-block torch.utils.checkpoint. Prints the table
+(saved share predicted, measured backward start and peak, step time, planning time) and
+writes results.csv and results.json into DIR (default build/bench/planners).
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+PREFIX = "repeat{cse,canonicalize,dce},"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="planners.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="resnet50:default,bert:default,gpt2:default",
+                        type=harness.parse_models)
+    parser.add_argument("--budgets", default="50,30,10,5")
+    parser.add_argument("--peers", default="eager,checkpoint", type=harness.parse_peers)
+    parser.add_argument("--runs", type=harness.positive_int(1), default=5)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--peer-min-time", type=float, default=harness.DEFAULT_PEER_MIN_TIME)
+    parser.add_argument("--graph-opt", default=harness.DEFAULT_GRAPH_OPT)
+    parser.add_argument("--zoo", default=harness.DEFAULT_ZOO)
+    parser.add_argument("--exports", default=harness.DEFAULT_EXPORTS)
+    parser.add_argument("-o", "--output", default=os.path.join(harness.REPO_ROOT, "build",
+                                                               "bench", "planners"))
+    args = parser.parse_args(argv)
+    args.bitwise, args.time_failed = True, False
+    if args.threads is None:
+        args.threads = harness.default_threads()
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rows = []
+
+    def run(model, path, pipeline, label, budget):
+        row, data = harness.benchmark(model, path, PREFIX + pipeline, args)
+        report = (data or {}).get("checkpoint") or {}
+        row.update(config=label, note=f"B={budget}%: {pipeline}")
+        row["saved_share"] = (report["predicted_saved_activation_bytes"]
+                              / report["unoptimised_saved_activation_bytes"]) if report else None
+        rows.append(row)
+        print(harness._progress(model, row), flush=True)
+        return report
+
+    try:
+        for model in args.models:
+            path = harness.model_path(model, args)
+            for b in budgets:
+                torch_plan = run(model, path, f"checkpoint{{planner=torch,activations={b}%}}",
+                                 f"torch@{b}%", b)
+                run(model, path, f"checkpoint{{activations={b}%}}", f"greedy@{b}%", b)
+                if torch_plan:
+                    saved = torch_plan["predicted_saved_activation_bytes"]
+                    run(model, path, f"checkpoint{{activations={saved}}}",
+                        f"greedy@torch{b}%", b)
+            baselines = {}
+            for config in args.peers:
+                data = harness.run_peer(model, path, config, args)
+                baselines[config] = data
+                row = harness.peer_row(model, config, data, baselines)
+                rows.append(row)
+                print(harness._progress(model, row), flush=True)
+    except harness.BenchError as e:
+        print(f"planners.py: error: {e}", file=sys.stderr)
+        return harness.EXIT_BAD
+    os.makedirs(args.output, exist_ok=True)
+    harness.write_atomically(os.path.join(args.output, "results.csv"), harness.csv_bytes(rows))
+    harness.write_atomically(os.path.join(args.output, "results.json"),
+                             (json.dumps({"commit": harness.git_commit(), "threads": args.threads,
+                                          "runs": args.runs, "rows": rows}, indent=2)
+                              + "\n").encode())
+    print()
+    print(planner_table(rows))
+    return 0
+
+
+def planner_table(rows):
+    header = ("model", "config", "saved (predicted)", "backward start", "peak", "time",
+              "planned in", "verification")
+    lines = [header]
+    for r in rows:
+        share = r.get("saved_share")
+        lines.append((r["model"], r["config"] if r["system"] != harness.PEER else
+                      f"{r['config']} (vs eager)",
+                      "-" if share is None else f"{share:.3f}",
+                      harness._fmt_ratio(r.get("backward_start_ratio")),
+                      harness._fmt_ratio(r.get("peak_ratio")), harness._fmt_ratio(r["time_ratio"]),
+                      "-" if r.get("planning_s") is None else f"{r['planning_s']:.2f} s",
+                      r["verification"] or "-"))
+    return harness._format_table(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
