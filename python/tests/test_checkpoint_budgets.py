@@ -1,0 +1,28 @@
+"""checkpoint across budgets on the zoo (issue 30's guarantees): each plan meets its share
+of the saved activations, and a tighter budget never comes out predicted cheaper than a looser
+one (its plan would meet the looser budget too). Run by ctest (PythonTests)."""
+import os
+
+import pytest
+
+import graph_opt
+
+ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
+BUDGETS = (80, 50, 30, 10)
+
+
+@pytest.mark.parametrize("model", ["gpt2-train", "bert-train", "resnet18-train", "t5-train"])
+def test_tighter_budgets_cost_no_less(model):
+    path = os.path.join(ZOO, f"{model}.pt2")
+    if not os.path.isfile(path):
+        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
+    g = graph_opt.Graph.load(path)
+    graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
+    extra = []
+    for b in BUDGETS:
+        report = graph_opt.run_pipeline(g.clone(), f"checkpoint{{activations={b}%,cost=flops}}")[
+            "reports"]["checkpoint"]
+        assert report["budget_unmet"] is None
+        assert report["predicted_saved_activation_bytes"] <= report["budget_bytes"]
+        extra.append(report["predicted_extra_seconds"])
+    assert extra == sorted(extra), f"{model}: predicted extra seconds at {BUDGETS}%: {extra}"
