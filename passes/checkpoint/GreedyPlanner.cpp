@@ -365,10 +365,28 @@ int32_t bestAtPeak(GreedySearch &g, const Bound &over) {
   return chosen;
 }
 
+/// Drops candidate `c` (chosen for reason `why`) and lowers the bounds'
+/// estimated timelines by its bytes where it is freed; one that cannot be
+/// recomputed is marked impossible instead.
+void drop(GreedySearch &g, int32_t c, std::string why) {
+  if (!g.state.add(c).ok()) {
+    g.impossible[c] = 1;
+    return;
+  }
+  const CheckpointCandidate &cand = g.model.candidates()[c];
+  g.plan.dropped.push_back(c);
+  g.plan.why[c] = std::move(why);
+  g.stateSim.reset();
+  for (Bound &b : g.bounds) {
+    auto [first, last] = freedRanksOf(g.model, b.kind, cand);
+    b.timeline.add(first, last, -cand.bytes);
+  }
+  g.synced = false;
+}
+
 /// Drops the best candidate at the peak of a bound that is over, until every
 /// bound holds on a simulated timeline or nothing is left to drop there.
 absl::Status dropUntilWithinBounds(GreedySearch &g) {
-  auto candidates = g.model.candidates();
   while (true) {
     Bound *over = overBound(g.bounds);
     if (!over || g.heap.empty()) {
@@ -387,20 +405,9 @@ absl::Status dropUntilWithinBounds(GreedySearch &g) {
         return st;
       continue;
     }
-    if (absl::Status st = g.state.add(chosen); !st.ok()) {
-      g.impossible[chosen] = 1;
-      continue;
-    }
-    g.plan.dropped.push_back(chosen);
-    g.plan.why[chosen] = absl::StrCat(
-        "best bytes/s at the ", boundName(over->kind), " peak (%",
-        g.model.nodeAt(over->timeline.peakRank())->output(0)->name().str(), ")");
-    g.stateSim.reset();
-    for (Bound &b : g.bounds) {
-      auto [first, last] = freedRanksOf(g.model, b.kind, candidates[chosen]);
-      b.timeline.add(first, last, -candidates[chosen].bytes);
-    }
-    g.synced = false;
+    drop(g, chosen,
+         absl::StrCat("best bytes/s at the ", boundName(over->kind), " peak (%",
+                      g.model.nodeAt(over->timeline.peakRank())->output(0)->name().str(), ")"));
   }
   return absl::OkStatus();
 }
@@ -457,27 +464,14 @@ std::vector<int32_t> knapsackStart(const RecomputeModel &model, const Bound &bou
   return chosen;
 }
 
-/// Drops `start` (the greedy's starting set) before the greedy goes on.
+/// Drops `start` (the knapsack's starting set) before the greedy goes on.
 void dropStart(GreedySearch &g, llvm::ArrayRef<int32_t> start) {
-  auto candidates = g.model.candidates();
   const Bound &first = g.bounds[0];
   std::string why = absl::StrCat(
       "knapsack at the ", boundName(first.kind), " peak (%",
       g.model.nodeAt(first.timeline.peakRank())->output(0)->name().str(), ")");
-  for (int32_t c : start) {
-    if (!g.state.add(c).ok()) {
-      g.impossible[c] = 1;
-      continue;
-    }
-    g.plan.dropped.push_back(c);
-    g.plan.why[c] = why;
-    g.stateSim.reset();
-    for (Bound &b : g.bounds) {
-      auto [first, last] = freedRanksOf(g.model, b.kind, candidates[c]);
-      b.timeline.add(first, last, -candidates[c].bytes);
-    }
-    g.synced = false;
-  }
+  for (int32_t c : start)
+    drop(g, c, why);
 }
 
 /// Once the plan fits: shares repeated recomputations, then undoes the drops
