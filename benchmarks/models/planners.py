@@ -48,9 +48,16 @@ def main(argv=None):
     rows = []
 
     def run(model, path, pipeline, label, budget):
-        row, data = harness.benchmark(model, path, PREFIX + pipeline, args)
+        try:
+            row, data = harness.benchmark(model, path, PREFIX + pipeline, args)
+        except harness.BenchError as e:  # a budget the planner cannot meet: a row saying so
+            row, data = harness.empty_row(model, harness.GRAPH_OPT, PREFIX + pipeline,
+                                          harness.ORIGINAL_GRAPH, "ERROR",
+                                          str(e).splitlines()[-1]), None
         report = (data or {}).get("checkpoint") or {}
-        row.update(config=label, note=f"B={budget}%: {pipeline}")
+        if row["verification"] != "ERROR":
+            row["note"] = f"B={budget}%: {pipeline}"
+        row["config"] = label
         row["saved_share"] = (report["predicted_saved_activation_bytes"]
                               / report["unoptimised_saved_activation_bytes"]) if report else None
         rows.append(row)
