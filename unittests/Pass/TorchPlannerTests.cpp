@@ -8,11 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
-#include "checkpoint/FlopCost.h"
-#include "checkpoint/RecomputeModel.h"
 
 #include "graphopt/IR/IRMap.h"
 #include "../TestSupport.h"
+#include "CheckpointTestGraphs.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/FileSystem.h>
@@ -28,45 +27,11 @@ using namespace graphopt::test;
 
 namespace {
 
-// %xw = x * w is read only by %a = exp(%xw) in forward; backward reads %a
-// (at %ca, %gxw) and %b = sin(%a) (at %gb1).
-const char *kChain = R"(graph @chain {
-  input %w : f32[] parameter "w"
-  input %x : f32[256] user_input
-forward:
-  %xw = aten::mul.Tensor(%x, %w) : f32[256]
-  %a = aten::exp(%xw) : f32[256]
-  %b = aten::sin(%a) : f32[256]
-  %bb = aten::mul.Tensor(%b, %b) : f32[256]
-  %loss = aten::sum(%bb) : f32[]
-backward:
-  %g = aten::ones_like(%loss) : f32[]
-  %ge = aten::expand(%g, [256]) : f32[256]{strides=[0]}
-  %gbb = aten::mul.Tensor(%ge, %loss) : f32[256]
-  %gb1 = aten::mul.Tensor(%gbb, %b) : f32[256]
-  %gb = aten::mul.Scalar(%gb1, 2) : f32[256]
-  %ca = aten::cos(%a) : f32[256]
-  %ga = aten::mul.Tensor(%gb, %ca) : f32[256]
-  %gxw = aten::mul.Tensor(%ga, %a) : f32[256]
-  %gxx = aten::mul.Tensor(%gxw, %x) : f32[256]
-  %gw = aten::sum(%gxx) : f32[]
-  output %loss loss
-  output %gw gradient "w"
-})";
-
-RecomputeModel modelOf(const Graph &graph) {
-  auto m = RecomputeModel::build(graph, estimatedNodeSeconds(graph), {},
-                                 BoundedMemory::SavedActivations);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return std::move(*m);
-}
-
-std::vector<std::string> clonesOf(const RecomputeModel &model, const RecomputeSet &set) {
-  std::vector<std::string> out;
-  for (const RecomputeSet::Clone &c : set.clones)
-    out.push_back(c.original->output(0)->name().str() + "@" +
-                  model.nodeAt(c.before)->output(0)->name().str());
-  return out;
+// kChain (CheckpointTestGraphs.h): %xw = x * w is read only by %a = exp(%xw)
+// in forward; backward reads %a (at %ca, %gxw) and %b = sin(%a) (at %gb1).
+// Bounded here: the saved activations.
+RecomputeModel savedModelOf(const Graph &graph) {
+  return modelOf(graph, BoundedMemory::SavedActivations);
 }
 
 /// A stand-in for `python -m graph_opt.knapsack GRAPH BUDGET OUT`: a shell
@@ -101,7 +66,7 @@ std::string answering(const std::string &names) {
 TEST(HeldValueTest, AHeldValueIsReadByTheClonesInsteadOfMadeAgain) {
   auto g = parseOrFail(kChain);
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  RecomputeModel model = savedModelOf(*g);
   const Value *xw = valueNamed(*g, "xw");
   EXPECT_EQ(model.candidateOf(xw), -1); // backward does not read it
   int32_t a = model.candidateOf(valueNamed(*g, "a"));
@@ -133,7 +98,7 @@ TEST(HeldValueTest, AHeldValueIsReadByTheClonesInsteadOfMadeAgain) {
 TEST(TorchPlannerTest, TorchsSavedValuesBecomeTheKeptAndHeldSets) {
   auto g = parseOrFail(kChain);
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  RecomputeModel model = savedModelOf(*g);
   // torch keeps the inputs, %xw (not read by backward) and %b: %a is dropped
   // and made from the held %xw.
   StandInHelper helper(answering("\"w\", \"x\", \"xw\", \"b\""));
@@ -156,7 +121,7 @@ TEST(TorchPlannerTest, TorchsSavedValuesBecomeTheKeptAndHeldSets) {
 TEST(TorchPlannerTest, AnAnswerNamingAnUnknownValueIsAnError) {
   auto g = parseOrFail(kChain);
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  RecomputeModel model = savedModelOf(*g);
   StandInHelper helper(answering("\"w\", \"nope\""));
   auto plan = planTorch(model, 0.5, model.boundedPeak());
   ASSERT_FALSE(plan.ok());
@@ -167,7 +132,7 @@ TEST(TorchPlannerTest, AnAnswerNamingAnUnknownValueIsAnError) {
 TEST(TorchPlannerTest, AFailingHelperIsAnErrorWithWhatItSaid) {
   auto g = parseOrFail(kChain);
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  RecomputeModel model = savedModelOf(*g);
   StandInHelper helper("echo 'no module named torch' >&2; exit 3");
   auto plan = planTorch(model, 0.5, model.boundedPeak());
   ASSERT_FALSE(plan.ok());
