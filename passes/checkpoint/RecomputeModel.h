@@ -215,6 +215,11 @@ public:
   absl::StatusOr<PlanState> hoisted(int32_t c, int64_t p) const;
   /// The same for several (candidate, point) pairs at once: one rebuild.
   absl::StatusOr<PlanState> hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const;
+  /// The plan with candidate `c` kept again (no longer dropped), the other
+  /// drops and their own clones' points as they are: one rebuild.
+  absl::StatusOr<PlanState> without(int32_t c) const;
+  /// The dropped candidates, in the order added.
+  llvm::ArrayRef<int32_t> dropped() const { return order_; }
 
 private:
   /// A node cloned just before the node of some rank.
