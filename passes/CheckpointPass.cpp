@@ -321,8 +321,9 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   // Both given: the saved activations are bounded, and the peak capped.
   BoundedMemory bounded =
       activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
+  // The MILP's formulation keeps every dropout mask (replayed from the mask only).
   auto built = RecomputeModel::build(graph, std::move(costs->seconds), std::move(costs->scratch),
-                                     bounded);
+                                     bounded, planner_.get() != Planner::Milp);
   if (!built.ok())
     return built.status();
   const RecomputeModel &model = *built;

@@ -1,5 +1,6 @@
 //===- Graph.cpp - Graph, Node, Value -------------------------------------===//
 #include "graphopt/IR/Graph.h"
+#include "graphopt/IR/GraphoptOps.h"
 
 #include "graphopt/IR/IRMap.h"
 
@@ -43,6 +44,7 @@ std::optional<OutputRole> parseOutputRoleName(llvm::StringRef n) {
 // --- operators ---------------------------------------------------------------
 
 absl::StatusOr<c10::OperatorHandle> resolveOperator(llvm::StringRef qualifiedName) {
+  linkGraphoptOps(); // graphopt::* must be registered wherever graphs are read
   if (!qualifiedName.contains("::"))
     return absl::InvalidArgumentError(
         absl::StrCat("operator name '", qualifiedName.str(),

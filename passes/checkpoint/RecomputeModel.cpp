@@ -1,6 +1,7 @@
 //===- RecomputeModel.cpp - What dropping activations and recomputing them costs ---===//
 #include "checkpoint/RecomputeModel.h"
 
+#include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/IR/IRMap.h"
 
 #include <absl/strings/str_cat.h>
@@ -43,10 +44,12 @@ int64_t RecomputeModel::boundedPeak() const {
 
 absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::vector<double> seconds,
                                                      std::vector<int64_t> scratch,
-                                                     BoundedMemory bounded) {
+                                                     BoundedMemory bounded,
+                                                     bool replayRngStates) {
   RecomputeModel m;
   m.graph_ = &graph;
   m.bounded_ = bounded;
+  m.replayRngStates_ = replayRngStates;
   const size_t numNodes = graph.numNodes();
   if (seconds.size() != numNodes)
     return absl::InternalError(absl::StrCat("checkpoint: node times for ", seconds.size(),
@@ -117,6 +120,14 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
     CheckpointCandidate &c = m.candidates_[i];
     if (int64_t w = m.aliases_->firstWriteOf(c.storage); w >= 0) {
       why[i] = absl::StrCat("written in place by ", m.nodes_[w]->describe());
+      continue;
+    }
+    // Dropping a mask saves the generator's state instead (replayed from it).
+    if (const Node *d = c.storage->definingNode();
+        m.replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(1) &&
+        c.bytes <= kRngStateBytes) {
+      why[i] = absl::StrCat("the mask of ", d->describe(), ": no larger than the RNG state (",
+                            kRngStateBytes, " bytes) its replay would keep instead");
       continue;
     }
     auto alone = none.marginal(static_cast<int32_t>(i));
@@ -231,7 +242,7 @@ RecomputeSet PlanState::result() const {
   const LivenessResult &live = model_->baseline_;
   RecomputeSet set;
   for (auto [n, p] : plannedClones()) {
-    set.clones.push_back({n, p, isReplayableDropout(*n)});
+    set.clones.push_back({n, p, dropoutReplay(n, p)});
     set.seconds += model_->seconds_[live.rank.lookup(n)];
   }
   for (size_t c = 0; c < dropped_.size(); ++c)
@@ -257,6 +268,17 @@ bool PlanState::available(const Value *v, int64_t p) const {
     return l->firstBackwardUse >= 0 && v->definingNode()->phase() == Phase::Forward &&
            ownAt_[ci] <= p && p <= l->lastBackwardUse;
   return s->created < p && (s->freedAfter >= p || held_.contains(s->value));
+}
+
+RecomputeSet::Dropout PlanState::dropoutReplay(const Node *n, int64_t p) const {
+  if (!isReplayableDropout(*n))
+    return RecomputeSet::Dropout::None;
+  const Value *mask = n->output(1);
+  const ValueLiveness *s = model_->baseline_.lookup(model_->baseline_.lookup(mask)->storage);
+  int32_t ci = model_->candidateOf(s->value);
+  bool ownClone = ci >= 0 && dropped_[ci] && ownAt_[ci] == p;
+  return available(mask, p) && !ownClone ? RecomputeSet::Dropout::Mask
+                                         : RecomputeSet::Dropout::RngState;
 }
 
 // Walks back from what backward reads of candidate `c` (its own clones, at
@@ -304,7 +326,9 @@ absl::Status PlanState::grow(int32_t c, Clones &added) {
                                  "held before the write"));
     added.insert({n, p});
     int64_t rank = live.rank.lookup(n);
-    if (isReplayableDropout(*n)) { // replayed from the mask its forward call drew
+    // A dropout is replayed from its mask where that is kept, else from the
+    // RNG state taken before its forward call, when the model allows that.
+    if (isReplayableDropout(*n) && !model_->replayRngStates_) {
       if (v == n->output(1))
         return refuse(absl::StrCat("it is the mask ", n->describe(),
                                    " drew: a second draw would differ"));
@@ -419,6 +443,23 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
         return m->second;
     return nullptr;
   };
+  // The generator's state taken just before a dropout's forward call (one
+  // per dropout, made on first need), for the clones that replay it.
+  llvm::DenseMap<int64_t, Value *> states;
+  auto stateBefore = [&](Node &dropout, int64_t rank) -> absl::StatusOr<Value *> {
+    if (auto it = states.find(rank); it != states.end())
+      return it->second;
+    auto made = target.createNode(
+        "graphopt::rng_state", {Argument::value(dropout.arg(0).getValue())},
+        {ValueType::ofTensor(TensorType::contiguous(at::kByte, {kRngStateBytes}, c10::Device(c10::kCPU)))},
+        InsertionPoint::before(&dropout), {absl::StrCat(dropout.output(1)->name().str(), "_rng")});
+    if (!made.ok())
+      return made.status();
+    if (sourceRank)
+      (*sourceRank)[*made] = rank; // charged as the dropout: no original of its own
+    states[rank] = (*made)->output(0);
+    return (*made)->output(0);
+  };
   ValueMap<Value *> operands(target, nullptr); // for cloneNode: target operand -> what to read
   unsigned added = 0;
   for (const RecomputeSet::Clone &c : set.clones) {
@@ -426,20 +467,38 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
     Node &original = *at[rank];
     InsertionPoint where = InsertionPoint::before(at[c.before]);
     Node *clone = nullptr;
-    if (c.replayDropout) {
+    if (c.dropout == RecomputeSet::Dropout::Mask) {
       // output = input * mask * scale: native_dropout_cpu's arithmetic, with
-      // the mask its forward call drew (the mask output stays the original).
+      // the mask its forward call drew (kept, or its own clone).
       Value *input = source(c.original->arg(0).getValue(), c.before);
+      Value *mask = source(c.original->output(1), c.before);
       auto madeNode = target.createNode(
           "aten::native_dropout_backward",
           {Argument::value(input ? input : original.arg(0).getValue()),
-           Argument::value(original.output(1)),
+           Argument::value(mask ? mask : original.output(1)),
            Argument::constant(Constant::ofFloat(dropoutScale(original)))},
           {original.output(0)->type()}, where, {original.output(0)->name().str()});
       if (!madeNode.ok())
         return madeNode.status();
       clone = *madeNode;
       made[{c.original->output(0), c.before}] = clone->output(0);
+    } else if (c.dropout == RecomputeSet::Dropout::RngState) {
+      // Drawn again from the generator's state just before the forward call.
+      auto state = stateBefore(original, rank);
+      if (!state.ok())
+        return state.status();
+      Value *input = source(c.original->arg(0).getValue(), c.before);
+      auto madeNode = target.createNode(
+          "graphopt::native_dropout_replay",
+          {Argument::value(input ? input : original.arg(0).getValue()), original.arg(1),
+           original.arg(2), Argument::value(*state)},
+          {original.output(0)->type(), original.output(1)->type()}, where,
+          {original.output(0)->name().str(), original.output(1)->name().str()});
+      if (!madeNode.ok())
+        return madeNode.status();
+      clone = *madeNode;
+      for (unsigned i = 0; i < 2; ++i)
+        made[{c.original->output(i), c.before}] = clone->output(i);
     } else {
       llvm::SmallVector<Value *, 4> set;
       for (const Value *o : c.original->operandValues())

@@ -25,10 +25,13 @@
 // side effects (collectives, asserts), values whose storage is written in
 // place after they are made, and reads of anything written between the
 // original read and the clone. Random operators are not run again either: a
-// second draw would differ. native_dropout is replayed from the mask its
-// forward call drew (output = input * mask * scale, the arithmetic of its CPU
-// kernel), so a recomputed dropout output matches bit for bit; other random
-// operators' outputs stay saved.
+// second draw would differ. native_dropout is the exception, replayed two
+// ways, both bit for bit: from the mask its forward call drew, where the
+// mask is kept (output = input * mask * scale, the arithmetic of its CPU
+// kernel), else from the generator's state taken just before the forward
+// call (graphopt::rng_state, a few KiB saved instead of the mask; the clone
+// is graphopt::native_dropout_replay: GraphoptOps.h), so that its mask can be
+// dropped too. Other random operators' outputs stay saved.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -68,10 +71,16 @@ struct CheckpointCandidate {
 
 /// The clones a plan needs, in the order they are inserted.
 struct RecomputeSet {
+  /// How a clone of native_dropout draws its mask.
+  enum class Dropout : uint8_t {
+    None,     ///< not a dropout
+    Mask,     ///< the forward call's mask, kept: input * mask * scale
+    RngState, ///< drawn again from the generator state saved before the forward call
+  };
   struct Clone {
     const Node *original = nullptr;
-    int64_t before = -1;  ///< inserted just before the node of this rank
-    bool replayDropout = false; ///< native_dropout replayed from its mask
+    int64_t before = -1; ///< inserted just before the node of this rank
+    Dropout dropout = Dropout::None;
   };
   std::vector<Clone> clones; ///< sorted by (before, original rank)
   double seconds = 0;        ///< the originals' time, summed over the clones
@@ -112,9 +121,13 @@ class RecomputeModel {
 public:
   /// `seconds` and `scratch` are per node rank (scratch may be empty: graph
   /// memory only). Fails on a graph without a backward phase.
+  /// `replayRngStates`: a dropout's mask may be dropped, the dropout then
+  /// replayed from an RNG state; false keeps every mask (the MILP's model).
   static absl::StatusOr<RecomputeModel> build(const Graph &graph, std::vector<double> seconds,
                                               std::vector<int64_t> scratch,
-                                              BoundedMemory bounded = BoundedMemory::PeakAboveInputs);
+                                              BoundedMemory bounded = BoundedMemory::PeakAboveInputs,
+                                              bool replayRngStates = true);
+  bool replaysRngStates() const { return replayRngStates_; }
   BoundedMemory boundedMemory() const { return bounded_; }
   /// The bounded memory at each rank of the unoptimised graph (inputs left out).
   llvm::ArrayRef<int64_t> boundedTimeline() const { return boundedTimeline_; }
@@ -168,6 +181,7 @@ private:
 
   const Graph *graph_ = nullptr;
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
+  bool replayRngStates_ = true;
   LivenessResult baseline_;
   std::vector<int64_t> boundedTimeline_;
   std::vector<int64_t> peakTimeline_;
@@ -232,6 +246,10 @@ private:
   /// The planned clones, inRankOrder.
   std::vector<Clone> plannedClones() const;
   bool available(const Value *v, int64_t p) const;
+  /// How a clone of dropout `n` made before rank `p` draws its mask: from
+  /// the kept mask where that is readable there (not counting this clone,
+  /// when it is the mask's own), else from the RNG state.
+  RecomputeSet::Dropout dropoutReplay(const Node *n, int64_t p) const;
   bool isCloned(const Node *n, int64_t p) const;
   absl::Status grow(int32_t c, Clones &added);
 

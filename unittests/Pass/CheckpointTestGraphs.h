@@ -13,8 +13,9 @@ namespace graphopt::test {
 
 /// The model of `graph` with FLOP-estimated node times and no scratch.
 inline RecomputeModel modelOf(const Graph &graph,
-                              BoundedMemory bounded = BoundedMemory::PeakAboveInputs) {
-  auto m = RecomputeModel::build(graph, estimatedNodeSeconds(graph), {}, bounded);
+                              BoundedMemory bounded = BoundedMemory::PeakAboveInputs,
+                              bool replayRngStates = true) {
+  auto m = RecomputeModel::build(graph, estimatedNodeSeconds(graph), {}, bounded, replayRngStates);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return std::move(*m);
 }

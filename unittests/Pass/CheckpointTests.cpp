@@ -238,7 +238,8 @@ TEST(RecomputeModelTest, CandidatesAreActivationStoragesWithTheirUses) {
 TEST(RecomputeModelTest, WhatIsNeverRecomputedAndWhy) {
   auto g = parse(kNever);
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  // Without RNG state replay (the MILP's model): every dropout mask is kept.
+  RecomputeModel model = modelOf(*g, BoundedMemory::PeakAboveInputs, /*replayRngStates=*/false);
   // %z (zeros) is made from nothing and recomputable too; %d is a training
   // dropout whose mask backward keeps: replayed.
   EXPECT_EQ(candidateNames(model), (std::vector<std::string>{"ok", "d", "z"}));
@@ -309,7 +310,7 @@ TEST(RecomputeModelTest, ClosureOfOneActivation) {
   auto onlyB = model.closure({b});
   ASSERT_TRUE(onlyB.ok()) << onlyB.status().message();
   EXPECT_EQ(clonesOf(model, *onlyB), (std::vector<std::string>{"b@gb1"}));
-  EXPECT_FALSE(onlyB->clones[0].replayDropout);
+  EXPECT_EQ(onlyB->clones[0].dropout, RecomputeSet::Dropout::None);
   EXPECT_EQ(onlyB->clones[0].before, rankOf(model, "gb1"));
   EXPECT_DOUBLE_EQ(onlyB->seconds, secondsOf(model, {"b"}));
   ASSERT_EQ(onlyB->redirected.size(), 1u);
@@ -392,6 +393,23 @@ TEST(RecomputeModelTest, AClonedValueIsReadFromItsOwnCloneWhileThatLives) {
   EXPECT_EQ(readers, (std::set<std::string>{"ca", "b_1", "gxw"}));
 }
 
+TEST(RecomputeModelTest, WithRngStateReplayDropoutsWithoutTheirMasksAreCandidates) {
+  auto g = parse(kNever);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g);
+  // %k's mask is not kept (backward does not read it): replayed from an RNG
+  // state. %mask (256 bytes) is smaller than the state a replay would keep.
+  EXPECT_EQ(candidateNames(model), (std::vector<std::string>{"ok", "d", "k", "z"}));
+  std::map<std::string, std::string> why = exclusions(model);
+  EXPECT_EQ(why["mask"], "the mask of %d = aten::native_dropout: no larger than the RNG state "
+                         "(5064 bytes) its replay would keep instead");
+  EXPECT_EQ(why.count("k"), 0u);
+  // Other random operators stay saved.
+  EXPECT_EQ(why["e"], "%e cannot be recomputed: it needs %e, and aten::native_dropout is "
+                      "random: a second call would draw differently");
+  EXPECT_EQ(why.size(), 10u);
+}
+
 TEST(RecomputeModelTest, DropoutIsReplayedFromItsMask) {
   auto g = parse(R"(graph @dropout {
   input %w : f32[] parameter "w"
@@ -412,14 +430,15 @@ backward:
   output %gw gradient "w"
 })");
   ASSERT_TRUE(g);
-  RecomputeModel model = modelOf(*g);
+  // Without RNG state replay (the MILP's model) the mask is no candidate.
+  RecomputeModel model = modelOf(*g, BoundedMemory::PeakAboveInputs, /*replayRngStates=*/false);
   EXPECT_EQ(candidateNames(model), (std::vector<std::string>{"d"}));
   EXPECT_EQ(model.candidateOf(valueNamed(*g, "mask")), -1);
   auto set = model.closure({candidateNamed(model, "d")});
   ASSERT_TRUE(set.ok()) << set.status().message();
   EXPECT_EQ(clonesOf(model, *set), (std::vector<std::string>{"h@gd1", "d@gd1"}));
-  EXPECT_FALSE(set->clones[0].replayDropout);
-  EXPECT_TRUE(set->clones[1].replayDropout);
+  EXPECT_EQ(set->clones[0].dropout, RecomputeSet::Dropout::None);
+  EXPECT_EQ(set->clones[1].dropout, RecomputeSet::Dropout::Mask);
 
   ValueMap<Value *> map;
   std::unique_ptr<Graph> copy = g->clone(&map);
