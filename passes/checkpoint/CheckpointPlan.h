@@ -8,6 +8,8 @@
 //     freed per second of recomputation), only among activations live at the
 //     current peak, with the liveness simulation of the rewritten graph in the
 //     loop; then values made several times are shared where the budget allows;
+//     from three starts (nothing dropped, a knapsack's choice, the model's
+//     block interiors: ModelBlocks.h), the best plan kept;
 //   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
 //     CBC, with a time limit and the gap it proved;
 //   - torch (TorchPlanner.cpp): torch.compile's own partitioner and knapsack,

@@ -10,7 +10,9 @@
 // for real and the timeline replaced by that simulation, so the plan ends only
 // on a simulated peak within the budget. Then repeated recomputations are
 // shared and drops that later ones made unneeded undone, each step checked
-// by a simulation.
+// by a simulation. It runs from three starts (nothing dropped, a knapsack's
+// choice at the peak, the model's block interiors) and keeps the best plan
+// (planGreedy; docs/Checkpointing.md, "Three starts").
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
@@ -178,9 +180,9 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, int64_t p
 /// peak may bring that one down too: an earlier drop can end up unneeded.
 /// Each dropped candidate, the dearest per byte first, is kept again when the
 /// plan without it (the others' clones where they were) is faster and its
-/// simulated rewrite still fits; so this step never slows the plan. The estimate
-/// screens first: the candidate's bytes back over the ranks dropping it
-/// freed, on the current simulation (an upper bound, as keeping it also
+/// simulated rewrite still fits; so this step never slows the plan. The
+/// estimate screens first: the candidate's bytes back over the ranks dropping
+/// it freed, on the current simulation (an upper bound, as keeping it also
 /// removes its clones).
 absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, int64_t peakCap,
                           PlanState &state,
