@@ -177,8 +177,8 @@ PlanState::PlanState(const RecomputeModel &model)
 void PlanState::hold(const Value *storage) { held_.insert(storage); }
 
 bool PlanState::isCloned(const Node *n, int64_t p) const {
-  auto it = clonedAt_.find(n);
-  return it != clonedAt_.end() && llvm::is_contained(it->second, p);
+  auto it = clonedAt_.find(n); // its ranks are sorted (add)
+  return it != clonedAt_.end() && std::binary_search(it->second.begin(), it->second.end(), p);
 }
 
 absl::Status PlanState::add(int32_t c) {
