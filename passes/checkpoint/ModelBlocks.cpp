@@ -1,7 +1,6 @@
 //===- ModelBlocks.cpp - A model's repeated blocks, from its module paths -===//
 #include "checkpoint/ModelBlocks.h"
 
-#include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/STLExtras.h>
 #include <llvm/ADT/StringExtras.h>
 #include <llvm/ADT/StringMap.h>
@@ -74,9 +73,6 @@ std::vector<int32_t> blockInteriors(const RecomputeModel &model, const ModelBloc
   std::vector<int32_t> interiors;
   if (blocks.names.empty())
     return interiors;
-  llvm::DenseMap<const Node *, int64_t> rankOf;
-  for (int64_t r = 0; r < static_cast<int64_t>(blocks.blockOfRank.size()); ++r)
-    rankOf[model.nodeAt(r)] = r;
   auto candidates = model.candidates();
   for (size_t c = 0; c < candidates.size(); ++c) {
     const int32_t block = blocks.blockOfRank[candidates[c].created];
@@ -91,8 +87,7 @@ std::vector<int32_t> blockInteriors(const RecomputeModel &model, const ModelBloc
         }
         if (u.user->phase() != Phase::Forward)
           continue;
-        auto it = rankOf.find(u.user);
-        inside = inside && it != rankOf.end() && blocks.blockOfRank[it->second] == block;
+        inside = inside && blocks.blockOfRank[model.baseline().rank.lookup(u.user)] == block;
       }
     if (inside)
       interiors.push_back(static_cast<int32_t>(c));

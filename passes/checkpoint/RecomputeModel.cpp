@@ -274,8 +274,7 @@ RecomputeSet::Dropout PlanState::dropoutReplay(const Node *n, int64_t p) const {
   if (!isReplayableDropout(*n))
     return RecomputeSet::Dropout::None;
   const Value *mask = n->output(1);
-  const ValueLiveness *s = model_->baseline_.lookup(model_->baseline_.lookup(mask)->storage);
-  int32_t ci = model_->candidateOf(s->value);
+  int32_t ci = model_->candidateOf(model_->baseline_.lookup(mask)->storage);
   bool ownClone = ci >= 0 && dropped_[ci] && ownAt_[ci] == p;
   return available(mask, p) && !ownClone ? RecomputeSet::Dropout::Mask
                                          : RecomputeSet::Dropout::RngState;
