@@ -130,6 +130,15 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
                             kRngStateBytes, " bytes) its replay would keep instead");
       continue;
     }
+    // So does dropping an output whose mask backward does not keep.
+    if (const Node *d = c.storage->definingNode();
+        m.replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(0) &&
+        m.baseline_.lookup(d->output(1))->firstBackwardUse < 0 && c.bytes <= kRngStateBytes) {
+      why[i] = absl::StrCat("the output of ", d->describe(), ", whose mask is not kept: no larger "
+                            "than the RNG state (", kRngStateBytes,
+                            " bytes) its replay would keep instead");
+      continue;
+    }
     auto alone = none.marginal(static_cast<int32_t>(i));
     if (!alone.ok()) {
       why[i] = std::string(alone.status().message());
