@@ -1,9 +1,11 @@
 //===- CheckpointPass.cpp - Fit a training step into a memory budget ------===//
 #include "CheckpointPass.h"
 
+#include "checkpoint/BudgetLadder.h"
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/FlopCost.h"
 
+#include "graphopt/Analysis/MeasuredScratch.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Pass/AnalysisManager.h"
@@ -110,6 +112,17 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
                                       {"decision", a.decision},
                                       {"reason", a.reason},
                                       {"recompute_seconds", a.recomputeSeconds}});
+  llvm::json::Array ladder; // empty: monotone=false, or not the greedy
+  for (const CheckpointPass::Outcome::Rung &r : out.ladder)
+    ladder.push_back(llvm::json::Object{{"budget", r.name},
+                                        {"budget_bytes", r.budgetBytes},
+                                        {"asked", r.asked},
+                                        {"how", r.how},
+                                        {"meets", r.meets},
+                                        {"predicted_bounded_bytes", r.predictedBounded},
+                                        {"predicted_peak_bytes", r.predictedPeak},
+                                        {"predicted_extra_seconds", r.predictedExtraSeconds},
+                                        {"plan_seconds", r.planSeconds}});
   auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
   auto bytesOrNull = [](int64_t v) {
     return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v);
@@ -144,6 +157,10 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
       {"measured_step_seconds", orNull(out.measuredSeconds)},
       {"nodes_added", static_cast<int64_t>(out.nodesAdded)},
+      {"budget_ladder", std::move(ladder)},
+      {"budget_ladder_from", out.ladderFrom.empty() ? llvm::json::Value(nullptr)
+                                                    : llvm::json::Value(out.ladderFrom)},
+      {"budget_ladder_peaks_monotone", out.ladderPeaksMonotone},
       {"activations", std::move(acts)}};
   std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
   return writeReportFiles(dir, {{"checkpoint.json", text}});
@@ -203,6 +220,17 @@ CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome
     for (double s : costs.seconds)
       out.baselineStepSeconds += s;
   }
+  // Scratch bytes are what a run allocates, not a timing: measured, they are
+  // the same in every run, so plans on FLOP costs stay reproducible.
+  if (scratch_.get() == Scratch::None) {
+    costs.scratch.clear();
+  } else if (scratch_.get() == Scratch::Measured && cost_.get() == Cost::Flops) {
+    auto scratch = analyses.getResult<MeasuredScratchAnalysis>(graph);
+    if (!scratch.ok())
+      return scratch.status();
+    costs.scratch = (*scratch)->bytes;
+    absl::StrAppend(&out.costSource, "; scratch measured on ", (*scratch)->device);
+  }
   return costs;
 }
 
@@ -232,6 +260,31 @@ int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out
   return peakBudget;
 }
 
+absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const RecomputeModel &model,
+                                                                 int64_t target, int64_t peakCap,
+                                                                 Outcome &out) const {
+  out.ladder.clear();
+  out.ladderFrom.clear();
+  if (!monotone_.get())
+    return planGreedy(model, target, peakCap);
+  // The rungs are shares of the same whole the option resolves against.
+  const bool activations = model.boundedMemory() == BoundedMemory::SavedActivations;
+  auto made = planMonotone(
+      model, target, peakCap,
+      standardRungs(activations ? out.activationBytes : out.baselinePeak,
+                    activations ? "activations" : "budget"));
+  if (!made.ok())
+    return made.status();
+  for (const LadderStep &s : made->ladder)
+    out.ladder.push_back({s.rung.name, s.how, s.rung.target, s.plan.predictedBounded,
+                          s.plan.predictedPeak, s.plan.predictedExtraSeconds,
+                          s.how == "the looser rung's plan" ? 0 : s.plan.solveSeconds,
+                          s.plan.meetsBudget, s.asked});
+  out.ladderFrom = made->from;
+  out.ladderPeaksMonotone = made->peaksMonotone;
+  return std::move(made->plan);
+}
+
 absl::StatusOr<CheckpointPass::Planned>
 CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model,
                                  AnalysisManager &analyses, int64_t peakBudget,
@@ -251,7 +304,7 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   CheckpointPlan &plan = planned.plan;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
-    auto made = planner_.get() == Planner::Greedy ? planGreedy(model, target, peakCap)
+    auto made = planner_.get() == Planner::Greedy ? planGreedyMonotone(model, target, peakCap, out)
                 : planner_.get() == Planner::Milp
                     ? planMilp(model, target, MilpOptions{timeLimit_.get()})
                     : planTorch(model, activations_.get()->percentValue() / 100, target, peakCap);
@@ -378,6 +431,12 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   else if (!o.solverStatus.empty())
     os << " (" << o.solverStatus << ")";
   os << "\n  cost model: " << o.costSource << "\n";
+  if (!o.ladderFrom.empty())
+    os << "  budget ladder: the plan of the tighter " << o.ladderFrom
+       << ", no slower than this budget's own (monotone=false plans this budget alone)\n";
+  if (!o.ladder.empty() && !o.ladderPeaksMonotone)
+    os << "  budget ladder: a rung's plan could not be held under the peak of the rung above "
+          "it; the peak rises there (checkpoint.json, budget_ladder)\n";
   if (!o.budgetUnmet.empty())
     os << "  budget not met (unmet=closest applied the closest plan): " << o.budgetUnmet << "\n";
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)

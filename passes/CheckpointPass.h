@@ -13,9 +13,14 @@
 //                                torch.compile's own partitioner (activations= as its
 //                                activation_memory_budget; a Python helper process)
 //   cost=profile|flops           measured node times (runs the graph) or a static estimate
+//   scratch=auto|measured|none   operator scratch in the simulation (auto: the profile's
+//                                with cost=profile, none with cost=flops)
 //   time-limit=10                seconds for the MILP solver
 //   measure=true                 with cost=profile: run the rewritten graph and check
 //                                its measured peak; tighten and plan again if it is over
+//   monotone=true                greedy: plan on the budget ladder (BudgetLadder.h), so
+//                                that a looser budget is never slower and a tighter one
+//                                never peaks higher
 //
 // A budget no plan meets is refused (the error gives the smallest the planner
 // reaches) and the graph is left as it was. With --report-dir it writes
@@ -33,6 +38,7 @@
 namespace graphopt {
 
 class RecomputeModel;
+struct CheckpointPlan;
 
 class CheckpointPass : public OptimizationPass {
 public:
@@ -73,6 +79,17 @@ public:
     /// unmet=closest applied a plan that does not meet the budget; why not.
     std::string budgetUnmet;
     std::vector<Activation> activations;
+    /// monotone=true: the ladder's points, loose to tight, and the rung the
+    /// plan came from ("" its own budget's).
+    struct Rung {
+      std::string name, how;
+      int64_t budgetBytes = 0, predictedBounded = 0, predictedPeak = 0;
+      double predictedExtraSeconds = 0, planSeconds = 0;
+      bool meets = false, asked = false;
+    };
+    std::vector<Rung> ladder;
+    std::string ladderFrom;
+    bool ladderPeaksMonotone = true;
   };
   const std::optional<Outcome> &outcome() const { return outcome_; }
 
@@ -86,6 +103,7 @@ private:
   enum class Planner { Greedy, Milp, Torch };
   enum class Cost { Profile, Flops };
   enum class Unmet { Error, Closest };
+  enum class Scratch { Auto, Measured, None };
   PassOption<std::optional<MemoryAmount>> budget_{
       this, "budget",
       "peak memory above weights and inputs allowed: bytes (1.5GiB) or a share of the "
@@ -103,6 +121,12 @@ private:
   PassOption<Cost> cost_{this, "cost",
                          "node times: measured by the profile analysis, or estimated from FLOPs",
                          Cost::Profile, {{"profile", Cost::Profile}, {"flops", Cost::Flops}}};
+  PassOption<Scratch> scratch_{
+      this, "scratch",
+      "operator scratch memory in the simulation: auto (the profile's with cost=profile, none "
+      "with cost=flops), measured (runs the graph, deterministic), none",
+      Scratch::Auto,
+      {{"auto", Scratch::Auto}, {"measured", Scratch::Measured}, {"none", Scratch::None}}};
   PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
   PassOption<Unmet> unmet_{this, "unmet",
                            "when no plan meets the budget: fail (error), or apply the plan that "
@@ -111,6 +135,11 @@ private:
   PassOption<bool> measure_{this, "measure",
                             "run the rewritten graph to check its measured peak (cost=profile)",
                             true};
+  PassOption<bool> monotone_{
+      this, "monotone",
+      "greedy: plan on a ladder of budgets (50, 30, 10, 5%) so that a looser budget is never slower "
+      "and a tighter one never peaks higher",
+      true};
   std::optional<Outcome> outcome_;
 
   // transform's steps, in order.
@@ -123,6 +152,10 @@ private:
   /// Resolves budget= and activations= against the unoptimised step, into
   /// `out`; returns what budget= allows the peak above the inputs (-1: none).
   int64_t resolveBudgets(const RecomputeModel &model, Outcome &out);
+  /// The greedy's plan, on the budget ladder where monotone=true (the
+  /// ladder into `out`).
+  absl::StatusOr<CheckpointPlan> planGreedyMonotone(const RecomputeModel &model, int64_t target,
+                                                    int64_t peakCap, Outcome &out) const;
   /// Plans within the budget; when measuring, checks the rewrite's measured
   /// peak and plans again, tightened, while it is over.
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,

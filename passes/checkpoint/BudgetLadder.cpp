@@ -1,0 +1,158 @@
+//===- BudgetLadder.cpp - Greedy plans monotone in the budget -------------===//
+
+#include "checkpoint/BudgetLadder.h"
+
+#include "graphopt/Pass/PassOption.h"
+
+#include "absl/strings/str_cat.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+namespace graphopt {
+
+std::vector<BudgetRung> standardRungs(int64_t whole, const std::string &option) {
+  std::vector<BudgetRung> rungs;
+  for (double share : {50.0, 30.0, 10.0, 5.0}) {
+    MemoryAmount amount = MemoryAmount::percent(share);
+    rungs.push_back({amount.resolve(whole), absl::StrCat(option, "=", amount.str())});
+  }
+  return rungs;
+}
+
+namespace {
+
+/// Whether `plan` meets `target` (its bounded memory) and the peak cap.
+bool fits(const CheckpointPlan &plan, int64_t target, int64_t peakCap) {
+  return plan.predictedBounded <= target && plan.predictedPeak <= peakCap;
+}
+
+} // namespace
+
+absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t budget,
+                                          int64_t peakCap, std::vector<BudgetRung> rungs) {
+  auto begin = std::chrono::steady_clock::now();
+  // Loose to tight; the asked budget after the rungs at least as loose (a
+  // rung equal to it is the asked budget itself).
+  std::sort(rungs.begin(), rungs.end(),
+            [](const BudgetRung &a, const BudgetRung &b) { return a.target > b.target; });
+  rungs.erase(std::unique(rungs.begin(), rungs.end(),
+                          [](const BudgetRung &a, const BudgetRung &b) {
+                            return a.target == b.target;
+                          }),
+              rungs.end());
+  MonotonePlan out;
+  // A budget the unoptimised step meets needs no plan, and no ladder: nothing
+  // is faster than recomputing nothing, at any looser budget either.
+  if (model.boundedPeak() <= budget &&
+      model.baseline().peakBytes - model.baseline().inputBytes <= peakCap) {
+    auto made = planGreedy(model, budget, peakCap);
+    if (!made.ok())
+      return made.status();
+    out.plan = std::move(*made);
+    out.ladder.push_back({{budget, "the budget asked"}, true, out.plan, "planned"});
+    return out;
+  }
+  // Only where the peak is not what is bounded does a cap keep it monotone.
+  const bool capPeaks = model.boundedMemory() == BoundedMemory::SavedActivations;
+  unsigned simulations = 0;
+  // Plans one point from the rung just looser than it (`looser`, if any).
+  auto planPoint = [&](const BudgetRung &rung, bool asked,
+                       const CheckpointPlan *looser) -> absl::StatusOr<LadderStep> {
+    LadderStep step{rung, asked, {}, ""};
+    if (looser && fits(*looser, rung.target, peakCap)) {
+      step.plan = *looser;
+      step.how = "the looser rung's plan";
+      return step;
+    }
+    int64_t cap = peakCap;
+    if (capPeaks && looser)
+      cap = std::min(cap, looser->predictedPeak);
+    auto made = planGreedy(model, rung.target, cap);
+    if (!made.ok())
+      return made.status();
+    simulations += made->simulations;
+    step.how = cap != peakCap ? "capped at the looser rung's peak" : "planned";
+    if (!made->meetsBudget && cap != peakCap) {
+      auto uncapped = planGreedy(model, rung.target, peakCap);
+      if (!uncapped.ok())
+        return uncapped.status();
+      simulations += uncapped->simulations;
+      if (uncapped->meetsBudget) {
+        made = std::move(uncapped);
+        step.how = "uncapped: no plan under the looser rung's peak";
+      }
+    }
+    step.plan = std::move(*made);
+    return step;
+  };
+
+  // 1. The rungs' plans, loose to tight, each from the one before it. They do
+  // not depend on the budget asked.
+  std::vector<LadderStep> rungSteps;
+  for (const BudgetRung &rung : rungs) {
+    const CheckpointPlan *looser = rungSteps.empty() ? nullptr : &rungSteps.back().plan;
+    auto step = planPoint(rung, false, looser);
+    if (!step.ok())
+      return step.status();
+    if (step->how.rfind("uncapped", 0) == 0)
+      out.peaksMonotone = false;
+    bool feasible = step->plan.meetsBudget;
+    rungSteps.push_back(std::move(*step));
+    if (!feasible)
+      break; // the tighter rungs are out of the greedy's reach too
+  }
+  // 2. Each rung's answer: the fastest of its plan and the tighter rungs'
+  // (a tighter budget's plan meets a looser one), ties to the tighter.
+  auto fastestFrom = [&](size_t first, const LadderStep *best) {
+    for (size_t i = first; i < rungSteps.size(); ++i)
+      if (rungSteps[i].plan.meetsBudget &&
+          (!best || rungSteps[i].plan.predictedExtraSeconds <= best->plan.predictedExtraSeconds))
+        best = &rungSteps[i];
+    return best;
+  };
+  // 3. The budget asked: a rung's answer, or its own plan, capped at the
+  // peak of the looser rung's answer, against the tighter rungs' plans.
+  size_t looser = 0; // rungs at least as loose as the budget
+  while (looser < rungSteps.size() && rungSteps[looser].rung.target >= budget)
+    ++looser;
+  const LadderStep *best = nullptr;
+  std::optional<LadderStep> own;
+  if (looser > 0 && rungSteps[looser - 1].rung.target == budget) {
+    best = fastestFrom(looser - 1, nullptr);
+    if (!best) // the rung itself is out of reach: its closest plan
+      best = &rungSteps[looser - 1];
+  } else {
+    const LadderStep *above = looser > 0 ? fastestFrom(looser - 1, nullptr) : nullptr;
+    auto step = planPoint({budget, "the budget asked"}, true, above ? &above->plan : nullptr);
+    if (!step.ok())
+      return step.status();
+    if (step->how.rfind("uncapped", 0) == 0)
+      out.peaksMonotone = false;
+    own = std::move(*step);
+    best = &*own;
+    if (own->plan.meetsBudget)
+      best = fastestFrom(looser, best);
+  }
+  const LadderStep *itself = own ? &*own : &rungSteps[looser - 1];
+  out.plan = best->plan;
+  out.from = best == itself ? "" : best->rung.name;
+  if (!out.from.empty())
+    out.plan.solverStatus = absl::StrCat("from the ", out.from, " plan (budget ladder)");
+  // The ladder as reported: the rungs, the budget asked among them.
+  for (size_t i = 0; i <= rungSteps.size(); ++i) {
+    if (own && i == looser)
+      out.ladder.push_back(std::move(*own));
+    if (i == rungSteps.size())
+      break;
+    out.ladder.push_back(std::move(rungSteps[i]));
+    out.ladder.back().asked = !own && i + 1 == looser;
+  }
+  out.plan.simulations = simulations;
+  out.plan.solveSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return out;
+}
+
+} // namespace graphopt

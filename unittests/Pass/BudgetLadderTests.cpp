@@ -1,0 +1,102 @@
+//===- BudgetLadderTests.cpp - Greedy plans monotone in the budget ---------===//
+//
+// The ladder's promises (BudgetLadder.h), checked on random training graphs
+// (the pass fuzzer's generator) at every rung and between rungs: the rungs'
+// plans do not depend on the budget asked; over the rungs the extra time only
+// grows and the peak only falls as the budget tightens; a budget between
+// rungs is no slower than any tighter rung and peaks no higher than any looser
+// one; and a budget the greedy meets alone, the ladder meets too.
+//
+//===----------------------------------------------------------------------===//
+#include "CheckpointTestGraphs.h"
+#include "checkpoint/BudgetLadder.h"
+
+#include "graphopt/Pass/PassOption.h"
+#include "graphopt/Testing/RandomGraph.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace graphopt {
+namespace {
+
+struct Answer {
+  int64_t budget;
+  bool rung;
+  CheckpointPlan plan;
+};
+
+TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
+  unsigned checked = 0, fromTighterRung = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    testing::Choices choices(seed);
+    auto made = testing::makeRandomGraph(choices);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    auto built = RecomputeModel::build(*made->graph, estimatedNodeSeconds(*made->graph), {},
+                                       BoundedMemory::SavedActivations);
+    if (!built.ok() || built->candidates().empty())
+      continue;
+    const RecomputeModel &model = *built;
+    const int64_t whole = model.boundedPeak();
+    std::vector<BudgetRung> rungs = standardRungs(whole, "activations");
+    std::vector<Answer> answers;
+    std::map<int64_t, std::pair<double, int64_t>> rungPlans; // time and peak by target
+    bool peaksMonotone = true;
+    // Loose to tight, rungs and budgets between them.
+    for (double share : {90.0, 70.0, 60.0, 50.0, 40.0, 30.0, 25.0, 20.0, 15.0, 10.0, 7.0, 5.0}) {
+      int64_t budget = MemoryAmount::percent(share).resolve(whole);
+      bool isRung = false;
+      for (const BudgetRung &r : rungs)
+        isRung |= r.target == budget;
+      auto planned = planMonotone(model, budget, kNoPeakCap, rungs);
+      ASSERT_TRUE(planned.ok()) << "seed " << seed << ": " << planned.status().message();
+      // What the greedy meets alone, the ladder meets.
+      auto alone = planGreedy(model, budget);
+      ASSERT_TRUE(alone.ok());
+      if (alone->meetsBudget) {
+        EXPECT_TRUE(planned->plan.meetsBudget) << "seed " << seed << " at " << share << "%";
+      }
+      if (planned->plan.meetsBudget) {
+        EXPECT_LE(planned->plan.predictedBounded, budget);
+      }
+      fromTighterRung += !planned->from.empty();
+      answers.push_back({budget, isRung, planned->plan});
+      // The rungs' plans are the same whatever was asked.
+      for (const LadderStep &s : planned->ladder) {
+        if (s.rung.name == "the budget asked")
+          continue;
+        auto [it, fresh] = rungPlans.try_emplace(
+            s.rung.target, s.plan.predictedExtraSeconds, s.plan.predictedPeak);
+        if (!fresh) {
+          EXPECT_EQ(it->second.first, s.plan.predictedExtraSeconds) << "seed " << seed;
+          EXPECT_EQ(it->second.second, s.plan.predictedPeak) << "seed " << seed;
+        }
+      }
+      peaksMonotone &= planned->peaksMonotone; // else a rung's peak rose, and says so
+    }
+    // Every pair, looser first, among the answers that meet their budget.
+    for (size_t i = 0; i < answers.size(); ++i)
+      for (size_t j = i + 1; j < answers.size(); ++j) {
+        const Answer &loose = answers[i], &tight = answers[j];
+        if (!loose.plan.meetsBudget || !tight.plan.meetsBudget)
+          continue;
+        if (tight.rung) {
+          EXPECT_GE(tight.plan.predictedExtraSeconds, loose.plan.predictedExtraSeconds)
+              << "seed " << seed << ": budgets " << loose.budget << " and " << tight.budget;
+        }
+        if (loose.rung && peaksMonotone) {
+          EXPECT_LE(tight.plan.predictedPeak, loose.plan.predictedPeak)
+              << "seed " << seed << ": budgets " << loose.budget << " and " << tight.budget;
+        }
+      }
+    ++checked;
+  }
+  // Enough graphs had something to plan, and the ladder took a tighter
+  // rung's plan somewhere (else the test would not test it).
+  EXPECT_GE(checked, 20u);
+  EXPECT_GT(fromTighterRung, 0u);
+}
+
+} // namespace
+} // namespace graphopt
