@@ -4,6 +4,7 @@
 #include "checkpoint/BudgetLadder.h"
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/FlopCost.h"
+#include "checkpoint/OffloadPlanner.h"
 
 #include "graphopt/Analysis/MeasuredScratch.h"
 #include "graphopt/Analysis/Profile.h"
@@ -20,6 +21,7 @@
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace graphopt {
 
@@ -157,6 +159,12 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"measured_unoptimised_step_seconds", orNull(out.measuredBaselineSeconds)},
       {"measured_step_seconds", orNull(out.measuredSeconds)},
       {"nodes_added", static_cast<int64_t>(out.nodesAdded)},
+      {"offload_bandwidth_bytes_per_second",
+       out.offloadBandwidth > 0 ? llvm::json::Value(out.offloadBandwidth) : llvm::json::Value(nullptr)},
+      {"offloaded_bytes", out.offloadedBytes},
+      {"predicted_offload_wait_seconds", out.offloadStallSeconds},
+      {"offload_rejected", out.offloadRejected.empty() ? llvm::json::Value(nullptr)
+                                                       : llvm::json::Value(out.offloadRejected)},
       {"budget_ladder", std::move(ladder)},
       {"budget_ladder_from", out.ladderFrom.empty() ? llvm::json::Value(nullptr)
                                                     : llvm::json::Value(out.ladderFrom)},
@@ -185,6 +193,9 @@ absl::Status CheckpointPass::validateOptions() {
         "without budget=");
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
+  if (offloadBandwidth_.get() && planner_.get() != Planner::Greedy)
+    return absl::InvalidArgumentError(
+        "offload-bandwidth= goes with the greedy planner (the default), not planner=milp or torch");
   return absl::OkStatus();
 }
 
@@ -296,7 +307,8 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
                                           " of peak above weights and inputs)");
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
-  bool measuring = measure_.get() && cost_.get() == Cost::Profile;
+  // An offload plan runs on CUDA only (GraphoptOps.h): it is not measured.
+  bool measuring = measure_.get() && cost_.get() == Cost::Profile && out.offloadedBytes == 0;
   bool tighten = measuring && peakBudget >= 0;
   int64_t target = out.budgetBytes;
   int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
@@ -363,6 +375,71 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   return planned;
 }
 
+struct CheckpointPass::Offloaded {
+  std::optional<RecomputeModel> model; ///< of the graph with the offloads (none: no offload)
+  std::vector<AppliedOffload> applied;
+  std::vector<Activation> rows; ///< the report's, one per offloaded activation
+};
+
+absl::StatusOr<CheckpointPass::Offloaded>
+CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
+                                     const NodeCosts &costs, BoundedMemory bounded, bool replay,
+                                     Outcome &out) const {
+  Offloaded done;
+  if (!offloadBandwidth_.get())
+    return done;
+  out.offloadBandwidth = offloadBandwidth_.get()->bytesPerSecond;
+  auto begin = std::chrono::steady_clock::now();
+  OffloadPlan plan = planOffloads(original, out.budgetBytes, out.offloadBandwidth);
+  out.offloadPlanSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (plan.offloads.empty())
+    return done;
+  for (const Offload &o : plan.offloads) {
+    const CheckpointCandidate &c = original.candidates()[o.candidate];
+    done.rows.push_back(
+        {c.storage->name().str(), moduleOf(c.storage), "offloaded",
+         llvm::formatv("offloaded: to host after its last forward use, back before its first backward "
+                       "use: {0:F3} ms each way, {1}",
+                       o.transfer.seconds * 1e3,
+                       o.stallSeconds > 0
+                           ? llvm::formatv("the step waits {0:F3} ms for it", o.stallSeconds * 1e3)
+                                 .str()
+                           : std::string("hidden behind compute"))
+             .str(),
+         c.bytes, 2 * o.transfer.seconds});
+  }
+  out.offloadedBytes = plan.offloadedBytes;
+  out.offloadStallSeconds = plan.stallSeconds;
+  // Node costs on the graph with the offloads: the copies take no compute
+  // time (their waits are the stall), and a buffer being copied out is held
+  // as the scratch of the nodes that run meanwhile.
+  const LivenessResult &base = original.baseline();
+  NodeMap<int64_t> rankOf = base.rank;
+  auto applied = applyOffloads(original, plan, graph);
+  if (!applied.ok())
+    return applied.status();
+  done.applied = std::move(*applied);
+  std::vector<double> seconds;
+  std::vector<int64_t> scratch;
+  for (const Node &n : graph.nodes()) {
+    const bool inserted = n.id() >= rankOf.size() || rankOf.lookup(&n) < 0 ||
+                          original.nodeAt(rankOf.lookup(&n)) != &n;
+    const int64_t r = inserted ? -1 : rankOf.lookup(&n);
+    seconds.push_back(r < 0 ? 0.0 : costs.seconds[r]);
+    scratch.push_back((r < 0 || costs.scratch.empty() ? 0 : costs.scratch[r]) +
+                      (r < 0 ? 0 : plan.inFlightBytes[r]));
+  }
+  auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded, replay);
+  if (!built.ok()) {
+    if (absl::Status undone = removeOffloads(done.applied, graph); !undone.ok())
+      return undone;
+    return built.status();
+  }
+  done.model = std::move(*built);
+  return done;
+}
+
 absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &analyses) {
   Outcome out;
   out.graph = graph.name().str();
@@ -375,28 +452,74 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   BoundedMemory bounded =
       activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
   // The MILP's formulation keeps every dropout mask (replayed from the mask only).
-  auto built = RecomputeModel::build(graph, std::move(costs->seconds), std::move(costs->scratch),
-                                     bounded, planner_.get() != Planner::Milp);
+  const bool replay = planner_.get() != Planner::Milp;
+  auto built = RecomputeModel::build(graph, costs->seconds, costs->scratch, bounded, replay);
   if (!built.ok())
     return built.status();
-  const RecomputeModel &model = *built;
-  const int64_t peakBudget = resolveBudgets(model, out);
+  const int64_t peakBudget = resolveBudgets(*built, out);
 
   // Plan; with measurement, check the measured peak and tighten while it is over.
-  auto planned = planWithinBudget(graph, model, analyses, peakBudget, out);
+  auto planned = planWithinBudget(graph, *built, analyses, peakBudget, out);
+  const RecomputeModel *model = &*built;
+  // offload-bandwidth=: offloads first, then recomputation for the rest, on
+  // the graph with the offloads in it; kept only where that is predicted
+  // faster than recomputation alone (recomputing around offloaded values can
+  // cost more than the copies save).
+  Offloaded offloaded;
+  if (offloadBandwidth_.get()) {
+    Outcome withOffloads = out;
+    auto made = planAndApplyOffloads(graph, *built, *costs, bounded, replay, withOffloads);
+    if (!made.ok())
+      return made.status();
+    out.offloadBandwidth = withOffloads.offloadBandwidth;
+    out.offloadPlanSeconds = withOffloads.offloadPlanSeconds;
+    if (made->model) {
+      auto both = planWithinBudget(graph, *made->model, analyses, peakBudget, withOffloads);
+      const bool better =
+          both.ok() && both->plan.meetsBudget &&
+          (!planned.ok() || !planned->plan.meetsBudget ||
+           both->plan.predictedExtraSeconds + withOffloads.offloadStallSeconds <
+               planned->plan.predictedExtraSeconds);
+      if (better) {
+        out = std::move(withOffloads);
+        planned = std::move(both);
+        offloaded = std::move(*made);
+        model = &*offloaded.model;
+      } else {
+        if (absl::Status undone = removeOffloads(made->applied, graph); !undone.ok())
+          return undone;
+        out.offloadRejected = absl::StrCat(
+            made->rows.size(), " offloads tried, not used: ",
+            both.ok() && both->plan.meetsBudget
+                ? llvm::formatv("with them, {0:F2} ms predicted against {1:F2} ms by "
+                                "recomputation alone",
+                                (both->plan.predictedExtraSeconds +
+                                 withOffloads.offloadStallSeconds) * 1e3,
+                                planned->plan.predictedExtraSeconds * 1e3)
+                      .str()
+                : std::string("with them, the budget was not met"));
+      }
+    }
+  }
   if (!planned.ok())
     return planned.status();
   const CheckpointPlan &plan = planned->plan;
-  recordPlan(model, plan, planned->measured, out);
+  recordPlan(*model, plan, planned->measured, out);
+  out.predictedExtraSeconds += out.offloadStallSeconds;
+  out.solveSeconds += out.offloadPlanSeconds;
+  for (Activation &row : offloaded.rows)
+    out.activations.push_back(std::move(row));
 
   // The rewrite itself, on the graph.
   unsigned added = 0;
   if (!plan.dropped.empty()) {
-    auto applied = model.apply(plan.recompute, graph);
+    auto applied = model->apply(plan.recompute, graph);
     if (!applied.ok())
       return applied.status();
     added = *applied;
   }
+  for (const AppliedOffload &a : offloaded.applied)
+    added += 3 + static_cast<unsigned>(a.views.size());
   out.nodesAdded = added;
   out.changed = added > 0;
   addStatistic("activations recomputed", static_cast<int64_t>(plan.dropped.size()));
@@ -463,6 +586,17 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
     os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,
                        o.measuredBaselineSeconds * 1e3, share(o.measuredSeconds, o.measuredBaselineSeconds));
   os << "\n";
+  if (o.offloadBandwidth > 0) {
+    unsigned n = 0;
+    for (const Activation &a : o.activations)
+      n += a.decision == "offloaded";
+    os << llvm::format("  offload at %.1f GB/s each way: ", o.offloadBandwidth / 1e9) << n
+       << " activations (" << formatMiB(o.offloadedBytes) << ") to host memory and back"
+       << llvm::format(", the step predicted to wait %.2f ms for copies", o.offloadStallSeconds * 1e3)
+       << "; predicted, not measured: an offload plan runs on CUDA only\n";
+    if (!o.offloadRejected.empty())
+      os << "  offload: " << o.offloadRejected << "\n";
+  }
   unsigned recomputed = 0, never = 0, held = 0;
   int64_t recomputedBytes = 0;
   for (const Activation &a : o.activations) {
@@ -477,7 +611,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (held)
     os << ", held for recomputation (backward does not read them) " << held;
   os << "; nodes added " << o.nodesAdded << "\n";
-  if (!recomputed) {
+  const bool offloaded = o.offloadedBytes > 0;
+  if (!recomputed && !offloaded) {
     os << "  the unoptimised step is already within " << o.budgetText
        << ": nothing to recompute\n";
     return;
@@ -486,11 +621,16 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
      << " " << llvm::right_justify("bytes", 12) << " " << llvm::right_justify("recompute", 12)
      << "  why\n";
   unsigned shown = 0;
+  const unsigned listed = recomputed + (offloaded ? static_cast<unsigned>(llvm::count_if(
+                                                       o.activations, [](const Activation &a) {
+                                                         return a.decision == "offloaded";
+                                                       }))
+                                                 : 0);
   for (const Activation &a : o.activations) {
-    if (a.decision != "recomputed")
+    if (a.decision != "recomputed" && a.decision != "offloaded")
       continue;
     if (++shown > 20) {
-      os << "  ... and " << recomputed - 20 << " more (checkpoint.json with --report-dir)\n";
+      os << "  ... and " << listed - 20 << " more (checkpoint.json with --report-dir)\n";
       break;
     }
     os << llvm::format("  %-32s %-32s %12s %9.3f ms  %s\n", ("%" + a.name).c_str(),

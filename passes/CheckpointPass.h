@@ -18,6 +18,8 @@
 //   time-limit=10                seconds for the MILP solver
 //   measure=true                 with cost=profile: run the rewritten graph and check
 //                                its measured peak; tighten and plan again if it is over
+//   offload-bandwidth=12GB/s     also offload activations to host memory where the copies
+//                                hide behind compute (OffloadPlanner.h); runs on CUDA only
 //   monotone=true                greedy: plan on the budget ladder (BudgetLadder.h), so
 //                                that a looser budget is never slower and a tighter one
 //                                never peaks higher
@@ -39,6 +41,7 @@ namespace graphopt {
 
 class RecomputeModel;
 struct CheckpointPlan;
+enum class BoundedMemory : uint8_t;
 
 class CheckpointPass : public OptimizationPass {
 public:
@@ -54,7 +57,7 @@ public:
 
   /// One activation storage in the report.
   struct Activation {
-    std::string name, module, decision, reason; ///< decision: recomputed, kept, held, never
+    std::string name, module, decision, reason; ///< decision: recomputed, offloaded, kept, held, never
     int64_t bytes = 0;
     double recomputeSeconds = 0; ///< recomputing it alone
   };
@@ -90,6 +93,13 @@ public:
     std::vector<Rung> ladder;
     std::string ladderFrom;
     bool ladderPeaksMonotone = true;
+    /// offload-bandwidth=: bytes per second each way (0: no offload), the
+    /// offloaded activations' bytes and the step's predicted wait for copies.
+    double offloadBandwidth = 0;
+    int64_t offloadedBytes = 0;
+    double offloadStallSeconds = 0, offloadPlanSeconds = 0;
+    /// Offloads planned but not used (recomputation alone was faster): why.
+    std::string offloadRejected;
   };
   const std::optional<Outcome> &outcome() const { return outcome_; }
 
@@ -135,6 +145,11 @@ private:
   PassOption<bool> measure_{this, "measure",
                             "run the rewritten graph to check its measured peak (cost=profile)",
                             true};
+  PassOption<std::optional<Bandwidth>> offloadBandwidth_{
+      this, "offload-bandwidth",
+      "also offload activations to host memory, copied each way at this rate; planned and "
+      "simulated anywhere, run on CUDA only",
+      std::nullopt};
   PassOption<bool> monotone_{
       this, "monotone",
       "greedy: plan on a ladder of budgets (50, 30, 10, 5%) so that a looser budget is never slower "
@@ -145,6 +160,7 @@ private:
   // transform's steps, in order.
   struct NodeCosts; ///< per node: seconds, and measured scratch bytes (or none)
   struct Planned;   ///< the plan, and its measurement when one was made
+  struct Offloaded; ///< offload-bandwidth=: the offloads put in, and the model after them
   /// The cost model: measured node times and scratch, or a static estimate;
   /// `out` says which, with the unoptimised step time.
   absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
@@ -156,6 +172,11 @@ private:
   /// ladder into `out`).
   absl::StatusOr<CheckpointPlan> planGreedyMonotone(const RecomputeModel &model, int64_t target,
                                                     int64_t peakCap, Outcome &out) const;
+  /// offload-bandwidth=: chooses offloads for the budget, puts them into
+  /// `graph`, and models the graph with them (nothing without the option).
+  absl::StatusOr<Offloaded> planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
+                                                 const NodeCosts &costs, BoundedMemory bounded,
+                                                 bool replay, Outcome &out) const;
   /// Plans within the budget; when measuring, checks the rewrite's measured
   /// peak and plans again, tightened, while it is over.
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,

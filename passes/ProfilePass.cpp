@@ -29,6 +29,7 @@ absl::Status ProfilePass::analyze(const Graph &graph, AnalysisManager &analyses)
     return absl::OkStatus();
   ProfileReportOptions options;
   options.memoryLimitBytes = memoryLimit_.get().byteValue();
+  options.swapBytesPerSecond = swapBandwidth_.get().bytesPerSecond;
   return writeProfileReports(graph, p, reportDirectory(), options);
 }
 

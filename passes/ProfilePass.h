@@ -34,6 +34,11 @@ private:
   PassOption<MemoryAmount> memoryLimit_{
       this, "memory-limit", "a memory limit to draw on the plots (bytes; 0: none)",
       MemoryAmount::bytes(0)};
+  PassOption<Bandwidth> swapBandwidth_{
+      this, "swap-bandwidth",
+      "copy bandwidth between device and host, each way, for activation_stats.csv's swap_time_s "
+      "(default: a nominal PCIe 3.0 x16)",
+      Bandwidth{12e9}};
 };
 
 } // namespace graphopt

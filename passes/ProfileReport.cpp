@@ -68,14 +68,17 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
   // activation_stats.csv and the activation rows.
   out.activationCsv = "activation_name,creation_rank,last_fw_use_rank,first_bw_use_rank,"
                       "last_bw_use_rank,median_mem_size_bytes,inactive_time_s,recomp_time_s,"
-                      "recomp_memory_bytes,recompute_ratio\n";
+                      "recomp_memory_bytes,recompute_ratio,swap_time_s\n";
   llvm::json::Array activations;
   for (const ActivationStats &a : p.activations) {
     std::string name = a.value->name().str();
+    // μ-TWO's swap time: out to host memory and back, at the given bandwidth.
+    const double swapSeconds = 2.0 * static_cast<double>(a.bytes) / options.swapBytesPerSecond;
     absl::StrAppend(&out.activationCsv, name, ",", a.creationRank, ",", a.lastForwardUseRank, ",",
                     a.firstBackwardUseRank, ",", a.lastBackwardUseRank, ",", a.bytes, ",",
                     num(a.inactiveSeconds), ",", num(a.recomputeSeconds), ",",
-                    a.recomputeMemoryBytes, ",", num(a.recomputeRatio), "\n");
+                    a.recomputeMemoryBytes, ",", num(a.recomputeRatio), ",", num(swapSeconds),
+                    "\n");
     activations.push_back(llvm::json::Object{
         {"activation_name", name},
         {"creation_rank", a.creationRank},
@@ -87,6 +90,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"recomp_time_s", a.recomputeSeconds},
         {"recomp_memory_bytes", a.recomputeMemoryBytes},
         {"recompute_ratio", a.recomputeRatio},
+        {"swap_time_s", swapSeconds},
         {"recompute_nodes", static_cast<int64_t>(a.recomputeNodes)},
         {"recomputable", a.recomputable},
         {"module", stringAttr(*a.value->definingNode(), "module")}});
@@ -105,6 +109,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
       {"measured_runs", static_cast<int64_t>(p.measuredRuns)},
       {"num_nodes", static_cast<int64_t>(p.nodes.size())},
       {"step_time_s", p.stepSeconds},
+      {"swap_bandwidth_bytes_per_second", options.swapBytesPerSecond},
       {"profiled_step_time_s", p.profiledStepSeconds},
       {"sum_node_time_s", p.sumNodeSeconds},
       {"run_node_time_s", p.runNodeSeconds},

@@ -19,6 +19,8 @@ namespace graphopt {
 
 struct ProfileReportOptions {
   int64_t memoryLimitBytes = 0; ///< drawn on the plots; 0: none
+  /// Copy bandwidth between device and host, each way, for swap_time_s.
+  double swapBytesPerSecond = 12e9;
 };
 
 absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profile,

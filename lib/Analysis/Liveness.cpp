@@ -1,5 +1,6 @@
 //===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
 #include "graphopt/Analysis/Liveness.h"
+#include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 
 #include "graphopt/IR/OpEffects.h"
@@ -125,6 +126,9 @@ void computeStorageLifetimes(LivenessBuilder &b, int64_t numNodes) {
     l.storage = all[storageOf[i]];
     if (storageOf[i] == i && l.value->isTensor())
       l.bytes = l.value->tensorType().storageBytes();
+    // graphopt::offload's copy is in host memory: no part of the device's.
+    if (l.bytes && l.value->definingNode() && isHostCopy(*l.value->definingNode()))
+      std::swap(l.bytes, l.hostBytes);
   }
   for (size_t i = 0; i < all.size(); ++i)
     r.values[i].freedAfter = end[storageOf[i]];

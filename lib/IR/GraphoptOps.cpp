@@ -1,5 +1,6 @@
 //===- GraphoptOps.cpp - The operators graph-opt's rewrites insert ---------===//
 #include "graphopt/IR/GraphoptOps.h"
+#include "graphopt/IR/Graph.h"
 
 #include <ATen/Context.h>
 #include <ATen/core/Generator.h>
@@ -90,9 +91,20 @@ std::tuple<at::Tensor, at::Tensor> dropoutReplayMeta(const at::Tensor &input, do
   return {at::empty_like(input), at::empty_like(input, input.options().dtype(at::kBool))};
 }
 
+at::Tensor offloadMeta(const at::Tensor &self) { return at::empty_like(self); }
+
+at::Tensor reloadMeta(const at::Tensor &host, c10::Device) { return at::empty_like(host); }
+
+at::Tensor reloadWaitMeta(const at::Tensor &self) { return self.alias(); }
+
 } // namespace
 
 void linkGraphoptOps() {}
+
+bool isHostCopy(const Node &node) {
+  const c10::OperatorName &name = node.op().operator_name();
+  return name.overload_name.empty() && name.name == kOffloadOp;
+}
 
 } // namespace graphopt
 
@@ -100,6 +112,9 @@ TORCH_LIBRARY(graphopt, m) {
   m.def("rng_state(Tensor like) -> Tensor", {at::Tag::nondeterministic_seeded});
   m.def("native_dropout_replay(Tensor input, float p, bool? train, Tensor rng_state) -> "
         "(Tensor, Tensor)");
+  m.def("offload(Tensor self) -> Tensor");
+  m.def("reload(Tensor host, Device device) -> Tensor");
+  m.def("reload_wait(Tensor(a) self) -> Tensor(a)");
 }
 
 TORCH_LIBRARY_IMPL(graphopt, CPU, m) {
@@ -115,4 +130,7 @@ TORCH_LIBRARY_IMPL(graphopt, CUDA, m) {
 TORCH_LIBRARY_IMPL(graphopt, Meta, m) {
   m.impl("rng_state", graphopt::rngStateMeta);
   m.impl("native_dropout_replay", graphopt::dropoutReplayMeta);
+  m.impl("offload", graphopt::offloadMeta);
+  m.impl("reload", graphopt::reloadMeta);
+  m.impl("reload_wait", graphopt::reloadWaitMeta);
 }

@@ -34,6 +34,11 @@ bool hasSideEffects(const c10::FunctionSchema &schema) {
       "aten::record_stream",
       "aten::sym_constrain_range",
       "aten::sym_constrain_range_for_size",
+      // checkpoint's copies between device and host (GraphoptOps.h): each
+      // issues a copy on a stream or waits for one, where it was placed.
+      "graphopt::offload",
+      "graphopt::reload",
+      "graphopt::reload_wait",
   };
   llvm::StringRef name = schema.name();
   if (operators.contains(name))

@@ -78,6 +78,19 @@ absl::StatusOr<MemoryAmount> MemoryAmount::parse(llvm::StringRef text) {
   return bytes(static_cast<int64_t>(b));
 }
 
+absl::StatusOr<Bandwidth> Bandwidth::parse(llvm::StringRef text) {
+  llvm::StringRef amount = text.trim();
+  amount.consume_back("/s");
+  auto bytes = MemoryAmount::parse(amount);
+  if (!bytes.ok() || bytes->isPercent() || bytes->byteValue() <= 0)
+    return absl::InvalidArgumentError("must be bytes per second (12GB/s, 25GiB/s)");
+  return Bandwidth{static_cast<double>(bytes->byteValue())};
+}
+
+std::string Bandwidth::str() const {
+  return MemoryAmount::bytes(static_cast<int64_t>(bytesPerSecond)).str() + "/s";
+}
+
 int64_t MemoryAmount::resolve(int64_t whole) const {
   if (!percent_)
     return static_cast<int64_t>(value_);

@@ -3,6 +3,7 @@
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
+#include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/NodeResults.h"
@@ -117,6 +118,7 @@ absl::Status Executor::prepare() {
 }
 
 absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
+  linkOffloadKernels(); // graphopt::offload's kernels are in this library
   CpuAllocatorScope hooks; // graph-opt's allocators, for this call only
   try {
     return runUnguarded(userInputs);

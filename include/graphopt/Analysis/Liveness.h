@@ -38,6 +38,8 @@ struct ValueLiveness {
   const Value *storage = nullptr; ///< the value whose storage it lives in (itself if it owns one)
   int64_t freedAfter = -1;       ///< node after which its storage is freed (numNodes: kept)
   MemoryKind kind = MemoryKind::Other;
+  /// In host memory (graphopt::offload's copy): `bytes` is 0, `hostBytes` its size.
+  int64_t hostBytes = 0;
 };
 
 struct LivenessResult {

@@ -16,6 +16,19 @@
 //     those of the call the state was taken before, bit for bit, and later
 //     draws are unchanged. checkpoint recomputes a dropout whose mask it did
 //     not keep this way, as torch.utils.checkpoint replays RNG states.
+//   graphopt::offload(Tensor self) -> Tensor
+//     A copy of `self` in pinned host memory, made on a copy stream of its own
+//     after the work that made `self`; the device buffer goes back to the
+//     allocator once the copy is done. checkpoint's offload (CUDA only).
+//   graphopt::reload(Tensor host, Device device) -> Tensor
+//     The host copy back on `device`, on the same copy stream (after its
+//     offload). Work that reads it waits at graphopt::reload_wait, so the
+//     copy overlaps the nodes between the two.
+//   graphopt::reload_wait(Tensor(a) self) -> Tensor(a)
+//     `self` itself, once its reload is done: the compute stream waits for
+//     the copy.
+//   Kernels: lib/Runtime/OffloadKernels.cpp. On a CPU device the three refuse to run: there is no device memory to
+//   free, so an offload plan is simulated there, not run.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,5 +43,18 @@ inline constexpr int64_t kRngStateBytes = 8 + 5056;
 
 /// Links the registration in (every binary that reads graphs calls it).
 void linkGraphoptOps();
+
+class Node;
+/// Whether `node` is graph-opt's copy to host memory (graphopt::offload):
+/// its output does not count towards device memory.
+bool isHostCopy(const Node &node);
+inline constexpr const char *kOffloadOp = "graphopt::offload";
+inline constexpr const char *kReloadOp = "graphopt::reload";
+inline constexpr const char *kReloadWaitOp = "graphopt::reload_wait";
+
+/// Links the offload kernels in (lib/Runtime/OffloadKernels.cpp: CUDA where
+/// it is built; graphopt::reload's, whose input is a host tensor, for every
+/// backend). The executor calls it; only the schemas and Meta kernels are here.
+void linkOffloadKernels();
 
 } // namespace graphopt

@@ -59,6 +59,15 @@ private:
   double value_;
 };
 
+/// A copy bandwidth: bytes per second, written as an amount of bytes,
+/// optionally followed by "/s" ("12GB/s", "25GiB/s", "1000000000").
+struct Bandwidth {
+  double bytesPerSecond = 0;
+  static absl::StatusOr<Bandwidth> parse(llvm::StringRef text);
+  std::string str() const;
+  bool operator==(const Bandwidth &o) const { return bytesPerSecond == o.bytesPerSecond; }
+};
+
 /// What every option has, whatever its type.
 class PassOptionBase {
 public:
@@ -116,6 +125,11 @@ template <> struct OptionText<MemoryAmount> {
   static absl::StatusOr<MemoryAmount> parse(llvm::StringRef s) { return MemoryAmount::parse(s); }
   static std::string print(const MemoryAmount &v) { return v.str(); }
   static std::string accepts() { return "bytes (e.g. 2GiB, 512MB, 4096) or a share (60%)"; }
+};
+template <> struct OptionText<Bandwidth> {
+  static absl::StatusOr<Bandwidth> parse(llvm::StringRef s) { return Bandwidth::parse(s); }
+  static std::string print(const Bandwidth &v) { return v.str(); }
+  static std::string accepts() { return "bytes per second (e.g. 12GB/s)"; }
 };
 /// An option that may be left unset (its default): the pass decides what an
 /// unset one means, e.g. a default that depends on another option, and can
