@@ -169,6 +169,7 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"budget_ladder_from", out.ladderFrom.empty() ? llvm::json::Value(nullptr)
                                                     : llvm::json::Value(out.ladderFrom)},
       {"budget_ladder_peaks_monotone", out.ladderPeaksMonotone},
+      {"budget_ladder_rungs_skipped", static_cast<int64_t>(out.ladderRungsSkipped)},
       {"activations", std::move(acts)}};
   std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
   return writeReportFiles(dir, {{"checkpoint.json", text}});
@@ -293,6 +294,7 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const Recomput
                           s.plan.meetsBudget, s.asked});
   out.ladderFrom = made->from;
   out.ladderPeaksMonotone = made->peaksMonotone;
+  out.ladderRungsSkipped = made->rungsSkipped;
   return std::move(made->plan);
 }
 

@@ -93,6 +93,7 @@ public:
     std::vector<Rung> ladder;
     std::string ladderFrom;
     bool ladderPeaksMonotone = true;
+    unsigned ladderRungsSkipped = 0; ///< not planned: they could not be faster
     /// offload-bandwidth=: bytes per second each way (0: no offload), the
     /// offloaded activations' bytes and the step's predicted wait for copies.
     double offloadBandwidth = 0;

@@ -89,42 +89,70 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
   };
 
   // 1. The rungs' plans, loose to tight, each from the one before it. They do
-  // not depend on the budget asked.
+  // not depend on the budget asked; a rung is planned only when it is
+  // needed, and with the ones before it.
   std::vector<LadderStep> rungSteps;
-  for (const BudgetRung &rung : rungs) {
-    const CheckpointPlan *looser = rungSteps.empty() ? nullptr : &rungSteps.back().plan;
-    auto step = planPoint(rung, false, looser);
-    if (!step.ok())
-      return step.status();
-    if (step->how.rfind("uncapped", 0) == 0)
-      out.peaksMonotone = false;
-    bool feasible = step->plan.meetsBudget;
-    rungSteps.push_back(std::move(*step));
-    if (!feasible)
-      break; // the tighter rungs are out of the greedy's reach too
-  }
-  // 2. Each rung's answer: the fastest of its plan and the tighter rungs'
-  // (a tighter budget's plan meets a looser one), ties to the tighter.
-  auto fastestFrom = [&](size_t first, const LadderStep *best) {
-    for (size_t i = first; i < rungSteps.size(); ++i)
-      if (rungSteps[i].plan.meetsBudget &&
-          (!best || rungSteps[i].plan.predictedExtraSeconds <= best->plan.predictedExtraSeconds))
-        best = &rungSteps[i];
+  rungSteps.reserve(rungs.size()); // the pointers below stay valid
+  bool reachable = true; // false after a rung the greedy cannot meet
+  auto ensureRung = [&](size_t i) -> absl::StatusOr<bool> {
+    while (rungSteps.size() <= i && reachable) {
+      const CheckpointPlan *looser = rungSteps.empty() ? nullptr : &rungSteps.back().plan;
+      auto step = planPoint(rungs[rungSteps.size()], false, looser);
+      if (!step.ok())
+        return step.status();
+      if (step->how.rfind("uncapped", 0) == 0)
+        out.peaksMonotone = false;
+      reachable = step->plan.meetsBudget; // the tighter rungs are out of reach too
+      rungSteps.push_back(std::move(*step));
+    }
+    return rungSteps.size() > i;
+  };
+  // 2. The fastest of `best` and the rungs from `first` on (a tighter
+  // budget's plan meets a looser one), ties to the tighter. A rung whose
+  // lower bound (recomputeLowerBound) is above `best`'s time cannot win, nor
+  // can any tighter one: they are not planned.
+  auto fastestFrom = [&](size_t first,
+                         const LadderStep *best) -> absl::StatusOr<const LadderStep *> {
+    for (size_t i = first; i < rungs.size(); ++i) {
+      if (best && i >= rungSteps.size() &&
+          recomputeLowerBound(model, rungs[i].target) * (1 - 1e-9) >
+              best->plan.predictedExtraSeconds + 1e-12) {
+        break;
+      }
+      auto there = ensureRung(i);
+      if (!there.ok())
+        return there.status();
+      if (!*there)
+        break;
+      const LadderStep &s = rungSteps[i];
+      if (s.plan.meetsBudget &&
+          (!best || s.plan.predictedExtraSeconds <= best->plan.predictedExtraSeconds))
+        best = &s;
+    }
     return best;
   };
   // 3. The budget asked: a rung's answer, or its own plan, capped at the
   // peak of the looser rung's answer, against the tighter rungs' plans.
   size_t looser = 0; // rungs at least as loose as the budget
-  while (looser < rungSteps.size() && rungSteps[looser].rung.target >= budget)
+  while (looser < rungs.size() && rungs[looser].target >= budget)
     ++looser;
   const LadderStep *best = nullptr;
   std::optional<LadderStep> own;
-  if (looser > 0 && rungSteps[looser - 1].rung.target == budget) {
-    best = fastestFrom(looser - 1, nullptr);
+  if (looser > 0 && rungs[looser - 1].target == budget) {
+    auto found = fastestFrom(looser - 1, nullptr);
+    if (!found.ok())
+      return found.status();
+    best = *found;
     if (!best) // the rung itself is out of reach: its closest plan
-      best = &rungSteps[looser - 1];
+      best = &rungSteps.back();
   } else {
-    const LadderStep *above = looser > 0 ? fastestFrom(looser - 1, nullptr) : nullptr;
+    const LadderStep *above = nullptr;
+    if (looser > 0) {
+      auto found = fastestFrom(looser - 1, nullptr);
+      if (!found.ok())
+        return found.status();
+      above = *found;
+    }
     auto step = planPoint({budget, "the budget asked"}, true, above ? &above->plan : nullptr);
     if (!step.ok())
       return step.status();
@@ -132,17 +160,24 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
       out.peaksMonotone = false;
     own = std::move(*step);
     best = &*own;
-    if (own->plan.meetsBudget)
-      best = fastestFrom(looser, best);
+    if (own->plan.meetsBudget) {
+      auto found = fastestFrom(looser, best);
+      if (!found.ok())
+        return found.status();
+      best = *found;
+    }
   }
-  const LadderStep *itself = own ? &*own : &rungSteps[looser - 1];
+  const LadderStep *itself =
+      own ? &*own : &rungSteps[std::min(looser, rungSteps.size()) - 1];
   out.plan = best->plan;
   out.from = best == itself ? "" : best->rung.name;
   if (!out.from.empty())
     out.plan.solverStatus = absl::StrCat("from the ", out.from, " plan (budget ladder)");
+  if (reachable)
+    out.rungsSkipped = static_cast<unsigned>(rungs.size() - rungSteps.size());
   // The ladder as reported: the rungs, the budget asked among them.
   for (size_t i = 0; i <= rungSteps.size(); ++i) {
-    if (own && i == looser)
+    if (own && i == std::min(looser, rungSteps.size()))
       out.ladder.push_back(std::move(*own));
     if (i == rungSteps.size())
       break;

@@ -47,6 +47,8 @@ struct MonotonePlan {
   /// False where a rung's plan could not be held under its looser rung's
   /// peak (the peak then rises there; the ladder says where).
   bool peaksMonotone = true;
+  /// Rungs not planned: their lower bound showed they could not be faster.
+  unsigned rungsSkipped = 0;
 };
 
 /// The standard rungs: 50, 30, 10 and 5% of `whole` (the unoptimised

@@ -70,6 +70,12 @@ inline constexpr int64_t kNoPeakCap = std::numeric_limits<int64_t>::max();
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
                                           int64_t peakCap = kNoPeakCap);
 
+/// A lower bound on the extra seconds of any plan whose bounded memory is
+/// within `budget`: a fractional knapsack over what the unoptimised bounded
+/// peak holds, each candidate's own node run once (infinity where even all
+/// of it is not enough).
+double recomputeLowerBound(const RecomputeModel &model, int64_t budget);
+
 struct MilpOptions {
   double timeLimitSeconds = 10;
 };

@@ -23,6 +23,7 @@
 #include <absl/strings/str_cat.h>
 
 #include <algorithm>
+#include <map>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -543,6 +544,39 @@ bool better(const CheckpointPlan &a, const CheckpointPlan &b) {
 }
 
 } // namespace
+
+double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
+  llvm::ArrayRef<int64_t> timeline = model.boundedTimeline();
+  if (timeline.empty())
+    return 0;
+  const int64_t at = std::max_element(timeline.begin(), timeline.end()) - timeline.begin();
+  int64_t need = timeline[at] - budget;
+  if (need <= 0)
+    return 0;
+  // Every dropped candidate's own node runs again at least once; one node's
+  // outputs (a dropout's and its mask) share that run.
+  std::map<int64_t, int64_t> bytesByNode;
+  for (const CheckpointCandidate &c : model.candidates())
+    if (auto [first, last] = freedRanksOf(model, model.boundedMemory(), c);
+        first <= at && at <= last)
+      bytesByNode[c.created] += c.bytes;
+  std::vector<std::pair<double, int64_t>> items; // seconds, bytes
+  for (const auto &[rank, bytes] : bytesByNode)
+    if (bytes > 0)
+      items.push_back({model.seconds()[rank], bytes});
+  std::sort(items.begin(), items.end(), [](const auto &a, const auto &b) {
+    return a.first * static_cast<double>(b.second) < b.first * static_cast<double>(a.second);
+  });
+  double bound = 0;
+  for (const auto &[seconds, bytes] : items) {
+    if (need <= 0)
+      break;
+    const int64_t take = std::min(bytes, need);
+    bound += seconds * static_cast<double>(take) / static_cast<double>(bytes);
+    need -= take;
+  }
+  return need > 0 ? std::numeric_limits<double>::infinity() : bound;
+}
 
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
                                           int64_t peakCap) {

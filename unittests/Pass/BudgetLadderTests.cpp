@@ -5,7 +5,8 @@
 // plans do not depend on the budget asked; over the rungs the extra time only
 // grows and the peak only falls as the budget tightens; a budget between
 // rungs is no slower than any tighter rung and peaks no higher than any looser
-// one; and a budget the greedy meets alone, the ladder meets too.
+// one; a budget the greedy meets alone, the ladder meets too; and the lower
+// bound by which it skips rungs is never above the greedy's time.
 //
 //===----------------------------------------------------------------------===//
 #include "CheckpointTestGraphs.h"
@@ -28,7 +29,7 @@ struct Answer {
 };
 
 TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
-  unsigned checked = 0, fromTighterRung = 0;
+  unsigned checked = 0, fromTighterRung = 0, lowerBoundsPositive = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     testing::Choices choices(seed);
     auto made = testing::makeRandomGraph(choices);
@@ -56,6 +57,11 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
       ASSERT_TRUE(alone.ok());
       if (alone->meetsBudget) {
         EXPECT_TRUE(planned->plan.meetsBudget) << "seed " << seed << " at " << share << "%";
+        // The lower bound that lets the ladder skip rungs is one.
+        EXPECT_LE(recomputeLowerBound(model, budget),
+                  alone->predictedExtraSeconds * (1 + 1e-9) + 1e-12)
+            << "seed " << seed << " at " << share << "%";
+        lowerBoundsPositive += recomputeLowerBound(model, budget) > 0;
       }
       if (planned->plan.meetsBudget) {
         EXPECT_LE(planned->plan.predictedBounded, budget);
@@ -96,6 +102,7 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
   // rung's plan somewhere (else the test would not test it).
   EXPECT_GE(checked, 20u);
   EXPECT_GT(fromTighterRung, 0u);
+  EXPECT_GT(lowerBoundsPositive, 0u);
 }
 
 } // namespace

@@ -283,7 +283,8 @@ TEST_P(ProfileZooTest, ReportsHaveTheExactColumnsAndNoEmptyCells) {
             "median_active_mem_bytes,device");
   EXPECT_EQ(absl::StrJoin(acts[0], ","),
             "activation_name,creation_rank,last_fw_use_rank,first_bw_use_rank,last_bw_use_rank,"
-            "median_mem_size_bytes,inactive_time_s,recomp_time_s,recomp_memory_bytes,recompute_ratio");
+            "median_mem_size_bytes,inactive_time_s,recomp_time_s,recomp_memory_bytes,recompute_ratio,"
+            "swap_time_s");
   EXPECT_EQ(nodes.size(), model_->graph->numNodes() + 1);
   for (const auto *rows : {&nodes, &acts})
     for (const auto &row : *rows) {
