@@ -77,6 +77,8 @@ public:
     double measuredBaselineSeconds = -1, measuredSeconds = -1;
     double solveSeconds = 0, gap = -1;
     double greedyExtraSeconds = -1; ///< milp: the greedy plan's predicted extra time
+    /// recomputeLowerBound at the budget: no recomputation plan is faster.
+    double lowerBoundSeconds = 0;
     unsigned nodesAdded = 0, planAttempts = 0;
     bool changed = false;
     /// unmet=closest applied a plan that does not meet the budget; why not.
