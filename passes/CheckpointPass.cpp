@@ -292,9 +292,9 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const Recomput
   if (!made.ok())
     return made.status();
   for (const LadderStep &s : made->ladder)
-    out.ladder.push_back({s.rung.name, s.how, s.rung.target, s.plan.predictedBounded,
+    out.ladder.push_back({s.rung.name, howText(s.how), s.rung.target, s.plan.predictedBounded,
                           s.plan.predictedPeak, s.plan.predictedExtraSeconds,
-                          s.how == "the looser rung's plan" ? 0 : s.plan.solveSeconds,
+                          s.how == LadderStep::How::LooserRungsPlan ? 0 : s.plan.solveSeconds,
                           s.plan.meetsBudget, s.asked});
   out.ladderFrom = made->from;
   out.ladderPeaksMonotone = made->peaksMonotone;
@@ -420,8 +420,6 @@ CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &origina
   // Node costs on the graph with the offloads: the copies take no compute
   // time (their waits are the stall), and a buffer being copied out is held
   // as the scratch of the nodes that run meanwhile.
-  const LivenessResult &base = original.baseline();
-  NodeMap<int64_t> rankOf = base.rank;
   auto applied = applyOffloads(original, plan, graph);
   if (!applied.ok())
     return applied.status();
@@ -429,12 +427,11 @@ CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &origina
   std::vector<double> seconds;
   std::vector<int64_t> scratch;
   for (const Node &n : graph.nodes()) {
-    const bool inserted = n.id() >= rankOf.size() || rankOf.lookup(&n) < 0 ||
-                          original.nodeAt(rankOf.lookup(&n)) != &n;
-    const int64_t r = inserted ? -1 : rankOf.lookup(&n);
+    const int64_t r = original.baseline().rank.lookup(&n); // -1: a node just inserted
     seconds.push_back(r < 0 ? 0.0 : costs.seconds[r]);
-    scratch.push_back((r < 0 || costs.scratch.empty() ? 0 : costs.scratch[r]) +
-                      (r < 0 ? 0 : plan.inFlightBytes[r]));
+    scratch.push_back(r < 0 ? 0
+                            : (costs.scratch.empty() ? 0 : costs.scratch[r]) +
+                                  plan.inFlightBytes[r]);
   }
   auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded, replay);
   if (!built.ok()) {

@@ -99,6 +99,7 @@ std::string layoutDifference(const at::Tensor &t, const TensorType &want, c10::D
 
 Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options)
     : graph_(graph), weights_(weights), options_(options) {
+  linkOffloadKernels(); // graphopt::offload's kernels are in this library
   if (options_.planCpuMemory && options_.device.is_cpu())
     memoryPlan_ = std::make_unique<CpuMemoryPlan>();
 }
@@ -118,7 +119,6 @@ absl::Status Executor::prepare() {
 }
 
 absl::StatusOr<ExecutionResult> Executor::run(llvm::ArrayRef<at::Tensor> userInputs) {
-  linkOffloadKernels(); // graphopt::offload's kernels are in this library
   CpuAllocatorScope hooks; // graph-opt's allocators, for this call only
   try {
     return runUnguarded(userInputs);

@@ -21,6 +21,17 @@ std::vector<BudgetRung> standardRungs(int64_t whole, const std::string &option) 
   return rungs;
 }
 
+const char *howText(LadderStep::How how) {
+  switch (how) {
+  case LadderStep::How::Planned: return "planned";
+  case LadderStep::How::CappedAtLooserPeak: return "capped at the looser rung's peak";
+  case LadderStep::How::LooserRungsPlan: return "the looser rung's plan";
+  case LadderStep::How::UncappedNoPlanUnderLooserPeak:
+    return "uncapped: no plan under the looser rung's peak";
+  }
+  return "";
+}
+
 namespace {
 
 /// Whether `plan` meets `target` (its bounded memory) and the peak cap.
@@ -51,19 +62,20 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
     if (!made.ok())
       return made.status();
     out.plan = std::move(*made);
-    out.ladder.push_back({{budget, "the budget asked"}, true, out.plan, "planned"});
+    out.ladder.push_back({{budget, "the budget asked"}, true, out.plan, LadderStep::How::Planned});
     return out;
   }
   // Only where the peak is not what is bounded does a cap keep it monotone.
   const bool capPeaks = model.boundedMemory() == BoundedMemory::SavedActivations;
   unsigned simulations = 0;
   // Plans one point from the rung just looser than it (`looser`, if any).
+  using How = LadderStep::How;
   auto planPoint = [&](const BudgetRung &rung, bool asked,
                        const CheckpointPlan *looser) -> absl::StatusOr<LadderStep> {
-    LadderStep step{rung, asked, {}, ""};
+    LadderStep step{rung, asked, {}, How::Planned};
     if (looser && fits(*looser, rung.target, peakCap)) {
       step.plan = *looser;
-      step.how = "the looser rung's plan";
+      step.how = How::LooserRungsPlan;
       return step;
     }
     int64_t cap = peakCap;
@@ -73,7 +85,7 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
     if (!made.ok())
       return made.status();
     simulations += made->simulations;
-    step.how = cap != peakCap ? "capped at the looser rung's peak" : "planned";
+    step.how = cap != peakCap ? How::CappedAtLooserPeak : How::Planned;
     if (!made->meetsBudget && cap != peakCap) {
       auto uncapped = planGreedy(model, rung.target, peakCap);
       if (!uncapped.ok())
@@ -81,7 +93,8 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
       simulations += uncapped->simulations;
       if (uncapped->meetsBudget) {
         made = std::move(uncapped);
-        step.how = "uncapped: no plan under the looser rung's peak";
+        step.how = How::UncappedNoPlanUnderLooserPeak;
+        out.peaksMonotone = false; // the peak rises here
       }
     }
     step.plan = std::move(*made);
@@ -100,8 +113,6 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
       auto step = planPoint(rungs[rungSteps.size()], false, looser);
       if (!step.ok())
         return step.status();
-      if (step->how.rfind("uncapped", 0) == 0)
-        out.peaksMonotone = false;
       reachable = step->plan.meetsBudget; // the tighter rungs are out of reach too
       rungSteps.push_back(std::move(*step));
     }
@@ -156,8 +167,6 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
     auto step = planPoint({budget, "the budget asked"}, true, above ? &above->plan : nullptr);
     if (!step.ok())
       return step.status();
-    if (step->how.rfind("uncapped", 0) == 0)
-      out.peaksMonotone = false;
     own = std::move(*step);
     best = &*own;
     if (own->plan.meetsBudget) {

@@ -35,10 +35,12 @@ struct LadderStep {
   BudgetRung rung;
   bool asked = false; ///< the budget asked, not a rung
   CheckpointPlan plan;
-  /// How the plan was made: "planned", "capped at the looser rung's peak",
-  /// "the looser rung's plan", "uncapped: no plan under the looser peak".
-  std::string how;
+  /// How the plan was made.
+  enum class How { Planned, CappedAtLooserPeak, LooserRungsPlan, UncappedNoPlanUnderLooserPeak };
+  How how = How::Planned;
 };
+/// The report's words for it.
+const char *howText(LadderStep::How how);
 
 struct MonotonePlan {
   CheckpointPlan plan;            ///< the budget's plan

@@ -134,6 +134,12 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
                                                              t.seconds)));
     return t;
   };
+  // Which candidates may go, and their copies: the same at every step.
+  std::vector<bool> eligible(candidates.size());
+  std::vector<Transfer> transfers(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if ((eligible[i] = offloadable(model, candidates[i])))
+      transfers[i] = transferOf(candidates[i]);
   PeakTracker estimate(model.boundedTimeline());
   std::vector<Transfer> chosen;
   std::vector<bool> taken(candidates.size(), false);
@@ -145,9 +151,9 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
     CopySimulation bestSim;
     for (size_t i = 0; i < candidates.size(); ++i) {
       const CheckpointCandidate &c = candidates[i];
-      if (taken[i] || !offloadable(model, c))
+      if (taken[i] || !eligible[i])
         continue;
-      Transfer t = transferOf(c);
+      const Transfer &t = transfers[i];
       // Only what the peak holds: a cheap test before simulating.
       auto [first, last] = freedRanks(model, c, t, t.outAfter);
       if (at < first || at > last)
@@ -177,7 +183,7 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
     if (best < 0)
       break; // nothing more worth offloading at this peak: recomputation's turn
     const CheckpointCandidate &c = candidates[best];
-    Transfer t = transferOf(c);
+    const Transfer &t = transfers[best];
     auto [first, last] = freedRanks(model, c, t, bestSim.outDoneAt.back());
     estimate.add(first, last, -c.bytes);
     chosen.push_back(t);
@@ -203,7 +209,8 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
 absl::StatusOr<std::vector<AppliedOffload>>
 applyOffloads(const RecomputeModel &model, const OffloadPlan &plan, Graph &graph) {
   std::vector<AppliedOffload> applied;
-  // A node that cannot be made leaves the graph as it was.
+  // A node that cannot be made leaves the graph as it was: what each offload
+  // made so far is recorded as it is made, and removeOffloads takes it out.
   auto undo = [&](absl::Status st) -> absl::Status {
     if (absl::Status undone = removeOffloads(applied, graph); !undone.ok())
       return undone;
@@ -216,53 +223,49 @@ applyOffloads(const RecomputeModel &model, const OffloadPlan &plan, Graph &graph
     Value *value = const_cast<Value *>(c.storage);
     const ValueType type = value->type();
     const std::string name = value->name().str();
+    AppliedOffload &done = applied.emplace_back();
+    done.value = value;
     auto out = graph.createNode(kOffloadOp, {Argument::value(value)}, {type},
                                 InsertionPoint::before(nodeAt(o.transfer.outAfter + 1)),
                                 {name + "_host"});
     if (!out.ok())
       return undo(out.status());
+    done.out = *out;
     auto back = graph.createNode(
         kReloadOp,
-        {Argument::value((*out)->output(0)), Argument::constant(Constant::ofExecutionDevice())},
+        {Argument::value(done.out->output(0)), Argument::constant(Constant::ofExecutionDevice())},
         {type}, InsertionPoint::before(nodeAt(o.transfer.backAt)), {name + "_reload"});
-    if (!back.ok()) {
-      (void)graph.eraseNode(*out);
+    if (!back.ok())
       return undo(back.status());
-    }
-    auto ready = graph.createNode(kReloadWaitOp, {Argument::value((*back)->output(0))}, {type},
+    done.back = *back;
+    auto ready = graph.createNode(kReloadWaitOp, {Argument::value(done.back->output(0))}, {type},
                                   InsertionPoint::before(nodeAt(o.transfer.neededAt)),
                                   {name + "_ready"});
-    if (!ready.ok()) {
-      (void)graph.eraseNode(*back);
-      (void)graph.eraseNode(*out);
+    if (!ready.ok())
       return undo(ready.status());
-    }
+    done.ready = *ready;
     // Backward's readers (the nodes from the first backward use on) read
     // the reloaded value, and views of it made again from it; forward's,
     // and the offload itself, the original.
     const LivenessResult &base = model.baseline();
-    AppliedOffload done{value, *out, *back, *ready, {}};
     ValueMap<Value *> standIn;
-    standIn[value] = (*ready)->output(0);
+    standIn[value] = done.ready->output(0);
     std::vector<const Node *> views;
     viewsOf(model, c, views);
     for (const Node *view : views) {
       auto made = graph.cloneNode(*view, standIn,
                                   InsertionPoint::before(nodeAt(o.transfer.neededAt)));
-      if (!made.ok()) {
-        applied.push_back(std::move(done));
+      if (!made.ok())
         return undo(made.status());
-      }
       done.views.push_back({*made, const_cast<Node *>(view)});
     }
     auto inBackward = [&](const Use &u) {
       return base.rank.lookup(u.user) >= o.transfer.neededAt;
     };
-    value->replaceUsesWithIf((*ready)->output(0), inBackward);
+    value->replaceUsesWithIf(done.ready->output(0), inBackward);
     for (const Node *view : views)
       for (Value *v : view->outputs())
         v->replaceUsesWithIf(standIn.lookup(v), inBackward);
-    applied.push_back(std::move(done));
   }
   return applied;
 }
@@ -270,17 +273,19 @@ applyOffloads(const RecomputeModel &model, const OffloadPlan &plan, Graph &graph
 absl::Status removeOffloads(llvm::ArrayRef<AppliedOffload> applied, Graph &graph) {
   for (auto it = applied.rbegin(); it != applied.rend(); ++it) {
     // The views made again first (each read only by backward and later
-    // views), then the three copies.
+    // views), then the three copies; an offload cut short has fewer.
     for (auto view = it->views.rbegin(); view != it->views.rend(); ++view) {
       for (unsigned i = 0; i < view->first->numOutputs(); ++i)
         view->first->output(i)->replaceAllUsesWith(view->second->output(i));
       if (absl::Status st = graph.eraseNode(view->first); !st.ok())
         return st;
     }
-    it->ready->output(0)->replaceAllUsesWith(it->value);
+    if (it->ready)
+      it->ready->output(0)->replaceAllUsesWith(it->value);
     for (Node *n : {it->ready, it->back, it->out})
-      if (absl::Status st = graph.eraseNode(n); !st.ok())
-        return st;
+      if (n)
+        if (absl::Status st = graph.eraseNode(n); !st.ok())
+          return st;
   }
   return absl::OkStatus();
 }

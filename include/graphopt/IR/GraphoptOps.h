@@ -27,8 +27,9 @@
 //   graphopt::reload_wait(Tensor(a) self) -> Tensor(a)
 //     `self` itself, once its reload is done: the compute stream waits for
 //     the copy.
-//   Kernels: lib/Runtime/OffloadKernels.cpp. On a CPU device the three refuse to run: there is no device memory to
-//   free, so an offload plan is simulated there, not run.
+//   Kernels: lib/Runtime/OffloadKernels.cpp. On a CPU device the three
+//   refuse to run: there is no device memory to free, so an offload plan is
+//   simulated there, not run.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
