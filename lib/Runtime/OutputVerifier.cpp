@@ -3,6 +3,7 @@
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/Executor.h"
 
 #include <ATen/Context.h>
@@ -222,7 +223,7 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
     }
   } deterministic(options.bitwise || options.deterministic);
   VerificationReport report;
-  report.gpuAvailable = at::hasCUDA();
+  report.gpuAvailable = graphopt::cudaAvailable();
   report.device = options.device ? *options.device
                                  : (report.gpuAvailable ? c10::Device(c10::DeviceType::CUDA, 0)
                                                         : c10::Device(c10::DeviceType::CPU));

@@ -17,6 +17,7 @@
 #include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -171,11 +172,11 @@ int fail(llvm::StringRef message, int code) {
 
 absl::StatusOr<c10::Device> chosenDevice() {
   if (deviceName.empty())
-    return at::hasCUDA() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
+    return graphopt::cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
   if (deviceName == "cpu")
     return c10::Device(c10::DeviceType::CPU);
   if (deviceName == "cuda" || llvm::StringRef(deviceName).startswith("cuda:")) {
-    if (!at::hasCUDA())
+    if (!graphopt::cudaAvailable())
       return absl::InvalidArgumentError("--device=cuda: no GPU is present on this machine");
     return c10::Device(deviceName);
   }
@@ -293,6 +294,9 @@ int main(int argc, char **argv) {
       "graph-opt crashed. This is a bug in graph-opt: please report it to the graph-opt project "
       "(docs/Robustness.md, \"Reporting a crash\"), with the command line and the input file "
       "below (graph-opt never modifies its input) or the reproducer command the stack dump names.\n");
+  // Where a GPU may be, LibTorch's CUDA backend is loaded before anything
+  // reads a device (Runtime/CudaBackend.h: it is not linked).
+  graphopt::cudaAvailable();
   // Whatever escapes the statuses (a library's exception) is an error, never
   // an abort.
   try {

@@ -15,6 +15,7 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "../TestSupport.h"
@@ -241,7 +242,7 @@ forward:
 // not. On CUDA too when a GPU is present.
 TEST(CanonicalizeTest, ArithmeticFoldsAreExactToTheBit) {
   std::vector<c10::Device> devices{c10::Device(c10::DeviceType::CPU)};
-  if (at::hasCUDA())
+  if (graphopt::cudaAvailable())
     devices.emplace_back(c10::DeviceType::CUDA, 0);
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -3,6 +3,7 @@
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Support/FileIO.h"
 #include "../ZooArchives.h"
 
@@ -304,7 +305,7 @@ TEST_P(ProfileZooTest, ReportsHaveTheExactColumnsAndNoEmptyCells) {
 // On CUDA: CUDA events time the nodes, the caching allocator counts the
 // memory, and the same fidelity holds.
 TEST_P(ProfileZooTest, ProfilesOnCudaWhenAGpuIsPresent) {
-  if (!at::hasCUDA())
+  if (!graphopt::cudaAvailable())
     GTEST_SKIP() << "no GPU on this machine";
   context_.device = c10::Device(c10::DeviceType::CUDA, 0);
   AnalysisManager analyses;

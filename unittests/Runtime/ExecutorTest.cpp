@@ -2,6 +2,7 @@
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/FreePolicy.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -212,7 +213,7 @@ TEST(ExecutorTest, InPlaceMutationOfABufferReachesTheStoreWhenUpdatesAreKept) {
 }
 
 TEST(ExecutorTest, RunsOnCudaWhenAGpuIsPresent) {
-  if (!at::hasCUDA())
+  if (!graphopt::cudaAvailable())
     GTEST_SKIP() << "no GPU on this machine";
   auto g = parse(kChain);
   WeightStore w;

@@ -1,0 +1,96 @@
+//===- CudaBackend.cpp - LibTorch's CUDA backend, loaded where a GPU can be -----===//
+//
+// dlopen of libtorch_cuda.so from the directory libtorch_cpu.so was loaded
+// from (found with dladdr), RTLD_GLOBAL so that what loads later resolves
+// against it, as a plain link would. The driver check is a file test:
+// /proc/driver/nvidia/version (the kernel module), /dev/nvidiactl, or
+// /dev/dxg (WSL).
+//
+//===----------------------------------------------------------------------===//
+#include "graphopt/Runtime/CudaBackend.h"
+
+#include <ATen/Context.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <mutex>
+
+namespace graphopt {
+namespace {
+
+bool driverPresent() {
+  for (const char *path : {"/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg"})
+    if (::access(path, F_OK) == 0)
+      return true;
+  return false;
+}
+
+/// The directory of the shared object that holds `symbol` ("" if unknown).
+std::string directoryOf(const void *symbol) {
+  Dl_info info;
+  if (::dladdr(symbol, &info) == 0 || !info.dli_fname)
+    return "";
+  std::string path = info.dli_fname;
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+std::mutex loadMutex;
+bool tried = false;
+std::string status = "not tried";
+
+bool isLoaded() { return status == "linked" || status.rfind("loaded ", 0) == 0; }
+
+/// Tries once (again when forced, unless loaded); callers hold loadMutex.
+void load(bool force) {
+  if (isLoaded() || (tried && !force))
+    return;
+  tried = true;
+#ifdef GRAPHOPT_WITH_CUDA
+  const char *name = "libtorch_cuda.so";
+  if (::dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+    status = "linked";
+    return;
+  }
+  if (!force && !driverPresent()) {
+    status = "no NVIDIA driver";
+    return;
+  }
+  std::string path =
+      directoryOf(reinterpret_cast<const void *>(&at::globalContext)) + name;
+  if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    status = "loaded " + path;
+    return;
+  }
+  const char *error = ::dlerror();
+  status = std::string("cannot load ") + path + ": " + (error ? error : "unknown error");
+#else
+  (void)force;
+  status = "not built with CUDA";
+#endif
+}
+
+} // namespace
+
+bool cudaAvailable() {
+  {
+    std::lock_guard<std::mutex> lock(loadMutex);
+    load(/*force=*/false);
+  }
+  return at::hasCUDA();
+}
+
+std::string cudaBackendStatus() {
+  std::lock_guard<std::mutex> lock(loadMutex);
+  load(/*force=*/false);
+  return status;
+}
+
+bool loadCudaBackendForTesting() {
+  std::lock_guard<std::mutex> lock(loadMutex);
+  load(/*force=*/true);
+  return isLoaded();
+}
+
+} // namespace graphopt
