@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 namespace graphopt {
 
@@ -541,13 +542,79 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
   return added;
 }
 
+/// The copy of the model's graph that simulations rewrite and then restore
+/// (RecomputeModel::simulate), so that a simulation costs the clones and the
+/// liveness pass, not a copy of the whole graph made and freed each time
+/// (that was a third of the greedy's planning time on BERT-base).
+struct RecomputeModel::ScratchCopy {
+  std::mutex mutex;
+  std::unique_ptr<Graph> graph;
+  ValueMap<Value *> map; ///< the model's values -> the copy's
+};
+
+namespace {
+
+/// Takes the clones `apply` inserted out of `copy` again: the uses it
+/// redirected to them point back at the originals (a clone's output i stands
+/// for its original's output i), then the inserted nodes go, last first.
+absl::Status restoreCopy(Graph &copy, const NodeMap<uint8_t> &isOriginal,
+                         const NodeMap<int64_t> &source, llvm::ArrayRef<Node *> originals) {
+  std::vector<Node *> inserted;
+  for (Node &n : copy.nodes())
+    if (!isOriginal.lookup(&n))
+      inserted.push_back(&n);
+  auto byOriginal = [&](const Use &u) { return u.user && isOriginal.lookup(u.user); };
+  for (Node *n : inserted) {
+    const int64_t rank = source.lookup(n);
+    if (rank < 0 || rank >= static_cast<int64_t>(originals.size()))
+      continue;
+    const Node *original = originals[rank];
+    for (unsigned i = 0; i < n->numOutputs() && i < original->numOutputs(); ++i)
+      n->output(i)->replaceUsesWithIf(const_cast<Value *>(original->output(i)), byOriginal);
+  }
+  for (auto it = inserted.rbegin(); it != inserted.rend(); ++it)
+    if (absl::Status st = copy.eraseNode(*it); !st.ok())
+      return st;
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::StatusOr<Simulation> RecomputeModel::simulate(const RecomputeSet &set) const {
-  ValueMap<Value *> map;
-  std::unique_ptr<Graph> copy = graph_->clone(&map);
+  if (!scratchCopy_)
+    scratchCopy_ = std::make_shared<ScratchCopy>();
+  ScratchCopy &scratchCopy = *scratchCopy_;
+  std::lock_guard<std::mutex> lock(scratchCopy.mutex);
+  // Ids are not reused: a copy rewritten many times is made again before its
+  // id-indexed maps grow much past the graph's.
+  if (!scratchCopy.graph ||
+      scratchCopy.graph->valueIdBound() > 4 * graph_->valueIdBound() + 4096 ||
+      scratchCopy.graph->nodeIdBound() > 4 * graph_->nodeIdBound() + 4096) {
+    scratchCopy.map = ValueMap<Value *>();
+    scratchCopy.graph = graph_->clone(&scratchCopy.map);
+  }
+  Graph *copy = scratchCopy.graph.get();
+  const ValueMap<Value *> &map = scratchCopy.map;
+  std::vector<Node *> originals;
   NodeMap<uint8_t> isOriginal(*copy, 0);
-  for (const Node &n : copy->nodes())
+  for (Node &n : copy->nodes()) {
     isOriginal[&n] = 1;
+    originals.push_back(&n);
+  }
   NodeMap<int64_t> source;
+  // Whatever happens below, the copy is left as the model's graph again, or
+  // dropped to be made afresh next time.
+  struct Restore {
+    ScratchCopy &scratch;
+    const NodeMap<uint8_t> &isOriginal;
+    const NodeMap<int64_t> &source;
+    llvm::ArrayRef<Node *> originals;
+    ~Restore() {
+      if (!restoreCopy(*scratch.graph, isOriginal, source, originals).ok() ||
+          scratch.graph->numNodes() != originals.size())
+        scratch.graph.reset();
+    }
+  } restore{scratchCopy, isOriginal, source, originals};
   auto added = apply(set, *copy, &map, &source);
   if (!added.ok())
     return added.status();

@@ -46,6 +46,7 @@
 #include <llvm/ADT/DenseSet.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -178,6 +179,10 @@ public:
 private:
   friend class PlanState;
   RecomputeModel() = default;
+  struct ScratchCopy;
+  /// The graph copy simulate() rewrites and restores (made on first use;
+  /// shared by copies of this model, one simulation at a time).
+  mutable std::shared_ptr<ScratchCopy> scratchCopy_;
 
   const Graph *graph_ = nullptr;
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
@@ -234,6 +239,13 @@ public:
   absl::StatusOr<PlanState> without(int32_t c) const;
   /// The dropped candidates, in the order added.
   llvm::ArrayRef<int32_t> dropped() const { return order_; }
+  /// How many clones the plan needs so far.
+  size_t cloneCount() const {
+    size_t n = 0;
+    for (const auto &entry : clonedAt_)
+      n += entry.second.size();
+    return n;
+  }
 
 private:
   /// A node cloned just before the node of some rank.

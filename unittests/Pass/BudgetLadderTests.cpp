@@ -105,5 +105,48 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
   EXPECT_GT(lowerBoundsPositive, 0u);
 }
 
+// simulate() rewrites one copy of the graph and restores it (RecomputeModel.h):
+// a plan simulated after others gives what a model that never simulated
+// anything gives, and the clone count a plan state reports is its clones'.
+TEST(BudgetLadderTest, SimulationsRestoreTheirCopyOfTheGraph) {
+  unsigned compared = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    testing::Choices choices(seed);
+    auto made = testing::makeRandomGraph(choices);
+    ASSERT_TRUE(made.ok()) << made.status().message();
+    auto seconds = estimatedNodeSeconds(*made->graph);
+    auto model = RecomputeModel::build(*made->graph, seconds, {}, BoundedMemory::SavedActivations);
+    if (!model.ok() || model->candidates().empty())
+      continue;
+    std::vector<RecomputeSet> sets;
+    for (double share : {50.0, 10.0}) {
+      auto plan = planGreedy(*model, MemoryAmount::percent(share).resolve(model->boundedPeak()));
+      ASSERT_TRUE(plan.ok());
+      sets.push_back(plan->recompute);
+    }
+    PlanState state(*model);
+    for (int32_t c = 0; c < static_cast<int32_t>(model->candidates().size()); ++c)
+      (void)state.add(c);
+    EXPECT_EQ(state.cloneCount(), state.result().clones.size()) << "seed " << seed;
+    sets.push_back(state.result());
+    for (const RecomputeSet &set : sets) {
+      auto fresh = RecomputeModel::build(*made->graph, seconds, {}, BoundedMemory::SavedActivations);
+      ASSERT_TRUE(fresh.ok());
+      auto once = fresh->simulate(set);
+      auto again = model->simulate(set);
+      ASSERT_EQ(once.ok(), again.ok()) << "seed " << seed;
+      if (!once.ok())
+        continue;
+      EXPECT_EQ(once->peakAboveInputs, again->peakAboveInputs) << "seed " << seed;
+      EXPECT_EQ(once->bounded, again->bounded) << "seed " << seed;
+      EXPECT_EQ(once->boundedByRank, again->boundedByRank) << "seed " << seed;
+      EXPECT_EQ(once->peakAboveInputsByRank, again->peakAboveInputsByRank) << "seed " << seed;
+      ++compared;
+    }
+    EXPECT_EQ(made->graph->numNodes(), model->graph().numNodes());
+  }
+  EXPECT_GE(compared, 20u);
+}
+
 } // namespace
 } // namespace graphopt
