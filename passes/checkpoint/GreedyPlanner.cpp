@@ -12,7 +12,8 @@
 // shared and drops that later ones made unneeded undone, each step checked
 // by a simulation. It runs from three starts (nothing dropped, a knapsack's
 // choice at the peak, the model's block interiors) and keeps the best plan
-// (planGreedy; docs/Checkpointing.md, "Three starts").
+// (planGreedy; docs/Checkpointing.md, "Three starts"); a start whose drops
+// need more than kMaxStartClonesPerNode clones per node is given up.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
