@@ -19,6 +19,7 @@
 namespace graphopt {
 namespace {
 
+#ifdef GRAPHOPT_WITH_CUDA
 bool driverPresent() {
   for (const char *path : {"/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/dxg"})
     if (::access(path, F_OK) == 0)
@@ -35,6 +36,7 @@ std::string directoryOf(const void *symbol) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
+#endif
 
 std::mutex loadMutex;
 bool tried = false;
