@@ -181,7 +181,8 @@ private:
   RecomputeModel() = default;
   struct ScratchCopy;
   /// The graph copy simulate() rewrites and restores (made on first use;
-  /// shared by copies of this model, one simulation at a time).
+  /// shared by copies of this model, one simulation at a time). Like every
+  /// other member it assumes the model's graph does not change after build().
   mutable std::shared_ptr<ScratchCopy> scratchCopy_;
 
   const Graph *graph_ = nullptr;
