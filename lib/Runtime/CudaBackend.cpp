@@ -40,19 +40,19 @@ std::string directoryOf(const void *symbol) {
 
 std::mutex loadMutex;
 bool tried = false;
+bool loaded = false;
 std::string status = "not tried";
-
-bool isLoaded() { return status == "linked" || status.rfind("loaded ", 0) == 0; }
 
 /// Tries once (again when forced, unless loaded); callers hold loadMutex.
 void load(bool force) {
-  if (isLoaded() || (tried && !force))
+  if (loaded || (tried && !force))
     return;
   tried = true;
 #ifdef GRAPHOPT_WITH_CUDA
   const char *name = "libtorch_cuda.so";
   if (::dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
     status = "linked";
+    loaded = true;
     return;
   }
   if (!force && !driverPresent()) {
@@ -63,6 +63,7 @@ void load(bool force) {
       directoryOf(reinterpret_cast<const void *>(&at::globalContext)) + name;
   if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
     status = "loaded " + path;
+    loaded = true;
     return;
   }
   const char *error = ::dlerror();
@@ -92,7 +93,7 @@ std::string cudaBackendStatus() {
 bool loadCudaBackendForTesting() {
   std::lock_guard<std::mutex> lock(loadMutex);
   load(/*force=*/true);
-  return isLoaded();
+  return loaded;
 }
 
 } // namespace graphopt

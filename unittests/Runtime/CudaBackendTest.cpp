@@ -2,6 +2,7 @@
 #include "graphopt/Runtime/CudaBackend.h"
 
 #include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
@@ -15,13 +16,18 @@ TEST(CudaBackendTest, LoadsBesideLibTorchWhenAskedAndAgreesWithHasCuda) {
 #ifndef GRAPHOPT_WITH_CUDA
   GTEST_SKIP() << "built without CUDA";
 #endif
+  auto add = c10::Dispatcher::singleton().findSchema({"aten::add", "Tensor"});
+  ASSERT_TRUE(add.has_value());
   std::string before = cudaBackendStatus();
+  // Without a driver nothing was loaded: no CUDA kernels yet.
+  if (before == "no NVIDIA driver") {
+    EXPECT_FALSE(add->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+    EXPECT_FALSE(cudaAvailable());
+  }
   ASSERT_TRUE(loadCudaBackendForTesting()) << cudaBackendStatus();
   EXPECT_NE(::dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD), nullptr);
-  // The CUDA hooks are registered now: hasCUDA() is true exactly where a device is.
-  EXPECT_EQ(cudaAvailable(), at::hasCUDA());
-  if (before == "no NVIDIA driver")
-    EXPECT_FALSE(at::hasCUDA());
+  // Its kernels registered themselves as it loaded.
+  EXPECT_TRUE(add->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
   // Asked again: loaded once, the status stays.
   std::string status = cudaBackendStatus();
   EXPECT_TRUE(loadCudaBackendForTesting());

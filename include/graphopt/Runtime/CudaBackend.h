@@ -18,7 +18,7 @@ namespace graphopt {
 /// where an NVIDIA driver is present (once), then asks at::hasCUDA().
 bool cudaAvailable();
 
-/// What loading the CUDA backend did, for --version-like reports and tests:
+/// What loading the CUDA backend did (for tests and diagnostics):
 /// "linked" (already loaded), "loaded PATH", "no NVIDIA driver", "not built
 /// with CUDA", or the loader's error.
 std::string cudaBackendStatus();
