@@ -200,7 +200,7 @@ absl::Status CheckpointPass::validateOptions() {
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   if (offloadBandwidth_.get() && planner_.get() != Planner::Greedy)
     return absl::InvalidArgumentError(
-        "offload-bandwidth= goes with the greedy planner (the default), not planner=milp or torch");
+        "offload-bandwidth= goes with the greedy planner (the default), not planner=structured, milp or torch");
   return absl::OkStatus();
 }
 
@@ -268,7 +268,8 @@ int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out
     out.boundedName = "activations saved for backward";
     out.peakCapBytes = peakBudget;
   }
-  out.planner = planner_.get() == Planner::Greedy ? "greedy"
+  out.planner = planner_.get() == Planner::Greedy       ? "greedy"
+                : planner_.get() == Planner::Structured ? "structured"
                 : planner_.get() == Planner::Milp  ? "milp"
                                                    : "torch";
   setStatistic("budget bytes", out.budgetBytes);
@@ -281,14 +282,17 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const Recomput
                                                                  Outcome &out) const {
   out.ladder.clear();
   out.ladderFrom.clear();
+  const GreedyStarts starts =
+      planner_.get() == Planner::Structured ? GreedyStarts::Structured : GreedyStarts::All;
   if (!monotone_.get())
-    return planGreedy(model, target, peakCap);
+    return planGreedy(model, target, peakCap, starts);
   // The rungs are shares of the same whole the option resolves against.
   const bool activations = model.boundedMemory() == BoundedMemory::SavedActivations;
   auto made = planMonotone(
       model, target, peakCap,
       standardRungs(activations ? out.activationBytes : out.baselinePeak,
-                    activations ? "activations" : "budget"));
+                    activations ? "activations" : "budget"),
+      starts);
   if (!made.ok())
     return made.status();
   for (const LadderStep &s : made->ladder)
@@ -322,7 +326,8 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   CheckpointPlan &plan = planned.plan;
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
-    auto made = planner_.get() == Planner::Greedy ? planGreedyMonotone(model, target, peakCap, out)
+    auto made = planner_.get() == Planner::Greedy || planner_.get() == Planner::Structured
+                    ? planGreedyMonotone(model, target, peakCap, out)
                 : planner_.get() == Planner::Milp
                     ? planMilp(model, target, MilpOptions{timeLimit_.get()})
                     : planTorch(model, activations_.get()->percentValue() / 100, target, peakCap);

@@ -113,7 +113,7 @@ protected:
   void reset() override { outcome_.reset(); }
 
 private:
-  enum class Planner { Greedy, Milp, Torch };
+  enum class Planner { Greedy, Structured, Milp, Torch };
   enum class Cost { Profile, Flops };
   enum class Unmet { Error, Closest };
   enum class Scratch { Auto, Measured, None };
@@ -129,6 +129,7 @@ private:
       std::nullopt};
   PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
                                {{"greedy", Planner::Greedy},
+                                {"structured", Planner::Structured},
                                 {"milp", Planner::Milp},
                                 {"torch", Planner::Torch}}};
   PassOption<Cost> cost_{this, "cost",

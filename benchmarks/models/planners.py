@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """checkpoint's planners side by side on graph-opt's executor (docs/Checkpointing.md).
 
-    planners.py [--models resnet50:default,...] [--budgets 50,30,10,5] [-o DIR] [harness options]
+    planners.py [--models resnet50:default,...] [--budgets 50,30,10,5]
+                [--planners torch,greedy,greedy@torch,structured] [-o DIR] [harness options]
 
 For each model and budget B (a share of the activations):
   - torch:   checkpoint{planner=torch,activations=B%}, torch.compile's own partitioner;
   - greedy:  checkpoint{activations=B%}, graph-opt's default planner at the same B;
   - greedy@torch: checkpoint{activations=S}, S the bytes torch's plan saves (graph-opt's
     measure), so the two planners are compared at the same saved activations;
+  - structured: checkpoint{planner=structured,activations=B%}, the plan that follows the
+    model's blocks;
+(--planners chooses among them; greedy@torch needs torch)
 each after repeat{cse,canonicalize,dce}, verified bitwise and timed alternately with the
 original graph by graph-opt --benchmark (the harness's graph-opt rows), and per model the
 harness's peers: eager PyTorch and per-block torch.utils.checkpoint. Prints the table
@@ -23,6 +27,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PREFIX = "repeat{cse,canonicalize,dce},"
+PLANNERS = ("torch", "greedy", "greedy@torch", "structured")
+
+
+def parse_planners(text):
+    chosen = [p for p in text.split(",") if p]
+    unknown = [p for p in chosen if p not in PLANNERS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown planner {', '.join(unknown) or '(none given)'}: "
+            f"choose among {', '.join(PLANNERS)}")
+    if "greedy@torch" in chosen and "torch" not in chosen:
+        raise argparse.ArgumentTypeError("greedy@torch needs torch's plan: add torch")
+    return chosen
 
 
 def main(argv=None):
@@ -30,6 +47,7 @@ def main(argv=None):
     parser.add_argument("--models", default="resnet50:default,bert:default,gpt2:default",
                         type=harness.parse_models)
     parser.add_argument("--budgets", default="50,30,10,5")
+    parser.add_argument("--planners", default=",".join(PLANNERS), type=parse_planners)
     parser.add_argument("--peers", default="eager,checkpoint", type=harness.parse_peers)
     parser.add_argument("--runs", type=harness.positive_int(1), default=5)
     parser.add_argument("--warmup", type=int, default=1)
@@ -68,10 +86,17 @@ def main(argv=None):
         for model in args.models:
             path = harness.model_path(model, args)
             for b in budgets:
-                torch_plan = run(model, path, f"checkpoint{{planner=torch,activations={b}%}}",
-                                 f"torch@{b}%", b)
-                run(model, path, f"checkpoint{{activations={b}%}}", f"greedy@{b}%", b)
-                if torch_plan:
+                torch_plan = None
+                if "torch" in args.planners:
+                    torch_plan = run(model, path,
+                                     f"checkpoint{{planner=torch,activations={b}%}}",
+                                     f"torch@{b}%", b)
+                if "greedy" in args.planners:
+                    run(model, path, f"checkpoint{{activations={b}%}}", f"greedy@{b}%", b)
+                if "structured" in args.planners:
+                    run(model, path, f"checkpoint{{planner=structured,activations={b}%}}",
+                        f"structured@{b}%", b)
+                if torch_plan and "greedy@torch" in args.planners:
                     saved = torch_plan["predicted_saved_activation_bytes"]
                     run(model, path, f"checkpoint{{activations={saved}}}",
                         f"greedy@torch{b}%", b)

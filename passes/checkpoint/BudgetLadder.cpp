@@ -42,7 +42,8 @@ bool fits(const CheckpointPlan &plan, int64_t target, int64_t peakCap) {
 } // namespace
 
 absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t budget,
-                                          int64_t peakCap, std::vector<BudgetRung> rungs) {
+                                          int64_t peakCap, std::vector<BudgetRung> rungs,
+                                          GreedyStarts starts) {
   auto begin = std::chrono::steady_clock::now();
   // Loose to tight; the asked budget after the rungs at least as loose (a
   // rung equal to it is the asked budget itself).
@@ -58,7 +59,7 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
   // is faster than recomputing nothing, at any looser budget either.
   if (model.boundedPeak() <= budget &&
       model.baseline().peakBytes - model.baseline().inputBytes <= peakCap) {
-    auto made = planGreedy(model, budget, peakCap);
+    auto made = planGreedy(model, budget, peakCap, starts);
     if (!made.ok())
       return made.status();
     out.plan = std::move(*made);
@@ -81,13 +82,13 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
     int64_t cap = peakCap;
     if (capPeaks && looser)
       cap = std::min(cap, looser->predictedPeak);
-    auto made = planGreedy(model, rung.target, cap);
+    auto made = planGreedy(model, rung.target, cap, starts);
     if (!made.ok())
       return made.status();
     simulations += made->simulations;
     step.how = cap != peakCap ? How::CappedAtLooserPeak : How::Planned;
     if (!made->meetsBudget && cap != peakCap) {
-      auto uncapped = planGreedy(model, rung.target, peakCap);
+      auto uncapped = planGreedy(model, rung.target, peakCap, starts);
       if (!uncapped.ok())
         return uncapped.status();
       simulations += uncapped->simulations;

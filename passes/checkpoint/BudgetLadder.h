@@ -58,8 +58,10 @@ struct MonotonePlan {
 std::vector<BudgetRung> standardRungs(int64_t whole, const std::string &option);
 
 /// The greedy's plan for `budget` on the ladder of `rungs` (any order);
-/// `peakCap` bounds every plan's peak above the inputs, as in planGreedy.
+/// `peakCap` bounds every plan's peak above the inputs, and `starts` chooses
+/// the greedy's starts, as in planGreedy.
 absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t budget,
-                                          int64_t peakCap, std::vector<BudgetRung> rungs);
+                                          int64_t peakCap, std::vector<BudgetRung> rungs,
+                                          GreedyStarts starts = GreedyStarts::All);
 
 } // namespace graphopt

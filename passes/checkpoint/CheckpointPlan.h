@@ -10,6 +10,8 @@
 //     loop; then values made several times are shared where the budget allows;
 //     from three starts (nothing dropped, a knapsack's choice, the model's
 //     block interiors: ModelBlocks.h), the best plan kept;
+//   - structured: the greedy from the structured choices alone, a rung of
+//     each block's ladder (StructuredPlanner.h);
 //   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
 //     CBC, with a time limit and the gap it proved;
 //   - torch (TorchPlanner.cpp): torch.compile's own partitioner and knapsack,
@@ -67,8 +69,18 @@ inline constexpr int64_t kNoPeakCap = std::numeric_limits<int64_t>::max();
 /// greedy reaches). `peakCap` bounds the simulated peak above the inputs as
 /// well, when the model bounds the saved activations: the greedy drops at
 /// whichever bound is over, and sharing clones never lifts the peak past it.
+/// `starts` chooses where the greedy starts from.
+enum class GreedyStarts : uint8_t {
+  /// Nothing dropped, the knapsack's choice at the peak, the block
+  /// interiors; the best plan.
+  All,
+  /// The structured choices alone (StructuredPlanner.h, `planner=structured`);
+  /// all of the above on a graph without repeated blocks.
+  Structured,
+};
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
-                                          int64_t peakCap = kNoPeakCap);
+                                          int64_t peakCap = kNoPeakCap,
+                                          GreedyStarts starts = GreedyStarts::All);
 
 /// A lower bound on the extra seconds of any plan whose bounded memory is
 /// within `budget`: a fractional knapsack over what the unoptimised bounded

@@ -12,12 +12,14 @@
 // shared and drops that later ones made unneeded undone, each step checked
 // by a simulation. It runs from three starts (nothing dropped, a knapsack's
 // choice at the peak, the model's block interiors) and keeps the best plan
-// (planGreedy; docs/Checkpointing.md, "Three starts"); a start whose drops
+// (planGreedy; docs/Checkpointing.md, "Three starts"); planner=structured
+// runs it from the structured choices alone (StructuredPlanner.h). A start whose drops
 // need more than kMaxStartClonesPerNode clones per node is given up.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/ModelBlocks.h"
+#include "checkpoint/StructuredPlanner.h"
 
 #include "graphopt/Analysis/PeakTracker.h"
 
@@ -238,17 +240,6 @@ absl::Status keepUnneeded(const RecomputeModel &model, int64_t budget, int64_t p
   return absl::OkStatus();
 }
 
-/// The ranks where dropping a candidate lowers a bounded memory. The peak
-/// above the inputs: from its last forward use until its own clone is made.
-/// The saved activations: its whole life, since neither it nor its clones
-/// are saved for backward any more.
-std::pair<int64_t, int64_t> freedRanksOf(const RecomputeModel &model, BoundedMemory kind,
-                                         const CheckpointCandidate &c) {
-  if (kind == BoundedMemory::SavedActivations)
-    return {c.created, model.baseline().lookup(c.storage)->freedAfter};
-  return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
-}
-
 const char *boundName(BoundedMemory kind) {
   return kind == BoundedMemory::SavedActivations ? "saved" : "memory";
 }
@@ -404,6 +395,18 @@ absl::Status dropUntilWithinBounds(GreedySearch &g) {
   return absl::OkStatus();
 }
 
+/// A start whose drops, taken together, need more than this many clones per
+/// node of the graph is given up before any simulation. Its candidates are
+/// rebuilt through one another at every backward use: a knapsack's choice at
+/// a tight budget, priced candidate by candidate, did so on BERT-base at
+/// activations=10% and 5% (24k and 55k clones for 1.7k nodes, 61 and 152 s of
+/// recomputation, still 24 and 62 s after refinement against 1.2 and 1.7 s
+/// from the other starts) and GPT-2 at 5% (77k clones), and simulating such
+/// plans was four fifths of the planning time. The starts that won on the
+/// zoo and the default-size models needed at most 6.7 clones per node
+/// (ResNet-50's knapsack start at 5%).
+constexpr size_t kMaxStartClonesPerNode = 12;
+
 /// A start for the greedy: at the first bound's unoptimised peak, the
 /// candidates live across it whose drop frees the bytes over the limit at
 /// the least standalone recomputation time, chosen together (a min-cost
@@ -486,6 +489,18 @@ Start blockStartOf(const RecomputeModel &model) {
   return start;
 }
 
+/// The structured starts: one rung of each block's ladder, chosen together
+/// to free what the first bound is over by (StructuredPlanner.h).
+std::vector<Start> structuredStartsOf(const RecomputeModel &model, const Bound &bound) {
+  std::vector<Start> starts;
+  for (StructuredChoice &choice :
+       structuredChoices(model, bound.kind, bound.timeline.peakRank(),
+                         bound.timeline.peak() - bound.limit,
+                         kMaxStartClonesPerNode * model.graph().numNodes()))
+    starts.push_back(std::move(choice.drops));
+  return starts;
+}
+
 /// Once the plan fits: shares repeated recomputations, then undoes the drops
 /// later ones made unneeded.
 absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
@@ -506,17 +521,6 @@ absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
                       g.plan);
 }
 
-/// A start whose drops, taken together, need more than this many clones per
-/// node of the graph is given up before any simulation. Its candidates are
-/// rebuilt through one another at every backward use: a knapsack's choice at
-/// a tight budget, priced candidate by candidate, did so on BERT-base at
-/// activations=10% and 5% (24k and 55k clones for 1.7k nodes, 61 and 152 s of
-/// recomputation, still 24 and 62 s after refinement against 1.2 and 1.7 s
-/// from the other starts) and GPT-2 at 5% (77k clones), and simulating such
-/// plans was four fifths of the planning time. The starts that won on the
-/// zoo and the default-size models needed at most 6.7 clones per node
-/// (ResNet-50's knapsack start at 5%).
-constexpr size_t kMaxStartClonesPerNode = 12;
 
 /// The greedy from `start` (dropped first), refined once it fits; none when
 /// the start is given up (kMaxStartClonesPerNode).
@@ -596,11 +600,12 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
 }
 
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
-                                          int64_t peakCap) {
+                                          int64_t peakCap, GreedyStarts starts) {
   auto begin = std::chrono::steady_clock::now();
   // Three starts: nothing dropped (the ratio order from the first drop), the
   // knapsack's choice at the peak, and the model's block interiors
-  // (per-block checkpointing, where the model has blocks).
+  // (per-block checkpointing, where the model has blocks). planner=structured
+  // starts from its choices alone.
   std::vector<Bound> bounds = boundsOf(model, budget, peakCap);
   struct Tried {
     Start start;
@@ -608,12 +613,22 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
     std::optional<CheckpointPlan> plan;
   };
   std::vector<Tried> tried;
-  tried.push_back({Start{}, "", std::nullopt});
-  // The others where the graph has them (an empty start is the first again).
-  if (Start knapsack = knapsackStartOf(model, bounds[0]); !knapsack.empty())
-    tried.push_back({std::move(knapsack), "from a knapsack start", std::nullopt});
-  if (Start blocks = overBound(bounds) ? blockStartOf(model) : Start{}; !blocks.empty())
-    tried.push_back({std::move(blocks), "from a per-block start", std::nullopt});
+  const bool structuredOnly =
+      starts == GreedyStarts::Structured && !findBlocks(model).names.empty();
+  if (structuredOnly) {
+    if (overBound(bounds))
+      for (Start &start : structuredStartsOf(model, bounds[0]))
+        tried.push_back({std::move(start), "from the structured choice", std::nullopt});
+    if (tried.empty())
+      tried.push_back({Start{}, "", std::nullopt});
+  } else {
+    tried.push_back({Start{}, "", std::nullopt});
+    // The others where the graph has them (an empty start is the first again).
+    if (Start knapsack = knapsackStartOf(model, bounds[0]); !knapsack.empty())
+      tried.push_back({std::move(knapsack), "from a knapsack start", std::nullopt});
+    if (Start blocks = overBound(bounds) ? blockStartOf(model) : Start{}; !blocks.empty())
+      tried.push_back({std::move(blocks), "from a per-block start", std::nullopt});
+  }
   unsigned simulations = 0;
   auto run = [&](Tried &t, int64_t cap) -> absl::Status {
     auto made = greedyFrom(model, budget, cap, t.start);
@@ -629,6 +644,12 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   for (Tried &t : tried)
     if (absl::Status st = run(t, peakCap); !st.ok())
       return st;
+  // The structured choices given up (kMaxStartClonesPerNode): the flat greedy.
+  if (llvm::none_of(tried, [](const Tried &t) { return t.plan.has_value(); })) {
+    tried.push_back({Start{}, "the structured choice given up: the flat greedy", std::nullopt});
+    if (absl::Status st = run(tried.back(), peakCap); !st.ok())
+      return st;
+  }
   // Where nothing bounds the peak above the inputs (activations= alone),
   // sharing clones can lift it back towards the unoptimised one for little
   // time (ResNet-50 at activations=10%: +38.4% at a peak of 0.88x, +38.6% at
@@ -680,6 +701,11 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
       plan = std::move(t.plan);
   }
   plan->simulations = simulations;
+  if (starts == GreedyStarts::Structured) {
+    plan->planner = "structured";
+    if (!structuredOnly)
+      plan->solverStatus = "no repeated blocks: the flat greedy";
+  }
   plan->solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return std::move(*plan);

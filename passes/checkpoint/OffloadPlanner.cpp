@@ -107,7 +107,7 @@ bool offloadable(const RecomputeModel &model, const CheckpointCandidate &c) {
 std::pair<int64_t, int64_t> freedRanks(const RecomputeModel &model, const CheckpointCandidate &c,
                                        const Transfer &t, int64_t outDoneAt) {
   if (model.boundedMemory() == BoundedMemory::SavedActivations)
-    return {c.created, model.baseline().lookup(c.storage)->freedAfter};
+    return freedRanksOf(model, BoundedMemory::SavedActivations, c);
   return {outDoneAt + 1, t.backAt - 1};
 }
 

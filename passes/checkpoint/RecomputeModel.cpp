@@ -656,4 +656,11 @@ absl::StatusOr<Simulation> RecomputeModel::simulate(const RecomputeSet &set) con
   return sim;
 }
 
+std::pair<int64_t, int64_t> freedRanksOf(const RecomputeModel &model, BoundedMemory kind,
+                                         const CheckpointCandidate &c) {
+  if (kind == BoundedMemory::SavedActivations)
+    return {c.created, model.baseline().lookup(c.storage)->freedAfter};
+  return {c.lastForwardUse + 1, c.firstBackwardUse - 1};
+}
+
 } // namespace graphopt

@@ -49,6 +49,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graphopt {
@@ -200,6 +201,13 @@ private:
   /// Storages, views and in-place writes (ranks are the model's node ranks).
   std::optional<AliasInfo> aliases_;
 };
+
+/// The ranks where dropping candidate `c` lowers memory of `kind`. The peak
+/// above the inputs: from its last forward use until its own clone is made.
+/// The saved activations: its whole life, since neither it nor its clones
+/// are saved for backward any more.
+std::pair<int64_t, int64_t> freedRanksOf(const RecomputeModel &model, BoundedMemory kind,
+                                         const CheckpointCandidate &c);
 
 /// A plan under construction: the candidates dropped so far and the
 /// recomputation they need, grown one candidate at a time (the greedy planner

@@ -844,7 +844,7 @@ TEST(CheckpointPassTest, OptionsNeedABudget) {
             "planner=milp plans for one bound: give budget= or activations=, not both"},
            {{{"activations", "1GiB"}}, ""}, // bytes, as graph_opt.partitioner(memory_budget=) gives
            {{{"budget", "50%"}, {"planner", "foo"}},
-            "option 'planner' must be greedy, milp or torch, got 'foo'"},
+            "option 'planner' must be greedy, structured, milp or torch, got 'foo'"},
            {{{"activations", "30%"}, {"planner", "torch"}}, ""},
            {{{"budget", "50%"}, {"planner", "torch"}}, "planner=torch runs torch.compile's partitioner"},
            {{{"activations", "30%"}, {"budget", "50%"}, {"planner", "torch"}},
