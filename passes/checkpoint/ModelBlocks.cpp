@@ -6,10 +6,26 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
 
+#include <absl/strings/str_cat.h>
+#include <c10/core/ScalarType.h>
+#include <llvm/ADT/DenseMap.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
 #include <set>
 
 namespace graphopt {
 namespace {
+
+/// Repeats shorter than this many forward nodes are not blocks (q, k and v's
+/// projections side by side are not layers).
+constexpr size_t kMinBlockNodes = 6;
+/// Periods are tried up to this many comparisons in all (every period up to
+/// half the forward up to 3.1k forward nodes).
+constexpr size_t kMaxRepeatWork = 5'000'000;
+/// Repeats found one after another (a ResNet's stages: one per shape).
+constexpr unsigned kMaxRepeatRounds = 8;
 
 /// Whether a path component is a container index (`3`).
 bool isIndex(llvm::StringRef component) {
@@ -28,7 +44,162 @@ template <typename F> void forEachComponent(llvm::StringRef path, F f) {
   }
 }
 
+/// A forward node's operator and output types, hashed: equal for the same
+/// computation on the same shapes.
+uint64_t tokenOf(const Node &n) {
+  std::string s = n.opName();
+  for (unsigned i = 0; i < n.numOutputs(); ++i) {
+    const Value *v = n.output(i);
+    s += '|';
+    if (!v->isTensor())
+      continue;
+    s += c10::toString(v->tensorType().dtype);
+    for (int64_t d : v->tensorType().sizes)
+      absl::StrAppend(&s, "x", d);
+  }
+  return std::hash<std::string>()(s);
+}
+
+/// Forward positions [start, start + length) repeating with `period`.
+struct Repeat {
+  size_t start = 0, period = 0, length = 0;
+  size_t copies() const { return period ? length / period : 0; }
+  size_t covered() const { return period * copies(); }
+};
+
+/// The repeat covering the most uncovered positions of `tokens` (the smallest
+/// period among equals), or none (no copies).
+Repeat longestRepeat(const std::vector<uint64_t> &tokens, const std::vector<uint8_t> &covered) {
+  const size_t m = tokens.size();
+  Repeat best;
+  const size_t maxPeriod =
+      std::min(m / 2, std::max<size_t>(kMinBlockNodes, kMaxRepeatWork / std::max<size_t>(m, 1)));
+  for (size_t period = kMinBlockNodes; period <= maxPeriod; ++period) {
+    // Runs of positions i matching i + period: a run of r from i0 is
+    // floor((r + period) / period) copies from i0.
+    size_t runStart = 0, run = 0;
+    for (size_t i = 0; i + period <= m; ++i) {
+      const bool same = i + period < m && !covered[i] && !covered[i + period] &&
+                        tokens[i] == tokens[i + period];
+      if (same) {
+        if (run++ == 0)
+          runStart = i;
+        continue;
+      }
+      if (Repeat r{runStart, period, run + period}; run > 0 && r.copies() >= 2 &&
+                                                      r.covered() > best.covered())
+        best = r;
+      run = 0;
+    }
+  }
+  return best;
+}
+
+/// Where in `repeat` the blocks begin: of the `period` shifts that keep at
+/// least two whole blocks, the one whose cuts the fewest forward values cross
+/// (a layer's boundary is where one value, the residual stream, passes on).
+size_t bestShift(const Repeat &repeat, const std::vector<int64_t> &crossing) {
+  size_t best = 0;
+  double fewest = std::numeric_limits<double>::infinity();
+  for (size_t shift = 0; shift < repeat.period; ++shift) {
+    const size_t blocks = (repeat.length - shift) / repeat.period;
+    if (blocks < 2)
+      break;
+    int64_t cuts = 0;
+    for (size_t b = 0; b <= blocks; ++b)
+      cuts += crossing[repeat.start + shift + b * repeat.period];
+    // Per cut, so that a shift keeping one block fewer is not favoured for that.
+    if (const double perCut = static_cast<double>(cuts) / static_cast<double>(blocks + 1);
+        perCut < fewest) {
+      fewest = perCut;
+      best = shift;
+    }
+  }
+  return best;
+}
+
 } // namespace
+
+ModelBlocks repeatedBlocks(const RecomputeModel &model) {
+  ModelBlocks blocks;
+  const int64_t n = static_cast<int64_t>(model.graph().numNodes());
+  blocks.blockOfRank.assign(n, -1);
+  std::vector<int64_t> forward; // forward ranks, in order
+  for (int64_t r = 0; r < n; ++r)
+    if (model.nodeAt(r)->phase() == Phase::Forward)
+      forward.push_back(r);
+  const size_t m = forward.size();
+  std::vector<uint64_t> tokens(m);
+  llvm::DenseMap<const Node *, size_t> position;
+  for (size_t i = 0; i < m; ++i) {
+    tokens[i] = tokenOf(*model.nodeAt(forward[i]));
+    position[model.nodeAt(forward[i])] = i;
+  }
+  // crossing[p]: the forward values made before position p and read in
+  // forward at p or later.
+  std::vector<int64_t> crossing(m + 1, 0);
+  for (size_t i = 0; i < m; ++i) {
+    const Node *node = model.nodeAt(forward[i]);
+    for (unsigned o = 0; o < node->numOutputs(); ++o) {
+      size_t last = i;
+      for (const Use &u : node->output(o)->uses())
+        if (auto it = position.find(u.user); u.user && it != position.end())
+          last = std::max(last, it->second);
+      if (last > i) {
+        crossing[i + 1] += 1;
+        crossing[last + 1] -= 1;
+      }
+    }
+  }
+  for (size_t p = 1; p <= m; ++p)
+    crossing[p] += crossing[p - 1];
+
+  std::vector<uint8_t> covered(m, 0);
+  for (unsigned round = 0; round < kMaxRepeatRounds; ++round) {
+    Repeat repeat = longestRepeat(tokens, covered);
+    if (repeat.copies() < 2)
+      break;
+    const size_t shift = bestShift(repeat, crossing);
+    const size_t first = repeat.start + shift;
+    const size_t copies = (repeat.length - shift) / repeat.period;
+    for (size_t b = 0; b < copies; ++b) {
+      const size_t from = first + b * repeat.period;
+      const int32_t index = static_cast<int32_t>(blocks.names.size());
+      blocks.names.push_back(absl::StrCat("repeat ", round, ".", b, " (from %",
+                                          model.nodeAt(forward[from])->output(0)->name().str(),
+                                          ")"));
+      for (size_t i = from; i < from + repeat.period; ++i) {
+        covered[i] = 1;
+        blocks.blockOfRank[forward[i]] = index;
+      }
+    }
+    // What the shift left out stays out of later rounds' blocks too.
+    for (size_t i = repeat.start; i < repeat.start + repeat.length; ++i)
+      covered[i] = 1;
+  }
+  // Blocks in forward order, as from module paths.
+  std::vector<int32_t> order(blocks.names.size());
+  std::vector<int64_t> firstRank(blocks.names.size(), n);
+  for (int64_t r = n - 1; r >= 0; --r)
+    if (blocks.blockOfRank[r] >= 0)
+      firstRank[blocks.blockOfRank[r]] = r;
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int32_t>(i);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return firstRank[a] < firstRank[b]; });
+  std::vector<int32_t> renumber(order.size());
+  ModelBlocks sorted;
+  for (size_t i = 0; i < order.size(); ++i) {
+    renumber[order[i]] = static_cast<int32_t>(i);
+    sorted.names.push_back(blocks.names[order[i]]);
+  }
+  sorted.blockOfRank = std::move(blocks.blockOfRank);
+  for (int32_t &b : sorted.blockOfRank)
+    if (b >= 0)
+      b = renumber[b];
+  sorted.fromShapes = true;
+  return sorted;
+}
 
 ModelBlocks findBlocks(const RecomputeModel &model) {
   const int64_t n = static_cast<int64_t>(model.graph().numNodes());
@@ -66,6 +237,8 @@ ModelBlocks findBlocks(const RecomputeModel &model) {
       blocks.names.push_back(name.str());
     blocks.blockOfRank[r] = it->second;
   }
+  if (blocks.names.empty())
+    return repeatedBlocks(model);
   return blocks;
 }
 

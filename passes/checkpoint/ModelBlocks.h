@@ -8,8 +8,13 @@
 // module's): a path component that ends in an index (`layer.3`, `h.11`,
 // `layer3`, `denselayer24`) and has siblings with other indices under the
 // same parent is a repetition; a node's block is its path up to the deepest
-// such component (`bert.encoder.layer.3`, `layer3.1`). A graph without
-// module paths, or without repetitions in them, has no blocks.
+// such component (`bert.encoder.layer.3`, `layer3.1`).
+//
+// A graph without module paths, or without repetitions in them, gets its
+// blocks from its shapes (repeatedBlocks): runs of forward nodes repeating
+// the same operators on the same output types, the run covering most nodes
+// first (one run per stage where shapes change), each cut where the fewest
+// forward values cross.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,10 +31,15 @@ struct ModelBlocks {
   std::vector<int32_t> blockOfRank;
   /// Block paths (`bert.encoder.layer.3`), by block index.
   std::vector<std::string> names;
+  /// Found from repeated shapes, not module paths (names are then
+  /// `repeat R.K (from %value)`, the K-th copy of the R-th run found).
+  bool fromShapes = false;
 };
 
-/// The blocks of `model`'s graph.
+/// The blocks of `model`'s graph: from module paths, else repeatedBlocks.
 ModelBlocks findBlocks(const RecomputeModel &model);
+/// The blocks from repeated shapes alone (forward nodes only).
+ModelBlocks repeatedBlocks(const RecomputeModel &model);
 
 /// The candidates inside a block: made by a node of a block and read in
 /// forward only by nodes of that block (every value of the storage). Dropping

@@ -4,6 +4,7 @@
 
 #include "graphopt/IR/Parser.h"
 
+#include <absl/strings/str_cat.h>
 #include <gtest/gtest.h>
 
 namespace graphopt {
@@ -94,6 +95,117 @@ TEST(ModelBlocksTest, OneIndexAloneIsNoRepetition) {
   auto graph = parsed(text.c_str());
   RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
   EXPECT_TRUE(findBlocks(model).names.empty());
+}
+
+/// Stages of blocks without module paths: stage k has `counts[k]` blocks of
+/// six nodes on f32[`sizes[k]`] (h = in * w, a = exp, b = sin, c = cos,
+/// d = tanh, e = d + in: the residual), a slice between stages. Only e
+/// passes from one block to the next. `stem`: p = x + x first, the same
+/// operator and type as a block's last node.
+std::string stagesOfBlocks(const std::vector<int> &counts, const std::vector<int> &sizes,
+                           bool stem = false) {
+  std::string t = absl::StrCat("graph @stages {\n  input %w : f32[] parameter \"w\"\n"
+                               "  input %x : f32[", sizes[0], "] user_input\nforward:\n");
+  std::string in = "x";
+  if (stem) {
+    absl::StrAppend(&t, "  %p = aten::add.Tensor(%x, %x) : f32[", sizes[0], "]\n");
+    in = "p";
+  }
+  std::vector<std::string> saved;
+  int block = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const std::string type = absl::StrCat("f32[", sizes[k], "]");
+    if (k > 0) {
+      absl::StrAppend(&t, "  %s", k, " = aten::slice.Tensor(%", in, ", 0, 0, ", sizes[k],
+                      ") : ", type, "\n");
+      in = absl::StrCat("s", k);
+    }
+    for (int i = 0; i < counts[k]; ++i, ++block) {
+      const std::string b = absl::StrCat(block);
+      absl::StrAppend(&t, "  %h", b, " = aten::mul.Tensor(%", in, ", %w) : ", type, "\n",
+                      "  %a", b, " = aten::exp(%h", b, ") : ", type, "\n",
+                      "  %b", b, " = aten::sin(%a", b, ") : ", type, "\n",
+                      "  %c", b, " = aten::cos(%b", b, ") : ", type, "\n",
+                      "  %d", b, " = aten::tanh(%c", b, ") : ", type, "\n",
+                      "  %e", b, " = aten::add.Tensor(%d", b, ", %", in, ") : ", type, "\n");
+      saved.push_back(absl::StrCat("a", b));
+      in = absl::StrCat("e", b);
+    }
+  }
+  absl::StrAppend(&t, "  %loss = aten::sum(%", in, ") : f32[]\nbackward:\n",
+                  "  %g = aten::ones_like(%loss) : f32[]\n");
+  // Backward reads every a (its sum, times g): enough to make them saved.
+  std::string total = "g";
+  for (size_t i = 0; i < saved.size(); ++i) {
+    absl::StrAppend(&t, "  %r", i, " = aten::sum(%", saved[i], ") : f32[]\n", "  %t", i,
+                    " = aten::mul.Tensor(%", total, ", %r", i, ") : f32[]\n");
+    total = absl::StrCat("t", i);
+  }
+  absl::StrAppend(&t, "  output %loss loss\n  output %", total, " gradient \"w\"\n}\n");
+  return t;
+}
+
+/// Each block as the names of its nodes' first outputs.
+std::vector<std::vector<std::string>> blockContents(const RecomputeModel &model,
+                                                    const ModelBlocks &blocks) {
+  std::vector<std::vector<std::string>> contents(blocks.names.size());
+  for (size_t r = 0; r < blocks.blockOfRank.size(); ++r)
+    if (blocks.blockOfRank[r] >= 0)
+      contents[blocks.blockOfRank[r]].push_back(model.nodeAt(r)->output(0)->name().str());
+  return contents;
+}
+
+TEST(ModelBlocksTest, RepeatedShapesAreBlocksWithoutModulePaths) {
+  // The stem's add repeats with a block's last add: the run starts there, and
+  // the blocks are cut one node later, where only the residual e crosses.
+  auto graph = parsed(stagesOfBlocks({4}, {256}, /*stem=*/true).c_str());
+  RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
+  ModelBlocks blocks = findBlocks(model);
+  EXPECT_TRUE(blocks.fromShapes);
+  ASSERT_EQ(blocks.names.size(), 4u);
+  auto contents = blockContents(model, blocks);
+  for (int b = 0; b < 4; ++b)
+    EXPECT_EQ(contents[b],
+              (std::vector<std::string>{absl::StrCat("h", b), absl::StrCat("a", b),
+                                        absl::StrCat("b", b), absl::StrCat("c", b),
+                                        absl::StrCat("d", b), absl::StrCat("e", b)}))
+        << "block " << b;
+  EXPECT_EQ(blocks.names[0], "repeat 0.0 (from %h0)");
+  // The per-block start's interiors: everything but e, of which only a is saved.
+  EXPECT_EQ(interiorNames(model), (std::vector<std::string>{"a0", "a1", "a2", "a3"}));
+}
+
+TEST(ModelBlocksTest, EachShapeIsARunOfItsOwn) {
+  auto graph = parsed(stagesOfBlocks({2, 3}, {256, 128}).c_str());
+  RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
+  ModelBlocks blocks = findBlocks(model);
+  ASSERT_EQ(blocks.names.size(), 5u);
+  auto contents = blockContents(model, blocks);
+  // In forward order: the 128-element run, found first (it covers more), comes second.
+  EXPECT_EQ(contents[0].front(), "h0");
+  EXPECT_EQ(contents[1].front(), "h1");
+  EXPECT_EQ(contents[2].front(), "h2");
+  EXPECT_EQ(contents[4].back(), "e4");
+  EXPECT_EQ(blocks.names[2], "repeat 0.0 (from %h2)");
+  EXPECT_EQ(blocks.names[0], "repeat 1.0 (from %h0)");
+}
+
+TEST(ModelBlocksTest, ModulePathsComeBeforeShapes) {
+  // kTwoBlocks' blocks are three nodes: too short for shapes, found from paths.
+  auto graph = parsed(kTwoBlocks);
+  RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
+  EXPECT_FALSE(findBlocks(model).fromShapes);
+  EXPECT_TRUE(repeatedBlocks(model).names.empty());
+}
+
+TEST(ModelBlocksTest, NoRepeatNoBlocks) {
+  // One block, or blocks whose shapes all differ, repeat nothing.
+  for (auto [counts, sizes] :
+       {std::pair<std::vector<int>, std::vector<int>>{{1}, {256}}, {{1, 1, 1}, {256, 128, 64}}}) {
+    auto graph = parsed(stagesOfBlocks(counts, sizes).c_str());
+    RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
+    EXPECT_TRUE(findBlocks(model).names.empty()) << counts.size() << " stages";
+  }
 }
 
 } // namespace
