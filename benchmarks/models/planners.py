@@ -16,11 +16,14 @@ each after repeat{cse,canonicalize,dce}, verified bitwise and timed alternately 
 original graph by graph-opt --benchmark (the harness's graph-opt rows), and per model the
 harness's peers: eager PyTorch and per-block torch.utils.checkpoint. Prints the table
 (saved share predicted, measured backward start and peak, step time, planning time) and
-writes results.csv and results.json into DIR (default build/bench/planners).
+writes results.csv, results.json and a Pareto plot per model (pareto_<model>.png: every
+planner's rows and the peers, step time against peak, backward start and saved activations)
+into DIR (default build/bench/planners).
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -116,6 +119,11 @@ def main(argv=None):
                              (json.dumps({"commit": harness.git_commit(), "threads": args.threads,
                                           "runs": args.runs, "rows": rows}, indent=2)
                               + "\n").encode())
+    plt = harness.make_report.import_pyplot()
+    for model in args.models:
+        name = "pareto_" + re.sub(r"[^A-Za-z0-9_.-]", "_", model) + ".png"
+        harness.plot_pareto(plt, model, [r for r in rows if r["model"] == model],
+                            os.path.join(args.output, name))
     print()
     print(planner_table(rows))
     return 0
