@@ -44,21 +44,8 @@ template <typename F> void forEachComponent(llvm::StringRef path, F f) {
   }
 }
 
-/// A forward node's operator and output types, hashed: equal for the same
-/// computation on the same shapes.
-uint64_t tokenOf(const Node &n) {
-  std::string s = n.opName();
-  for (unsigned i = 0; i < n.numOutputs(); ++i) {
-    const Value *v = n.output(i);
-    s += '|';
-    if (!v->isTensor())
-      continue;
-    s += c10::toString(v->tensorType().dtype);
-    for (int64_t d : v->tensorType().sizes)
-      absl::StrAppend(&s, "x", d);
-  }
-  return std::hash<std::string>()(s);
-}
+/// A forward node's shape signature, hashed.
+uint64_t tokenOf(const Node &n) { return std::hash<std::string>()(shapeSignature(n)); }
 
 /// Forward positions [start, start + length) repeating with `period`.
 struct Repeat {
@@ -119,6 +106,22 @@ size_t bestShift(const Repeat &repeat, const std::vector<int64_t> &crossing) {
 }
 
 } // namespace
+
+std::string shapeSignature(const Node &n) {
+  std::string s = n.opName();
+  s += '(';
+  for (unsigned i = 0; i < n.numOutputs(); ++i) {
+    const Value *v = n.output(i);
+    if (v->isTensor()) {
+      s += c10::toString(v->tensorType().dtype);
+      for (int64_t d : v->tensorType().sizes)
+        absl::StrAppend(&s, "x", d);
+    }
+    s += ';';
+  }
+  s += ')';
+  return s;
+}
 
 ModelBlocks repeatedBlocks(const RecomputeModel &model) {
   ModelBlocks blocks;

@@ -36,6 +36,10 @@ struct ModelBlocks {
   bool fromShapes = false;
 };
 
+/// A node's operator and output types (`aten::exp(Floatx16x16;)`): equal for
+/// the same computation on the same shapes.
+std::string shapeSignature(const Node &n);
+
 /// The blocks of `model`'s graph: from module paths, else repeatedBlocks.
 ModelBlocks findBlocks(const RecomputeModel &model);
 /// The blocks from repeated shapes alone (forward nodes only).

@@ -4,8 +4,6 @@
 #include "checkpoint/ModelBlocks.h"
 
 #include <absl/strings/str_cat.h>
-#include <c10/core/ScalarType.h>
-#include <llvm/ADT/DenseMap.h>
 
 #include <algorithm>
 #include <array>
@@ -24,24 +22,12 @@ struct Block {
   std::vector<int32_t> members;      ///< the candidates they make that free bytes at the peak
 };
 
-/// The operators and output types of a block's forward nodes, in order:
-/// blocks with the same signature are the same computation on the same shapes.
+/// The shape signatures of a block's forward nodes, in order: blocks with
+/// the same signature are the same computation on the same shapes.
 std::string signatureOf(const RecomputeModel &model, const Block &block) {
   std::string s;
-  for (int64_t r : block.forwardRanks) {
-    const Node *n = model.nodeAt(r);
-    absl::StrAppend(&s, n->opName(), "(");
-    for (unsigned i = 0; i < n->numOutputs(); ++i) {
-      const Value *v = n->output(i);
-      if (v->isTensor()) {
-        absl::StrAppend(&s, c10::toString(v->tensorType().dtype));
-        for (int64_t d : v->tensorType().sizes)
-          absl::StrAppend(&s, "x", d);
-      }
-      s += ';';
-    }
-    s += ')';
-  }
+  for (int64_t r : block.forwardRanks)
+    s += shapeSignature(*model.nodeAt(r));
   return s;
 }
 
@@ -56,7 +42,7 @@ Slot slotOf(const RecomputeModel &model, const Block &block, int32_t c) {
   return {at, cand.storage->index()};
 }
 
-/// The block's own greedy: repeatedly the interior freeing the most bytes at
+/// The block's own greedy: repeatedly the member freeing the most bytes at
 /// the peak per second it adds to the recomputation of the ones before it.
 std::vector<int32_t> ladderOrder(const RecomputeModel &model, const Block &block,
                                  const std::vector<int64_t> &bytesAtPeak) {
