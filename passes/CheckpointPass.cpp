@@ -200,7 +200,8 @@ absl::Status CheckpointPass::validateOptions() {
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   if (offloadBandwidth_.get() && planner_.get() != Planner::Greedy)
     return absl::InvalidArgumentError(
-        "offload-bandwidth= goes with the greedy planner (the default), not planner=structured, milp or torch");
+        "offload-bandwidth= goes with the greedy planner (the default), not planner=structured, "
+        "milp or torch");
   return absl::OkStatus();
 }
 
@@ -270,8 +271,8 @@ int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out
   }
   out.planner = planner_.get() == Planner::Greedy       ? "greedy"
                 : planner_.get() == Planner::Structured ? "structured"
-                : planner_.get() == Planner::Milp  ? "milp"
-                                                   : "torch";
+                : planner_.get() == Planner::Milp       ? "milp"
+                                                        : "torch";
   setStatistic("budget bytes", out.budgetBytes);
   setStatistic("unoptimised peak bytes", out.baselinePeak);
   return peakBudget;

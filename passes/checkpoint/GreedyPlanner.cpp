@@ -13,8 +13,9 @@
 // by a simulation. It runs from three starts (nothing dropped, a knapsack's
 // choice at the peak, the model's block interiors) and keeps the best plan
 // (planGreedy; docs/Checkpointing.md, "Three starts"); planner=structured
-// runs it from the structured choices alone (StructuredPlanner.h). A start whose drops
-// need more than kMaxStartClonesPerNode clones per node is given up.
+// runs it from the structured choices alone (StructuredPlanner.h). A start
+// whose drops need more than kMaxStartClonesPerNode clones per node is given
+// up.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
@@ -520,7 +521,6 @@ absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
   return keepUnneeded(model, budget, peakCap, g.state, g.stateSim, peak, freedRanks, simulations,
                       g.plan);
 }
-
 
 /// The greedy from `start` (dropped first), refined once it fits; none when
 /// the start is given up (kMaxStartClonesPerNode).
