@@ -76,7 +76,13 @@ std::vector<int32_t> ladderOrder(const RecomputeModel &model, const Block &block
 
 /// A block's ladder: rung k drops the first k candidates of `taken`, and
 /// frees `rungs[k].bytes` at the peak for `rungs[k].seconds`, priced on the
-/// block's own nodes (the rest of the graph kept).
+/// block's own nodes (the rest of the graph kept). `shared`: as the greedy's
+/// refinement may make them, each value that other clones make again before
+/// its own clone made once, earlier, and shared (PlanState::hoisted); else
+/// as the drops alone need. Unshared, rungs cost 3-6x what they cost after
+/// refinement (BERT-base at activations=10%); shared, they ignore what
+/// holding the shared clones costs in memory. Neither order of prices won
+/// everywhere, so the choices are made with both.
 struct Rung {
   int64_t bytes = 0;
   double seconds = 0;
@@ -86,16 +92,31 @@ struct Ladder {
   std::vector<Rung> rungs{Rung{}};
   size_t firstBoundary = 0; ///< the first rung dropping a boundary (rungs.size() if none)
 };
+/// `pricedLike`: the rungs' seconds of an identical block's ladder, taken
+/// as they are instead of pricing each rung again.
 Ladder ladderOf(const RecomputeModel &model, llvm::ArrayRef<int32_t> order,
-                const std::vector<int64_t> &bytesAtPeak, const std::vector<uint8_t> &interior) {
+                const std::vector<int64_t> &bytesAtPeak, const std::vector<uint8_t> &interior,
+                bool shared, const std::vector<double> *pricedLike = nullptr) {
   PlanState state(model);
   Ladder ladder;
   for (int32_t c : order) {
-    auto cost = state.marginal(c);
-    if (!cost.ok() || !state.add(c).ok())
+    if (!state.add(c).ok())
       break;
-    ladder.rungs.push_back(
-        {ladder.rungs.back().bytes + bytesAtPeak[c], ladder.rungs.back().seconds + cost->first});
+    const size_t k = ladder.rungs.size();
+    double seconds;
+    if (pricedLike && k < pricedLike->size()) {
+      seconds = (*pricedLike)[k];
+    } else {
+      seconds = state.result().seconds;
+      std::vector<std::pair<int32_t, int64_t>> points;
+      if (shared)
+        for (const PlanState::Repeat &r : state.repeats())
+          points.push_back({r.candidate, r.earliest});
+      if (!points.empty())
+        if (auto hoisted = state.hoisted(points); hoisted.ok())
+          seconds = std::min(seconds, hoisted->result().seconds);
+    }
+    ladder.rungs.push_back({ladder.rungs.back().bytes + bytesAtPeak[c], seconds});
     ladder.taken.push_back(c);
   }
   ladder.firstBoundary = ladder.rungs.size();
@@ -173,7 +194,7 @@ std::vector<size_t> chooseRungs(const std::vector<Block> &blocks,
 std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, BoundedMemory kind,
                                                int64_t peakRank, int64_t need,
                                                size_t maxClones) {
-  StructuredChoice shared; // what the choices have in common
+  StructuredChoice common; // what the choices have in common
   ModelBlocks found = findBlocks(model);
   if (found.names.empty() || need <= 0)
     return {};
@@ -213,9 +234,15 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
   // alone (what keeps every boundary). Each class of identical blocks is
   // ordered once, on its first block; the others take the order slot by slot
   // (a block whose slots do not all match is ordered on its own).
-  std::array<std::vector<Ladder>, 2> ladders; // [0] all members, [1] interiors
+  // ladders[shared][interiorsOnly]: priced shared or not (ladderOf), over
+  // all members or the interiors.
+  std::array<std::array<std::vector<Ladder>, 2>, 2> ladders;
   for (int interiorsOnly = 0; interiorsOnly < 2; ++interiorsOnly) {
-    std::map<std::string, std::vector<Slot>> orderOfClass;
+    struct ClassOrder {
+      std::vector<Slot> slots;
+      std::array<std::vector<double>, 2> seconds; ///< its first block's rungs' prices
+    };
+    std::map<std::string, ClassOrder> orderOfClass;
     for (const Block &block : blocks) {
       Block part = block;
       if (interiorsOnly && !block.outside)
@@ -229,7 +256,7 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
         std::map<Slot, int32_t> bySlot;
         for (int32_t c : part.members)
           bySlot[slotOf(model, part, c)] = c;
-        for (const Slot &s : known->second) {
+        for (const Slot &s : known->second.slots) {
           auto it = bySlot.find(s);
           if (it == bySlot.end()) {
             order.clear();
@@ -238,21 +265,29 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
           order.push_back(it->second);
         }
       }
-      if (order.empty()) {
-        order = ladderOrder(model, part, bytesAtPeak);
-        if (!interiorsOnly)
-          ++shared.classes;
-        if (!block.outside && known == orderOfClass.end()) {
-          std::vector<Slot> slots;
-          for (int32_t c : order)
-            slots.push_back(slotOf(model, part, c));
-          orderOfClass.emplace(std::move(signature), std::move(slots));
-        }
+      if (!order.empty()) { // priced as the class's first block
+        for (int priced = 0; priced < 2; ++priced)
+          ladders[priced][interiorsOnly].push_back(ladderOf(
+              model, order, bytesAtPeak, interior, priced, &known->second.seconds[priced]));
+        continue;
       }
-      ladders[interiorsOnly].push_back(ladderOf(model, order, bytesAtPeak, interior));
+      order = ladderOrder(model, part, bytesAtPeak);
+      if (!interiorsOnly)
+        ++common.classes;
+      ClassOrder first;
+      for (int32_t c : order)
+        first.slots.push_back(slotOf(model, part, c));
+      for (int priced = 0; priced < 2; ++priced) {
+        Ladder ladder = ladderOf(model, order, bytesAtPeak, interior, priced);
+        for (const Rung &r : ladder.rungs)
+          first.seconds[priced].push_back(r.seconds);
+        ladders[priced][interiorsOnly].push_back(std::move(ladder));
+      }
+      if (!block.outside && known == orderOfClass.end())
+        orderOfClass.emplace(std::move(signature), std::move(first));
     }
   }
-  shared.blocks = static_cast<unsigned>(blocks.size());
+  common.blocks = static_cast<unsigned>(blocks.size());
 
   // Where a rung drops a block's boundary (a value later blocks read in
   // forward), its price assumed the block's input kept. Neighbouring blocks
@@ -263,13 +298,15 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
   // keeping every boundary (the interiors' ladders: their prices add up
   // exactly); the planner runs from each.
   std::vector<StructuredChoice> choices;
+  for (int priced : {1, 0})
   for (BoundaryRule rule :
        {BoundaryRule::Free, BoundaryRule::NotNeighbours, BoundaryRule::Kept}) {
-    const std::vector<Ladder> &from = ladders[rule == BoundaryRule::Kept];
+    const std::vector<Ladder> &from = ladders[priced][rule == BoundaryRule::Kept];
     std::vector<size_t> chosen =
         chooseRungs(blocks, from, need, rule == BoundaryRule::NotNeighbours);
-    StructuredChoice made = shared;
+    StructuredChoice made = common;
     made.boundaries = rule;
+    made.sharedPrices = priced;
     PlanState state(model);
     bool overLimit = false;
     for (size_t b = 0; b < blocks.size() && !overLimit; ++b) {

@@ -1,19 +1,21 @@
 //===- StructuredPlanner.h - Plans that follow the model's blocks -*- C++ -*-===//
 //
 // Two levels, as Chen et al. 2016 and Rockmate (ICML 2023) plan. The
-// model's blocks (ModelBlocks.h: transformer layers, ResNet stages' units)
-// keep what passes between them; inside each block, its interiors (made and
-// read in forward within the block) are ordered by the block's own greedy:
-// the most bytes freed at the peak per second of recomputation that the
-// block's earlier drops do not already pay. Each prefix of that order is a
-// rung of the block's ladder, with its bytes and seconds. An interior's
-// recomputation reads only its block and the boundaries it keeps, so the
-// blocks' seconds add up, and a multiple-choice knapsack over the blocks
-// chooses one rung per block that frees what the budget needs at the least
-// summed time (three choices, by which boundaries they may drop: any, not
-// in neighbouring blocks, none). Structurally identical blocks (the same operators on the same
-// types, in the same order) are ordered once and the order broadcast; each
-// block's rungs are priced on its own nodes.
+// model's blocks (ModelBlocks.h: transformer layers, ResNet stages' units,
+// or runs of repeated shapes) and one group for what lies outside them each
+// get a ladder: their candidates ordered by the block's own greedy (the most
+// bytes freed at the peak per second of recomputation that the block's
+// earlier drops do not already pay); rung k drops the first k, priced on the
+// block's own nodes, with repeated clones shared and without (ladderOf in
+// the .cpp). A second ladder covers a block's interiors alone (made and read
+// in forward within it), whose recomputation reads only its block and the
+// boundaries it keeps, so their prices add up exactly. A multiple-choice
+// knapsack over the blocks chooses one rung per block that frees what the
+// budget needs at the least summed time, by which boundaries (values the
+// next block reads) it may drop: any, not in neighbouring blocks, none.
+// Structurally identical blocks (the same operators on the same types, in
+// the same order) are ordered and priced once, and the order carried to the
+// others slot by slot.
 //
 // Each choice is a start for the greedy (GreedyPlanner.cpp), which drops
 // more where the simulated peak is still over and refines the plan (shares
@@ -46,6 +48,7 @@ struct StructuredChoice {
   int64_t freedAtPeak = 0; ///< the bytes the choice frees at `peakRank`
   double seconds = 0;      ///< its recomputation (the plan of these drops alone)
   BoundaryRule boundaries = BoundaryRule::Free;
+  bool sharedPrices = false; ///< rungs priced with repeated clones shared (ladderOf)
 };
 
 /// The rungs, one per block, that free `need` bytes of memory `kind` live
