@@ -298,9 +298,10 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
   // keeping every boundary (the interiors' ladders: their prices add up
   // exactly); the planner runs from each.
   std::vector<StructuredChoice> choices;
-  for (int priced : {1, 0})
-  for (BoundaryRule rule :
-       {BoundaryRule::Free, BoundaryRule::NotNeighbours, BoundaryRule::Kept}) {
+  constexpr std::array<std::pair<int, BoundaryRule>, 6> kChoices = {{
+      {1, BoundaryRule::Free}, {1, BoundaryRule::NotNeighbours}, {1, BoundaryRule::Kept},
+      {0, BoundaryRule::Free}, {0, BoundaryRule::NotNeighbours}, {0, BoundaryRule::Kept}}};
+  for (auto [priced, rule] : kChoices) {
     const std::vector<Ladder> &from = ladders[priced][rule == BoundaryRule::Kept];
     std::vector<size_t> chosen =
         chooseRungs(blocks, from, need, rule == BoundaryRule::NotNeighbours);
