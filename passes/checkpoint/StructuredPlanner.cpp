@@ -307,7 +307,6 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
         chooseRungs(blocks, from, need, rule == BoundaryRule::NotNeighbours);
     StructuredChoice made = common;
     made.boundaries = rule;
-    made.sharedPrices = priced;
     PlanState state(model);
     bool overLimit = false;
     for (size_t b = 0; b < blocks.size() && !overLimit; ++b) {

@@ -48,7 +48,6 @@ struct StructuredChoice {
   int64_t freedAtPeak = 0; ///< the bytes the choice frees at `peakRank`
   double seconds = 0;      ///< its recomputation (the plan of these drops alone)
   BoundaryRule boundaries = BoundaryRule::Free;
-  bool sharedPrices = false; ///< rungs priced with repeated clones shared (ladderOf)
 };
 
 /// The rungs, one per block, that free `need` bytes of memory `kind` live
