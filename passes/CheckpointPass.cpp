@@ -198,6 +198,9 @@ absl::Status CheckpointPass::validateOptions() {
         "without budget=");
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
+  if (!(gap_.get() >= 0 && gap_.get() < 1))
+    return absl::InvalidArgumentError(
+        "gap is a share of the optimum from 0 (prove the optimum) to below 1 (gap=0.01: 1%)");
   if (offloadBandwidth_.get() && planner_.get() != Planner::Greedy)
     return absl::InvalidArgumentError(
         "offload-bandwidth= goes with the greedy planner (the default), not planner=structured, "
@@ -330,7 +333,7 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
     auto made = planner_.get() == Planner::Greedy || planner_.get() == Planner::Structured
                     ? planGreedyMonotone(model, target, peakCap, out)
                 : planner_.get() == Planner::Milp
-                    ? planMilp(model, target, MilpOptions{timeLimit_.get()})
+                    ? planMilp(model, target, MilpOptions{timeLimit_.get(), gap_.get()})
                     : planTorch(model, activations_.get()->percentValue() / 100, target, peakCap);
     if (!made.ok())
       return made.status();
@@ -519,7 +522,8 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   const CheckpointPlan &plan = planned->plan;
   recordPlan(*model, plan, planned->measured, out);
   // What no recomputation plan can beat (offloads can): the gap is measured.
-  out.lowerBoundSeconds = recomputeLowerBound(*built, out.budgetBytes);
+  out.lowerBoundSeconds =
+      std::max(recomputeLowerBound(*built, out.budgetBytes), plan.lowerBoundSeconds);
   out.predictedExtraSeconds += out.offloadStallSeconds;
   out.solveSeconds += out.offloadPlanSeconds + alsoPlanned;
   for (Activation &row : offloaded.rows)
@@ -597,6 +601,8 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (o.greedyExtraSeconds >= 0) // the oracle against the default planner, same costs
     os << llvm::format(" (the greedy's plan: %.2f ms, +%.1f%%)", o.greedyExtraSeconds * 1e3,
                        100 * share(o.greedyExtraSeconds, o.baselineStepSeconds));
+  if (o.gap >= 0) // planner=milp: what no plan within the budget can beat
+    os << llvm::format("; no plan needs less than %.2f ms", o.lowerBoundSeconds * 1e3);
   if (o.measuredSeconds >= 0)
     os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,
                        o.measuredBaselineSeconds * 1e3, share(o.measuredSeconds, o.measuredBaselineSeconds));

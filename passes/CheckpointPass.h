@@ -9,13 +9,16 @@
 //   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
 //   activations=50%              the activations saved for backward: half the unoptimised;
 //                                with budget= as well, the peak is bounded too
-//   planner=greedy|milp|torch    μ-TWO's greedy (default), CBC's MILP optimum, or
+//   planner=greedy|milp|torch    μ-TWO's greedy (default), the best of it and CBC's
+//                                programs with its proven gap to the optimum, or
 //                                torch.compile's own partitioner (activations= as its
 //                                activation_memory_budget; a Python helper process)
 //   cost=profile|flops           measured node times (runs the graph) or a static estimate
 //   scratch=auto|measured|none   operator scratch in the simulation (auto: the profile's
 //                                with cost=profile, none with cost=flops)
 //   time-limit=10                seconds for the MILP solver
+//   gap=0.01                     milp: stop once the plan is proven within 1% of the
+//                                optimum (RecomputeRelaxation.h's bound)
 //   measure=true                 with cost=profile: run the rewritten graph and check
 //                                its measured peak; tighten and plan again if it is over
 //   offload-bandwidth=12GB/s     also offload activations to host memory where the copies
@@ -142,6 +145,10 @@ private:
       Scratch::Auto,
       {{"auto", Scratch::Auto}, {"measured", Scratch::Measured}, {"none", Scratch::None}}};
   PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
+  PassOption<double> gap_{this, "gap",
+                          "milp: stop once the plan is proven within this share of the optimum "
+                          "(0.01: 1%; 0: prove the optimum)",
+                          0.01};
   PassOption<Unmet> unmet_{this, "unmet",
                            "when no plan meets the budget: fail (error), or apply the plan that "
                            "comes closest and say so (closest)",

@@ -27,6 +27,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct CheckpointPlan {
   double predictedExtraSeconds = 0; ///< the clones' time (the originals' measured or estimated)
   double solveSeconds = 0;
   double gap = -1; ///< relative optimality gap the solver proved; -1 when not a solver
+  /// milp: the least time any plan within the budget needs (the relaxation's bound).
+  double lowerBoundSeconds = 0;
   std::string solverStatus; ///< "optimal", "time limit", ... ("" for greedy)
   bool meetsBudget = false;
   unsigned simulations = 0; ///< rewritten graphs simulated while planning
@@ -82,6 +85,14 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
                                           int64_t peakCap = kNoPeakCap,
                                           GreedyStarts starts = GreedyStarts::All);
 
+/// The greedy from `start` (candidates dropped first, each said to be there
+/// for `why`): it drops more where the simulation is still over the budget,
+/// then shares repeats and undoes unneeded drops. None when the start needs
+/// too many clones to try (kMaxStartClonesPerNode).
+absl::StatusOr<std::optional<CheckpointPlan>>
+planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32_t> start,
+               llvm::StringRef why);
+
 /// A lower bound on the extra seconds of any plan whose bounded memory is
 /// within `budget`: a fractional knapsack over what the unoptimised bounded
 /// peak holds, each candidate's own node run once (infinity where even all
@@ -90,8 +101,12 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget);
 
 struct MilpOptions {
   double timeLimitSeconds = 10;
+  /// Stop once the best plan is proven within this share of the optimum.
+  double gap = 0.01;
 };
-/// The MILP optimum (or the best plan found in the time limit, with its gap).
+/// The best plan of the greedy, the relaxation's plan (RecomputeRelaxation.h)
+/// and the clone-by-point MILP (MilpFormulation.h), with its gap to the
+/// relaxation's bound: a bound on every plan, so a gap to the optimum.
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
                                         const MilpOptions &options);
 

@@ -711,4 +711,13 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
   return std::move(*plan);
 }
 
+absl::StatusOr<std::optional<CheckpointPlan>>
+planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32_t> start,
+               llvm::StringRef why) {
+  Start drops;
+  for (int32_t c : start)
+    drops.push_back({c, why.str()});
+  return greedyFrom(model, budget, kNoPeakCap, drops);
+}
+
 } // namespace graphopt

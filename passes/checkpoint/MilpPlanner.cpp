@@ -1,28 +1,31 @@
-//===- MilpPlanner.cpp - The optimal plan of a MILP, solved by CBC ---------===//
+//===- MilpPlanner.cpp - checkpoint{planner=milp}: a plan and its distance to the optimum ---===//
 //
-// Solves CheckpointMilp (MilpFormulation.h) with CBC, in a program of its own
-// (graph-opt-milp, tools/milp/: a solver crash or hang is an error naming
-// this planner, not the end of graph-opt), and completes the plan as the greedy does: the closure of the dropped set and
-// the liveness simulation of the rewritten graph, which decides whether the
-// budget is met. The program's memory rows leave out the clones' own
-// temporaries, so where the simulation is over the budget, that rank's row is
-// raised by the program's error there and the program solved again: the
-// simulator in the loop, a few rounds.
+// Three sources of plans and one bound, all on the same model:
 //
-// The greedy's plan starts each solve (a MIP start): CBC has an incumbent
-// before its first node, so a solve the time limit cuts short still returns a
-// plan, and one no slower than the greedy's whenever that plan satisfies the
-// program. The greedy's plan is returned instead (no gap, the solver status
-// saying why) when it fits and no solved plan does (the time limit ended the
-// rounds, or the plans the simulation accepts are outside a program whose
-// chains were cut), or when it is faster (a solve cut short before it found
-// what the greedy did, when the start did not satisfy a tightened program).
+//   1. the greedy (the default planner, GreedyPlanner.cpp);
+//   2. the relaxation (RecomputeRelaxation.h), solved by CBC from the
+//      greedy's plan: its optimum bounds every plan's time from below, and its
+//      solution is a plan too, completed by the greedy (drops added where the
+//      simulation is over, repeats shared, unneeded drops undone);
+//   3. when the best plan so far is not proven within `gap` of that bound
+//      and time is left, the clone-by-point MILP (MilpFormulation.h), whose
+//      costs are exactly the rebuilt plan's but whose own bound is near zero
+//      on real models. Its memory rows leave out the clones' temporaries, so
+//      where the simulation is over the budget, that rank's row is raised by
+//      the program's error there and the program solved again (a few rounds).
+//
+// The fastest plan that meets the budget is returned with its gap to the
+// relaxation's bound: a gap to the optimum of every plan RecomputeModel can
+// make, not of a restricted program. CBC runs in a program of its own
+// (graph-opt-milp, tools/milp/): a solver crash or hang is an error naming
+// this planner, not the end of graph-opt.
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/HelperProcess.h"
 #include "checkpoint/MilpFormulation.h"
 #include "checkpoint/MilpProblem.h"
+#include "checkpoint/RecomputeRelaxation.h"
 
 #include <absl/strings/str_cat.h>
 
@@ -56,6 +59,7 @@ absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
     out.found = true;
     out.columns.assign(p.objective.size(), 0);
     out.gap = 0;
+    out.bound = 0;
     out.status = "optimal";
     return out;
   }
@@ -119,66 +123,105 @@ double since(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
-} // namespace
+/// The relaxation's bound and plan.
+struct Relaxed {
+  double boundSeconds = 0; ///< no plan within the budget is faster
+  bool infeasible = false; ///< no plan meets the budget at all
+  std::string status;      ///< the solver's
+  std::optional<CheckpointPlan> plan;
+  unsigned simulations = 0;
+};
 
-absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budget,
-                                        const MilpOptions &options) {
-  auto begin = std::chrono::steady_clock::now();
-  CheckpointMilp milp(model);
-  auto greedy = planGreedy(model, budget);
-  if (!greedy.ok())
-    return greedy.status();
+/// Solves the relaxation from the greedy's plan; its solution, as it is and
+/// completed by the greedy, is a plan of its own (the faster one kept).
+absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t budget,
+                                        double seconds, const CheckpointPlan &greedy) {
+  Relaxed out;
+  RecomputeRelaxation relaxation(model);
+  std::optional<MilpProblem> problem = relaxation.problem(budget);
+  if (!problem) { // some rank cannot get under the budget whatever is dropped
+    out.infeasible = true;
+    out.status = "infeasible";
+    return out;
+  }
   std::vector<double> start;
-  if (greedy->meetsBudget)
-    start = milp.columnsOf(greedy->dropped, greedy->recompute);
-  unsigned simulations = greedy->simulations;
+  if (greedy.meetsBudget)
+    start = relaxation.pointOf(greedy.recompute, greedy.held);
+  auto solved = solve(*problem, seconds, start);
+  if (!solved.ok())
+    return solved.status();
+  out.status = solved->status;
+  if (solved->status == "infeasible") {
+    out.infeasible = true;
+    return out;
+  }
+  out.boundSeconds = relaxation.lowerBoundSeconds(solved->bound);
+  if (!solved->found)
+    return out;
+  RecomputeRelaxation::Decoded decoded = relaxation.decode(solved->columns);
+  CheckpointPlan asIs;
+  asIs.dropped = decoded.dropped;
+  asIs.held = decoded.held;
+  if (absl::Status st = completePlan(model, budget, asIs); !st.ok())
+    return absl::InternalError(absl::StrCat(kPlannerName, ": the relaxation's plan cannot be rewritten: ",
+                                            st.message()));
+  ++out.simulations;
+  auto completed = planGreedyFrom(model, budget, decoded.dropped, "in the relaxation's plan");
+  if (!completed.ok())
+    return completed.status();
+  std::optional<CheckpointPlan> &fromIt = *completed;
+  if (fromIt)
+    out.simulations += fromIt->simulations;
+  const bool asIsWins = asIs.meetsBudget &&
+                        (!fromIt || !fromIt->meetsBudget ||
+                         asIs.predictedExtraSeconds < fromIt->predictedExtraSeconds);
+  if (asIsWins)
+    out.plan = std::move(asIs);
+  else if (fromIt && fromIt->meetsBudget)
+    out.plan = std::move(fromIt);
+  return out;
+}
 
+/// The clone-by-point program, from `start` (a plan that meets the budget,
+/// or none), solved again where the simulation says its memory rows were
+/// short, until `deadline`. Fills the fastest plan it finds that meets the
+/// budget, and the one with the least bounded memory of those that do not.
+absl::Status solveClonePrograms(const RecomputeModel &model, int64_t budget,
+                                std::chrono::steady_clock::time_point deadline,
+                                const CheckpointPlan *start, std::optional<CheckpointPlan> &met,
+                                std::optional<CheckpointPlan> &closest, unsigned &simulations) {
+  CheckpointMilp milp(model);
+  std::vector<double> initial;
+  if (start)
+    initial = milp.columnsOf(start->dropped, start->recompute);
   std::vector<int64_t> adjust(model.boundedTimeline().size(), 0);
-  std::optional<CheckpointPlan> closest; // the least bounded memory of the plans over budget
-  std::string status = "infeasible";
-  std::string reason; // why the greedy's plan is returned, when it is
   for (unsigned round = 0; round < kMaxRounds; ++round) {
-    double left = options.timeLimitSeconds - since(begin);
-    if (round > 0 && left <= 0)
+    double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0)
       break;
     std::optional<MilpProblem> problem = milp.problem(budget, adjust);
-    if (!problem) { // some rank cannot get under the budget whatever is dropped
-      status = "infeasible";
-      break;
-    }
-    auto solved = solve(*problem, left, start);
+    if (!problem)
+      break; // some rank cannot get under the budget whatever is dropped
+    auto solved = solve(*problem, left, initial);
     if (!solved.ok())
       return solved.status();
-    MilpSolution &solution = *solved;
-    status = solution.status;
-    if (!solution.found)
+    if (!solved->found)
       break;
-    CheckpointMilp::Decoded decoded = milp.decode(solution.columns);
+    CheckpointMilp::Decoded decoded = milp.decode(solved->columns);
     auto made = planOf(model, budget, decoded);
     if (!made.ok())
       return absl::InternalError(absl::StrCat(
-          "checkpoint{planner=milp}: the program's plan cannot be rewritten: ",
-          made.status().message()));
-    CheckpointPlan plan = std::move(*made);
+          kPlannerName, ": the program's plan cannot be rewritten: ", made.status().message()));
     ++simulations;
-    plan.gap = solution.gap;
-    plan.solverStatus = solution.status;
-    if (plan.meetsBudget) {
-      if (greedy->meetsBudget &&
-          greedy->predictedExtraSeconds < plan.predictedExtraSeconds * (1 - 1e-9)) {
-        reason = absl::StrCat("the greedy's plan: faster than the program's (", status, ")");
-        break;
-      }
-      plan.simulations = simulations;
-      plan.solveSeconds = since(begin);
-      plan.greedyExtraSeconds = greedy->predictedExtraSeconds;
-      return plan;
+    if (made->meetsBudget) {
+      met = std::move(*made);
+      return absl::OkStatus();
     }
     // Where the simulation is over the budget, the program was short by its
     // error there (simulated minus modelled): ask that much more next time.
     // The program held modelled + adjust to the budget, so wherever the
     // simulation is over, the error exceeds the old adjust: each round asks more.
-    auto sim = model.simulate(plan.recompute);
+    auto sim = model.simulate(made->recompute);
     if (!sim.ok())
       return sim.status();
     ++simulations;
@@ -191,32 +234,95 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
         tightened = true;
       }
     }
-    if (!closest || plan.predictedBounded < closest->predictedBounded)
-      closest = std::move(plan);
+    if (!closest || made->predictedBounded < closest->predictedBounded)
+      closest = std::move(*made);
     if (!tightened)
       break;
   }
+  return absl::OkStatus();
+}
 
-  // The greedy's plan, when it fits: faster than the program's, or none
-  // solved fits (the time limit ended the rounds, or the plans the simulation
-  // accepts are outside the program: cut chains). No gap to give.
-  if (greedy->meetsBudget) {
-    CheckpointPlan plan = std::move(*greedy);
-    plan.greedyExtraSeconds = plan.predictedExtraSeconds;
+/// A gap this small is the optimum: what is left is the bound's tie-breaks
+/// taken off (RecomputeRelaxation::lowerBoundSeconds) and CBC's tolerances.
+constexpr double kProvenGap = 1e-4;
+
+/// How far a plan's time may be above the bound: its share of the plan's time.
+double gapTo(double seconds, double bound) {
+  if (seconds <= 0 || bound >= seconds)
+    return 0;
+  return (seconds - bound) / seconds;
+}
+
+} // namespace
+
+absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budget,
+                                        const MilpOptions &options) {
+  auto begin = std::chrono::steady_clock::now();
+  const auto deadline =
+      begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(options.timeLimitSeconds));
+  auto greedy = planGreedy(model, budget);
+  if (!greedy.ok())
+    return greedy.status();
+  unsigned simulations = greedy->simulations;
+  greedy->why.clear(); // the report's reason: in the greedy's plan
+  greedy->solverStatus.clear();
+
+  auto relaxed = solveRelaxation(model, budget, options.timeLimitSeconds, *greedy);
+  if (!relaxed.ok())
+    return relaxed.status();
+  simulations += relaxed->simulations;
+
+  // The fastest of the plans that meet the budget, and whose it is.
+  std::optional<CheckpointPlan> best;
+  std::string whose;
+  auto consider = [&](std::optional<CheckpointPlan> &plan, const char *name) {
+    if (plan && plan->meetsBudget &&
+        (!best || plan->predictedExtraSeconds < best->predictedExtraSeconds * (1 - 1e-9))) {
+      best = std::move(plan);
+      whose = name;
+    }
+  };
+  std::optional<CheckpointPlan> fromGreedy(*greedy);
+  consider(fromGreedy, "the greedy's plan");
+  consider(relaxed->plan, "the relaxation's plan, completed");
+
+  std::optional<CheckpointPlan> closest;
+  std::string status = relaxed->status;
+  if (!relaxed->infeasible &&
+      (!best || gapTo(best->predictedExtraSeconds, relaxed->boundSeconds) >
+                    std::max(options.gap, kProvenGap)) &&
+      std::chrono::steady_clock::now() < deadline) {
+    std::optional<CheckpointPlan> met;
+    if (absl::Status st = solveClonePrograms(model, budget, deadline, best ? &*best : nullptr,
+                                             met, closest, simulations);
+        !st.ok())
+      return st;
+    consider(met, "the clone-by-point program's plan");
+  }
+
+  if (best) {
+    CheckpointPlan plan = std::move(*best);
     plan.planner = "milp";
-    plan.solverStatus =
-        reason.empty() ? absl::StrCat("the greedy's plan: none solved fits (", status, ")") : reason;
-    plan.gap = -1;
+    plan.lowerBoundSeconds = relaxed->boundSeconds;
+    plan.gap = gapTo(plan.predictedExtraSeconds, relaxed->boundSeconds);
+    const bool timeUp = std::chrono::steady_clock::now() >= deadline;
+    const char *proof = plan.gap <= kProvenGap    ? "optimal"
+                        : plan.gap <= options.gap ? "within the gap asked"
+                        : timeUp                  ? "time limit"
+                                                  : "the bound not reached";
+    plan.solverStatus = absl::StrCat(proof, ": ", whose);
+    plan.greedyExtraSeconds = greedy->meetsBudget ? greedy->predictedExtraSeconds : -1;
     plan.simulations = simulations;
     plan.solveSeconds = since(begin);
     return plan;
   }
 
   // The budget is not met: the pass reports the least the planner reaches.
-  // The program has no "as low as it goes" objective, so the plan returned is
-  // the lower of the closest one solved and the greedy's at budget 0 (which
-  // drops at the peak until nothing there can go: the least dropping reaches
-  // in practice), marked as the MILP's, budget unmet (a greedy plan has no gap: -1).
+  // The programs have no "as low as it goes" objective, so the plan returned
+  // is the lower of the closest one solved and the greedy's at budget 0
+  // (which drops at the peak until nothing there can go: the least dropping
+  // reaches in practice), marked as the MILP's, budget unmet (no gap: -1).
   auto lowest = planGreedy(model, 0);
   if (!lowest.ok())
     return lowest.status();
@@ -226,7 +332,8 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
                             : std::move(*lowest);
   plan.planner = "milp";
   plan.meetsBudget = false;
-  plan.solverStatus = status;
+  plan.gap = -1;
+  plan.solverStatus = relaxed->infeasible ? "infeasible" : status;
   plan.simulations = simulations;
   plan.solveSeconds = since(begin);
   return plan;

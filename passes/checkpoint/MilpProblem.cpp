@@ -13,7 +13,7 @@ namespace graphopt {
 namespace {
 
 constexpr char kRequestMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'Q', '1'};
-constexpr char kSolutionMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'S', '1'};
+constexpr char kSolutionMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'S', '2'};
 /// No program graph-opt builds comes near (kMaxColumns is 50000): a bound
 /// that keeps a damaged file from asking for gigabytes.
 constexpr uint64_t kMaxCount = uint64_t(1) << 28;
@@ -133,6 +133,7 @@ std::string writeMilpSolution(const std::string &path, const MilpSolution &solut
   w.bytes(kSolutionMagic, 8);
   w.value<uint8_t>(solution.found);
   w.value(solution.gap);
+  w.value(solution.bound);
   std::vector<char> status(solution.status.begin(), solution.status.end());
   w.array(status);
   w.array(solution.columns);
@@ -146,7 +147,8 @@ std::string readMilpSolution(const std::string &path, MilpSolution &solution) {
   Reader r(f.get());
   uint8_t found = 0;
   std::vector<char> status;
-  if (!(r.magic(kSolutionMagic) && r.value(found) && r.value(solution.gap) && r.array(status) &&
+  if (!(r.magic(kSolutionMagic) && r.value(found) && r.value(solution.gap) &&
+        r.value(solution.bound) && r.array(status) &&
         r.array(solution.columns) && r.atEnd()))
     return path + " is not a MILP solution written by graph-opt-milp (damaged or truncated)";
   solution.found = found != 0;

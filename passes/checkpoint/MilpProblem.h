@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct MilpSolution {
   std::vector<double> columns; ///< its values
   double gap = -1;             ///< (objective - best bound) / |objective|
   std::string status;          ///< "optimal", "time limit", "infeasible"
+  /// The best bound the solver proved on the objective (-infinity: none).
+  double bound = -std::numeric_limits<double>::infinity();
 };
 
 /// Each returns an empty string on success, else what went wrong (naming the file).

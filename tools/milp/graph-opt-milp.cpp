@@ -102,12 +102,15 @@ MilpSolution solve(const MilpRequest &request) {
     return out;
   }
   out.status = Cbc_isProvenOptimal(m) ? "optimal" : "time limit";
+  if (double bound = Cbc_getBestPossibleObjValue(m); std::isfinite(bound) && std::abs(bound) < 1e300)
+    out.bound = bound;
   if (!best)
     return out;
   out.found = true;
   out.columns.assign(best, best + numCols);
   if (Cbc_isProvenOptimal(m)) {
     out.gap = 0;
+    out.bound = Cbc_getObjValue(m);
   } else {
     double obj = Cbc_getObjValue(m), bound = Cbc_getBestPossibleObjValue(m);
     out.gap = std::isfinite(bound) ? std::max(0.0, (obj - bound) / std::max(std::abs(obj), 1e-12))

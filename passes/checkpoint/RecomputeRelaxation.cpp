@@ -1,0 +1,205 @@
+//===- RecomputeRelaxation.cpp - A lower bound on every recomputation plan ----===//
+#include "checkpoint/RecomputeRelaxation.h"
+
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace graphopt {
+
+namespace {
+
+/// Among plans of equal time, fewer free nodes run again and fewer values
+/// held. In objective units, where the costliest node is 1: far below any
+/// time that matters.
+constexpr double kTieBreak = 1e-7;
+
+} // namespace
+
+RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(model) {
+  const LivenessResult &live = model.baseline();
+  const int64_t numNodes = static_cast<int64_t>(live.timeline.size());
+  int64_t backwardStart = numNodes;
+  for (int64_t r = 0; r < numNodes; ++r)
+    if (model.nodeAt(r)->phase() != Phase::Forward) {
+      backwardStart = r;
+      break;
+    }
+
+  // X columns: forward nodes that own a storage and may run again.
+  llvm::DenseMap<const Node *, int> nodeColumn;
+  for (int64_t r = 0; r < backwardStart; ++r) {
+    const Node *n = model.nodeAt(r);
+    if (n->phase() != Phase::Forward || !model.whyNotRecomputable(*n).empty())
+      continue;
+    bool owns = false;
+    for (const Value *v : n->outputs())
+      if (const ValueLiveness *l = live.lookup(v); l && l->storage == v)
+        owns = true;
+    if (!owns)
+      continue; // views: free, and there when their storage is
+    nodeColumn[n] = static_cast<int>(nodes_.size());
+    nodes_.push_back(n);
+    objective_.push_back(model.seconds()[r]);
+  }
+  auto columnOfNode = [&](const Node *n) {
+    auto it = nodeColumn.find(n);
+    return it == nodeColumn.end() ? -1 : it->second;
+  };
+
+  // Z columns: the forward storages that are gone by backward, backward does
+  // not read, and some node that may run again reads.
+  const int numX = static_cast<int>(nodes_.size());
+  llvm::DenseMap<const Value *, int> storageColumn;
+  for (int x = 0; x < numX; ++x)
+    for (const Value *o : nodes_[x]->operandValues()) {
+      const ValueLiveness *l = live.lookup(o);
+      const ValueLiveness *s = l ? live.lookup(l->storage) : nullptr;
+      if (!s || s->created < 0 || s->freedAfter >= backwardStart ||
+          model.candidateOf(s->value) >= 0)
+        continue; // a graph input, live into backward anyway, or a candidate: always there
+      auto [it, inserted] =
+          storageColumn.try_emplace(s->value, numX + static_cast<int>(storages_.size()));
+      if (inserted) {
+        storages_.push_back(s->value);
+        objective_.push_back(0);
+      }
+      structural_.push_back({{it->second, x}, {1, -1}, 0}); // Z_s >= X_n
+    }
+
+  // Memory: dropped candidates free their bytes where any plan could; a held
+  // storage costs its bytes from where it was freed (the saved activations:
+  // from where it was made, as it is one now) to the start of backward.
+  const bool peakBound = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
+  for (const CheckpointCandidate &c : model.candidates())
+    if (int x = columnOfNode(c.storage->definingNode()); x >= 0) {
+      auto [first, last] = freedRanksOf(model, model.boundedMemory(), c);
+      if (first <= last)
+        intervals_.push_back({first, last, x, c.bytes});
+    }
+  for (size_t k = 0; k < storages_.size(); ++k) {
+    const ValueLiveness *s = live.lookup(storages_[k]);
+    const int z = numX + static_cast<int>(k);
+    const int x = columnOfNode(storages_[k]->definingNode());
+    if (x >= 0)
+      structural_.push_back({{z, x}, {1, -1}, 0}); // Z_s >= X_owner(s)
+    const int64_t first = peakBound ? s->freedAfter + 1 : s->created, last = backwardStart - 1;
+    if (first > last || s->bytes <= 0)
+      continue;
+    intervals_.push_back({first, last, z, -s->bytes});
+    if (x >= 0) // made again rather than held: no bytes kept
+      intervals_.push_back({first, last, x, s->bytes});
+  }
+  cuts_ = {0, numNodes};
+  for (const Interval &i : intervals_) {
+    cuts_.push_back(i.first);
+    cuts_.push_back(i.last + 1);
+  }
+  llvm::erase_if(cuts_, [&](int64_t r) { return r < 0 || r > numNodes; });
+  std::sort(cuts_.begin(), cuts_.end());
+  cuts_.erase(std::unique(cuts_.begin(), cuts_.end()), cuts_.end());
+
+  // Units: the costliest node's seconds, the largest interval's bytes (CBC's
+  // tolerances then mean the same for microseconds as for seconds).
+  double maxSeconds = 0;
+  for (double s : objective_)
+    maxSeconds = std::max(maxSeconds, s);
+  secondsUnit_ = maxSeconds > 0 ? maxSeconds : 1;
+  // The tie-break goes on the columns that cost nothing else, so that it
+  // takes little off the bound (lowerBoundSeconds).
+  for (double &s : objective_) {
+    s /= secondsUnit_;
+    if (s == 0) {
+      s = kTieBreak;
+      ++tieBroken_;
+    }
+  }
+  int64_t maxBytes = 1;
+  for (const Interval &i : intervals_)
+    maxBytes = std::max(maxBytes, std::abs(i.bytes));
+  bytesUnit_ = static_cast<double>(maxBytes);
+}
+
+std::optional<MilpProblem> RecomputeRelaxation::problem(int64_t budget) const {
+  llvm::ArrayRef<int64_t> base = model_.boundedTimeline();
+  MilpProblem p;
+  p.objective = objective_;
+  p.upper.assign(objective_.size(), 1);
+  p.rows = structural_;
+  for (size_t i = 0; i + 1 < cuts_.size(); ++i) {
+    const int64_t first = cuts_[i], end = cuts_[i + 1];
+    int64_t high = INT64_MIN;
+    for (int64_t t = first; t < end; ++t)
+      high = std::max(high, base[t]);
+    if (high <= budget)
+      continue;
+    std::map<int, int64_t> bytesOf; // column -> bytes it takes off here
+    int64_t freeable = 0;           // everything dropped, nothing held
+    for (const Interval &iv : intervals_)
+      if (iv.first <= first && first <= iv.last) {
+        bytesOf[iv.column] += iv.bytes;
+        if (iv.column < static_cast<int>(nodes_.size()) && iv.bytes > 0)
+          freeable += iv.bytes;
+      }
+    if (freeable < high - budget)
+      return std::nullopt;
+    MilpProblem::Row row;
+    for (auto [column, bytes] : bytesOf)
+      if (bytes != 0) {
+        row.columns.push_back(column);
+        row.coefficients.push_back(static_cast<double>(bytes) / bytesUnit_);
+      }
+    row.rhs = static_cast<double>(high - budget) / bytesUnit_;
+    p.rows.push_back(std::move(row));
+    ++p.memoryRows;
+  }
+  return p;
+}
+
+RecomputeRelaxation::Decoded RecomputeRelaxation::decode(llvm::ArrayRef<double> columns) const {
+  llvm::DenseMap<const Node *, bool> runsAgain;
+  for (size_t x = 0; x < nodes_.size(); ++x)
+    runsAgain[nodes_[x]] = columns[x] > 0.5;
+  Decoded plan;
+  auto candidates = model_.candidates();
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (runsAgain.lookup(candidates[c].storage->definingNode()))
+      plan.dropped.push_back(static_cast<int32_t>(c));
+  for (size_t k = 0; k < storages_.size(); ++k)
+    if (columns[nodes_.size() + k] > 0.5 && !runsAgain.lookup(storages_[k]->definingNode()))
+      plan.held.push_back(storages_[k]);
+  return plan;
+}
+
+std::vector<double> RecomputeRelaxation::pointOf(const RecomputeSet &set,
+                                                 llvm::ArrayRef<const Value *> held) const {
+  const LivenessResult &live = model_.baseline();
+  // A held storage no clone reads is not kept longer (RecomputeModel::closure).
+  llvm::DenseSet<const Node *> cloned;
+  llvm::DenseSet<const Value *> read;
+  for (const RecomputeSet::Clone &c : set.clones) {
+    cloned.insert(c.original);
+    for (const Value *o : c.original->operandValues())
+      if (const ValueLiveness *l = live.lookup(o))
+        read.insert(l->storage);
+  }
+  std::vector<double> x(objective_.size(), 0);
+  for (size_t k = 0; k < nodes_.size(); ++k)
+    x[k] = cloned.contains(nodes_[k]) ? 1 : 0;
+  for (size_t k = 0; k < storages_.size(); ++k)
+    x[nodes_.size() + k] =
+        (llvm::is_contained(held, storages_[k]) && read.contains(storages_[k])) ||
+        cloned.contains(storages_[k]->definingNode());
+  return x;
+}
+
+double RecomputeRelaxation::lowerBoundSeconds(double solverBound) const {
+  if (!std::isfinite(solverBound))
+    return 0;
+  return std::max(0.0, solverBound - kTieBreak * static_cast<double>(tieBroken_)) * secondsUnit_;
+}
+
+} // namespace graphopt
