@@ -137,12 +137,13 @@ bench-compile: build
 
 # checkpoint's planners side by side on graph-opt's executor (benchmarks/models/planners.py,
 # docs/Checkpointing.md): torch.compile's own partitioner (planner=torch) and the default greedy
-# at each share of the activations, the structured planner, and the greedy at the bytes torch's plan saves, beside
+# at each share of the activations, the structured planner, planner=milp (with its proven gap),
+# and the greedy at the bytes torch's plan saves, beside
 # eager and per-block torch.utils.checkpoint; saved share, backward start, peak, step time and
 # planning time per row. The three default-size models take most of an hour on 2 cores.
 BENCH_PLANNER_MODELS ?= resnet50:default,bert:default,gpt2:default,llama:tiny,t5:tiny
 BENCH_PLANNER_BUDGETS ?= 50,30,10,5
-BENCH_PLANNERS ?= torch,greedy,greedy@torch,structured
+BENCH_PLANNERS ?= torch,greedy,greedy@torch,structured,milp
 bench-planners: build
 	@$(VENV)/bin/python benchmarks/models/planners.py --models '$(BENCH_PLANNER_MODELS)' \
 	  --budgets '$(BENCH_PLANNER_BUDGETS)' --planners '$(BENCH_PLANNERS)' --runs $(BENCH_RUNS) \

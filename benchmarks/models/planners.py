@@ -2,7 +2,7 @@
 """checkpoint's planners side by side on graph-opt's executor (docs/Checkpointing.md).
 
     planners.py [--models resnet50:default,...] [--budgets 50,30,10,5]
-                [--planners torch,greedy,greedy@torch,structured] [-o DIR] [harness options]
+                [--planners torch,greedy,greedy@torch,structured,milp] [-o DIR] [harness options]
 
 For each model and budget B (a share of the activations):
   - torch:   checkpoint{planner=torch,activations=B%}, torch.compile's own partitioner;
@@ -11,6 +11,8 @@ For each model and budget B (a share of the activations):
     measure), so the two planners are compared at the same saved activations;
   - structured: checkpoint{planner=structured,activations=B%}, the plan that follows the
     model's blocks;
+  - milp: checkpoint{planner=milp,activations=B%,time-limit=60}, the best plan found with
+    its proven gap to the optimum (the relaxation's bound);
 (--planners chooses among them; greedy@torch needs torch)
 each after repeat{cse,canonicalize,dce}, verified bitwise and timed alternately with the
 original graph by graph-opt --benchmark (the harness's graph-opt rows), and per model the
@@ -30,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PREFIX = "repeat{cse,canonicalize,dce},"
-PLANNERS = ("torch", "greedy", "greedy@torch", "structured")
+PLANNERS = ("torch", "greedy", "greedy@torch", "structured", "milp")
 
 
 def parse_planners(text):
@@ -99,6 +101,9 @@ def main(argv=None):
                 if "structured" in args.planners:
                     run(model, path, f"checkpoint{{planner=structured,activations={b}%}}",
                         f"structured@{b}%", b)
+                if "milp" in args.planners:
+                    run(model, path, f"checkpoint{{planner=milp,activations={b}%,time-limit=60}}",
+                        f"milp@{b}%", b)
                 if torch_plan and "greedy@torch" in args.planners:
                     saved = torch_plan["predicted_saved_activation_bytes"]
                     run(model, path, f"checkpoint{{activations={saved}}}",

@@ -86,12 +86,13 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
                                           GreedyStarts starts = GreedyStarts::All);
 
 /// The greedy from `start` (candidates dropped first, each said to be there
-/// for `why`): it drops more where the simulation is still over the budget,
-/// then shares repeats and undoes unneeded drops. None when the start needs
-/// too many clones to try (kMaxStartClonesPerNode).
+/// for `why`; `held`: forward storages kept for the clones, as
+/// RecomputeModel::closure's): it drops more where the simulation is still
+/// over the budget, then shares repeats and undoes unneeded drops. None when
+/// the start needs too many clones to try (kMaxStartClonesPerNode).
 absl::StatusOr<std::optional<CheckpointPlan>>
 planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32_t> start,
-               llvm::StringRef why);
+               llvm::ArrayRef<const Value *> held, llvm::StringRef why);
 
 /// A lower bound on the extra seconds of any plan whose bounded memory is
 /// within `budget`: a fractional knapsack over what the unoptimised bounded

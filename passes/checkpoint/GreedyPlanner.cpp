@@ -522,11 +522,17 @@ absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
                       g.plan);
 }
 
-/// The greedy from `start` (dropped first), refined once it fits; none when
-/// the start is given up (kMaxStartClonesPerNode).
+/// The greedy from `start` (dropped first, `held` kept for the clones),
+/// refined once it fits; none when the start is given up (kMaxStartClonesPerNode).
 absl::StatusOr<std::optional<CheckpointPlan>>
-greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const Start &start) {
+greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const Start &start,
+           llvm::ArrayRef<const Value *> held = {}) {
   GreedySearch g(model, boundsOf(model, budget, peakCap));
+  for (const Value *v : held)
+    g.state.hold(v);
+  g.plan.held.assign(held.begin(), held.end());
+  if (!held.empty())
+    g.synced = false; // the timelines do not hold them yet: simulate before trusting
   for (const auto &[c, why] : start)
     drop(g, c, why);
   if (!start.empty() &&
@@ -713,11 +719,11 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
 
 absl::StatusOr<std::optional<CheckpointPlan>>
 planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32_t> start,
-               llvm::StringRef why) {
+               llvm::ArrayRef<const Value *> held, llvm::StringRef why) {
   Start drops;
   for (int32_t c : start)
     drops.push_back({c, why.str()});
-  return greedyFrom(model, budget, kNoPeakCap, drops);
+  return greedyFrom(model, budget, kNoPeakCap, drops, held);
 }
 
 } // namespace graphopt

@@ -133,7 +133,8 @@ struct Relaxed {
 };
 
 /// Solves the relaxation from the greedy's plan; its solution, as it is and
-/// completed by the greedy, is a plan of its own (the faster one kept).
+/// completed by the greedy (its held values held), is a plan of its own
+/// (the faster one kept).
 absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t budget,
                                         double seconds, const CheckpointPlan &greedy) {
   Relaxed out;
@@ -166,7 +167,8 @@ absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t bud
     return absl::InternalError(absl::StrCat(kPlannerName, ": the relaxation's plan cannot be rewritten: ",
                                             st.message()));
   ++out.simulations;
-  auto completed = planGreedyFrom(model, budget, decoded.dropped, "in the relaxation's plan");
+  auto completed =
+      planGreedyFrom(model, budget, decoded.dropped, decoded.held, "in the relaxation's plan");
   if (!completed.ok())
     return completed.status();
   std::optional<CheckpointPlan> &fromIt = *completed;
