@@ -481,7 +481,7 @@ Start knapsackStartOf(const RecomputeModel &model, const Bound &bound) {
 /// The per-block start: every candidate inside a block of the model
 /// (ModelBlocks.h), so that only what passes between blocks stays saved.
 Start blockStartOf(const RecomputeModel &model) {
-  ModelBlocks blocks = findBlocks(model);
+  const ModelBlocks &blocks = findBlocks(model);
   Start start;
   for (int32_t c : blockInteriors(model, blocks))
     start.push_back(

@@ -42,6 +42,10 @@ constexpr unsigned kMaxRounds = 4;
 /// How long past its own time limit the solver may run before it is stopped:
 /// CBC's root LP is not cut short by the limit (6 s on ResNet-152's 46k columns).
 constexpr double kGraceSeconds = 60;
+/// The clone-by-point program is a search for a faster plan once a plan and
+/// the bound are in hand: past the time limit by this much it is stopped and
+/// its search counts as ended by the limit, so that time-limit= holds.
+constexpr double kSearchGraceSeconds = 2;
 
 const char *const kPlannerName = "checkpoint{planner=milp}";
 
@@ -53,7 +57,8 @@ std::string solverPath() {
 }
 
 absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
-                                   llvm::ArrayRef<double> initial) {
+                                   llvm::ArrayRef<double> initial,
+                                   double graceSeconds = kGraceSeconds) {
   MilpSolution out;
   if (p.memoryRows == 0) { // nothing dropped satisfies every row, at no cost
     out.found = true;
@@ -79,7 +84,7 @@ absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
                               " (set GRAPHOPT_MILP_SOLVER to graph-opt-milp's path)"};
   if (absl::Status st = runHelper(
           program, {solver, request->path(), solution->path()}, {}, errors->path(),
-          asked.seconds + kGraceSeconds,
+          asked.seconds + graceSeconds,
           absl::StrCat(" solving a program of ", p.objective.size(), " columns and ",
                        p.rows.size(), " rows"),
           "checkpoint{planner=greedy} does not need it");
@@ -204,7 +209,9 @@ absl::Status solveClonePrograms(const RecomputeModel &model, int64_t budget,
     std::optional<MilpProblem> problem = milp.problem(budget, adjust);
     if (!problem)
       break; // some rank cannot get under the budget whatever is dropped
-    auto solved = solve(*problem, left, initial);
+    auto solved = solve(*problem, left, initial, kSearchGraceSeconds);
+    if (!solved.ok() && solved.status().code() == absl::StatusCode::kDeadlineExceeded)
+      break; // stopped at the limit: CBC's first LP ran past it
     if (!solved.ok())
       return solved.status();
     if (!solved->found)

@@ -204,7 +204,9 @@ ModelBlocks repeatedBlocks(const RecomputeModel &model) {
   return sorted;
 }
 
-ModelBlocks findBlocks(const RecomputeModel &model) {
+namespace {
+
+ModelBlocks blocksOf(const RecomputeModel &model) {
   const int64_t n = static_cast<int64_t>(model.graph().numNodes());
   std::vector<std::string> paths(n);
   // A parent path (`bert.encoder.layer.`) -> the indices seen under it.
@@ -243,6 +245,12 @@ ModelBlocks findBlocks(const RecomputeModel &model) {
   if (blocks.names.empty())
     return repeatedBlocks(model);
   return blocks;
+}
+
+} // namespace
+
+const ModelBlocks &findBlocks(const RecomputeModel &model) {
+  return model.cached<ModelBlocks>([&] { return blocksOf(model); });
 }
 
 std::vector<int32_t> blockInteriors(const RecomputeModel &model, const ModelBlocks &blocks) {

@@ -41,7 +41,9 @@ struct ModelBlocks {
 std::string shapeSignature(const Node &n);
 
 /// The blocks of `model`'s graph: from module paths, else repeatedBlocks.
-ModelBlocks findBlocks(const RecomputeModel &model);
+/// Found once per model (the planners ask for them per start and per budget
+/// rung, and the shape search is not free) and kept with it.
+const ModelBlocks &findBlocks(const RecomputeModel &model);
 /// The blocks from repeated shapes alone (forward nodes only).
 ModelBlocks repeatedBlocks(const RecomputeModel &model);
 

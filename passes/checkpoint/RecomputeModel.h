@@ -177,9 +177,26 @@ public:
   /// scratch.
   absl::StatusOr<Simulation> simulate(const RecomputeSet &set) const;
 
+  /// A result derived from this model alone (its blocks: ModelBlocks.h),
+  /// made by `make` on first use and kept; copies of the model share it.
+  template <typename T, typename Make> const T &cached(Make make) const {
+    std::shared_ptr<const void> &slot = (*derived_)[keyOf<T>()];
+    if (!slot)
+      slot = std::make_shared<const T>(make());
+    return *static_cast<const T *>(slot.get());
+  }
+
 private:
   friend class PlanState;
   RecomputeModel() = default;
+  template <typename T> static const void *keyOf() {
+    static const char key = 0; // one per type
+    return &key;
+  }
+  /// cached()'s results, by type. Like the rest it assumes the graph does
+  /// not change after build().
+  std::shared_ptr<llvm::DenseMap<const void *, std::shared_ptr<const void>>> derived_ =
+      std::make_shared<llvm::DenseMap<const void *, std::shared_ptr<const void>>>();
   struct ScratchCopy;
   /// The graph copy simulate() rewrites and restores (made on first use;
   /// shared by copies of this model, one simulation at a time). Like every

@@ -195,7 +195,7 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
                                                int64_t peakRank, int64_t need,
                                                size_t maxClones) {
   StructuredChoice common; // what the choices have in common
-  ModelBlocks found = findBlocks(model);
+  const ModelBlocks &found = findBlocks(model);
   if (found.names.empty() || need <= 0)
     return {};
   const int32_t outside = static_cast<int32_t>(found.names.size());
