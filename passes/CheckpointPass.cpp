@@ -310,6 +310,26 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const Recomput
   return std::move(made->plan);
 }
 
+absl::StatusOr<CheckpointPlan> CheckpointPass::planMilpFromDefault(const RecomputeModel &model,
+                                                                  int64_t target, int64_t peakCap,
+                                                                  Outcome &out) const {
+  // The default planner's plan (the budget ladder's, when monotone) is the
+  // MILP planner's first source; its ladder is not this plan's to report.
+  auto begin = std::chrono::steady_clock::now();
+  auto greedy = planGreedyMonotone(model, target, peakCap, out);
+  out.ladder.clear();
+  out.ladderFrom.clear();
+  out.ladderPeaksMonotone = true;
+  out.ladderRungsSkipped = 0;
+  if (!greedy.ok())
+    return greedy.status();
+  auto plan = planMilp(model, target, MilpOptions{timeLimit_.get(), gap_.get()}, std::move(*greedy));
+  if (plan.ok()) // the greedy's time too
+    plan->solveSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return plan;
+}
+
 absl::StatusOr<CheckpointPass::Planned>
 CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model,
                                  AnalysisManager &analyses, int64_t peakBudget,
@@ -333,7 +353,7 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
     auto made = planner_.get() == Planner::Greedy || planner_.get() == Planner::Structured
                     ? planGreedyMonotone(model, target, peakCap, out)
                 : planner_.get() == Planner::Milp
-                    ? planMilp(model, target, MilpOptions{timeLimit_.get(), gap_.get()})
+                    ? planMilpFromDefault(model, target, peakCap, out)
                     : planTorch(model, activations_.get()->percentValue() / 100, target, peakCap);
     if (!made.ok())
       return made.status();
@@ -398,7 +418,7 @@ struct CheckpointPass::Offloaded {
 
 absl::StatusOr<CheckpointPass::Offloaded>
 CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
-                                     const NodeCosts &costs, BoundedMemory bounded, bool replay,
+                                     const NodeCosts &costs, BoundedMemory bounded,
                                      Outcome &out) const {
   Offloaded done;
   if (!offloadBandwidth_.get())
@@ -442,7 +462,7 @@ CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &origina
                             : (costs.scratch.empty() ? 0 : costs.scratch[r]) +
                                   plan.inFlightBytes[r]);
   }
-  auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded, replay);
+  auto built = RecomputeModel::build(graph, std::move(seconds), std::move(scratch), bounded);
   if (!built.ok()) {
     if (absl::Status undone = removeOffloads(done.applied, graph); !undone.ok())
       return undone;
@@ -463,9 +483,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   // Both given: the saved activations are bounded, and the peak capped.
   BoundedMemory bounded =
       activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
-  // The MILP's formulation keeps every dropout mask (replayed from the mask only).
-  const bool replay = planner_.get() != Planner::Milp;
-  auto built = RecomputeModel::build(graph, costs->seconds, costs->scratch, bounded, replay);
+  auto built = RecomputeModel::build(graph, costs->seconds, costs->scratch, bounded);
   if (!built.ok())
     return built.status();
   const int64_t peakBudget = resolveBudgets(*built, out);
@@ -481,7 +499,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   double alsoPlanned = 0; // the seconds of the plan not taken
   if (offloadBandwidth_.get()) {
     Outcome withOffloads = out;
-    auto made = planAndApplyOffloads(graph, *built, *costs, bounded, replay, withOffloads);
+    auto made = planAndApplyOffloads(graph, *built, *costs, bounded, withOffloads);
     if (!made.ok())
       return made.status();
     out.offloadBandwidth = withOffloads.offloadBandwidth;

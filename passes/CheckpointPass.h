@@ -181,13 +181,16 @@ private:
   int64_t resolveBudgets(const RecomputeModel &model, Outcome &out);
   /// The greedy's plan, on the budget ladder where monotone=true (the
   /// ladder into `out`).
+  /// planner=milp from the default planner's plan.
+  absl::StatusOr<CheckpointPlan> planMilpFromDefault(const RecomputeModel &model, int64_t target,
+                                                     int64_t peakCap, Outcome &out) const;
   absl::StatusOr<CheckpointPlan> planGreedyMonotone(const RecomputeModel &model, int64_t target,
                                                     int64_t peakCap, Outcome &out) const;
   /// offload-bandwidth=: chooses offloads for the budget, puts them into
   /// `graph`, and models the graph with them (nothing without the option).
   absl::StatusOr<Offloaded> planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
                                                  const NodeCosts &costs, BoundedMemory bounded,
-                                                 bool replay, Outcome &out) const;
+                                                 Outcome &out) const;
   /// Plans within the budget; when measuring, checks the rewrite's measured
   /// peak and plans again, tightened, while it is over.
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,

@@ -108,8 +108,11 @@ struct MilpOptions {
 /// The best plan of the greedy, the relaxation's plan (RecomputeRelaxation.h)
 /// and the clone-by-point MILP (MilpFormulation.h), with its gap to the
 /// relaxation's bound: a bound on every plan, so a gap to the optimum.
+/// `greedy`: the default planner's plan for this budget, made by the caller
+/// (the budget ladder's); planGreedy's when none is given.
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budgetAboveInputs,
-                                        const MilpOptions &options);
+                                        const MilpOptions &options,
+                                        std::optional<CheckpointPlan> greedy = std::nullopt);
 
 /// What torch.compile's partitioner saves at activation_memory_budget =
 /// `memoryBudget` (0 to 1), as a plan on this model's graph: candidates it

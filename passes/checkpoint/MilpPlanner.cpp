@@ -5,8 +5,9 @@
 //   1. the greedy (the default planner, GreedyPlanner.cpp);
 //   2. the relaxation (RecomputeRelaxation.h), solved by CBC from the
 //      greedy's plan: its optimum bounds every plan's time from below, and its
-//      solution is a plan too, completed by the greedy (drops added where the
-//      simulation is over, repeats shared, unneeded drops undone);
+//      solution is a plan too (drops and values held for the clones), made
+//      three ways: clones where the closure puts them, each value made once
+//      and shared from its first use, and completed by the greedy;
 //   3. when the best plan so far is not proven within `gap` of that bound
 //      and time is left, the clone-by-point MILP (MilpFormulation.h), whose
 //      costs are exactly the rebuilt plan's but whose own bound is near zero
@@ -137,9 +138,8 @@ struct Relaxed {
   unsigned simulations = 0;
 };
 
-/// Solves the relaxation from the greedy's plan; its solution, as it is and
-/// completed by the greedy (its held values held), is a plan of its own
-/// (the faster one kept).
+/// Solves the relaxation from the greedy's plan; its solution is a plan of
+/// its own (the fastest of three ways to make it that meets the budget).
 absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t budget,
                                         double seconds, const CheckpointPlan &greedy) {
   Relaxed out;
@@ -164,28 +164,41 @@ absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t bud
   out.boundSeconds = relaxation.lowerBoundSeconds(solved->bound);
   if (!solved->found)
     return out;
+  // Its plan, three ways: clones where the closure puts them; each value made
+  // once and shared from its first use (the relaxation's own view of time);
+  // completed by the greedy (drops added where the simulation is over,
+  // repeats shared where the budget allows, unneeded drops undone).
   RecomputeRelaxation::Decoded decoded = relaxation.decode(solved->columns);
-  CheckpointPlan asIs;
-  asIs.dropped = decoded.dropped;
-  asIs.held = decoded.held;
-  if (absl::Status st = completePlan(model, budget, asIs); !st.ok())
-    return absl::InternalError(absl::StrCat(kPlannerName, ": the relaxation's plan cannot be rewritten: ",
-                                            st.message()));
-  ++out.simulations;
+  PlanState state(model);
+  for (const Value *v : decoded.held)
+    state.hold(v);
+  for (int32_t c : decoded.dropped)
+    if (absl::Status st = state.add(c); !st.ok())
+      return absl::InternalError(absl::StrCat(
+          kPlannerName, ": the relaxation's plan cannot be rewritten: ", st.message()));
+  std::vector<CheckpointPlan> made(2);
+  for (CheckpointPlan &plan : made) {
+    plan.dropped = decoded.dropped;
+    plan.held = decoded.held;
+    if (&plan == &made[1])
+      plan.hoists = state.hoistEveryRepeat();
+    plan.recompute = state.result();
+    if (absl::Status st = predictPlan(model, budget, plan); !st.ok())
+      return st;
+    ++out.simulations;
+  }
   auto completed =
       planGreedyFrom(model, budget, decoded.dropped, decoded.held, "in the relaxation's plan");
   if (!completed.ok())
     return completed.status();
-  std::optional<CheckpointPlan> &fromIt = *completed;
-  if (fromIt)
-    out.simulations += fromIt->simulations;
-  const bool asIsWins = asIs.meetsBudget &&
-                        (!fromIt || !fromIt->meetsBudget ||
-                         asIs.predictedExtraSeconds < fromIt->predictedExtraSeconds);
-  if (asIsWins)
-    out.plan = std::move(asIs);
-  else if (fromIt && fromIt->meetsBudget)
-    out.plan = std::move(fromIt);
+  if (*completed) {
+    out.simulations += (*completed)->simulations;
+    made.push_back(std::move(**completed));
+  }
+  for (CheckpointPlan &plan : made)
+    if (plan.meetsBudget &&
+        (!out.plan || plan.predictedExtraSeconds < out.plan->predictedExtraSeconds))
+      out.plan = std::move(plan);
   return out;
 }
 
@@ -265,12 +278,14 @@ double gapTo(double seconds, double bound) {
 } // namespace
 
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budget,
-                                        const MilpOptions &options) {
+                                        const MilpOptions &options,
+                                        std::optional<CheckpointPlan> given) {
   auto begin = std::chrono::steady_clock::now();
   const auto deadline =
       begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                   std::chrono::duration<double>(options.timeLimitSeconds));
-  auto greedy = planGreedy(model, budget);
+  absl::StatusOr<CheckpointPlan> greedy =
+      given ? absl::StatusOr<CheckpointPlan>(std::move(*given)) : planGreedy(model, budget);
   if (!greedy.ok())
     return greedy.status();
   unsigned simulations = greedy->simulations;
@@ -294,7 +309,7 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
   };
   std::optional<CheckpointPlan> fromGreedy(*greedy);
   consider(fromGreedy, "the greedy's plan");
-  consider(relaxed->plan, "the relaxation's plan, completed");
+  consider(relaxed->plan, "the relaxation's plan");
 
   std::optional<CheckpointPlan> closest;
   std::string status = relaxed->status;

@@ -397,6 +397,23 @@ PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
   return next;
 }
 
+unsigned PlanState::hoistEveryRepeat(unsigned maxRounds) {
+  unsigned hoists = 0;
+  for (unsigned round = 0; round < maxRounds; ++round) {
+    std::vector<std::pair<int32_t, int64_t>> points;
+    for (const Repeat &r : repeats())
+      points.emplace_back(r.candidate, r.earliest);
+    if (points.empty())
+      break;
+    auto shared = hoisted(points);
+    if (!shared.ok())
+      break;
+    *this = std::move(*shared);
+    hoists += static_cast<unsigned>(points.size());
+  }
+  return hoists;
+}
+
 absl::StatusOr<PlanState> PlanState::without(int32_t c) const {
   PlanState next(*model_);
   next.ownAt_ = ownAt_;

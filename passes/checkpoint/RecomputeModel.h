@@ -260,6 +260,11 @@ public:
   absl::StatusOr<PlanState> hoisted(int32_t c, int64_t p) const;
   /// The same for several (candidate, point) pairs at once: one rebuild.
   absl::StatusOr<PlanState> hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const;
+  /// Shares every repeat from its earliest point (as torch's backward makes
+  /// each recomputed value once and keeps it), round after round while new
+  /// repeats appear further up the chains (at most `maxRounds`); returns how
+  /// many own clones were hoisted. No simulation: the caller checks the memory.
+  unsigned hoistEveryRepeat(unsigned maxRounds = 16);
   /// The plan with candidate `c` kept again (no longer dropped), the other
   /// drops and their own clones' points as they are: one rebuild.
   absl::StatusOr<PlanState> without(int32_t c) const;

@@ -157,18 +157,7 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
   // torch's backward makes each value it recomputes once and keeps it to its
   // last use: every dropped activation's own clone is shared from the first
   // point that needs it, as far as the closure allows.
-  for (unsigned round = 0; round < kMaxShareRounds; ++round) {
-    std::vector<std::pair<int32_t, int64_t>> points;
-    for (const PlanState::Repeat &r : state.repeats())
-      points.emplace_back(r.candidate, r.earliest);
-    if (points.empty())
-      break;
-    auto shared = state.hoisted(points);
-    if (!shared.ok())
-      break;
-    state = std::move(*shared);
-    plan.hoists += points.size();
-  }
+  plan.hoists += state.hoistEveryRepeat(kMaxShareRounds);
   plan.recompute = state.result();
   if (absl::Status st = predictPlan(model, budget, plan, peakCap); !st.ok())
     return st;
