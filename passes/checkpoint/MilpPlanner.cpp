@@ -59,7 +59,7 @@ std::string solverPath() {
 
 absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
                                    llvm::ArrayRef<double> initial,
-                                   double graceSeconds = kGraceSeconds) {
+                                   double graceSeconds = kGraceSeconds, bool preprocess = false) {
   MilpSolution out;
   if (p.memoryRows == 0) { // nothing dropped satisfies every row, at no cost
     out.found = true;
@@ -76,7 +76,7 @@ absl::StatusOr<MilpSolution> solve(const MilpProblem &p, double seconds,
     if (!file->ok())
       return absl::InternalError(absl::StrCat(kPlannerName, ": ", file->status().message()));
   MilpRequest asked{p, std::vector<double>(initial.begin(), initial.end()),
-                    std::max(seconds, 0.01)};
+                    std::max(seconds, 0.01), preprocess};
   if (std::string error = writeMilpRequest(request->path(), asked); !error.empty())
     return absl::InternalError(absl::StrCat(kPlannerName, ": ", error));
 
@@ -153,7 +153,11 @@ absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t bud
   std::vector<double> start;
   if (greedy.meetsBudget)
     start = relaxation.pointOf(greedy.recompute, greedy.held);
-  auto solved = solve(*problem, seconds, start);
+  // Preprocessed first (the relaxation's programs are small); should CBC's
+  // preprocessing fail or crash on it, without.
+  auto solved = solve(*problem, seconds, start, kGraceSeconds, /*preprocess=*/true);
+  if (!solved.ok() && solved.status().code() != absl::StatusCode::kDeadlineExceeded)
+    solved = solve(*problem, seconds, start);
   if (!solved.ok())
     return solved.status();
   out.status = solved->status;

@@ -12,7 +12,7 @@ namespace graphopt {
 
 namespace {
 
-constexpr char kRequestMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'Q', '1'};
+constexpr char kRequestMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'Q', '2'};
 constexpr char kSolutionMagic[8] = {'G', 'O', 'M', 'I', 'L', 'P', 'S', '2'};
 /// No program graph-opt builds comes near (kMaxColumns is 50000): a bound
 /// that keeps a damaged file from asking for gigabytes.
@@ -85,6 +85,7 @@ std::string writeMilpRequest(const std::string &path, const MilpRequest &request
   const MilpProblem &p = request.problem;
   w.bytes(kRequestMagic, 8);
   w.value(request.seconds);
+  w.value<uint8_t>(request.preprocess);
   w.value<uint64_t>(p.memoryRows);
   w.array(p.objective);
   w.array(p.upper);
@@ -105,9 +106,12 @@ std::string readMilpRequest(const std::string &path, MilpRequest &request) {
   Reader r(f.get());
   MilpProblem &p = request.problem;
   uint64_t memoryRows = 0, rows = 0;
-  bool ok = r.magic(kRequestMagic) && r.value(request.seconds) && r.value(memoryRows) &&
+  uint8_t preprocess = 0;
+  bool ok = r.magic(kRequestMagic) && r.value(request.seconds) && r.value(preprocess) &&
+            r.value(memoryRows) &&
             r.array(p.objective) && r.array(p.upper) && r.value(rows) && rows <= kMaxCount;
   if (ok) {
+    request.preprocess = preprocess != 0;
     p.memoryRows = memoryRows;
     p.rows.resize(rows);
   }

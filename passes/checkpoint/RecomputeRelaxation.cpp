@@ -1,6 +1,9 @@
 //===- RecomputeRelaxation.cpp - A lower bound on every recomputation plan ----===//
 #include "checkpoint/RecomputeRelaxation.h"
 
+#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/IR/GraphoptOps.h"
+
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
 
@@ -77,8 +80,18 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
   for (const CheckpointCandidate &c : model.candidates())
     if (int x = columnOfNode(c.storage->definingNode()); x >= 0) {
       auto [first, last] = freedRanksOf(model, model.boundedMemory(), c);
-      if (first <= last)
-        intervals_.push_back({first, last, x, c.bytes});
+      if (first > last)
+        continue;
+      intervals_.push_back({first, last, x, c.bytes});
+      // A dropout's mask dropped leaves the generator's state saved in its
+      // place (replayed from it), from the dropout through forward at least;
+      // a plan that keeps the mask saves less still (the mask is larger).
+      const Node *def = c.storage->definingNode();
+      if (model.replaysRngStates() && isReplayableDropout(*def) && c.storage == def->output(1)) {
+        const int64_t from = std::max(first, c.created), to = std::min(last, backwardStart - 1);
+        if (from <= to)
+          intervals_.push_back({from, to, x, -kRngStateBytes});
+      }
     }
   for (size_t k = 0; k < storages_.size(); ++k) {
     const ValueLiveness *s = live.lookup(storages_[k]);

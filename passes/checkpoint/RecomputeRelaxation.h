@@ -10,9 +10,10 @@
 //   - time: each forward node recomputed at all is paid once, however many
 //     clones a plan makes of it (a real plan pays each one);
 //   - memory: a dropped candidate frees its bytes wherever some plan could
-//     (freedRanksOf), a held forward value costs its bytes only from where it
-//     would have been freed to the start of backward, and the clones' own
-//     outputs and temporaries are left out;
+//     (freedRanksOf; a dropout's mask less the generator state saved in its
+//     place through forward), a held forward value costs its bytes only from
+//     where it would have been freed to the start of backward, and the
+//     clones' own outputs and temporaries are left out;
 //   - order: a value recomputed for backward is there for every clone that
 //     reads it, wherever that clone runs (a real plan may have to make it
 //     again, or hoist it).

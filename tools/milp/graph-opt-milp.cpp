@@ -80,7 +80,8 @@ MilpSolution solve(const MilpRequest &request) {
   // CBC 2.10.8's preprocessing crashed (in CglPreProcess::postProcess) with
   // the greedy's MIP start on ResNet-152's 46k-column program; without it the
   // zoo's solves took up to twice as long.
-  Cbc_setParameter(m, "preprocess", "off");
+  if (!request.preprocess)
+    Cbc_setParameter(m, "preprocess", "off");
   Cbc_loadProblem(m, numCols, static_cast<int>(p.rows.size()), matrix.start.data(),
                   matrix.index.data(), matrix.value.data(), colLower.data(), p.upper.data(),
                   p.objective.data(), matrix.rowLower.data(), matrix.rowUpper.data());

@@ -581,6 +581,7 @@ TEST(MilpExchangeTest, RequestsAndSolutionsRoundTripAndDamageIsRefused) {
   request.problem.memoryRows = 1;
   request.start = {1, 0, 0};
   request.seconds = 2.5;
+  request.preprocess = true;
   std::string path = dir + "/milp-request";
   ASSERT_EQ(writeMilpRequest(path, request), "");
   MilpRequest back;
@@ -594,6 +595,7 @@ TEST(MilpExchangeTest, RequestsAndSolutionsRoundTripAndDamageIsRefused) {
   EXPECT_EQ(back.problem.memoryRows, 1u);
   EXPECT_EQ(back.start, request.start);
   EXPECT_EQ(back.seconds, 2.5);
+  EXPECT_TRUE(back.preprocess);
 
   MilpSolution solution{true, {1, 0, 1}, 0.125, "time limit", 0.875};
   std::string solved = dir + "/milp-solution";
