@@ -12,8 +12,10 @@
 //     block interiors: ModelBlocks.h), the best plan kept;
 //   - structured: the greedy from the structured choices alone, a rung of
 //     each block's ladder (StructuredPlanner.h);
-//   - milp (MilpPlanner.cpp): the optimum of a mixed-integer program solved by
-//     CBC, with a time limit and the gap it proved;
+//   - milp (MilpPlanner.cpp): the best of the greedy, the relaxation's plan
+//     (RecomputeRelaxation.h, solved by CBC; it may hold forward values for
+//     the clones) and a clone-by-point program, with its proven gap to the
+//     relaxation's bound on every plan;
 //   - torch (TorchPlanner.cpp): torch.compile's own partitioner and knapsack,
 //     run on this graph in a Python helper process: the baseline, on the same
 //     executor.

@@ -184,6 +184,8 @@ absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t bud
   for (CheckpointPlan &plan : made) {
     plan.dropped = decoded.dropped;
     plan.held = decoded.held;
+    for (int32_t c : decoded.dropped)
+      plan.why[c] = "in the relaxation's plan";
     if (&plan == &made[1])
       plan.hoists = state.hoistEveryRepeat();
     plan.recompute = state.result();
@@ -293,8 +295,6 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
   if (!greedy.ok())
     return greedy.status();
   unsigned simulations = greedy->simulations;
-  greedy->why.clear(); // the report's reason: in the greedy's plan
-  greedy->solverStatus.clear();
 
   auto relaxed = solveRelaxation(model, budget, options.timeLimitSeconds, *greedy);
   if (!relaxed.ok())
