@@ -316,11 +316,8 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planMilpFromDefault(const Recompu
   // The default planner's plan (the budget ladder's, when monotone) is the
   // MILP planner's first source; its ladder is not this plan's to report.
   auto begin = std::chrono::steady_clock::now();
-  auto greedy = planGreedyMonotone(model, target, peakCap, out);
-  out.ladder.clear();
-  out.ladderFrom.clear();
-  out.ladderPeaksMonotone = true;
-  out.ladderRungsSkipped = 0;
+  Outcome ladderOnly = out;
+  auto greedy = planGreedyMonotone(model, target, peakCap, ladderOnly);
   if (!greedy.ok())
     return greedy.status();
   auto plan = planMilp(model, target, MilpOptions{timeLimit_.get(), gap_.get()}, std::move(*greedy));

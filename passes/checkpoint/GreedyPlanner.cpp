@@ -146,9 +146,7 @@ absl::Status shareRepeats(const RecomputeModel &model, int64_t budget, int64_t p
     return true;
   };
 
-  std::vector<std::pair<int32_t, int64_t>> all;
-  for (const PlanState::Repeat &r : state.repeats())
-    all.push_back({r.candidate, r.earliest});
+  std::vector<std::pair<int32_t, int64_t>> all = state.repeatPoints();
   size_t group = all.size();
   for (size_t start = 0; start < all.size() && group >= 2 && !exhausted && trials < kMaxTrials;) {
     llvm::ArrayRef<std::pair<int32_t, int64_t>> points(all.data() + start,

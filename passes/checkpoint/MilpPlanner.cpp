@@ -180,19 +180,22 @@ absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t bud
     if (absl::Status st = state.add(c); !st.ok())
       return absl::InternalError(absl::StrCat(
           kPlannerName, ": the relaxation's plan cannot be rewritten: ", st.message()));
-  std::vector<CheckpointPlan> made(2);
-  for (CheckpointPlan &plan : made) {
+  std::vector<CheckpointPlan> made;
+  auto add = [&](unsigned hoists) -> absl::Status {
+    CheckpointPlan &plan = made.emplace_back();
     plan.dropped = decoded.dropped;
     plan.held = decoded.held;
     for (int32_t c : decoded.dropped)
       plan.why[c] = "in the relaxation's plan";
-    if (&plan == &made[1])
-      plan.hoists = state.hoistEveryRepeat();
+    plan.hoists = hoists;
     plan.recompute = state.result();
-    if (absl::Status st = predictPlan(model, budget, plan); !st.ok())
-      return st;
     ++out.simulations;
-  }
+    return predictPlan(model, budget, plan);
+  };
+  if (absl::Status st = add(0); !st.ok())
+    return st;
+  if (absl::Status st = add(state.hoistEveryRepeat()); !st.ok())
+    return st;
   auto completed =
       planGreedyFrom(model, budget, decoded.dropped, decoded.held, "in the relaxation's plan");
   if (!completed.ok())
@@ -311,7 +314,8 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
       whose = name;
     }
   };
-  std::optional<CheckpointPlan> fromGreedy(*greedy);
+  const double greedySeconds = greedy->meetsBudget ? greedy->predictedExtraSeconds : -1;
+  std::optional<CheckpointPlan> fromGreedy(std::move(*greedy));
   consider(fromGreedy, "the greedy's plan");
   consider(relaxed->plan, "the relaxation's plan");
 
@@ -340,7 +344,7 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
                         : timeUp                  ? "time limit"
                                                   : "the bound not reached";
     plan.solverStatus = absl::StrCat(proof, ": ", whose);
-    plan.greedyExtraSeconds = greedy->meetsBudget ? greedy->predictedExtraSeconds : -1;
+    plan.greedyExtraSeconds = greedySeconds;
     plan.simulations = simulations;
     plan.solveSeconds = since(begin);
     return plan;

@@ -250,7 +250,9 @@ ModelBlocks blocksOf(const RecomputeModel &model) {
 } // namespace
 
 const ModelBlocks &findBlocks(const RecomputeModel &model) {
-  return model.cached<ModelBlocks>([&] { return blocksOf(model); });
+  if (!model.blocks_)
+    model.blocks_ = std::make_shared<const ModelBlocks>(blocksOf(model));
+  return *model.blocks_;
 }
 
 std::vector<int32_t> blockInteriors(const RecomputeModel &model, const ModelBlocks &blocks) {

@@ -397,12 +397,17 @@ PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
   return next;
 }
 
+std::vector<std::pair<int32_t, int64_t>> PlanState::repeatPoints() const {
+  std::vector<std::pair<int32_t, int64_t>> points;
+  for (const Repeat &r : repeats())
+    points.emplace_back(r.candidate, r.earliest);
+  return points;
+}
+
 unsigned PlanState::hoistEveryRepeat(unsigned maxRounds) {
   unsigned hoists = 0;
   for (unsigned round = 0; round < maxRounds; ++round) {
-    std::vector<std::pair<int32_t, int64_t>> points;
-    for (const Repeat &r : repeats())
-      points.emplace_back(r.candidate, r.earliest);
+    std::vector<std::pair<int32_t, int64_t>> points = repeatPoints();
     if (points.empty())
       break;
     auto shared = hoisted(points);

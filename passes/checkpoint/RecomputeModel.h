@@ -54,6 +54,8 @@
 
 namespace graphopt {
 
+struct ModelBlocks;
+
 /// An activation storage that a plan may drop.
 struct CheckpointCandidate {
   const Value *storage = nullptr; ///< the value owning the storage
@@ -177,26 +179,13 @@ public:
   /// scratch.
   absl::StatusOr<Simulation> simulate(const RecomputeSet &set) const;
 
-  /// A result derived from this model alone (its blocks: ModelBlocks.h),
-  /// made by `make` on first use and kept; copies of the model share it.
-  template <typename T, typename Make> const T &cached(Make make) const {
-    std::shared_ptr<const void> &slot = (*derived_)[keyOf<T>()];
-    if (!slot)
-      slot = std::make_shared<const T>(make());
-    return *static_cast<const T *>(slot.get());
-  }
-
 private:
   friend class PlanState;
+  friend const ModelBlocks &findBlocks(const RecomputeModel &model);
   RecomputeModel() = default;
-  template <typename T> static const void *keyOf() {
-    static const char key = 0; // one per type
-    return &key;
-  }
-  /// cached()'s results, by type. Like the rest it assumes the graph does
-  /// not change after build().
-  std::shared_ptr<llvm::DenseMap<const void *, std::shared_ptr<const void>>> derived_ =
-      std::make_shared<llvm::DenseMap<const void *, std::shared_ptr<const void>>>();
+  /// findBlocks' result, found on first use (ModelBlocks.h). Like every
+  /// other member it assumes the graph does not change after build().
+  mutable std::shared_ptr<const ModelBlocks> blocks_;
   struct ScratchCopy;
   /// The graph copy simulate() rewrites and restores (made on first use;
   /// shared by copies of this model, one simulation at a time). Like every
@@ -254,6 +243,9 @@ public:
     double seconds;
   };
   std::vector<Repeat> repeats() const;
+  /// Where hoisting would share each repeat: (candidate, its earliest
+  /// repeat), in repeats()' order (costliest first).
+  std::vector<std::pair<int32_t, int64_t>> repeatPoints() const;
   /// The same plan with candidate `c`'s own clone made before rank `p` and
   /// shared with the recomputations from there on (held from `p`, not
   /// repeated); an error when the plan cannot be rebuilt so.

@@ -110,8 +110,7 @@ Ladder ladderOf(const RecomputeModel &model, llvm::ArrayRef<int32_t> order,
       seconds = state.result().seconds;
       std::vector<std::pair<int32_t, int64_t>> points;
       if (shared)
-        for (const PlanState::Repeat &r : state.repeats())
-          points.push_back({r.candidate, r.earliest});
+        points = state.repeatPoints();
       if (!points.empty())
         if (auto hoisted = state.hoisted(points); hoisted.ok())
           seconds = std::min(seconds, hoisted->result().seconds);
