@@ -11,6 +11,7 @@ debs=(cmake ninja-build ccache g++ python3-venv
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libbenchmark-tools   # Google Benchmark's compare.py: `make bench-compare` on micro runs
       coinor-libcbc-dev pkgconf   # CBC, the MILP solver of checkpoint{planner=milp}, found by pkg-config
+      libboost-dev   # Boost.Graph's max-flow (headers): the checkpoint planner's minimum cuts
       clang-14 libclang-rt-14-dev   # `make fuzz`: clang and libFuzzer (libclang_rt.fuzzer), ASan, UBSan
       chromium)   # headless Chromium renders the HTML profile report in its test
 

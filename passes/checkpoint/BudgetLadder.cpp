@@ -121,16 +121,20 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
   };
   // 2. The fastest of `best` and the rungs from `first` on (a tighter
   // budget's plan meets a looser one), ties to the tighter. A rung whose
-  // lower bound (recomputeLowerBound) is above `best`'s time cannot win, nor
-  // can any tighter one: they are not planned.
+  // lower bound (recomputeLowerBound, else the relaxation's) is above
+  // `best`'s time cannot win, nor can any tighter one: they are not planned.
+  auto cannotWin = [&](int64_t target, const CheckpointPlan &best) {
+    auto above = [&](double bound) {
+      return bound * (1 - 1e-9) > best.predictedExtraSeconds + 1e-12;
+    };
+    return above(recomputeLowerBound(model, target)) ||
+           above(relaxedLowerBound(model, target));
+  };
   auto fastestFrom = [&](size_t first,
                          const LadderStep *best) -> absl::StatusOr<const LadderStep *> {
     for (size_t i = first; i < rungs.size(); ++i) {
-      if (best && i >= rungSteps.size() &&
-          recomputeLowerBound(model, rungs[i].target) * (1 - 1e-9) >
-              best->plan.predictedExtraSeconds + 1e-12) {
+      if (best && i >= rungSteps.size() && cannotWin(rungs[i].target, best->plan))
         break;
-      }
       auto there = ensureRung(i);
       if (!there.ok())
         return there.status();

@@ -101,6 +101,10 @@ planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32
 /// peak holds, each candidate's own node run once (infinity where even all
 /// of it is not enough).
 double recomputeLowerBound(const RecomputeModel &model, int64_t budget);
+/// A tighter one, at some tens of milliseconds: the recomputation
+/// relaxation's (RecomputeRelaxation.h) Lagrangian bound, by priced minimum
+/// cuts (LagrangianCut.h); infinity when no plan meets `budget`.
+double relaxedLowerBound(const RecomputeModel &model, int64_t budget);
 
 struct MilpOptions {
   double timeLimitSeconds = 10;

@@ -419,6 +419,19 @@ unsigned PlanState::hoistEveryRepeat(unsigned maxRounds) {
   return hoists;
 }
 
+absl::StatusOr<PlanState>
+PlanState::withOwnAt(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
+  PlanState next(*model_);
+  next.ownAt_ = ownAt_;
+  for (auto [c, p] : points)
+    next.ownAt_[c] = std::min(p, model_->candidates_[c].firstBackwardUse);
+  next.held_ = held_;
+  for (int32_t d : order_)
+    if (absl::Status st = next.add(d); !st.ok())
+      return st;
+  return next;
+}
+
 absl::StatusOr<PlanState> PlanState::without(int32_t c) const {
   PlanState next(*model_);
   next.ownAt_ = ownAt_;

@@ -257,6 +257,10 @@ public:
   /// repeats appear further up the chains (at most `maxRounds`); returns how
   /// many own clones were hoisted. No simulation: the caller checks the memory.
   unsigned hoistEveryRepeat(unsigned maxRounds = 16);
+  /// The same plan with each (candidate, rank) pair's own clone made before
+  /// that rank instead, earlier or later than now, at the latest at its
+  /// first backward use: one rebuild.
+  absl::StatusOr<PlanState> withOwnAt(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const;
   /// The plan with candidate `c` kept again (no longer dropped), the other
   /// drops and their own clones' points as they are: one rebuild.
   absl::StatusOr<PlanState> without(int32_t c) const;

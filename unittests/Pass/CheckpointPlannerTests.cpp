@@ -314,8 +314,9 @@ TEST(CheckpointPlannerTest, TheKnapsackStartBeatsTheRatioOrder) {
 // A value two clones at one point read is made once there. Better still is
 // to hold %h itself (64 bytes) for the clones and drop all three: %p and %q
 // rerun from it, %u from the input: 1 + 1 + 4 = 6 s against {p, q} with %h
-// made again (7 s). The greedy cannot hold a value backward does not read;
-// the relaxation's plan does, and its bound proves it optimal.
+// made again (7 s). The ratio order alone cannot hold a value backward does
+// not read (10 s); the relaxation's start does, in the default planner as in
+// planner=milp, whose bound proves it optimal.
 TEST(CheckpointPlannerTest, SharedRecomputationIsPaidOnceAndHoldingBeatsIt) {
   Fixture f = build(kShared, kSharedSeconds);
   ASSERT_TRUE(f.model);
@@ -332,7 +333,14 @@ TEST(CheckpointPlannerTest, SharedRecomputationIsPaidOnceAndHoldingBeatsIt) {
   EXPECT_EQ(cloneNames(*milp), (std::set<std::string>{"p", "q", "u"}));
   EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 6.0);
   EXPECT_TRUE(proven(*milp));
-  EXPECT_EQ(milp->solverStatus, "optimal: the relaxation's plan");
+  EXPECT_EQ(milp->solverStatus, "optimal: the greedy's plan");
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 6.0);
+  EXPECT_EQ(greedy->solverStatus, "from the relaxation's cut");
+  ASSERT_EQ(greedy->held.size(), 1u);
+  EXPECT_EQ(greedy->held[0]->name(), "h");
+  // The priced cuts' bound: no plan is faster, none claimed above 6 s.
+  EXPECT_GT(greedy->lowerBoundSeconds, 0);
+  EXPECT_LE(greedy->lowerBoundSeconds, 6.0 + 1e-9);
   // Without holding: {p, q} and one shared clone of %h, 7 s.
   CheckpointPlan pq;
   for (size_t c = 0; c < f.model->candidates().size(); ++c)
@@ -343,7 +351,9 @@ TEST(CheckpointPlannerTest, SharedRecomputationIsPaidOnceAndHoldingBeatsIt) {
   EXPECT_EQ(cloneNames(pq), (std::set<std::string>{"h", "p", "q"}));
   EXPECT_EQ(pq.recompute.clones.size(), 3u);
   EXPECT_DOUBLE_EQ(pq.predictedExtraSeconds, 7.0);
-  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 10.0);
+  auto ratioOrder = planGreedyFrom(*f.model, budget, {}, {}, "");
+  ASSERT_TRUE(ratioOrder.ok() && *ratioOrder);
+  EXPECT_DOUBLE_EQ((*ratioOrder)->predictedExtraSeconds, 10.0);
 }
 
 // A value two points need is made at each: {p, q} with %h made again costs
@@ -360,8 +370,11 @@ TEST(CheckpointPlannerTest, RecomputationAtTwoPointsIsPaidTwice) {
   EXPECT_TRUE(proven(*milp));
   auto greedy = planGreedy(*f.model, budget);
   ASSERT_TRUE(greedy.ok()) << greedy.status().message();
-  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 10.0);
-  EXPECT_EQ(droppedNames(*f.model, *greedy).count("u"), 1u);
+  EXPECT_DOUBLE_EQ(greedy->predictedExtraSeconds, 6.0); // the relaxation's start
+  auto ratioOrder = planGreedyFrom(*f.model, budget, {}, {}, "");
+  ASSERT_TRUE(ratioOrder.ok() && *ratioOrder);
+  EXPECT_DOUBLE_EQ((*ratioOrder)->predictedExtraSeconds, 10.0);
+  EXPECT_EQ(droppedNames(*f.model, **ratioOrder).count("u"), 1u);
   // Both p and q: %h at both points, 12 s, as the closure makes it.
   CheckpointPlan both;
   for (size_t c = 0; c < f.model->candidates().size(); ++c)
