@@ -410,6 +410,8 @@ TEST(CheckpointPlannerTest, MilpNeverNeedsMoreTimeThanTheGreedy) {
       if (milp->meetsBudget) {
         EXPECT_LE(milp->predictedBounded, peak - cut);
         EXPECT_LE(milp->lowerBoundSeconds, milp->predictedExtraSeconds + 1e-9);
+        // The default planner's bound (priced cuts) is one on milp's plan too.
+        EXPECT_LE(greedy->lowerBoundSeconds, milp->predictedExtraSeconds + 1e-9);
       }
     }
   }
