@@ -616,7 +616,7 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (o.greedyExtraSeconds >= 0) // the oracle against the default planner, same costs
     os << llvm::format(" (the greedy's plan: %.2f ms, +%.1f%%)", o.greedyExtraSeconds * 1e3,
                        100 * share(o.greedyExtraSeconds, o.baselineStepSeconds));
-  if (o.gap >= 0) // planner=milp: what no plan within the budget can beat
+  if (o.gap >= 0 || o.lowerBoundSeconds > 0) // what no plan within the budget can beat
     os << llvm::format("; no plan needs less than %.2f ms", o.lowerBoundSeconds * 1e3);
   if (o.measuredSeconds >= 0)
     os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,

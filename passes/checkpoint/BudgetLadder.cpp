@@ -184,6 +184,9 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
   const LadderStep *itself =
       own ? &*own : &rungSteps[std::min(looser, rungSteps.size()) - 1];
   out.plan = best->plan;
+  // The bound kept with a plan is its own budget's: a tighter rung's is no
+  // bound on the budget asked. Its own step's plan was planned at it.
+  out.plan.lowerBoundSeconds = itself->rung.target == budget ? itself->plan.lowerBoundSeconds : 0;
   out.from = best == itself ? "" : best->rung.name;
   if (!out.from.empty())
     out.plan.solverStatus = absl::StrCat("from the ", out.from, " plan (budget ladder)");
