@@ -626,6 +626,8 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
     if (!next.ok())
       break;
     g.state = std::move(*next);
+    g.stateSim.reset(); // the timelines are the plan's before the move
+    g.synced = false;
   }
   return absl::OkStatus();
 }
