@@ -114,6 +114,12 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
   llvm::erase_if(cuts_, [&](int64_t r) { return r < 0 || r > numNodes; });
   std::sort(cuts_.begin(), cuts_.end());
   cuts_.erase(std::unique(cuts_.begin(), cuts_.end()), cuts_.end());
+  // Each interval has a coefficient in every run of ranks it covers.
+  for (const Interval &i : intervals_) {
+    auto from = std::lower_bound(cuts_.begin(), cuts_.end(), i.first);
+    auto to = std::upper_bound(cuts_.begin(), cuts_.end(), i.last);
+    memoryNonzeros_ += static_cast<size_t>(to - from);
+  }
 
   // Units: the costliest node's seconds, the largest interval's bytes (CBC's
   // tolerances then mean the same for microseconds as for seconds).

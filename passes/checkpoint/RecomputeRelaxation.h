@@ -83,6 +83,10 @@ public:
   /// The objective's unit, in seconds.
   double secondsUnit() const { return secondsUnit_; }
   size_t numNodeColumns() const { return nodes_.size(); }
+  /// The memory rows' coefficients at most (every run of ranks a row): what
+  /// building and solving the program costs grows with it, quadratically in
+  /// the graph on a long chain of activations.
+  size_t memoryNonzeros() const { return memoryNonzeros_; }
   size_t numStorageColumns() const { return storages_.size(); }
 
 private:
@@ -102,6 +106,7 @@ private:
   std::vector<int64_t> cuts_; ///< ranks where the memory rows' coefficients change
   double secondsUnit_ = 1, bytesUnit_ = 1;
   size_t tieBroken_ = 0; ///< columns whose objective is the tie-break alone
+  size_t memoryNonzeros_ = 0;
 };
 
 } // namespace graphopt
