@@ -516,6 +516,7 @@ constexpr size_t kMaxRelaxationNonzeros = 1000000;
 /// dropout's mask pays once the dense layer's output before them is held,
 /// not before). With it, the bound on every plan the prices proved.
 struct RelaxedStart {
+  bool infeasible = false; ///< no plan meets the budget
   bool found = false;
   Start drops;
   std::vector<const Value *> held;
@@ -529,6 +530,7 @@ RelaxedStart relaxedStartOf(const RecomputeModel &model, int64_t budget,
   if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros)
     return out; // too large to solve within the planning time
   std::optional<MilpProblem> problem = relaxation.problem(budget);
+  out.infeasible = !problem;
   if (!problem || problem->memoryRows == 0)
     return out; // no plan meets it, or nothing to drop
   double upper = std::numeric_limits<double>::infinity();
@@ -733,16 +735,8 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
 }
 
 double relaxedLowerBound(const RecomputeModel &model, int64_t budget) {
-  RecomputeRelaxation relaxation(model);
-  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros)
-    return 0;
-  std::optional<MilpProblem> problem = relaxation.problem(budget);
-  if (!problem)
-    return std::numeric_limits<double>::infinity(); // no plan meets it
-  if (problem->memoryRows == 0)
-    return 0;
-  return relaxation.lowerBoundSeconds(
-      solveByLagrangianCuts(*problem, std::numeric_limits<double>::infinity()).bound);
+  RelaxedStart relaxed = relaxedStartOf(model, budget, nullptr);
+  return relaxed.infeasible ? std::numeric_limits<double>::infinity() : relaxed.boundSeconds;
 }
 
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,

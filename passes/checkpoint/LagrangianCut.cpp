@@ -35,18 +35,18 @@ constexpr int64_t kInfinite = int64_t{1} << 62;
 /// implication; the closure is what the source still reaches after the flow.
 class ClosureCut {
 public:
-  /// `implies`: (a, b) where column a chosen means column b chosen.
-  ClosureCut(size_t columns, const std::vector<std::pair<int, int>> &implies,
-             const std::vector<double> &upper)
-      : graph_(columns + 2), source_(columns), sink_(columns + 1) {
-    for (size_t j = 0; j < columns; ++j) {
+  /// `implied[a]`: the columns that column a chosen means chosen.
+  ClosureCut(const std::vector<std::vector<int>> &implied, const std::vector<double> &upper)
+      : graph_(implied.size() + 2), source_(implied.size()), sink_(implied.size() + 1) {
+    for (size_t j = 0; j < implied.size(); ++j) {
       fromSource_.push_back(addArc(source_, j, 0));
       toSink_.push_back(addArc(j, sink_, upper[j] < 0.5 ? kInfinite : 0));
       fixedOff_.push_back(upper[j] < 0.5);
     }
-    for (auto [a, b] : implies)
-      addArc(a, b, kInfinite);
-    reached_.resize(columns + 2);
+    for (size_t a = 0; a < implied.size(); ++a)
+      for (int b : implied[a])
+        addArc(a, b, kInfinite);
+    reached_.resize(implied.size() + 2);
   }
 
   /// Fills `chosen` with the least-weight closure (the smallest of those,
@@ -122,7 +122,6 @@ struct Structure {
       const MilpProblem::Row &row = p.rows[r];
       assert(row.columns.size() == 2 && row.rhs == 0 && row.coefficients[0] == 1 &&
              row.coefficients[1] == -1 && "a closure row: x_a - x_b >= 0");
-      implies.push_back({row.columns[1], row.columns[0]});
       implied[row.columns[1]].push_back(row.columns[0]);
       implying[row.columns[0]].push_back(row.columns[1]);
     }
@@ -267,8 +266,7 @@ struct Structure {
   }
 
   const MilpProblem &p;
-  std::vector<std::pair<int, int>> implies;
-  std::vector<std::vector<int>> implied, implying;
+  std::vector<std::vector<int>> implied, implying; ///< column -> what it implies / what implies it
   std::vector<std::vector<std::pair<size_t, double>>> inRows;
   std::vector<double> rhs;
   mutable std::vector<uint32_t> seen_;
@@ -283,7 +281,7 @@ LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBo
   const Structure structure(p);
   const size_t numColumns = p.objective.size();
   const size_t numRows = structure.rhs.size();
-  ClosureCut cut(numColumns, structure.implies, p.upper);
+  ClosureCut cut(structure.implied, p.upper);
   std::vector<double> weights(numColumns);
   std::vector<uint8_t> chosen;
   std::vector<double> shortBy;

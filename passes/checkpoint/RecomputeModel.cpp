@@ -384,17 +384,23 @@ absl::StatusOr<PlanState> PlanState::hoisted(int32_t c, int64_t p) const {
   return hoisted({{c, p}});
 }
 
+absl::StatusOr<PlanState> PlanState::rebuilt(std::vector<int64_t> ownAt, int32_t leave) const {
+  PlanState next(*model_);
+  next.ownAt_ = std::move(ownAt);
+  next.held_ = held_;
+  for (int32_t d : order_)
+    if (d != leave)
+      if (absl::Status st = next.add(d); !st.ok())
+        return st;
+  return next;
+}
+
 absl::StatusOr<PlanState>
 PlanState::hoisted(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
-  PlanState next(*model_);
-  next.ownAt_ = ownAt_;
-  next.held_ = held_;
+  std::vector<int64_t> ownAt = ownAt_;
   for (auto [c, p] : points)
-    next.ownAt_[c] = std::min(next.ownAt_[c], p);
-  for (int32_t d : order_)
-    if (absl::Status st = next.add(d); !st.ok())
-      return st;
-  return next;
+    ownAt[c] = std::min(ownAt[c], p);
+  return rebuilt(std::move(ownAt));
 }
 
 std::vector<std::pair<int32_t, int64_t>> PlanState::repeatPoints() const {
@@ -421,27 +427,16 @@ unsigned PlanState::hoistEveryRepeat(unsigned maxRounds) {
 
 absl::StatusOr<PlanState>
 PlanState::withOwnAt(llvm::ArrayRef<std::pair<int32_t, int64_t>> points) const {
-  PlanState next(*model_);
-  next.ownAt_ = ownAt_;
+  std::vector<int64_t> ownAt = ownAt_;
   for (auto [c, p] : points)
-    next.ownAt_[c] = std::min(p, model_->candidates_[c].firstBackwardUse);
-  next.held_ = held_;
-  for (int32_t d : order_)
-    if (absl::Status st = next.add(d); !st.ok())
-      return st;
-  return next;
+    ownAt[c] = std::min(p, model_->candidates_[c].firstBackwardUse);
+  return rebuilt(std::move(ownAt));
 }
 
 absl::StatusOr<PlanState> PlanState::without(int32_t c) const {
-  PlanState next(*model_);
-  next.ownAt_ = ownAt_;
-  next.ownAt_[c] = model_->candidates_[c].firstBackwardUse;
-  next.held_ = held_;
-  for (int32_t d : order_)
-    if (d != c)
-      if (absl::Status st = next.add(d); !st.ok())
-        return st;
-  return next;
+  std::vector<int64_t> ownAt = ownAt_;
+  ownAt[c] = model_->candidates_[c].firstBackwardUse;
+  return rebuilt(std::move(ownAt), c);
 }
 
 absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dropped,

@@ -291,6 +291,9 @@ private:
   RecomputeSet::Dropout dropoutReplay(const Node *n, int64_t p) const;
   bool isCloned(const Node *n, int64_t p) const;
   absl::Status grow(int32_t c, Clones &added);
+  /// This plan's drops (but `leave`) and held values, added again in order
+  /// with their own clones made before `ownAt` (per candidate).
+  absl::StatusOr<PlanState> rebuilt(std::vector<int64_t> ownAt, int32_t leave = -1) const;
 
   const RecomputeModel *model_;
   std::vector<uint8_t> dropped_;
