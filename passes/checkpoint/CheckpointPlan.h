@@ -87,6 +87,17 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
                                           int64_t peakCap = kNoPeakCap,
                                           GreedyStarts starts = GreedyStarts::All);
 
+/// How planGreedyFrom goes on from its start.
+struct GreedyFromOptions {
+  int64_t peakCap = kNoPeakCap;
+  /// Every repeat shared first (made once, held), as the relaxation's start
+  /// is; where that peaks over a bound, the shared clones made later.
+  bool shareFirst = false;
+  /// With shareFirst, before that: dropped values the shared clones reach
+  /// through at the peak kept, where that leaves the plan less over.
+  bool cutChains = false;
+};
+
 /// The greedy from `start` (candidates dropped first, each said to be there
 /// for `why`; `held`: forward storages kept for the clones, as
 /// RecomputeModel::closure's): it drops more where the simulation is still
@@ -94,7 +105,8 @@ absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t b
 /// the start needs too many clones to try (kMaxStartClonesPerNode).
 absl::StatusOr<std::optional<CheckpointPlan>>
 planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32_t> start,
-               llvm::ArrayRef<const Value *> held, llvm::StringRef why);
+               llvm::ArrayRef<const Value *> held, llvm::StringRef why,
+               const GreedyFromOptions &options = {});
 
 /// A lower bound on the extra seconds of any plan whose bounded memory is
 /// within `budget`: a fractional knapsack over what the unoptimised bounded

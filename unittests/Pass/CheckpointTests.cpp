@@ -749,6 +749,82 @@ TEST(GreedyPlannerTest, AnActivationPeakInForwardIsLoweredToo) {
   }
 }
 
+// A residual chain %h1 -> %h2 -> %h3 -> %h4, every link saved for backward,
+// which reads %h4 first and the rest in reverse, after %big. With all four
+// dropped and every repeat shared (the relaxation's start), the clone of %h4
+// at the start of backward makes the chain before it and holds %h1-%h3
+// across %big. Keeping %h3 instead (and dropping %z, off the chain, to stay
+// within the saved activations) cuts the chain there: the peak falls under a
+// cap the shared plan is over, for less recomputation than making the
+// shared clones later (each link then rebuilt from %x where it is read).
+const char *kResidualChain = R"(graph @residual_chain {
+  input %w : f32[] parameter "w"
+  input %x : f32[256] user_input
+forward:
+  %h1 = aten::sin(%x) : f32[256]
+  %h2 = aten::cos(%h1) : f32[256]
+  %h3 = aten::exp(%h2) : f32[256]
+  %h4 = aten::tanh(%h3) : f32[256]
+  %z = aten::cos(%x) : f32[256]
+  %hz = aten::mul.Tensor(%h4, %z) : f32[256]
+  %hw = aten::mul.Tensor(%hz, %w) : f32[256]
+  %loss = aten::sum(%hw) : f32[]
+backward:
+  %g = aten::ones_like(%loss) : f32[]
+  %ge = aten::expand(%g, [256]) : f32[256]{strides=[0]}
+  %g4 = aten::mul.Tensor(%ge, %h4) : f32[256]
+  %big = aten::repeat(%g4, [8]) : f32[2048]
+  %s = aten::sum(%big) : f32[]
+  %g3a = aten::mul.Tensor(%g4, %s) : f32[256]
+  %g3 = aten::mul.Tensor(%g3a, %h3) : f32[256]
+  %g2 = aten::mul.Tensor(%g3, %h2) : f32[256]
+  %g1 = aten::mul.Tensor(%g2, %h1) : f32[256]
+  %gz = aten::mul.Tensor(%g1, %z) : f32[256]
+  %gw = aten::sum(%gz) : f32[]
+  output %loss loss
+  output %gw gradient "w"
+})";
+
+TEST(GreedyPlannerTest, ASharedChainOverTheCapIsCutWhereThatCostsLess) {
+  auto g = parse(kResidualChain);
+  ASSERT_TRUE(g);
+  RecomputeModel model = modelOf(*g, BoundedMemory::SavedActivations);
+  const std::vector<int32_t> chain = {candidateNamed(model, "h1"), candidateNamed(model, "h2"),
+                                      candidateNamed(model, "h3"), candidateNamed(model, "h4")};
+  const int64_t budget = 1024 + 4; // %z (or one link) and the loss
+  const int64_t cap = 12 * 1024;
+  const double node = 256 / kNominalFlopsPerSecond; // each link, and %z
+  // Every repeat shared, no cap: each link made once, all held across %big.
+  auto shared = planGreedyFrom(model, budget, chain, {}, "start", {kNoPeakCap, true, false});
+  ASSERT_TRUE(shared.ok() && *shared) << shared.status().message();
+  EXPECT_TRUE((*shared)->meetsBudget);
+  EXPECT_DOUBLE_EQ((*shared)->predictedExtraSeconds, 4 * node);
+  ASSERT_GT((*shared)->predictedPeak, cap);
+  // Under the cap, the shared clones made later: each link rebuilt from %x
+  // where it is read (4 + 1 + 1 + 1 links with the sharing that fits).
+  auto lowered = planGreedyFrom(model, budget, chain, {}, "start", {cap, true, false});
+  ASSERT_TRUE(lowered.ok() && *lowered) << lowered.status().message();
+  EXPECT_TRUE((*lowered)->meetsBudget);
+  EXPECT_LE((*lowered)->predictedPeak, cap);
+  EXPECT_DOUBLE_EQ((*lowered)->predictedExtraSeconds, 7 * node);
+  // The chain cut at %h3 (the latest link the shared clones read at the
+  // peak), %z dropped instead: as fast as sharing everything, under the cap.
+  auto cut = planGreedyFrom(model, budget, chain, {}, "start", {cap, true, true});
+  ASSERT_TRUE(cut.ok() && *cut) << cut.status().message();
+  EXPECT_TRUE((*cut)->meetsBudget);
+  EXPECT_LE((*cut)->predictedBounded, budget);
+  EXPECT_LE((*cut)->predictedPeak, cap);
+  EXPECT_EQ(droppedNames(model, **cut), (std::set<std::string>{"h1", "h2", "h4", "z"}));
+  EXPECT_DOUBLE_EQ((*cut)->predictedExtraSeconds, 4 * node);
+  auto sim = model.simulate((*cut)->recompute);
+  ASSERT_TRUE(sim.ok());
+  EXPECT_EQ(sim->peakAboveInputs, (*cut)->predictedPeak);
+  // Nothing over the cap: nothing kept.
+  auto uncapped = planGreedyFrom(model, budget, chain, {}, "start", {kNoPeakCap, true, true});
+  ASSERT_TRUE(uncapped.ok() && *uncapped);
+  EXPECT_EQ(droppedNames(model, **uncapped), (std::set<std::string>{"h1", "h2", "h3", "h4"}));
+}
+
 // --- PeakTracker -------------------------------------------------------------------
 
 TEST(PeakTrackerTest, PeakRankIsTheFirstRankHoldingThePeak) {
