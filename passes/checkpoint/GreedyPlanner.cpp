@@ -572,6 +572,15 @@ absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
                       g.plan);
 }
 
+/// The first bound the plan so far is over, on its simulation (made first
+/// where the timelines hold an estimate); none when it is within them.
+absl::StatusOr<Bound *> overBoundSimulated(GreedySearch &g) {
+  if (!g.synced || !g.stateSim)
+    if (absl::Status st = syncWithSimulation(g); !st.ok())
+      return st;
+  return overBound(g.bounds);
+}
+
 /// How far a simulated plan is over the bounds: the bytes over each, summed.
 int64_t excessOf(const std::vector<Bound> &bounds, const RecomputeModel &model,
                  const Simulation &sim) {
@@ -603,10 +612,10 @@ absl::Status keepChainCutsWhileOver(GreedySearch &g, llvm::ArrayRef<const Value 
   auto candidates = g.model.candidates();
   const LivenessResult &live = g.model.baseline();
   for (unsigned round = 0; round < kChainCutRounds; ++round) {
-    if (!g.synced || !g.stateSim)
-      if (absl::Status st = syncWithSimulation(g); !st.ok())
-        return st;
-    Bound *over = overBound(g.bounds);
+    auto simulatedOver = overBoundSimulated(g);
+    if (!simulatedOver.ok())
+      return simulatedOver.status();
+    Bound *over = *simulatedOver;
     if (!over)
       break;
     const int64_t at = over->timeline.peakRank();
@@ -682,10 +691,10 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
   auto candidates = g.model.candidates();
   const LivenessResult &live = g.model.baseline();
   for (unsigned round = 0; round < kMaxTrials && g.plan.hoists > 0; ++round) {
-    if (!g.synced || !g.stateSim)
-      if (absl::Status st = syncWithSimulation(g); !st.ok())
-        return st;
-    Bound *over = overBound(g.bounds);
+    auto simulatedOver = overBoundSimulated(g);
+    if (!simulatedOver.ok())
+      return simulatedOver.status();
+    Bound *over = *simulatedOver;
     if (!over)
       break;
     const int64_t at = over->timeline.peakRank();
@@ -764,10 +773,11 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
   // 6675 clones against 312).
   if (shareFirst) {
     g.plan.hoists = g.state.hoistEveryRepeat();
-    if (absl::Status st = syncWithSimulation(g); !st.ok())
-      return st;
+    auto over = overBoundSimulated(g);
+    if (!over.ok())
+      return over.status();
     if (sharedOver)
-      *sharedOver = overBound(g.bounds) != nullptr;
+      *sharedOver = *over != nullptr;
     if (cutChains)
       if (absl::Status st = keepChainCutsWhileOver(g, held); !st.ok())
         return st;
