@@ -17,7 +17,9 @@ For each model and budget B (a share of the activations):
 each after repeat{cse,canonicalize,dce}, verified bitwise and timed alternately with the
 original graph by graph-opt --benchmark (the harness's graph-opt rows), and per model the
 harness's peers: eager PyTorch and per-block torch.utils.checkpoint. Prints the table
-(saved share predicted, measured backward start and peak, step time, planning time) and
+(saved share and extra time predicted, measured backward start and peak, step time,
+planning time; results.csv and results.json rewritten after every row, so a run stopped
+part way keeps what it measured) and
 writes results.csv, results.json and a Pareto plot per model (pareto_<model>.png: every
 planner's rows and the peers, step time against peak, backward start and saved activations)
 into DIR (default build/bench/planners).
@@ -83,9 +85,24 @@ def main(argv=None):
         row["config"] = label
         row["saved_share"] = (report["predicted_saved_activation_bytes"]
                               / report["unoptimised_saved_activation_bytes"]) if report else None
+        # The planner's own prediction (its cost model's extra time, a share of the
+        # unoptimised step): steadier than the measured step on a busy machine.
+        row["predicted_extra_share"] = (report["predicted_extra_seconds"]
+                                        / report["unoptimised_step_seconds"]
+                                        if report.get("unoptimised_step_seconds") else None)
         rows.append(row)
         print(harness._progress(model, row), flush=True)
+        save()
         return report
+
+    def save():
+        # After every row, so that a run stopped part way keeps what it measured.
+        os.makedirs(args.output, exist_ok=True)
+        harness.write_atomically(os.path.join(args.output, "results.csv"), harness.csv_bytes(rows))
+        harness.write_atomically(os.path.join(args.output, "results.json"),
+                                 (json.dumps({"commit": harness.git_commit(),
+                                              "threads": args.threads, "runs": args.runs,
+                                              "rows": rows}, indent=2) + "\n").encode())
 
     try:
         for model in args.models:
@@ -115,15 +132,11 @@ def main(argv=None):
                 row = harness.peer_row(model, config, data, baselines)
                 rows.append(row)
                 print(harness._progress(model, row), flush=True)
+                save()
     except harness.BenchError as e:
         print(f"planners.py: error: {e}", file=sys.stderr)
         return harness.EXIT_BAD
-    os.makedirs(args.output, exist_ok=True)
-    harness.write_atomically(os.path.join(args.output, "results.csv"), harness.csv_bytes(rows))
-    harness.write_atomically(os.path.join(args.output, "results.json"),
-                             (json.dumps({"commit": harness.git_commit(), "threads": args.threads,
-                                          "runs": args.runs, "rows": rows}, indent=2)
-                              + "\n").encode())
+    save()
     plt = harness.make_report.import_pyplot()
     for model in args.models:
         name = "pareto_" + re.sub(r"[^A-Za-z0-9_.-]", "_", model) + ".png"
@@ -135,14 +148,15 @@ def main(argv=None):
 
 
 def planner_table(rows):
-    header = ("model", "config", "saved (predicted)", "backward start", "peak", "time",
-              "planned in", "verification")
+    header = ("model", "config", "saved (predicted)", "extra (predicted)", "backward start",
+              "peak", "time", "planned in", "verification")
     lines = [header]
     for r in rows:
-        share = r.get("saved_share")
+        share, extra = r.get("saved_share"), r.get("predicted_extra_share")
         lines.append((r["model"], r["config"] if r["system"] != harness.PEER else
                       f"{r['config']} (vs eager)",
                       "-" if share is None else f"{share:.3f}",
+                      "-" if extra is None else f"+{100 * extra:.1f}%",
                       harness._fmt_ratio(r.get("backward_start_ratio")),
                       harness._fmt_ratio(r.get("peak_ratio")), harness._fmt_ratio(r["time_ratio"]),
                       "-" if r.get("planning_s") is None else f"{r['planning_s']:.2f} s",
