@@ -301,17 +301,23 @@ struct GreedySearch {
   std::optional<Simulation> stateSim;
 };
 
+/// Takes `sim`, the simulation of the plan in `g.state`, as the bounds'
+/// timelines.
+void adoptSimulation(GreedySearch &g, Simulation sim) {
+  for (Bound &b : g.bounds)
+    b.timeline = PeakTracker(b.kind == g.model.boundedMemory() ? sim.boundedByRank
+                                                               : sim.peakAboveInputsByRank);
+  g.synced = true;
+  g.stateSim = std::move(sim);
+}
+
 /// Replaces the estimates by the simulation of the plan so far.
 absl::Status syncWithSimulation(GreedySearch &g) {
   auto sim = g.model.simulate(g.state.result());
   if (!sim.ok())
     return sim.status();
-  for (Bound &b : g.bounds)
-    b.timeline = PeakTracker(b.kind == g.model.boundedMemory() ? sim->boundedByRank
-                                                               : sim->peakAboveInputsByRank);
   ++g.plan.simulations;
-  g.synced = true;
-  g.stateSim = std::move(*sim);
+  adoptSimulation(g, std::move(*sim));
   return absl::OkStatus();
 }
 
@@ -602,13 +608,14 @@ constexpr unsigned kChainCutTrials = 4, kChainCutRounds = 3;
 /// so it sees no difference between a solution that keeps a value cutting
 /// that chain and one that drops it (GPT-2 at activations=10%: the loss's
 /// log-softmax, recomputed first in backward, reached back through the
-/// residual stream of every layer; 1.11 GB at the start of backward, against
-/// 0.85 GB with layer 10's residual sum kept). Each round keeps the dropped
+/// residual stream of every layer: 1.11 GB at the start of backward, against
+/// a cap of 0.85 GB; with the final layer norm's output kept, 3 MiB, the
+/// chain stops there and the plan is under the cap). Each round keeps the dropped
 /// value, read by the clones made up to the peak but not itself needed until
 /// later, whose keeping (the rest shared again from scratch) leaves the plan
 /// least over its bounds; the latest made tried first, a few per round. The
 /// bytes it takes back from a bound the greedy drops elsewhere.
-absl::Status keepChainCutsWhileOver(GreedySearch &g, llvm::ArrayRef<const Value *> held) {
+absl::Status keepChainCutsWhileOver(GreedySearch &g) {
   auto candidates = g.model.candidates();
   const LivenessResult &live = g.model.baseline();
   for (unsigned round = 0; round < kChainCutRounds; ++round) {
@@ -642,7 +649,7 @@ absl::Status keepChainCutsWhileOver(GreedySearch &g, llvm::ArrayRef<const Value 
     unsigned bestHoists = 0;
     for (int32_t cut : cuts) {
       PlanState trial(g.model);
-      for (const Value *v : held)
+      for (const Value *v : g.plan.held)
         trial.hold(v);
       for (int32_t c : g.state.dropped())
         if (c != cut)
@@ -669,11 +676,7 @@ absl::Status keepChainCutsWhileOver(GreedySearch &g, llvm::ArrayRef<const Value 
     g.plan.hoists = bestHoists;
     llvm::erase_value(g.plan.dropped, bestCut);
     g.plan.why.erase(bestCut);
-    for (Bound &b : g.bounds)
-      b.timeline = PeakTracker(b.kind == g.model.boundedMemory() ? bestSim->boundedByRank
-                                                                 : bestSim->peakAboveInputsByRank);
-    g.stateSim = std::move(*bestSim);
-    g.synced = true;
+    adoptSimulation(g, std::move(*bestSim));
   }
   return absl::OkStatus();
 }
@@ -779,7 +782,7 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
     if (sharedOver)
       *sharedOver = *over != nullptr;
     if (cutChains)
-      if (absl::Status st = keepChainCutsWhileOver(g, held); !st.ok())
+      if (absl::Status st = keepChainCutsWhileOver(g); !st.ok())
         return st;
     if (absl::Status st = lowerHoistsWhileOver(g); !st.ok())
       return st;
