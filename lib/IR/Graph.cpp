@@ -3,6 +3,7 @@
 #include "graphopt/IR/GraphoptOps.h"
 
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OperatorSupport.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/STLExtras.h>
@@ -54,7 +55,42 @@ absl::StatusOr<c10::OperatorHandle> resolveOperator(llvm::StringRef qualifiedNam
   if (!handle)
     return absl::NotFoundError(absl::StrCat("unknown operator '", qualifiedName.str(),
                                             "': no such operator or overload is registered"));
+  if (absl::Status st = checkOperatorSchema(handle->schema()); !st.ok())
+    return st;
   return *handle;
+}
+
+absl::Status checkOperatorSchema(const c10::FunctionSchema &schema) {
+  auto objectType = [](const c10::TypePtr &type) -> std::string {
+    // Script objects (ProcessGroup, Work, ReduceOp), also inside lists and optionals.
+    for (const c10::TypePtr &t : {type, type->containedTypes().empty()
+                                            ? c10::TypePtr()
+                                            : type->containedTypes()[0]})
+      if (t && t->kind() == c10::TypeKind::ClassType)
+        return t->str();
+    return "";
+  };
+  std::string found;
+  for (const c10::Argument &a : schema.arguments())
+    if (found.empty())
+      found = objectType(a.type());
+  for (const c10::Argument &r : schema.returns())
+    if (found.empty())
+      found = objectType(r.type());
+  if (found.empty())
+    return absl::OkStatus();
+  std::string name = schema.name();
+  if (!schema.overload_name().empty())
+    absl::StrAppend(&name, ".", schema.overload_name());
+  std::string why = absl::StrCat("operator '", name, "' takes or returns a ", found,
+                                 " object, which a graph's values cannot hold");
+  if (llvm::StringRef(schema.name()).startswith("c10d::"))
+    absl::StrAppend(&why, ": it is torch.distributed's in-place collective (a ProcessGroup in, "
+                          "a Work handle out). graph-opt runs the functional collectives "
+                          "(_c10d_functional::all_reduce and the others, then wait_tensor), "
+                          "which torch.compile and torch.export emit for "
+                          "torch.distributed._functional_collectives (docs/Distributed.md)");
+  return absl::InvalidArgumentError(why);
 }
 
 // --- Value -------------------------------------------------------------------

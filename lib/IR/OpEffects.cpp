@@ -77,6 +77,12 @@ OpEffects computeEffects(const c10::OperatorHandle &op) {
   if (schema.name() == "aten::_unsafe_view" && schema.overload_name().empty() &&
       !e.returnAliases.empty() && e.returnAliases[0].empty())
     e.returnAliases[0].push_back(0);
+  // _c10d_functional::wait_tensor returns the tensor it waited for (its
+  // collective's output, which the backend writes until then), and its schema
+  // does not say so: liveness and the memory plans must see one storage.
+  if (schema.name() == "_c10d_functional::wait_tensor" && !e.returnAliases.empty() &&
+      e.returnAliases[0].empty() && !args.empty())
+    e.returnAliases[0].push_back(0);
 
   // Writes that depend on a training flag (aten::batch_norm's running
   // statistics): SchemaInfo knows them once told the flag is set.

@@ -15,6 +15,7 @@
 // every other type is inferred on meta tensors.
 //
 //===----------------------------------------------------------------------===//
+#include "graphopt/IR/OperatorSupport.h"
 #include "graphopt/IR/IValueConversion.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/SchemaUtils.h"
@@ -223,6 +224,8 @@ absl::Status TorchScriptLowering::lowerOperator(const jit::Node *n) {
     return nodeError(n, absl::StrCat("operator ", c10::toString(schema->operator_name()),
                                      " is TorchScript-only (not registered with the dispatcher); "
                                      "not supported"));
+  if (absl::Status st = checkOperatorSchema(handle->schema()); !st.ok())
+    return nodeError(n, std::string(st.message()));
   const auto &schemaArgs = handle->schema().arguments();
   if (n->inputs().size() != schemaArgs.size())
     return nodeError(n, "argument count differs from the operator schema");

@@ -1,5 +1,6 @@
 //===- Executor.cpp - Interpreting a Graph through the c10 dispatcher -----===//
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/Collectives.h"
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
@@ -140,6 +141,10 @@ absl::Status Executor::prepareUnguarded() {
   // thread count turns the mode off, as PyTorch does when a count is set.
   static std::once_flag fixedThreads;
   std::call_once(fixedThreads, [] { at::set_num_threads(at::get_num_threads()); });
+  // Collectives need their process groups here, of the sizes they say
+  // (Collectives.h): checked before anything runs, not half way through.
+  if (absl::Status st = checkProcessGroups(graph_); !st.ok())
+    return st;
   values_.assign(graph_.valueIdBound(), c10::IValue());
   freePolicy_ = computeFreePolicy(graph_);
 

@@ -25,6 +25,8 @@
 
 #include <torch/csrc/utils/pybind.h>
 
+#include "Driver.h" // tools/graph-opt
+
 #include <absl/strings/str_cat.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
@@ -454,6 +456,26 @@ PYBIND11_MODULE(_C, module) {
              "(program JSON, weights, constants, example inputs) for graph_opt.to_fx.");
   module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
              "Whether graph-opt's CPU allocators are the process's now (only inside its calls).");
+  module.def(
+      "_driver_main",
+      [](std::vector<std::string> argv) {
+        std::vector<char *> pointers;
+        for (std::string &a : argv)
+          pointers.push_back(a.data());
+        pointers.push_back(nullptr);
+        int rc;
+        {
+          // The driver calls no Python; collectives wait on other threads.
+          py::gil_scoped_release release;
+          rc = driverMain(static_cast<int>(argv.size()), pointers.data());
+        }
+        llvm::outs().flush();
+        llvm::errs().flush();
+        return rc;
+      },
+      py::arg("argv"),
+      "The graph-opt driver on a command line (argv[0] the program name); returns its exit "
+      "code. Once per process (its options are global): python -m graph_opt.");
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
              py::arg("seed") = 0, py::arg("max_memory") = py::none(),
              "Runs the graph once; returns its outputs (user inputs: the given tensors, else "

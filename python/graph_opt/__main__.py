@@ -1,13 +1,18 @@
-"""python -m graph_opt export package.module:factory -o OUT.pt2: a user's model to the .pt2
-graph-opt reads (graph_opt/export.py, docs/Importing.md)."""
+"""python -m graph_opt: graph-opt's driver, or its exporter.
+
+    python -m graph_opt IN.pt2 [graph-opt's options]      the driver (graph_opt/driver.py), in
+                                                           this process: under torchrun, on the
+                                                           ranks' process group
+    python -m graph_opt export package.module:factory -o OUT.pt2 [--eval] [--decompose-backward]
+                                                           [--untie]: a user's model to the .pt2
+                                                           graph-opt reads (graph_opt/export.py)
+docs/Python.md, docs/Distributed.md, docs/Importing.md."""
 import sys
 
-from . import export
+if len(sys.argv) >= 2 and sys.argv[1] == "export":
+    from . import export
+    sys.exit(export.main(sys.argv[2:]))
 
-COMMANDS = {"export": export.main}
+from . import driver  # noqa: E402
 
-if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
-    print("usage: python -m graph_opt export package.module:factory -o OUT.pt2 [--eval] "
-          "[--decompose-backward] [--untie]", file=sys.stderr)
-    sys.exit(2)
-sys.exit(COMMANDS[sys.argv[1]](sys.argv[2:]))
+sys.exit(driver.main(sys.argv[1:]))

@@ -147,10 +147,36 @@ TEST(OpEffectsTest, SideEffects) {
   EXPECT_FALSE(effectsOf("aten::_assert_async").isPure());
   EXPECT_TRUE(effectsOf("aten::_print").sideEffects);
   // Collectives, where this build of LibTorch registers them.
-  for (const char *name : {"_c10d_functional::all_reduce", "c10d::allreduce_"})
+  for (const char *name : {"_c10d_functional::all_reduce", "_c10d_functional::wait_tensor",
+                           "_c10d_functional::all_gather_into_tensor"})
     if (auto op = resolveOperator(name); op.ok())
       EXPECT_TRUE(opEffects(*op).sideEffects) << name;
   EXPECT_FALSE(effectsOf("aten::mm").sideEffects);
+}
+
+TEST(OpEffectsTest, WaitTensorReturnsItsArgument) {
+  auto op = resolveOperator("_c10d_functional::wait_tensor");
+  if (!op.ok())
+    GTEST_SKIP() << "this LibTorch registers no functional collectives";
+  const OpEffects &e = opEffects(*op);
+  ASSERT_EQ(e.returnAliases.size(), 1u);
+  EXPECT_EQ(vec(e.returnAliases[0]), (std::vector<unsigned>{0}));
+  EXPECT_FALSE(e.mayWrite());
+  // The collective itself makes a new tensor.
+  EXPECT_FALSE(effectsOf("_c10d_functional::all_reduce").mayAlias());
+}
+
+TEST(OpEffectsTest, OperatorsHoldingScriptObjectsAreRefused) {
+  // torch.distributed's in-place collectives take a ProcessGroup and return a Work.
+  auto op = resolveOperator("c10d::allreduce_");
+  if (op.ok())
+    FAIL() << "c10d::allreduce_ resolved";
+  if (absl::IsNotFound(op.status()))
+    GTEST_SKIP() << "this LibTorch registers no c10d operators";
+  EXPECT_TRUE(absl::IsInvalidArgument(op.status()));
+  const std::string message(op.status().message());
+  for (const char *part : {"c10d::allreduce_", "ProcessGroup", "_c10d_functional::all_reduce"})
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
 }
 
 TEST(OpEffectsTest, BatchNormWritesRunningStatsOnlyWhenTraining) {

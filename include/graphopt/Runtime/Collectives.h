@@ -1,0 +1,36 @@
+//===- Collectives.h - Collectives and their process groups ------*- C++ -*-===//
+//
+// graph-opt runs the functional collectives torch.export and torch.compile
+// emit (_c10d_functional::all_reduce, all_gather_into_tensor,
+// reduce_scatter_tensor, all_to_all_single, broadcast, their coalesced and
+// in-place / out= forms, and wait_tensor) as it runs any operator: a boxed
+// call through the dispatcher. Each names its process group by a string
+// (`group_name`), which c10d resolves through its registry, where
+// torch.distributed.init_process_group registered the group in this process
+// (`python -m graph_opt` under torchrun does, docs/Distributed.md). A
+// collective returns at once with its output still being written; the
+// matching wait_tensor waits for it (and returns the same tensor), so the
+// nodes between the two run while the data moves.
+//
+// Before a run the executor checks what would otherwise fail half way, or
+// hang: every group a collective names is registered here, and a collective's
+// `group_size` is its group's size.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/IR/Graph.h"
+
+#include <absl/status/status.h>
+
+namespace graphopt {
+
+/// True for a functional collective (_c10d_functional::*, including
+/// wait_tensor, and _c10d_functional_autograd::*).
+bool isCollective(const Node &node);
+/// Every collective's process group is registered in this process and has
+/// the size its `group_size` argument says; the error names the node, the
+/// group and how to run collectives (torchrun ... -m graph_opt).
+absl::Status checkProcessGroups(const Graph &graph);
+
+} // namespace graphopt

@@ -1,0 +1,71 @@
+//===- Collectives.cpp - Collectives and their process groups -------------===//
+#include "graphopt/Runtime/Collectives.h"
+
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/StringMap.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+
+#include <optional>
+
+namespace graphopt {
+
+namespace {
+
+/// The constant argument `name` of `node`'s schema, if it has one.
+const Constant *constantArgument(const Node &node, const char *name) {
+  std::optional<int> i = node.schema().argumentIndexWithName(name);
+  if (!i || static_cast<unsigned>(*i) >= node.numArgs() || !node.arg(*i).isConstant())
+    return nullptr;
+  return &node.arg(*i).getConstant();
+}
+
+std::string howToRun() {
+  return "collectives run on a torch.distributed process group, which `python -m graph_opt` "
+         "creates under torchrun (torchrun --nproc-per-node N -m graph_opt IN.pt2 ...; "
+         "docs/Distributed.md)";
+}
+
+} // namespace
+
+bool isCollective(const Node &node) {
+  llvm::StringRef ns = llvm::StringRef(node.schema().name()).split("::").first;
+  return ns == "_c10d_functional" || ns == "_c10d_functional_autograd";
+}
+
+absl::Status checkProcessGroups(const Graph &graph) {
+  llvm::StringMap<int> sizes; // group name -> its size, once resolved
+  for (const Node &n : graph.nodes()) {
+    if (!isCollective(n))
+      continue;
+    const Constant *group = constantArgument(n, "group_name");
+    if (!group)
+      continue; // wait_tensor
+    const std::string where = absl::StrCat("node ", n.describe());
+    if (group->kind() != ConstantKind::String)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": its group_name is not a string constant"));
+    const std::string &name = group->asString();
+    auto it = sizes.find(name);
+    if (it == sizes.end()) {
+      c10::intrusive_ptr<c10d::ProcessGroup> pg;
+      try {
+        pg = c10d::resolve_process_group(name);
+      } catch (...) {
+      }
+      if (!pg)
+        return absl::FailedPreconditionError(
+            absl::StrCat(where, ": process group \"", name,
+                         "\" is not registered in this process: ", howToRun()));
+      it = sizes.try_emplace(name, pg->getSize()).first;
+    }
+    if (const Constant *size = constantArgument(n, "group_size");
+        size && size->kind() == ConstantKind::Int && size->asInt() != it->second)
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": group_size=", size->asInt(), " but process group \"", name, "\" has ",
+          it->second, " ranks: the graph was made for another world size"));
+  }
+  return absl::OkStatus();
+}
+
+} // namespace graphopt

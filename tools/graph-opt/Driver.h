@@ -1,0 +1,12 @@
+//===- Driver.h - The graph-opt driver, callable in-process ------*- C++ -*-===//
+#pragma once
+
+namespace graphopt {
+
+/// Runs the graph-opt driver on a command line (argv[0] is the program name),
+/// as the graph-opt program does, and returns its exit code: 0 ok, 1 a
+/// rewrite failed verification, 2 bad input or usage. Command-line options
+/// are LLVM's (global): one call per process.
+int driverMain(int argc, char **argv);
+
+} // namespace graphopt
