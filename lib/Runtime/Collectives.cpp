@@ -22,11 +22,23 @@ const Constant *constantArgument(const Node &node, const char *name) {
 
 std::string howToRun() {
   return "collectives run on a torch.distributed process group, which `python -m graph_opt` "
-         "creates under torchrun (torchrun --nproc-per-node N -m graph_opt IN.pt2 ...; "
+         "creates under torchrun (torchrun --nproc-per-node N -m graph_opt -- IN.pt2 ...; "
          "docs/Distributed.md)";
 }
 
 } // namespace
+
+absl::StatusOr<int> processGroupSize(const std::string &name) {
+  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  try {
+    pg = c10d::resolve_process_group(name);
+  } catch (...) {
+  }
+  if (!pg)
+    return absl::NotFoundError(
+        absl::StrCat("process group \"", name, "\" is not registered in this process: ", howToRun()));
+  return pg->getSize();
+}
 
 bool isCollective(const Node &node) {
   llvm::StringRef ns = llvm::StringRef(node.schema().name()).split("::").first;
@@ -48,16 +60,10 @@ absl::Status checkProcessGroups(const Graph &graph) {
     const std::string &name = group->asString();
     auto it = sizes.find(name);
     if (it == sizes.end()) {
-      c10::intrusive_ptr<c10d::ProcessGroup> pg;
-      try {
-        pg = c10d::resolve_process_group(name);
-      } catch (...) {
-      }
-      if (!pg)
-        return absl::FailedPreconditionError(
-            absl::StrCat(where, ": process group \"", name,
-                         "\" is not registered in this process: ", howToRun()));
-      it = sizes.try_emplace(name, pg->getSize()).first;
+      auto size = processGroupSize(name);
+      if (!size.ok())
+        return absl::FailedPreconditionError(absl::StrCat(where, ": ", size.status().message()));
+      it = sizes.try_emplace(name, *size).first;
     }
     if (const Constant *size = constantArgument(n, "group_size");
         size && size->kind() == ConstantKind::Int && size->asInt() != it->second)

@@ -60,18 +60,25 @@ def torchrun(args, cwd):
                         "--nproc-per-node", "2", *args], cwd)
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+
+
 def test_driver_on_two_ranks(tmp_path):
-    """torchrun -m graph_opt: passes, a verified run and one output file per rank."""
-    (tmp_path / "g.gir").write_text(GRAPH)
+    """torchrun -m graph_opt: data-parallel (the world size from the group) after the
+    optimizer, the redundant-op passes (which leave collectives alone), a verified run (every
+    rank gets the same inputs, so the averaged gradients are the local ones) and one output
+    file per rank."""
     # "--": torchrun's own parser would take --run for its --run-path (docs/Distributed.md).
-    rc, out = torchrun(["-m", "graph_opt", "--", "g.gir", "-passes=repeat{cse,canonicalize,dce}",
+    rc, out = torchrun(["-m", "graph_opt", "--", os.path.join(EXAMPLES, "mlp_train_step.gir"),
+                        "-passes=add-optimizer{kind=sgd},data-parallel{bucket=512},"
+                        "repeat{cse,canonicalize,dce}",
                         "--run", "1", "--verify", "--dist-timeout", DIST_TIMEOUT,
                         "-o", "out.{rank}.gir"], tmp_path)
     assert rc == 0, out
     assert out.count("verification PASSED") == 2, out
     for rank in (0, 1):
         text = (tmp_path / f"out.{rank}.gir").read_text()
-        assert text.count("_c10d_functional::all_reduce(") == 3, text
+        assert text.count("_c10d_functional::all_reduce(") == 2, text
 
 
 def test_driver_refuses_one_path_for_every_rank(tmp_path):
@@ -141,3 +148,49 @@ def test_a_peer_that_fails_is_an_error_not_a_hang(tmp_path, peer):
     # The collective, or the wait for it, fails: which one depends on when gloo notices.
     assert re.search(r"node %\w+ = _c10d_functional::(all_reduce|wait_tensor)", out), out
     assert ("Connection closed by peer" if peer == "exits" else "Timed out") in out, out
+
+
+DATA_PARALLEL = textwrap.dedent("""
+    import datetime
+    import torch, torch.distributed as dist
+    import graph_opt
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=%s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+    shard = slice(rank * 4, rank * 4 + 4)
+
+    def gradients(graph, outputs):
+        return {o["target"]: t for o, t in zip(graph.outputs, outputs) if o["role"] == "gradient"}
+
+    half = graph_opt.Graph.load("half.pt2")  # the step at batch 4: one rank's shard
+    graph_opt.run_pipeline(half, "data-parallel{bucket=1KiB}")  # world: the group's size
+    averaged = gradients(half, graph_opt.execute(half, inputs=[x[shard], y[shard]]))
+    full = graph_opt.Graph.load("full.pt2")  # the single-process step on the whole batch
+    reference = gradients(full, graph_opt.execute(full, inputs=[x, y]))
+    assert averaged.keys() == reference.keys() and len(reference) == 4, averaged.keys()
+    for name, grad in reference.items():
+        torch.testing.assert_close(averaged[name], grad, rtol=1e-5, atol=1e-6, msg=name)
+    dist.destroy_process_group()
+    print(f"rank {rank}: {len(reference)} gradients equal the full batch's")
+""")
+
+
+def test_data_parallel_equals_the_full_batch(tmp_path):
+    """Two ranks, each on half a batch with data-parallel: the gradients are the
+    single-process step's on the whole batch (the loss is a mean over the batch)."""
+    import torch
+    import graph_opt
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    loss = lambda m, x, y: torch.nn.functional.cross_entropy(m(x), y)  # noqa: E731
+    for name, batch in (("half", 4), ("full", 8)):
+        graph_opt.export_training_step(model, loss, (torch.randn(batch, 16),
+                                                     torch.randint(0, 4, (batch,))),
+                                       str(tmp_path / f"{name}.pt2"))
+    (tmp_path / "dp.py").write_text(DATA_PARALLEL % DIST_TIMEOUT)
+    rc, out = torchrun(["dp.py"], tmp_path)
+    assert rc == 0, out
+    for rank in (0, 1):
+        assert f"rank {rank}: 4 gradients equal the full batch's" in out, out

@@ -22,12 +22,18 @@
 #include "graphopt/IR/Graph.h"
 
 #include <absl/status/status.h>
+#include <absl/status/statusor.h>
+
+#include <string>
 
 namespace graphopt {
 
 /// True for a functional collective (_c10d_functional::*, including
 /// wait_tensor, and _c10d_functional_autograd::*).
 bool isCollective(const Node &node);
+/// The number of ranks of process group `name` in this process; NotFound
+/// when torch.distributed has registered no group of that name here.
+absl::StatusOr<int> processGroupSize(const std::string &name);
 /// Every collective's process group is registered in this process and has
 /// the size its `group_size` argument says; the error names the node, the
 /// group and how to run collectives (torchrun ... -m graph_opt).

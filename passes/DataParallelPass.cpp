@@ -1,0 +1,245 @@
+//===- DataParallelPass.cpp - A training step made data-parallel ----------===//
+#include "DataParallelPass.h"
+
+#include "graphopt/IR/TypeInference.h"
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/Collectives.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/STLExtras.h>
+
+#include <vector>
+
+namespace graphopt {
+
+namespace {
+
+/// One gradient value (a value may be the gradient output of several tied parameters).
+struct Gradient {
+  Value *value;
+  int64_t bytes;
+};
+
+struct Bucket {
+  std::vector<Gradient> gradients; ///< in the order backward makes them
+  int64_t bytes = 0;
+};
+
+/// True for a use the averaged gradient replaces: a gradient output, or a
+/// node of the optimizer phase.
+bool readsAveraged(const Graph &graph, const Use &use) {
+  if (!use.user)
+    return graph.outputs()[use.argIndex].role == OutputRole::Gradient;
+  return use.user->phase() == Phase::Optimizer;
+}
+
+/// The node after `node`, or null at the end.
+Node *nextNode(Graph &graph, Node *node) {
+  auto it = std::next(node->getIterator());
+  return it == graph.nodes().end() ? nullptr : &*it;
+}
+
+class Rewriter {
+public:
+  Rewriter(Graph &graph, std::string group, int64_t world)
+      : g_(graph), group_(std::move(group)), world_(world) {}
+
+  absl::Status rewrite(const Bucket &bucket, unsigned number) {
+    const std::string tag = absl::StrCat("bucket ", number);
+    // Issued right after the bucket's last gradient is made.
+    Node *last = nullptr;
+    for (const Gradient &gr : bucket.gradients)
+      if (Node *def = gr.value->definingNode(); !last || last->comesBefore(def))
+        last = def;
+    Node *issueBefore = nextNode(g_, last);
+    const Phase issuePhase = last->phase();
+    auto at = [&](Node *before, Phase phase) {
+      return before ? InsertionPoint::before(before, phase) : InsertionPoint::atEnd(g_, phase);
+    };
+    std::vector<Value *> flats;
+    for (const Gradient &gr : bucket.gradients) {
+      auto flat = make("aten::reshape", {Argument::value(gr.value), Argument::constant(Constant::ofIntList({-1}))},
+                       at(issueBefore, issuePhase), tag, "dp_flat");
+      if (!flat.ok())
+        return flat.status();
+      flats.push_back(*flat);
+    }
+    auto buffer = make("aten::cat", {Argument::list(flats), Argument::constant(Constant::ofInt(0))},
+                       at(issueBefore, issuePhase), tag, "dp_bucket");
+    if (!buffer.ok())
+      return buffer.status();
+    const ValueType bufferType = (*buffer)->type();
+    auto sum = makeTyped("_c10d_functional::all_reduce",
+                         {Argument::value(*buffer), Argument::constant(Constant::ofString("sum")),
+                          Argument::constant(Constant::ofString(group_))},
+                         bufferType, at(issueBefore, issuePhase), tag, "dp_sum");
+    if (!sum.ok())
+      return sum.status();
+
+    // Waited for before the first optimizer node that reads one of them.
+    Node *waitBefore = nullptr;
+    for (const Gradient &gr : bucket.gradients)
+      for (const Use &u : gr.value->uses())
+        if (u.user && u.user->phase() == Phase::Optimizer &&
+            (!waitBefore || u.user->comesBefore(waitBefore)))
+          waitBefore = u.user;
+    const Phase waitPhase = waitBefore ? Phase::Optimizer : g_.nodes().back().phase();
+    auto waited = makeTyped("_c10d_functional::wait_tensor", {Argument::value(*sum)}, bufferType,
+                            at(waitBefore, waitPhase), tag, "dp_waited");
+    if (!waited.ok())
+      return waited.status();
+    Value *total = *waited;
+    if (world_ != 1) {
+      auto mean = make("aten::div.Scalar",
+                       {Argument::value(total), Argument::constant(Constant::ofInt(world_))},
+                       at(waitBefore, waitPhase), tag, "dp_mean");
+      if (!mean.ok())
+        return mean.status();
+      total = *mean;
+    }
+    std::vector<int64_t> sizes;
+    for (const Gradient &gr : bucket.gradients)
+      sizes.push_back(gr.value->tensorType().numel());
+    auto pieces = makeNode("aten::split_with_sizes_copy",
+                           {Argument::value(total), Argument::constant(Constant::ofIntList(sizes)),
+                            Argument::constant(Constant::ofInt(0))},
+                           std::vector<ValueType>(sizes.size(), ValueType::unknownTensor()),
+                           at(waitBefore, waitPhase), tag, "dp_piece");
+    if (!pieces.ok())
+      return pieces.status();
+    for (size_t i = 0; i < bucket.gradients.size(); ++i) {
+      Value *local = bucket.gradients[i].value;
+      auto averaged = make("aten::view",
+                           {Argument::value((*pieces)->output(i)),
+                            Argument::constant(Constant::ofIntList(local->tensorType().sizes))},
+                           at(waitBefore, waitPhase), tag, absl::StrCat(local->name().str(), "_avg"));
+      if (!averaged.ok())
+        return averaged.status();
+      local->replaceUsesWithIf(*averaged, [&](const Use &u) { return readsAveraged(g_, u); });
+    }
+    return absl::OkStatus();
+  }
+
+private:
+  /// A node whose output types come from type inference.
+  absl::StatusOr<Value *> make(llvm::StringRef op, llvm::ArrayRef<Argument> args,
+                               const InsertionPoint &where, const std::string &tag,
+                               const std::string &name) {
+    auto n = makeNode(op, args, {ValueType::unknownTensor()}, where, tag, name);
+    if (!n.ok())
+      return n.status();
+    return (*n)->output(0);
+  }
+  /// A node of a given output type: the collectives, whose kernels need a group to run.
+  absl::StatusOr<Value *> makeTyped(llvm::StringRef op, llvm::ArrayRef<Argument> args,
+                                    const ValueType &type, const InsertionPoint &where,
+                                    const std::string &tag, const std::string &name) {
+    auto n = g_.createNode(op, args, {type}, where, {name});
+    if (!n.ok())
+      return n.status();
+    (*n)->setAttr(DataParallelPass::kAttr, Constant::ofString(tag));
+    return (*n)->output(0);
+  }
+  absl::StatusOr<Node *> makeNode(llvm::StringRef op, llvm::ArrayRef<Argument> args,
+                                  std::vector<ValueType> types, const InsertionPoint &where,
+                                  const std::string &tag, const std::string &name) {
+    auto n = g_.createNode(op, args, types, where, std::vector<std::string>(types.size(), name));
+    if (!n.ok())
+      return n.status();
+    (*n)->setAttr(DataParallelPass::kAttr, Constant::ofString(tag));
+    if (absl::Status st = inferNodeTypes(**n); !st.ok())
+      return absl::InternalError(absl::StrCat("typing ", (*n)->describe(), ": ", st.message()));
+    return *n;
+  }
+
+  Graph &g_;
+  std::string group_;
+  int64_t world_;
+};
+
+} // namespace
+
+absl::Status DataParallelPass::validateOptions() {
+  if (bucket_.get().isPercent() || bucket_.get().byteValue() <= 0)
+    return absl::InvalidArgumentError("bucket must be a positive number of bytes (e.g. 25MiB)");
+  if (world_.get() && *world_.get() < 1)
+    return absl::InvalidArgumentError("world must be at least 1");
+  if (group_.get().empty())
+    return absl::InvalidArgumentError("group must name a process group");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> DataParallelPass::transform(Graph &graph, AnalysisManager &) {
+  for (const Node &n : graph.nodes())
+    if (n.hasAttr(kAttr))
+      return absl::FailedPreconditionError(
+          absl::StrCat("the graph is data-parallel already (", n.describe(),
+                       " averages gradients): its gradients would be averaged twice"));
+  int64_t world = world_.get().value_or(0);
+  if (!world_.get()) {
+    auto size = processGroupSize(group_.get());
+    if (!size.ok())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "world= is not given and ", size.status().message(),
+          "; give world=N to plan for N ranks without them"));
+    world = *size;
+  }
+
+  // The gradients, each value once, in the order backward makes them.
+  std::vector<Gradient> gradients;
+  llvm::DenseSet<const Value *> seen;
+  for (const GraphOutput &out : graph.outputs()) {
+    if (out.role != OutputRole::Gradient || !seen.insert(out.value).second)
+      continue;
+    const Value *v = out.value;
+    if (!v->isTensor() || !v->tensorType().isKnown())
+      return absl::InvalidArgumentError(absl::StrCat("gradient output %", v->name().str(), " of '",
+                                                     out.target, "' has no known tensor type"));
+    if (v->isGraphInput()) {
+      addStatistic("gradients that are graph inputs (left alone)");
+      continue;
+    }
+    gradients.push_back({out.value, v->tensorType().storageBytes()});
+  }
+  if (gradients.empty())
+    return false;
+  llvm::stable_sort(gradients, [](const Gradient &a, const Gradient &b) {
+    return a.value->definingNode()->comesBefore(b.value->definingNode());
+  });
+
+  // Buckets: one open per dtype and device, closed at `bucket` bytes.
+  const int64_t cap = bucket_.get().byteValue();
+  std::vector<Bucket> buckets;
+  std::vector<std::pair<std::pair<c10::ScalarType, std::string>, size_t>> open;
+  for (const Gradient &gr : gradients) {
+    const TensorType &t = gr.value->tensorType();
+    std::pair<c10::ScalarType, std::string> key{t.dtype, t.device.str()};
+    auto it = llvm::find_if(open, [&](const auto &o) { return o.first == key; });
+    if (it == open.end()) {
+      buckets.emplace_back();
+      open.push_back({key, buckets.size() - 1});
+      it = std::prev(open.end());
+    }
+    Bucket &b = buckets[it->second];
+    b.gradients.push_back(gr);
+    b.bytes += gr.bytes;
+    if (b.bytes >= cap)
+      open.erase(it);
+  }
+  // Issued in the order their last gradients are made.
+  Rewriter rewriter(graph, group_.get(), world);
+  unsigned number = 0;
+  for (const Bucket &b : buckets) {
+    if (absl::Status st = rewriter.rewrite(b, number++); !st.ok())
+      return st;
+    addStatistic("gradient bytes all-reduced", b.bytes);
+  }
+  addStatistic("buckets", static_cast<int64_t>(buckets.size()));
+  addStatistic("gradients averaged", static_cast<int64_t>(gradients.size()));
+  return true;
+}
+
+GRAPHOPT_REGISTER_PASS(DataParallelPass);
+
+} // namespace graphopt
