@@ -435,6 +435,10 @@ PYBIND11_MODULE(_C, module) {
            "(torch.export.load reads it; docs/Pt2ArchiveFormat.md), atomically.")
       .def_static("_from_program", &fromProgram, py::arg("json"), py::arg("weights"),
                   py::arg("name"), py::arg("example_inputs"))
+      .def_property_readonly(
+          "example_inputs", [](const Model &m) { return m.imported.exampleInputs; },
+          "The user inputs the source carried (a .pt2's example inputs), in input order; "
+          "empty when it carried none.")
       .def_property_readonly("remarks", [](const Model &m) { return m.imported.remarks; })
       .def_property_readonly("type_conflicts", [](const Model &m) {
         return std::vector<std::string>(m.graph().typeConflicts().begin(),
