@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -150,6 +150,16 @@ bench-planners: build
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/planners
+
+# graph-opt's data-parallel pass against DistributedDataParallel on gloo ranks of this machine
+# (benchmarks/distributed/data_parallel.py, docs/Distributed.md): step time and exposed
+# communication per rank, the tiny MLP, GPT-2 and ResNet-18 without dropout.
+BENCH_DP_MODELS ?= mlp,gpt2,resnet18
+BENCH_DP_RANKS ?= 2
+bench-distributed: build
+	@$(VENV)/bin/python benchmarks/distributed/data_parallel.py --models '$(BENCH_DP_MODELS)' \
+	  --ranks $(BENCH_DP_RANKS) --runs $(BENCH_RUNS) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
+	  -o $(BENCH_DIR)/distributed
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit
