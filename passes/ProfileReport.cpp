@@ -1,11 +1,13 @@
 //===- ProfileReport.cpp - The profile's files: CSV, JSON, Chrome trace ---===//
 #include "ProfileReport.h"
 
+#include "graphopt/Runtime/Collectives.h"
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_format.h>
 #include <llvm/Support/FormatVariadic.h>
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/Support/JSON.h>
 
 namespace graphopt {
@@ -31,7 +33,65 @@ std::string pretty(llvm::json::Value v) {
 
 struct Reports {
   std::string nodeCsv, activationCsv, json, trace;
+  std::string traceName = "trace.json"; ///< trace_rank_R.json on a rank of a process group
 };
+
+/// A collective from its call to the end of the wait for it, by node rank.
+struct Transfer {
+  size_t issue, wait;
+  int64_t bytes;
+};
+
+std::vector<Transfer> transfersOf(const ProfileResult &p) {
+  llvm::DenseMap<const Node *, size_t> rankOf;
+  for (size_t r = 0; r < p.nodes.size(); ++r)
+    rankOf[p.nodes[r].node] = r;
+  std::vector<Transfer> out;
+  for (size_t r = 0; r < p.nodes.size(); ++r) {
+    const Node &n = *p.nodes[r].node;
+    if (!isCollective(n) || isWait(n))
+      continue;
+    size_t wait = r;
+    for (const Value *v : n.outputs())
+      for (const Use &u : v->uses())
+        if (u.user && isWait(*u.user))
+          if (auto it = rankOf.find(u.user); it != rankOf.end())
+            wait = std::max(wait, it->second);
+    out.push_back({r, wait, p.nodes[r].outputBytes});
+  }
+  return out;
+}
+
+/// profile.json's "communication": what the step's collectives cost it (node
+/// medians): the calls that issue them and the waits, which block until the
+/// data has moved, and the compute that ran while they were in flight.
+llvm::json::Value communicationSummary(const Graph &graph, const ProfileResult &p,
+                                       const std::vector<Transfer> &transfers) {
+  if (transfers.empty())
+    return nullptr;
+  int64_t bytes = 0;
+  double callSeconds = 0, waitSeconds = 0, overlapped = 0;
+  for (const Transfer &t : transfers) {
+    bytes += t.bytes;
+    callSeconds += p.nodes[t.issue].seconds;
+    if (t.wait != t.issue)
+      waitSeconds += p.nodes[t.wait].seconds;
+    for (size_t r = t.issue + 1; r < t.wait; ++r)
+      overlapped += p.nodes[r].seconds;
+  }
+  const std::string group = firstGroupName(graph);
+  auto rank = processGroupRank(group);
+  auto size = processGroupSize(group);
+  return llvm::json::Object{
+      {"collectives", static_cast<int64_t>(transfers.size())},
+      {"bytes", bytes},
+      {"group", group},
+      {"rank", rank.ok() ? llvm::json::Value(*rank) : nullptr},
+      {"world_size", size.ok() ? llvm::json::Value(*size) : nullptr},
+      {"call_time_s", callSeconds},
+      {"wait_time_s", waitSeconds},
+      {"overlapped_compute_s", overlapped}};
+}
 
 Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOptions &options) {
   Reports out;
@@ -96,6 +156,12 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"module", stringAttr(*a.value->definingNode(), "module")}});
   }
 
+  const std::vector<Transfer> transfers = transfersOf(p);
+  llvm::json::Value communication = communicationSummary(graph, p, transfers);
+  if (const llvm::json::Object *c = communication.getAsObject())
+    if (llvm::Optional<int64_t> rank = c->getInteger("rank"))
+      out.traceName = absl::StrCat("trace_rank_", *rank, ".json");
+
   llvm::json::Value limit = nullptr;
   if (options.memoryLimitBytes > 0)
     limit = options.memoryLimitBytes;
@@ -123,6 +189,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
       {"forward_end_rank", p.forwardEndRank},
       {"backward_end_rank", p.backwardEndRank},
       {"breakdown_at_peak", byKind(p.breakdownAtPeak)},
+      {"communication", std::move(communication)},
       {"nodes", std::move(nodes)},
       {"activations", std::move(activations)}};
   out.json = pretty(std::move(summary));
@@ -163,6 +230,31 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
                                         {"pid", 1},
                                         {"args", llvm::json::Object{{"live", step.liveBytes[rank]}}}});
   }
+  // Communication on a track of its own: each collective from its call to
+  // the end of its wait, beside the nodes that ran meanwhile.
+  if (!transfers.empty())
+    events.push_back(llvm::json::Object{{"name", "thread_name"}, {"ph", "M"}, {"pid", 1},
+                                        {"tid", 2},
+                                        {"args", llvm::json::Object{{"name", "communication"}}}});
+  for (const Transfer &t : transfers) {
+    if (t.issue >= step.start.size() || t.wait >= step.start.size())
+      continue;
+    const Node &n = *p.nodes[t.issue].node;
+    const double begin = step.start[t.issue];
+    const double end = step.start[t.wait] + step.seconds[t.wait];
+    events.push_back(llvm::json::Object{
+        {"name", absl::StrCat(reportNodeName(n), " (", n.opName(), ")")},
+        {"cat", "communication"},
+        {"ph", "X"},
+        {"ts", begin * 1e6},
+        {"dur", (end - begin) * 1e6},
+        {"pid", 1},
+        {"tid", 2},
+        {"args", llvm::json::Object{{"bytes", t.bytes},
+                                    {"issued_at_rank", static_cast<int64_t>(t.issue)},
+                                    {"waited_at_rank", static_cast<int64_t>(t.wait)},
+                                    {"wait_s", t.wait != t.issue ? step.seconds[t.wait] : 0.0}}}});
+  }
   out.trace = pretty(llvm::json::Object{{"traceEvents", std::move(events)},
                                         {"displayTimeUnit", "ms"}});
   return out;
@@ -181,7 +273,7 @@ absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profil
   return writeReportFiles(dir, {{"node_stats.csv", r.nodeCsv},
                                 {"activation_stats.csv", r.activationCsv},
                                 {"profile.json", r.json},
-                                {"trace.json", r.trace}});
+                                {r.traceName, r.trace}});
 }
 
 } // namespace graphopt

@@ -26,18 +26,46 @@ std::string howToRun() {
          "docs/Distributed.md)";
 }
 
-} // namespace
-
-absl::StatusOr<int> processGroupSize(const std::string &name) {
+/// torch.distributed's group `name` in this process.
+absl::StatusOr<c10::intrusive_ptr<c10d::ProcessGroup>> resolveGroup(const std::string &name) {
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
   try {
     pg = c10d::resolve_process_group(name);
-  } catch (...) {
+  } catch (...) { // c10d's "could not resolve": said below, with what to do
   }
   if (!pg)
     return absl::NotFoundError(
         absl::StrCat("process group \"", name, "\" is not registered in this process: ", howToRun()));
-  return pg->getSize();
+  return pg;
+}
+
+} // namespace
+
+absl::StatusOr<int> processGroupSize(const std::string &name) {
+  auto pg = resolveGroup(name);
+  if (!pg.ok())
+    return pg.status();
+  return (*pg)->getSize();
+}
+
+absl::StatusOr<int> processGroupRank(const std::string &name) {
+  auto pg = resolveGroup(name);
+  if (!pg.ok())
+    return pg.status();
+  return (*pg)->getRank();
+}
+
+std::string firstGroupName(const Graph &graph) {
+  for (const Node &n : graph.nodes())
+    if (isCollective(n))
+      if (const Constant *group = constantArgument(n, "group_name");
+          group && group->kind() == ConstantKind::String)
+        return group->asString();
+  return "";
+}
+
+bool isWait(const Node &node) {
+  return llvm::StringRef(node.schema().name()) == "_c10d_functional::wait_tensor";
 }
 
 bool isCollective(const Node &node) {

@@ -36,7 +36,8 @@ from .fx import from_fx, to_exported_program, to_fx
 __all__ = ["Error", "Graph", "backend", "compile", "execute", "export_inference", "export_training_step", "from_fx",
            "partitioner", "run_pipeline", "to_exported_program", "to_fx", "verify_rewrite"]
 
-# Reports a pass writes beside its JSON that are not data to load (a Chrome trace).
+# Reports a pass writes beside its JSON that are not data to load (a Chrome trace; on a rank
+# of a process group, trace_rank_R.json).
 _NOT_REPORT_DATA = {"trace.json"}
 
 
@@ -59,7 +60,8 @@ def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, ma
         reports = {}
         if os.path.isdir(where):
             for name in sorted(os.listdir(where)):
-                if name.endswith(".json") and name not in _NOT_REPORT_DATA:
+                if (name.endswith(".json") and name not in _NOT_REPORT_DATA
+                        and not name.startswith("trace_rank_")):
                     with open(os.path.join(where, name), encoding="utf-8") as f:
                         reports[name[: -len(".json")]] = json.load(f)
         result["reports"] = reports

@@ -20,6 +20,7 @@ With more than one rank, `{rank}` in any argument becomes the rank, and every pa
 writes (-o, --report-dir, --benchmark-json) must contain it: ranks never write one file.
 """
 import datetime
+import json
 import os
 import sys
 
@@ -114,11 +115,47 @@ def main(argv):
         joined = True
     elif dist.is_initialized():
         rank = dist.get_rank()
+    report_dirs = [path for option, path in _written_paths(argv) if option == "--report-dir"]
     argv = [a.replace("{rank}", str(rank)) for a in argv]
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        return _C._driver_main(["graph-opt"] + argv)
+        rc = _C._driver_main(["graph-opt"] + argv)
+        if joined and world > 1 and report_dirs:
+            _merged_summary(dist, rc, rank, world, report_dirs[-1])
+        return rc
     finally:
         if joined:
             dist.destroy_process_group()
+
+
+def _merged_summary(dist, rc, rank, world, report_dir):
+    """Rank 0 prints one table from every rank's profile.json (time in communication, the
+    part waited for, per-rank peaks), once all ranks are done writing; nothing where any
+    rank failed or none profiled."""
+    codes = [None] * world
+    try:
+        dist.all_gather_object(codes, rc)
+    except Exception as e:  # noqa: BLE001: a rank that died; its own error says why
+        print(f"graph-opt: no merged summary: {e}", file=sys.stderr)
+        return
+    if rank != 0 or any(c != 0 for c in codes):
+        return
+    rows = []
+    for r in range(world):
+        path = os.path.join(report_dir.replace("{rank}", str(r)), "profile.json")
+        if not os.path.isfile(path):
+            return
+        with open(path) as f:
+            profile = json.load(f)
+        comm = profile.get("communication") or {}
+        rows.append((r, profile.get("step_time_s", 0.0), comm.get("call_time_s", 0.0),
+                     comm.get("wait_time_s", 0.0), comm.get("overlapped_compute_s", 0.0),
+                     comm.get("bytes", 0), profile.get("peak_bytes", 0)))
+    print(f"\nall {world} ranks (each rank's profile.json; node medians):")
+    print(f"  {'rank':>4} {'step ms':>9} {'comm calls ms':>13} {'waiting ms':>10} "
+          f"{'overlapped ms':>13} {'comm MiB':>9} {'peak MiB':>9}")
+    for r, step, calls, wait, overlapped, nbytes, peak in rows:
+        print(f"  {r:>4} {step * 1e3:9.3f} {calls * 1e3:13.3f} {wait * 1e3:10.3f} "
+              f"{overlapped * 1e3:13.3f} {nbytes / 2**20:9.2f} {peak / 2**20:9.2f}")
+    sys.stdout.flush()

@@ -4,6 +4,7 @@ Each test starts its ranks in a session of their own and kills the whole session
 test fails or runs out of time, so no rank outlives it. Timings are never asserted: the two
 ranks share two cores with whatever else runs.
 """
+import json
 import os
 import re
 import signal
@@ -71,14 +72,23 @@ def test_driver_on_two_ranks(tmp_path):
     # "--": torchrun's own parser would take --run for its --run-path (docs/Distributed.md).
     rc, out = torchrun(["-m", "graph_opt", "--", os.path.join(EXAMPLES, "mlp_train_step.gir"),
                         "-passes=add-optimizer{kind=sgd},data-parallel{bucket=512},"
-                        "repeat{cse,canonicalize,dce}",
+                        "repeat{cse,canonicalize,dce},profile{runs=2}", "--html=false",
                         "--run", "1", "--verify", "--dist-timeout", DIST_TIMEOUT,
-                        "-o", "out.{rank}.gir"], tmp_path)
+                        "-o", "out.{rank}.gir", "--report-dir", "prof.{rank}"], tmp_path)
     assert rc == 0, out
     assert out.count("verification PASSED") == 2, out
     for rank in (0, 1):
         text = (tmp_path / f"out.{rank}.gir").read_text()
         assert text.count("_c10d_functional::all_reduce(") == 2, text
+        # Each rank's profile: its communication, and a trace with a communication track.
+        profile = json.loads((tmp_path / f"prof.{rank}" / "profile.json").read_text())
+        comm = profile["communication"]
+        assert (comm["rank"], comm["world_size"], comm["collectives"]) == (rank, 2, 2), comm
+        trace = json.loads((tmp_path / f"prof.{rank}" / f"trace_rank_{rank}.json").read_text())
+        track = [e for e in trace["traceEvents"] if e.get("tid") == 2 and e["ph"] == "X"]
+        assert len(track) == 2 and all(e["cat"] == "communication" for e in track), track
+    # Rank 0's one table for all ranks.
+    assert "all 2 ranks (each rank's profile.json" in out, out
 
 
 def test_driver_refuses_one_path_for_every_rank(tmp_path):

@@ -34,6 +34,12 @@ bool isCollective(const Node &node);
 /// The number of ranks of process group `name` in this process; NotFound
 /// when torch.distributed has registered no group of that name here.
 absl::StatusOr<int> processGroupSize(const std::string &name);
+/// This process's rank in process group `name`; NotFound as processGroupSize.
+absl::StatusOr<int> processGroupRank(const std::string &name);
+/// The process group the first collective of `graph` names ("" when it has none).
+std::string firstGroupName(const Graph &graph);
+/// True for _c10d_functional::wait_tensor.
+bool isWait(const Node &node);
 /// Every collective's process group is registered in this process and has
 /// the size its `group_size` argument says; the error names the node, the
 /// group and how to run collectives (torchrun ... -m graph_opt).
