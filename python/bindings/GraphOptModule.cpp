@@ -480,6 +480,9 @@ PYBIND11_MODULE(_C, module) {
       py::arg("argv"),
       "The graph-opt driver on a command line (argv[0] the program name); returns its exit "
       "code. Once per process (its options are global): python -m graph_opt.");
+  module.def(
+      "_report_tools", [] { return py::make_tuple(reportPython(), reportScript()); },
+      "(python, make_report.py) the driver draws report.html with.");
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
              py::arg("seed") = 0, py::arg("max_memory") = py::none(),
              "Runs the graph once; returns its outputs (user inputs: the given tensors, else "

@@ -122,17 +122,18 @@ def main(argv):
     try:
         rc = _C._driver_main(["graph-opt"] + argv)
         if joined and world > 1 and report_dirs:
-            _merged_summary(dist, rc, rank, world, report_dirs[-1])
+            _merged_summary(dist, rc, rank, world, report_dirs[-1], _C)
         return rc
     finally:
         if joined:
             dist.destroy_process_group()
 
 
-def _merged_summary(dist, rc, rank, world, report_dir):
+def _merged_summary(dist, rc, rank, world, report_dir, _C):
     """Rank 0 prints one table from every rank's profile.json (time in communication, the
-    part waited for, per-rank peaks), once all ranks are done writing; nothing where any
-    rank failed or none profiled."""
+    part waited for, per-rank peaks), once all ranks are done writing, and redraws its
+    report.html with a section for all ranks; nothing where any rank failed or none
+    profiled."""
     codes = [None] * world
     try:
         dist.all_gather_object(codes, rc)
@@ -159,3 +160,14 @@ def _merged_summary(dist, rc, rank, world, report_dir):
         print(f"  {r:>4} {step * 1e3:9.3f} {calls * 1e3:13.3f} {wait * 1e3:10.3f} "
               f"{overlapped * 1e3:13.3f} {nbytes / 2**20:9.2f} {peak / 2**20:9.2f}")
     sys.stdout.flush()
+    # Rank 0's report.html (where the driver drew one) with every rank's memory beside it.
+    own = report_dir.replace("{rank}", "0")
+    if os.path.isfile(os.path.join(own, "report.html")):
+        import subprocess
+        python, script = _C._report_tools()
+        dirs = ",".join(report_dir.replace("{rank}", str(r)) for r in range(world))
+        drawn = subprocess.run([python, script, own, "--ranks", dirs], capture_output=True,
+                               text=True)
+        if drawn.returncode != 0:
+            print(f"graph-opt: report.html for all ranks: {drawn.stderr.strip()}",
+                  file=sys.stderr)

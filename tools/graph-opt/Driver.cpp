@@ -262,7 +262,7 @@ int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor
 
 /// Draws report.html from the profile in `dir` with the project's Python.
 absl::Status drawHtmlReport(llvm::StringRef dir) {
-  llvm::StringRef python = GRAPHOPT_REPORT_PYTHON, script = GRAPHOPT_REPORT_SCRIPT;
+  llvm::StringRef python = reportPython(), script = reportScript();
   for (llvm::StringRef needed : {python, script})
     if (!llvm::sys::fs::exists(needed))
       return absl::NotFoundError(absl::StrCat("report.html: ", needed.str(),
@@ -289,6 +289,9 @@ bool reportsHoldAProfile(llvm::StringRef stagingDir) {
 int runDriver(int argc, char **argv);
 
 } // namespace
+
+const char *graphopt::reportPython() { return GRAPHOPT_REPORT_PYTHON; }
+const char *graphopt::reportScript() { return GRAPHOPT_REPORT_SCRIPT; }
 
 int graphopt::driverMain(int argc, char **argv) {
   // Where a GPU may be, LibTorch's CUDA backend is loaded before anything

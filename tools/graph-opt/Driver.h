@@ -9,4 +9,9 @@ namespace graphopt {
 /// are LLVM's (global): one call per process.
 int driverMain(int argc, char **argv);
 
+/// The interpreter and script that draw report.html from a profile
+/// (tools/report/make_report.py, with the project's Python: matplotlib).
+const char *reportPython();
+const char *reportScript();
+
 } // namespace graphopt

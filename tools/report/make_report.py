@@ -19,6 +19,11 @@ JavaScript runs. It holds:
   by recompute ratio (bytes freed per second of recomputation);
 - tables: a summary, the largest activations, the slowest nodes, time by module.
 
+--ranks DIR0,DIR1,... (the report directories of every rank of a distributed step, in rank
+order, DIR among them; `python -m graph_opt` under torchrun passes it to rank 0's report) adds
+a section for all ranks: each rank's measured memory against execution rank in one plot, and
+a table of each rank's step time, communication (calls, waits, compute overlapped) and peak.
+
 --plots-dir also writes each plot as a PNG file there (docs/images/ comes from it).
 The report is written atomically (a temporary file beside it, then a rename). A missing or
 malformed profile.json is an error naming the file and what is wrong, with exit code 2 and
@@ -585,6 +590,47 @@ def _label_candidates(ax, profile, acts):
         ax.add_artist(key)
 
 
+def plot_ranks(plt, ranks):
+    """Each rank's measured per-node peak against execution rank, one line per rank."""
+    fig, ax = plt.subplots(figsize=(12, 4.8), layout="constrained")
+    ax.set_title("Memory of every rank during the step (measured peak of each node)", pad=22)
+    top = max((max((n["median_peak_mem_bytes"] for n in p["nodes"]), default=0)
+               for _, p in ranks), default=0)
+    if top <= 0:
+        _no_data(ax, "no rank measured any memory")
+        return fig
+    scale = _byte_unit(top)
+    for rank, p in ranks:
+        nodes = p["nodes"]
+        x, values = _steps(nodes, [n["median_peak_mem_bytes"] / scale for n in nodes])
+        ax.step(x, values, where="post", linewidth=1.3,
+                label=f"rank {rank}: peak {fmt_bytes(p['peak_bytes'])}")
+    _phase_boundaries(ax, ranks[0][1])
+    _rank_axis(ax, ranks[0][1]["nodes"])
+    ax.set_ylabel("memory")
+    _bytes_axis(ax.yaxis, scale)
+    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    return fig
+
+
+def ranks_table(ranks):
+    header = ["rank", "step", "communication calls", "waiting", "compute while in flight",
+              "communicated", "peak"]
+    rows = []
+    for rank, p in ranks:
+        comm = p.get("communication") or {}
+        rows.append([str(rank), fmt_time(p["step_time_s"]), fmt_time(comm.get("call_time_s", 0)),
+                     fmt_time(comm.get("wait_time_s", 0)),
+                     fmt_time(comm.get("overlapped_compute_s", 0)),
+                     fmt_bytes(comm.get("bytes", 0)), fmt_bytes(p["peak_bytes"])])
+    return header, rows, set(range(1, len(header)))
+
+
+def load_ranks(dirs):
+    """[(rank, profile)] from each rank's DIR/profile.json, in the order given."""
+    return [(rank, load_profile(os.path.join(d, "profile.json"))) for rank, d in enumerate(dirs)]
+
+
 PLOTS = (  # id, function, alt text
     ("memory", plot_memory, "memory by kind against execution rank"),
     ("breakdown", plot_breakdown, "breakdown of the peak memory by kind"),
@@ -763,6 +809,11 @@ footer { color: #888; font-size: 12px; margin-top: 40px; }
 """
 
 EXPLANATIONS = {
+    "ranks": "Each rank's measured peak at every node (execution rank on the x axis: every "
+             "rank runs the same graph), so that a rank holding more than the others, or "
+             "waiting longer in its collectives, shows. The table gives each rank's step, the "
+             "time its collectives took to issue and to wait for, and the compute that ran "
+             "while they were in flight (profile.json's communication).",
     "memory": (
         "The coloured areas are what the liveness simulation says is allocated while each "
         "node runs, stacked by kind: weights (PARAM), gradients (GRAD), optimizer state "
@@ -816,7 +867,7 @@ def render_plot(plot_id, alt, png):
             f'<p class="how">{html.escape(EXPLANATIONS[plot_id])}</p>')
 
 
-def render_html(profile, limit, pngs):
+def render_html(profile, limit, pngs, ranks=None):
     plots = {pid: render_plot(pid, alt, pngs[pid]) for pid, _, alt in PLOTS}
     title = f"graph-opt profile: {profile['graph']}"
     sections = [
@@ -828,6 +879,10 @@ def render_html(profile, limit, pngs):
         ("Activations", plots["activations"]),
         (f"Largest activations (top {TOP_N})", render_table(*largest_activations(profile))),
     ]
+    if ranks:
+        sections.insert(1, (f"All {len(ranks)} ranks",
+                            render_plot("ranks", "each rank's memory against execution rank",
+                                        pngs["ranks"]) + "\n" + render_table(*ranks_table(ranks))))
     body = "\n".join(f"<section>\n<h2>{html.escape(h)}</h2>\n{content}\n</section>"
                      for h, content in sections)
     sub = (f"{profile['device']}, {profile['num_nodes']} nodes, step "
@@ -897,6 +952,9 @@ def parse_args(argv):
                          "profile's memory_limit_bytes")
     ap.add_argument("-o", "--output", metavar="FILE",
                     help="where to write the report (default: DIR/report.html)")
+    ap.add_argument("--ranks", metavar="DIRS",
+                    help="comma-separated report directories of every rank, in rank order: "
+                         "adds a section comparing the ranks")
     ap.add_argument("--plots-dir", metavar="PLOTS",
                     help="also write each plot as a PNG file in this directory")
     return ap.parse_args(argv)
@@ -910,7 +968,11 @@ def main(argv=None):
         limit = args.memory_limit if args.memory_limit is not None \
             else profile["memory_limit_bytes"]
         pngs = draw_plots(profile, limit)
-        page = render_html(profile, limit, pngs).encode("utf-8")
+        ranks = load_ranks([d for d in args.ranks.split(",") if d]) if args.ranks else None
+        if ranks:
+            plt = import_pyplot()
+            pngs["ranks"] = figure_png(plt, plot_ranks(plt, ranks))
+        page = render_html(profile, limit, pngs, ranks).encode("utf-8")
         output = args.output or os.path.join(args.dir, "report.html")
         if args.plots_dir:
             os.makedirs(args.plots_dir, exist_ok=True)
