@@ -2,6 +2,7 @@
 #include "LivenessPass.h"
 
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/Collectives.h"
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
@@ -37,6 +38,42 @@ llvm::json::Array bytesByModuleAtPeak(const LivenessResult &r) {
   return out;
 }
 
+/// What the step's collectives hold (null without any): their output buffers,
+/// how much of them is live at the peak, and the most bytes in flight at once
+/// (issued and not yet waited for: the backend writes them meanwhile).
+llvm::json::Value communicationOf(const Graph &graph, const LivenessResult &r) {
+  int64_t collectives = 0, bytes = 0, atPeak = 0;
+  std::vector<int64_t> inFlight(r.timeline.size(), 0);
+  for (const Node &n : graph.nodes()) {
+    if (!isCollective(n) || isWait(n))
+      continue;
+    ++collectives;
+    const int64_t issued = r.rank.lookup(&n);
+    for (const Value *v : n.outputs()) {
+      const ValueLiveness *l = r.lookup(v);
+      if (!l)
+        continue;
+      bytes += l->bytes;
+      if (l->created <= r.peakNode && l->freedAfter >= r.peakNode)
+        atPeak += l->bytes;
+      int64_t waited = issued;
+      for (const Use &u : v->uses())
+        if (u.user && isWait(*u.user))
+          waited = std::max(waited, r.rank.lookup(u.user));
+      for (int64_t i = issued; i < waited && i < static_cast<int64_t>(inFlight.size()); ++i)
+        inFlight[i] += l->bytes;
+    }
+  }
+  if (collectives == 0)
+    return nullptr;
+  return llvm::json::Object{
+      {"collectives", collectives},
+      {"buffer_bytes", bytes},
+      {"buffers_at_peak_bytes", atPeak},
+      {"most_in_flight_bytes",
+       inFlight.empty() ? 0 : *std::max_element(inFlight.begin(), inFlight.end())}};
+}
+
 absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::StringRef dir) {
   std::string values = "value,kind,bytes,storage,created,last_forward_use,first_backward_use,"
                        "last_backward_use,freed_after,module\n";
@@ -63,7 +100,8 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
                              {"peak_node", r.peakNode},
                              {"scratch", r.scratch.empty() ? "none" : "measured"},
                              {"breakdown_at_peak", std::move(breakdown)},
-                             {"by_module_at_peak", bytesByModuleAtPeak(r)}};
+                             {"by_module_at_peak", bytesByModuleAtPeak(r)},
+                             {"communication", communicationOf(graph, r)}};
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(summary))) << "\n";
