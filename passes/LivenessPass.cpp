@@ -57,9 +57,8 @@ llvm::json::Value communicationOf(const Graph &graph, const LivenessResult &r) {
       if (l->created <= r.peakNode && l->freedAfter >= r.peakNode)
         atPeak += l->bytes;
       int64_t waited = issued;
-      for (const Use &u : v->uses())
-        if (u.user && isWait(*u.user))
-          waited = std::max(waited, r.rank.lookup(u.user));
+      for (const Node *w : waitsFor(*v))
+        waited = std::max(waited, r.rank.lookup(w));
       for (int64_t i = issued; i < waited && i < static_cast<int64_t>(inFlight.size()); ++i)
         inFlight[i] += l->bytes;
     }

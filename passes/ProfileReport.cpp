@@ -53,10 +53,9 @@ std::vector<Transfer> transfersOf(const ProfileResult &p) {
       continue;
     size_t wait = r;
     for (const Value *v : n.outputs())
-      for (const Use &u : v->uses())
-        if (u.user && isWait(*u.user))
-          if (auto it = rankOf.find(u.user); it != rankOf.end())
-            wait = std::max(wait, it->second);
+      for (const Node *w : waitsFor(*v))
+        if (auto it = rankOf.find(w); it != rankOf.end())
+          wait = std::max(wait, it->second);
     out.push_back({r, wait, p.nodes[r].outputBytes});
   }
   return out;

@@ -68,6 +68,14 @@ bool isWait(const Node &node) {
   return llvm::StringRef(node.schema().name()) == "_c10d_functional::wait_tensor";
 }
 
+llvm::SmallVector<const Node *, 1> waitsFor(const Value &output) {
+  llvm::SmallVector<const Node *, 1> waits;
+  for (const Use &u : output.uses())
+    if (u.user && isWait(*u.user))
+      waits.push_back(u.user);
+  return waits;
+}
+
 bool isCollective(const Node &node) {
   llvm::StringRef ns = llvm::StringRef(node.schema().name()).split("::").first;
   return ns == "_c10d_functional" || ns == "_c10d_functional_autograd";

@@ -23,6 +23,7 @@
 
 #include <absl/status/status.h>
 #include <absl/status/statusor.h>
+#include <llvm/ADT/SmallVector.h>
 
 #include <string>
 
@@ -40,6 +41,8 @@ absl::StatusOr<int> processGroupRank(const std::string &name);
 std::string firstGroupName(const Graph &graph);
 /// True for _c10d_functional::wait_tensor.
 bool isWait(const Node &node);
+/// The wait_tensor nodes that wait for `output` (a collective's result).
+llvm::SmallVector<const Node *, 1> waitsFor(const Value &output);
 /// Every collective's process group is registered in this process and has
 /// the size its `group_size` argument says; the error names the node, the
 /// group and how to run collectives (torchrun ... -m graph_opt).
