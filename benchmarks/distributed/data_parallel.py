@@ -13,7 +13,10 @@ Per model (tools/export/export_model.py, train mode, no dropout, tiny sizes, --b
     without DDP and wrapped in DistributedDataParallel (bucket_cap_mb the same), forward and
     backward.
 Each side's exposed communication is its data-parallel step minus its own step without
-communication (what the overlap did not hide). Printed as a table, written to DIR/results.json
+communication (what the overlap did not hide). Before timing, each rank runs graph-opt's
+data-parallel step and DDP on the same shard of its own (the example inputs made different
+per rank) and compares every gradient (--rtol, relative to the gradient's largest element):
+exit 1 when a rank's differ. Printed as a table, written to DIR/results.json
 (default build/bench/distributed). Timings on shared cores move by several percent; nothing
 here asserts one.
 """
@@ -51,6 +54,16 @@ def median(xs):
 
 # --- the DDP worker, under torchrun ----------------------------------------------------------
 
+def rank_shard(t, rank):
+    """Rank `rank`'s inputs: the example's, made different per rank (floats shifted, token ids
+    and labels rolled along their last dimension), shapes and dtypes unchanged."""
+    if t.dim() == 0:
+        return t
+    if t.is_floating_point():
+        return t + 0.01 * rank
+    return t.roll(rank, dims=-1)
+
+
 def ddp_worker(args):
     import torch
     import torch.distributed as dist
@@ -79,6 +92,28 @@ def ddp_worker(args):
         loss.backward()
         return time.perf_counter() - start
 
+    # Verified before timing: graph-opt's data-parallel step and DDP on the same shard per
+    # rank (the example inputs made different per rank) must give the same gradients; for a
+    # model with BatchNorm, each rank normalizes with its own shard's statistics in both.
+    import graph_opt
+    graph = graph_opt.Graph.load(args.facts.replace(".facts.json", ".pt2"))
+    graph_opt.run_pipeline(graph, f"data-parallel{{bucket={args.bucket}}}")
+    shard = [rank_shard(t, rank) for t in built.train_args]
+    outputs = graph_opt.execute(graph, inputs=shard)
+    ours = {o["target"]: t for o, t in zip(graph.outputs, outputs) if o["role"] == "gradient"}
+    for p in step.parameters():
+        p.grad = None
+    ddp(*shard)[0].backward()
+    theirs = {name: p.grad for name, p in step.named_parameters() if p.grad is not None}
+    worst, worst_name = 0.0, None
+    for name, grad in theirs.items():
+        if name not in ours:
+            raise SystemExit(f"rank {rank}: DDP has a gradient for {name}, graph-opt none")
+        err = ((ours[name] - grad).abs().max() / grad.abs().max().clamp_min(1e-12)).item()
+        if err > worst:
+            worst, worst_name = err, name
+    agrees = worst <= args.rtol
+
     times = {"local": [], "ddp": []}
     for i in range(args.warmup + args.runs):
         for name, module in (("local", step), ("ddp", ddp)):
@@ -86,7 +121,9 @@ def ddp_worker(args):
             if i >= args.warmup:
                 times[name].append(t)
     with open(args.out.replace("{rank}", str(rank)), "w") as f:
-        json.dump({"rank": rank, "local_seconds": times["local"], "ddp_seconds": times["ddp"]}, f)
+        json.dump({"rank": rank, "local_seconds": times["local"], "ddp_seconds": times["ddp"],
+                   "gradients_compared": len(theirs), "worst_relative_error": worst,
+                   "worst_gradient": worst_name, "agrees_with_ddp": agrees}, f)
     dist.destroy_process_group()
     return 0
 
@@ -116,6 +153,9 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=None, help="per rank (default: tiny's)")
     parser.add_argument("--bucket", type=parse_bytes, default=25 << 20)
     parser.add_argument("--dist-timeout", type=float, default=300)
+    parser.add_argument("--rtol", type=float, default=1e-4,
+                        help="largest gradient difference from DDP, relative to the gradient's "
+                             "largest element, for a rank to agree")
     parser.add_argument("-o", "--output", default=os.path.join(REPO_ROOT, "build", "bench",
                                                                "distributed"))
     # The DDP worker (this file under torchrun).
@@ -149,7 +189,8 @@ def main(argv=None):
         torchrun(args.ranks, [os.path.abspath(__file__), "--ddp-worker",
                               path.replace(".pt2", ".facts.json"), "--threads", str(args.threads),
                               "--runs", str(args.runs), "--warmup", str(args.warmup),
-                              "--bucket", str(args.bucket), "--dist-timeout",
+                              "--bucket", str(args.bucket), "--rtol", str(args.rtol),
+                              "--dist-timeout",
                               str(args.dist_timeout), "--out",
                               os.path.join(args.output, f"{model}.ddp.{{rank}}.json")],
                  args.threads, args.output)
@@ -166,6 +207,9 @@ def main(argv=None):
                 "graph_opt_peak_bytes": go["optimized"]["peak_bytes_above_inputs"],
                 "ddp_local_s": median(ddp["local_seconds"]),
                 "ddp_s": median(ddp["ddp_seconds"]),
+                "gradients_compared": ddp["gradients_compared"],
+                "worst_relative_error": ddp["worst_relative_error"],
+                "agrees_with_ddp": ddp["agrees_with_ddp"],
             }
             row["graph_opt_exposed_s"] = row["graph_opt_dp_s"] - row["graph_opt_local_s"]
             row["ddp_exposed_s"] = row["ddp_s"] - row["ddp_local_s"]
@@ -178,14 +222,16 @@ def main(argv=None):
           f"{args.warmup} warm-up; medians in ms (exposed: the data-parallel step minus the "
           f"same side's step without communication)")
     print(f"{'model':10} {'rank':>4} | {'graph-opt':>9} {'local':>8} {'exposed':>8} | "
-          f"{'DDP':>9} {'eager':>8} {'exposed':>8} | graph-opt/DDP  verification")
+          f"{'DDP':>9} {'eager':>8} {'exposed':>8} | graph-opt/DDP  gradients vs DDP  "
+          f"verification")
     for r in results:
         print(f"{r['model']:10} {r['rank']:>4} | {r['graph_opt_dp_s'] * 1e3:9.2f} "
               f"{r['graph_opt_local_s'] * 1e3:8.2f} {r['graph_opt_exposed_s'] * 1e3:8.2f} | "
               f"{r['ddp_s'] * 1e3:9.2f} {r['ddp_local_s'] * 1e3:8.2f} "
               f"{r['ddp_exposed_s'] * 1e3:8.2f} | {r['graph_opt_dp_s'] / r['ddp_s']:13.3f}  "
-              f"{r['verification']}")
-    return 0
+              f"{'agree' if r['agrees_with_ddp'] else 'DIFFER'} ({r['gradients_compared']}, "
+              f"{r['worst_relative_error']:.1e})  {r['verification']}")
+    return 0 if all(r["agrees_with_ddp"] for r in results) else 1
 
 
 if __name__ == "__main__":
