@@ -200,7 +200,9 @@ absl::StatusOr<bool> DataParallelPass::transform(Graph &graph, AnalysisManager &
       addStatistic("gradients that are graph inputs (left alone)");
       continue;
     }
-    gradients.push_back({out.value, v->tensorType().storageBytes()});
+    // What the collective moves: every element once, whatever the layout.
+    gradients.push_back({out.value, v->tensorType().numel() *
+                                        static_cast<int64_t>(c10::elementSize(v->tensorType().dtype))});
   }
   if (gradients.empty())
     return false;
