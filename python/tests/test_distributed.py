@@ -99,6 +99,28 @@ def test_driver_refuses_one_path_for_every_rank(tmp_path):
     assert not (tmp_path / "out.gir").exists()
 
 
+# The other collectives, coalesced and list-valued ones among them.
+OTHERS = """graph @others {
+  input %x : f32[4] user_input
+forward:
+  %c0, %c1 = _c10d_functional::all_reduce_coalesced([%x, %x], "sum", "0") : f32[4], f32[4]
+  %c0w = _c10d_functional::wait_tensor(%c0) : f32[4]
+  %c1w = _c10d_functional::wait_tensor(%c1) : f32[4]
+  %b = _c10d_functional::broadcast(%x, 0, "0") : f32[4]
+  %bw = _c10d_functional::wait_tensor(%b) : f32[4]
+  %x8 = aten::cat([%x, %x]) : f32[8]
+  %rs = _c10d_functional::reduce_scatter_tensor(%x8, "sum", 2, "0") : f32[4]
+  %rsw = _c10d_functional::wait_tensor(%rs) : f32[4]
+  %a2a = _c10d_functional::all_to_all_single(%x, [2, 2], [2, 2], "0") : f32[4]
+  %a2aw = _c10d_functional::wait_tensor(%a2a) : f32[4]
+  output %c0w user_output
+  output %c1w user_output
+  output %bw user_output
+  output %rsw user_output
+  output %a2aw user_output
+}
+"""
+
 VALUES = textwrap.dedent("""
     import datetime, sys
     import torch, torch.distributed as dist
@@ -117,6 +139,12 @@ VALUES = textwrap.dedent("""
         sys.exit("a graph for 4 ranks ran on 2")
     except graph_opt.Error as e:
         assert 'group_size=4 but process group "0" has 2 ranks' in str(e), e
+    # Coalesced, broadcast, reduce-scatter, all-to-all (rank r holds r + 1 everywhere).
+    c0, c1, b, rs, a2a = graph_opt.execute(graph_opt.Graph.parse(%r), inputs=[x])
+    for name, got, want in (("all_reduce_coalesced", c0, [3.0] * 4), ("its second", c1, [3.0] * 4),
+                            ("broadcast", b, [1.0] * 4), ("reduce_scatter", rs, [3.0] * 4),
+                            ("all_to_all", a2a, [1.0, 1.0, 2.0, 2.0])):
+        assert torch.equal(got, torch.tensor(want)), (name, got)
     dist.destroy_process_group()
     print(f"rank {rank}: ok")
 """)
@@ -124,7 +152,7 @@ VALUES = textwrap.dedent("""
 
 def test_collectives_compute_across_ranks(tmp_path):
     """graph_opt.execute in a user's own torchrun script: the values each rank gets."""
-    (tmp_path / "values.py").write_text(VALUES % (DIST_TIMEOUT, GRAPH))
+    (tmp_path / "values.py").write_text(VALUES % (DIST_TIMEOUT, GRAPH, OTHERS))
     rc, out = torchrun(["values.py"], tmp_path)
     assert rc == 0, out
     assert "rank 0: ok" in out and "rank 1: ok" in out, out
