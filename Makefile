@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile demo check-install check-roundtrip bench bench-compile bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -150,6 +150,14 @@ bench-planners: build
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/planners
+
+# Every distributed test on two gloo ranks (python/tests/test_distributed.py), the longer ones
+# make test leaves out included: data-parallel on half a batch per rank against the
+# single-process full batch (two exports), and a peer that hangs (a collective timeout).
+test-distributed: build
+	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_DISTRIBUTED_ALL=1 \
+	  GRAPHOPT_ZOO_DIR=$(abspath $(BUILD_DIR))/zoo \
+	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests/test_distributed.py
 
 # graph-opt's data-parallel pass against DistributedDataParallel on gloo ranks of this machine
 # (benchmarks/distributed/data_parallel.py, docs/Distributed.md): step time and exposed
