@@ -1,6 +1,8 @@
 //===- DataParallelPass.cpp - A training step made data-parallel ----------===//
 #include "DataParallelPass.h"
 
+#include "ShardParametersPass.h"
+
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Collectives.h"
@@ -172,10 +174,10 @@ absl::Status DataParallelPass::validateOptions() {
 
 absl::StatusOr<bool> DataParallelPass::transform(Graph &graph, AnalysisManager &) {
   for (const Node &n : graph.nodes())
-    if (n.hasAttr(kAttr))
-      return absl::FailedPreconditionError(
-          absl::StrCat("the graph is data-parallel already (", n.describe(),
-                       " averages gradients): its gradients would be averaged twice"));
+    if (n.hasAttr(kAttr) || n.hasAttr(ShardParametersPass::kAttr))
+      return absl::FailedPreconditionError(absl::StrCat(
+          n.hasAttr(kAttr) ? "the graph is data-parallel already (" : "the graph's parameters are sharded (",
+          n.describe(), "): its gradients are averaged over the ranks already"));
   int64_t world = world_.get().value_or(0);
   if (!world_.get()) {
     auto size = processGroupSize(group_.get());

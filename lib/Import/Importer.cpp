@@ -1,5 +1,6 @@
 //===- Importer.cpp - Reading a model by its file extension ---------------===//
 #include "graphopt/Import/Importer.h"
+#include "graphopt/Runtime/ParameterShards.h"
 #include "graphopt/Import/TypeCorrection.h"
 
 #include "graphopt/IR/Exceptions.h"
@@ -70,8 +71,11 @@ absl::Status checkStandInBytes(int64_t bytes, int64_t maxBytes, llvm::StringRef 
 bool needsWeightStandIn(const GraphInput &in, const WeightStore &weights) {
   // Optimizer state is left to the executor, which starts it at zero as
   // torch.optim does; a random momentum would be no stand-in for that.
+  // A parameter's shard is cut from the whole parameter when the step runs
+  // (ParameterShards.h): a stand-in shard would differ from it.
   return in.role != InputRole::UserInput && in.role != InputRole::OptimizerState &&
-         in.value->isTensor() && !weights.contains(in.target);
+         in.value->isTensor() && !weights.contains(in.target) &&
+         !(in.role == InputRole::Parameter && parseShardTarget(in.target));
 }
 
 } // namespace

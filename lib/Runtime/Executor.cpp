@@ -1,6 +1,7 @@
 //===- Executor.cpp - Interpreting a Graph through the c10 dispatcher -----===//
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/Collectives.h"
+#include "graphopt/Runtime/ParameterShards.h"
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
@@ -96,6 +97,34 @@ std::string layoutDifference(const at::Tensor &t, const TensorType &want, c10::D
   return "";
 }
 
+/// Cuts this rank's shard of a sharded parameter (ParameterShards.h) from the
+/// whole parameter in the store, and keeps it under the shard's target, where
+/// kept updates accumulate as they do for any weight.
+absl::Status storeShard(WeightStore &weights, const GraphInput &in, const ShardTarget &shard) {
+  const std::string holder = absl::StrCat("graph input %", in.value->name().str(),
+                                          " (rank's shard of '", shard.parameter, "')");
+  const at::Tensor *whole = weights.lookup(shard.parameter);
+  if (!whole)
+    return absl::FailedPreconditionError(
+        absl::StrCat("no weight for parameter '", shard.parameter, "', whose shard ", holder,
+                     " holds: the whole parameter is cut into the ranks' shards when the step runs"));
+  auto world = processGroupSize(shard.group);
+  auto rank = processGroupRank(shard.group);
+  if (!world.ok() || !rank.ok())
+    return absl::FailedPreconditionError(absl::StrCat(
+        holder, ": ", (world.ok() ? rank.status() : world.status()).message()));
+  const TensorType &want = in.value->tensorType();
+  const int64_t chunk = shardElements(whole->numel(), *world);
+  if (want.rank() != 1 || want.sizes[0] != chunk)
+    return absl::FailedPreconditionError(absl::StrCat(
+        holder, " is ", c10::toString(want.dtype), "[", absl::StrJoin(want.sizes, ", "),
+        "], but the parameter (", shapeOf(*whole), ") over the ", *world, " ranks of group \"",
+        shard.group, "\" makes shards of ", chunk, " elements: the graph was sharded for another "
+        "world size"));
+  weights.set(in.target, shardOf(*whole, *world, *rank));
+  return absl::OkStatus();
+}
+
 } // namespace
 
 Executor::Executor(const Graph &graph, WeightStore &weights, ExecutionOptions options)
@@ -173,6 +202,12 @@ absl::Status Executor::prepareUnguarded() {
       weights_.set(in.target, at::empty_strided(t.sizes, t.strides, options).zero_());
       w = weights_.lookup(in.target);
     }
+    if (!w && in.role == InputRole::Parameter && in.value->isTensor())
+      if (std::optional<ShardTarget> shard = parseShardTarget(in.target)) {
+        if (absl::Status st = storeShard(weights_, in, *shard); !st.ok())
+          return st;
+        w = weights_.lookup(in.target);
+      }
     if (!w)
       return absl::FailedPreconditionError(absl::StrCat("no weight for ", inputRoleName(in.role).str(),
                                                         " '", in.target, "' (graph input %",

@@ -3,8 +3,10 @@
 
 #include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/Runtime/Collectives.h"
 #include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/ParameterShards.h"
 
 #include <ATen/Context.h>
 #include <absl/strings/str_cat.h>
@@ -112,7 +114,26 @@ void compareTensors(const at::Tensor &a, const at::Tensor &b, const VerifierOpti
 std::string outputLabel(const GraphOutput &out, unsigned ordinal) {
   if (out.role == OutputRole::Loss || out.role == OutputRole::UserOutput)
     return absl::StrCat(outputRoleName(out.role).str(), " #", ordinal);
+  // A shard's gradient answers for the whole parameter's (ParameterShards.h).
+  if (std::optional<ShardTarget> shard = parseShardTarget(out.target))
+    return absl::StrCat(outputRoleName(out.role).str(), " ", shard->parameter);
   return absl::StrCat(outputRoleName(out.role).str(), " ", out.target);
+}
+
+/// What the rewritten graph's output `out` is compared with: the original's
+/// value, or where the rewrite sharded the parameter (shard-parameters; the
+/// original's output `before` is the whole gradient) this rank's cut of it,
+/// as reduce_scatter_tensor hands each rank its part.
+absl::StatusOr<at::Tensor> referenceFor(const at::Tensor &original, const GraphOutput &before,
+                                        const GraphOutput &out) {
+  std::optional<ShardTarget> shard = parseShardTarget(out.target);
+  if (!shard || parseShardTarget(before.target) || !original.defined())
+    return original;
+  auto world = processGroupSize(shard->group);
+  auto rank = processGroupRank(shard->group);
+  if (!world.ok() || !rank.ok())
+    return (world.ok() ? rank : world).status();
+  return shardOf(original, *world, *rank);
 }
 
 /// Outputs keyed by role and target (gradients, buffer mutations) or by role and
@@ -262,7 +283,12 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
         c.problem = "missing from the rewritten graph";
         c.originalValue = describeTensor(runs.first.outputs[i]);
       } else {
-        compareTensors(runs.first.outputs[i], runs.second.outputs[it->second], options, c);
+        auto reference = referenceFor(runs.first.outputs[i], original.outputs()[i],
+                                      rewritten.outputs()[it->second]);
+        if (reference.ok())
+          compareTensors(*reference, runs.second.outputs[it->second], options, c);
+        else
+          c.problem = std::string(reference.status().message());
       }
       into.passed &= c.passed;
       into.outputs.push_back(std::move(c));

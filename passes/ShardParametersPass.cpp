@@ -1,0 +1,467 @@
+//===- ShardParametersPass.cpp - Parameters sharded over the ranks --------===//
+#include "ShardParametersPass.h"
+
+#include "DataParallelPass.h"
+#include "graphopt/IR/IRMap.h"
+#include "graphopt/IR/OpEffects.h"
+#include "graphopt/IR/TypeInference.h"
+#include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Runtime/Collectives.h"
+#include "graphopt/Runtime/ParameterShards.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/ADT/StringMap.h>
+
+#include <vector>
+
+namespace graphopt {
+
+namespace {
+
+/// One parameter to shard, and what the rewrite needs to know of its uses.
+struct Parameter {
+  Value *whole;
+  std::string target;
+  unsigned gradientOutput;
+  int64_t chunk;          ///< elements per rank
+  int64_t gatheredBytes;  ///< the all-gathered buffer: world * chunk elements
+  /// Forward nodes that view the parameter (t, permute, view, ...; chains of
+  /// them), in graph order: backward often reads such a view, not the
+  /// parameter, and a parameter gathered again rebuilds them.
+  std::vector<Node *> views;
+  /// The first forward use of the parameter, the last forward use of it or a
+  /// view of it (beyond the views themselves), the first backward use of either.
+  Node *firstForward = nullptr, *lastForward = nullptr, *firstBackward = nullptr;
+  bool keep = false;      ///< the forward gather stays alive for backward
+  Value *shard = nullptr;
+  Value *forwardWhole = nullptr; ///< the parameter rebuilt in forward
+  Value *gradientShard = nullptr;
+};
+
+Node *nextNode(Graph &graph, Node *node) {
+  auto it = std::next(node->getIterator());
+  return it == graph.nodes().end() ? nullptr : &*it;
+}
+
+InsertionPoint at(Graph &graph, Node *before, Phase phase) {
+  return before ? InsertionPoint::before(before, phase) : InsertionPoint::atEnd(graph, phase);
+}
+
+class Rewriter {
+public:
+  Rewriter(Graph &graph, std::string group, int64_t world)
+      : g_(graph), group_(std::move(group)), world_(world) {}
+
+  /// The parameter rebuilt from every rank's shard: the all-gather issued
+  /// before `issueBefore`, its wait and the rebuild before `waitBefore`.
+  absl::StatusOr<Value *> gather(const Parameter &p, Node *issueBefore, Node *waitBefore,
+                                 Phase phase, const std::string &tag) {
+    const TensorType &t = p.whole->tensorType();
+    const ValueType buffer = ValueType::ofTensor(
+        TensorType::contiguous(t.dtype, {world_ * p.chunk}, t.device));
+    const std::string name = p.whole->name().str();
+    auto gathered = typed("_c10d_functional::all_gather_into_tensor",
+                          {Argument::value(p.shard), Argument::constant(Constant::ofInt(world_)),
+                           Argument::constant(Constant::ofString(group_))},
+                          buffer, at(g_, issueBefore, phase), tag, name + "_gathered");
+    if (!gathered.ok())
+      return gathered.status();
+    auto ready = typed("_c10d_functional::wait_tensor", {Argument::value(*gathered)}, buffer,
+                       at(g_, waitBefore, phase), tag, name + "_ready");
+    if (!ready.ok())
+      return ready.status();
+    Value *flat = *ready;
+    if (world_ * p.chunk != t.numel()) {
+      auto cut = inferred("aten::slice.Tensor",
+                          {Argument::value(flat), Argument::constant(Constant::ofInt(0)),
+                           Argument::constant(Constant::ofInt(0)),
+                           Argument::constant(Constant::ofInt(t.numel())),
+                           Argument::constant(Constant::ofInt(1))},
+                          at(g_, waitBefore, phase), tag, name + "_cut");
+      if (!cut.ok())
+        return cut.status();
+      flat = *cut;
+    }
+    return inferred("aten::view",
+                    {Argument::value(flat), Argument::constant(Constant::ofIntList(t.sizes))},
+                    at(g_, waitBefore, phase), tag, name + "_whole");
+  }
+
+  /// The gradient reduce-scattered right after backward makes it; returns the
+  /// collective's (unwaited) result.
+  absl::StatusOr<Value *> reduceScatter(const Parameter &p, Value *gradient) {
+    Node *def = gradient->definingNode();
+    Node *before = nextNode(g_, def);
+    const Phase phase = def->phase();
+    const std::string tag = absl::StrCat("reduce-scatter ", p.target);
+    const std::string name = gradient->name().str();
+    auto flat = inferred("aten::reshape",
+                         {Argument::value(gradient), Argument::constant(Constant::ofIntList({-1}))},
+                         at(g_, before, phase), tag, name + "_flat");
+    if (!flat.ok())
+      return flat.status();
+    Value *whole = *flat;
+    if (const int64_t pad = world_ * p.chunk - gradient->tensorType().numel(); pad > 0) {
+      auto padded = inferred("aten::constant_pad_nd",
+                             {Argument::value(whole), Argument::constant(Constant::ofIntList({0, pad})),
+                              Argument::constant(Constant::ofInt(0))},
+                             at(g_, before, phase), tag, name + "_padded");
+      if (!padded.ok())
+        return padded.status();
+      whole = *padded;
+    }
+    const TensorType &t = gradient->tensorType();
+    return typed("_c10d_functional::reduce_scatter_tensor",
+                 {Argument::value(whole), Argument::constant(Constant::ofString("sum")),
+                  Argument::constant(Constant::ofInt(world_)),
+                  Argument::constant(Constant::ofString(group_))},
+                 ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device)),
+                 at(g_, before, phase), tag, name + "_scattered");
+  }
+
+  /// The wait for a reduce-scatter, and the mean over the ranks, at the end of the step.
+  absl::StatusOr<Value *> finish(const Parameter &p, Value *scattered) {
+    const std::string tag = absl::StrCat("reduce-scatter ", p.target);
+    const Phase phase = g_.nodes().back().phase();
+    auto summed = typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
+                        scattered->type(), InsertionPoint::atEnd(g_, phase), tag,
+                        scattered->name().str() + "_sum");
+    if (!summed.ok() || world_ == 1)
+      return summed;
+    return inferred("aten::div.Scalar",
+                    {Argument::value(*summed), Argument::constant(Constant::ofInt(world_))},
+                    InsertionPoint::atEnd(g_, phase), tag, p.whole->name().str() + "_grad_shard");
+  }
+
+private:
+  /// A node of a given output type (the collectives: their kernels need a group to run).
+  absl::StatusOr<Value *> typed(llvm::StringRef op, llvm::ArrayRef<Argument> args,
+                                const ValueType &type, const InsertionPoint &where,
+                                const std::string &tag, const std::string &name) {
+    auto n = g_.createNode(op, args, {type}, where, {name});
+    if (!n.ok())
+      return n.status();
+    (*n)->setAttr(ShardParametersPass::kAttr, Constant::ofString(tag));
+    return (*n)->output(0);
+  }
+  /// A node whose output type comes from type inference.
+  absl::StatusOr<Value *> inferred(llvm::StringRef op, llvm::ArrayRef<Argument> args,
+                                   const InsertionPoint &where, const std::string &tag,
+                                   const std::string &name) {
+    auto v = typed(op, args, ValueType::unknownTensor(), where, tag, name);
+    if (!v.ok())
+      return v.status();
+    Node &n = *(*v)->definingNode();
+    if (absl::Status st = inferNodeTypes(n); !st.ok())
+      return absl::InternalError(absl::StrCat("typing ", n.describe(), ": ", st.message()));
+    return *v;
+  }
+
+  Graph &g_;
+  std::string group_;
+  int64_t world_;
+};
+
+/// True for a forward node that only views `aliases` (one of its tensor operands is one, and
+/// it writes nothing): its result lives in the parameter's storage.
+bool viewsParameter(const Node &n, const llvm::SmallPtrSetImpl<const Value *> &aliases) {
+  if (n.phase() != Phase::Forward || !opEffects(n).isView() || n.numOutputs() == 0)
+    return false;
+  for (unsigned o = 0; o < n.numOutputs(); ++o)
+    for (const Value *v : aliasedOperands(n, o))
+      if (!aliases.count(v))
+        return false;
+  return !aliasedOperands(n, 0).empty();
+}
+
+/// The parameter's views and its first and last uses (Parameter).
+void findUses(Parameter &p) {
+  llvm::SmallPtrSet<const Value *, 8> aliases{p.whole};
+  llvm::SmallPtrSet<const Node *, 8> isView;
+  std::vector<const Value *> work{p.whole};
+  while (!work.empty()) {
+    const Value *v = work.back();
+    work.pop_back();
+    for (const Use &u : v->uses()) {
+      Node *n = u.user;
+      if (!n || isView.count(n) || !viewsParameter(*n, aliases))
+        continue;
+      isView.insert(n);
+      p.views.push_back(n);
+      for (unsigned o = 0; o < n->numOutputs(); ++o)
+        if (aliases.insert(n->output(o)).second)
+          work.push_back(n->output(o));
+    }
+  }
+  llvm::sort(p.views, [](const Node *a, const Node *b) { return a->comesBefore(b); });
+  for (const Use &u : p.whole->uses())
+    if (u.user->phase() == Phase::Forward &&
+        (!p.firstForward || u.user->comesBefore(p.firstForward)))
+      p.firstForward = u.user;
+  for (const Value *v : aliases)
+    for (const Use &u : v->uses()) {
+      Node *n = u.user;
+      if (!n || isView.count(n))
+        continue;
+      if (n->phase() == Phase::Forward) {
+        if (!p.lastForward || p.lastForward->comesBefore(n))
+          p.lastForward = n;
+      } else if (!p.firstBackward || n->comesBefore(p.firstBackward)) {
+        p.firstBackward = n;
+      }
+    }
+  if (!p.lastForward && !p.views.empty())
+    p.lastForward = p.views.back();
+}
+
+/// Why the graph cannot be sharded as a whole, or OK.
+absl::Status checkGraph(const Graph &graph) {
+  for (const Node &n : graph.nodes()) {
+    if (n.phase() == Phase::Optimizer)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the graph has an optimizer already (", n.describe(),
+          "): run shard-parameters before add-optimizer, which then updates each rank's shard"));
+    if (n.hasAttr(ShardParametersPass::kAttr))
+      return absl::FailedPreconditionError(
+          absl::StrCat("the graph's parameters are sharded already (", n.describe(), ")"));
+    if (n.hasAttr(DataParallelPass::kAttr))
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the graph is data-parallel already (", n.describe(),
+          "): shard-parameters averages the gradients itself (reduce-scatter)"));
+  }
+  for (const GraphInput &in : graph.inputs())
+    if (in.role == InputRole::OptimizerState)
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the graph has optimizer state (input %", in.value->name().str(),
+          "): run shard-parameters before add-optimizer"));
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::Status ShardParametersPass::validateOptions() {
+  if (world_.get() && *world_.get() < 1)
+    return absl::InvalidArgumentError("world must be at least 1");
+  if (group_.get().empty())
+    return absl::InvalidArgumentError("group must name a process group");
+  if (keep_.get().isPercent() ? keep_.get().percentValue() < 0 : keep_.get().byteValue() < 0)
+    return absl::InvalidArgumentError("keep must not be negative");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManager &) {
+  if (absl::Status st = checkGraph(graph); !st.ok())
+    return st;
+  int64_t world = world_.get().value_or(0);
+  if (!world_.get()) {
+    auto size = processGroupSize(group_.get());
+    if (!size.ok())
+      return absl::FailedPreconditionError(absl::StrCat(
+          "world= is not given and ", size.status().message(),
+          "; give world=N to shard for N ranks without them"));
+    world = *size;
+  }
+
+  llvm::StringMap<unsigned> gradientOf;
+  for (unsigned i = 0; i < graph.outputs().size(); ++i)
+    if (graph.outputs()[i].role == OutputRole::Gradient)
+      gradientOf.try_emplace(graph.outputs()[i].target, i);
+
+  // What to shard: every parameter with a gradient.
+  std::vector<Parameter> params;
+  for (const GraphInput &in : graph.inputs()) {
+    if (in.role != InputRole::Parameter)
+      continue;
+    auto grad = gradientOf.find(in.target);
+    const Value *g = grad == gradientOf.end() ? nullptr : graph.outputs()[grad->second].value;
+    if (!g || !g->isTensor() || g->isGraphInput()) {
+      addStatistic("parameters left whole (no gradient)");
+      continue;
+    }
+    const std::string what = absl::StrCat("parameter '", in.target, "' (input %",
+                                          in.value->name().str(), ")");
+    if (in.tiedTo || graph.storageOwner(in.value) != in.value ||
+        llvm::any_of(graph.inputs(), [&](const GraphInput &o) { return o.tiedTo == in.value; }))
+      return absl::UnimplementedError(absl::StrCat(
+          what, " shares its storage with another input (tied weights): shard-parameters does "
+                "not shard tied parameters yet"));
+    const TensorType &t = in.value->tensorType();
+    if (!in.value->isTensor() || !t.isKnown() || !t.isContiguous() || t.storageOffset != 0)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " is not a contiguous tensor of known type: its shards could not be put back "
+                "together with a view"));
+    const TensorType &gt = g->tensorType();
+    if (!gt.isKnown() || gt.dtype != t.dtype || gt.sizes != t.sizes || gt.device != t.device)
+      return absl::InvalidArgumentError(absl::StrCat(what, ": its gradient %", g->name().str(),
+                                                     " has another type than the parameter"));
+    if (llvm::any_of(in.value->uses(), [](const Use &u) { return !u.user; }))
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
+    Parameter p{in.value, in.target, grad->second, shardElements(t.numel(), world), 0};
+    p.gatheredBytes = world * p.chunk * static_cast<int64_t>(c10::elementSize(t.dtype));
+    findUses(p);
+    params.push_back(std::move(p));
+  }
+  if (params.empty())
+    return false;
+
+  // Which gathers stay alive for backward: the shortest waits first, up to `keep`.
+  llvm::DenseMap<const Node *, int64_t> position;
+  for (const Node &n : graph.nodes())
+    position[&n] = static_cast<int64_t>(position.size());
+  std::vector<Parameter *> candidates;
+  int64_t candidateBytes = 0;
+  for (Parameter &p : params)
+    if (p.firstForward && p.firstBackward) {
+      candidates.push_back(&p);
+      candidateBytes += p.gatheredBytes;
+    }
+  llvm::stable_sort(candidates, [&](const Parameter *a, const Parameter *b) {
+    return position[a->firstBackward] - position[a->lastForward] <
+           position[b->firstBackward] - position[b->lastForward];
+  });
+  const int64_t keepBytes = keep_.get().resolve(candidateBytes);
+  int64_t kept = 0;
+  for (Parameter *p : candidates)
+    if (kept + p->gatheredBytes <= keepBytes) {
+      p->keep = true;
+      kept += p->gatheredBytes;
+    }
+
+  // The shards: new inputs, named for the whole parameter.
+  for (Parameter &p : params) {
+    const TensorType &t = p.whole->tensorType();
+    p.shard = graph.addInput(p.whole->name().str() + "_shard",
+                             ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device)),
+                             InputRole::Parameter, shardTarget(p.target, group_.get()));
+  }
+
+  Rewriter rewriter(graph, group_.get(), world);
+  // Backward reads of the parameter's forward views (t, permute, ...) read
+  // the same views of the parameter gathered again, made before `before`.
+  auto rebuildViews = [&](const Parameter &p, Value *again, Node *before) -> absl::Status {
+    llvm::SmallPtrSet<const Node *, 8> needed;
+    for (auto it = p.views.rbegin(); it != p.views.rend(); ++it)
+      for (unsigned o = 0; o < (*it)->numOutputs(); ++o)
+        for (const Use &u : (*it)->output(o)->uses())
+          if (u.user && (u.user->phase() != Phase::Forward || needed.count(u.user)))
+            needed.insert(*it);
+    ValueMap<Value *> map(graph, nullptr);
+    map[p.forwardWhole] = again;
+    for (Node *n : p.views) {
+      if (!needed.count(n))
+        continue;
+      auto clone = graph.cloneNode(*n, map, InsertionPoint::before(before, Phase::Backward));
+      if (!clone.ok())
+        return clone.status();
+      (*clone)->setAttr(kAttr, Constant::ofString(absl::StrCat("gather again ", p.target)));
+      for (unsigned o = 0; o < n->numOutputs(); ++o)
+        n->output(o)->replaceUsesWithIf((*clone)->output(o), [&](const Use &u) {
+          return u.user && u.user->phase() != Phase::Forward && u.user != *clone;
+        });
+    }
+    return absl::OkStatus();
+  };
+  // One phase's gathers, in the order of first use; each issued before the
+  // previous parameter's first use, so that it moves while that one is used.
+  auto gatherAll = [&](std::vector<Parameter *> order, Phase phase,
+                       llvm::function_ref<Node *(const Parameter &)> firstUse,
+                       const char *what) -> absl::Status {
+    llvm::stable_sort(order, [&](const Parameter *a, const Parameter *b) {
+      return firstUse(*a)->comesBefore(firstUse(*b));
+    });
+    Node *previousUse = nullptr;
+    for (Parameter *p : order) {
+      Node *use = firstUse(*p);
+      auto whole = rewriter.gather(*p, previousUse ? previousUse : use, use, phase,
+                                   absl::StrCat(what, " ", p->target));
+      if (!whole.ok())
+        return whole.status();
+      const bool forward = phase == Phase::Forward;
+      p->whole->replaceUsesWithIf(*whole, [&](const Use &u) {
+        return u.user && u.user != (*whole)->definingNode() &&
+               (u.user->phase() == Phase::Forward) == forward;
+      });
+      if (forward)
+        p->forwardWhole = *whole;
+      else if (absl::Status st = rebuildViews(*p, *whole, use); !st.ok())
+        return st;
+      previousUse = use;
+      addStatistic("all-gathers");
+    }
+    return absl::OkStatus();
+  };
+  std::vector<Parameter *> forward, backward;
+  for (Parameter &p : params) {
+    if (p.firstForward)
+      forward.push_back(&p);
+    if (p.firstBackward && !p.keep)
+      backward.push_back(&p);
+  }
+  if (absl::Status st = gatherAll(forward, Phase::Forward,
+                                  [](const Parameter &p) { return p.firstForward; }, "gather");
+      !st.ok())
+    return st;
+  for (Parameter &p : params)
+    if (p.keep)
+      p.whole->replaceAllUsesWith(p.forwardWhole);
+  if (absl::Status st = gatherAll(backward, Phase::Backward,
+                                  [](const Parameter &p) { return p.firstBackward; },
+                                  "gather again");
+      !st.ok())
+    return st;
+
+  // Gradients: reduce-scattered as backward makes them, waited for at the end.
+  std::vector<std::pair<Parameter *, Value *>> scattered;
+  for (Parameter &p : params) {
+    auto s = rewriter.reduceScatter(p, graph.outputs()[p.gradientOutput].value);
+    if (!s.ok())
+      return s.status();
+    scattered.push_back({&p, *s});
+  }
+  llvm::stable_sort(scattered, [](const auto &a, const auto &b) {
+    return a.second->definingNode()->comesBefore(b.second->definingNode());
+  });
+  for (auto &[p, s] : scattered) {
+    auto shard = rewriter.finish(*p, s);
+    if (!shard.ok())
+      return shard.status();
+    p->gradientShard = *shard;
+  }
+
+  // The outputs, in their order, the sharded gradients under the shards' targets.
+  std::vector<GraphOutput> outputs(graph.outputs().begin(), graph.outputs().end());
+  for (const Parameter &p : params) {
+    outputs[p.gradientOutput].value = p.gradientShard;
+    outputs[p.gradientOutput].target = shardTarget(p.target, group_.get());
+  }
+  for (unsigned i = outputs.size(); i-- > 0;)
+    graph.eraseOutput(i);
+  for (GraphOutput &o : outputs)
+    graph.addOutput(o.value, o.role, std::move(o.target));
+  // The whole parameters are no input any more.
+  std::vector<unsigned> erase;
+  for (const Parameter &p : params)
+    erase.push_back(p.whole->index());
+  llvm::sort(erase, std::greater<unsigned>());
+  for (unsigned i : erase)
+    if (absl::Status st = graph.eraseInput(i); !st.ok())
+      return absl::InternalError(absl::StrCat("removing the whole parameter: ", st.message()));
+
+  int64_t perRank = 0;
+  for (const Parameter &p : params)
+    perRank += p.gatheredBytes / world;
+  addStatistic("parameters sharded", static_cast<int64_t>(params.size()));
+  addStatistic("parameter bytes per rank", perRank);
+  addStatistic("parameters kept gathered for backward", static_cast<int64_t>(llvm::count_if(
+                                                             params, [](const Parameter &p) { return p.keep; })));
+  addStatistic("bytes kept gathered for backward", kept);
+  return true;
+}
+
+GRAPHOPT_REGISTER_PASS(ShardParametersPass);
+
+} // namespace graphopt
