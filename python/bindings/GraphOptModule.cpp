@@ -265,14 +265,15 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
   return result;
 }
 
-std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>> inputs,
-                                uint64_t seed, const py::object &maxMemory) {
+py::object execute(Model &m, std::optional<std::vector<at::Tensor>> inputs, uint64_t seed,
+                   const py::object &maxMemory, bool written) {
   const int64_t limit = memoryLimit(maxMemory);
   // The caller's inputs where given, else the model's (no stand-ins made for nothing).
   std::vector<at::Tensor> userInputs =
       orRaise(modelContext(m, m.graph(), seed, limit, inputs)).inputs;
   ExecutionOptions options;
   options.seed = seed;
+  options.captureWrittenInputs = written;
   absl::StatusOr<ExecutionResult> result = absl::InternalError("not run");
   {
     py::gil_scoped_release release;
@@ -282,7 +283,17 @@ std::vector<at::Tensor> execute(Model &m, std::optional<std::vector<at::Tensor>>
   }
   if (!result.ok())
     raise(result.status());
-  return std::move(result->outputs);
+  py::list outputs = py::cast(std::move(result->outputs));
+  if (!written)
+    return std::move(outputs);
+  // What the step wrote in place (an optimizer's parameters and state, batch
+  // norm's running statistics), by target; the model's weights are left as they were.
+  py::dict states;
+  for (auto &[i, t] : result->writtenInputs) {
+    const GraphInput &in = m.graph().inputs()[i];
+    states[py::str(in.role == InputRole::UserInput ? in.value->name().str() : in.target)] = t;
+  }
+  return py::make_tuple(outputs, states);
 }
 
 /// The verifier's report as Python objects; with `check`, a failed
@@ -439,6 +450,12 @@ PYBIND11_MODULE(_C, module) {
           "example_inputs", [](const Model &m) { return m.imported.exampleInputs; },
           "The user inputs the source carried (a .pt2's example inputs), in input order; "
           "empty when it carried none.")
+      .def_property_readonly(
+          "weights",
+          [](const Model &m) { return weightsDict(m.graph(), m.imported.weights, false); },
+          "The graph's parameters, buffers and optimizer state by target, as a run starts "
+          "from them (the source's, with any seeded stand-in a run made); a copy of the dict, "
+          "the tensors themselves.")
       .def_property_readonly("remarks", [](const Model &m) { return m.imported.remarks; })
       .def_property_readonly("type_conflicts", [](const Model &m) {
         return std::vector<std::string>(m.graph().typeConflicts().begin(),
@@ -484,7 +501,9 @@ PYBIND11_MODULE(_C, module) {
       "_report_tools", [] { return py::make_tuple(reportPython(), reportScript()); },
       "(python, make_report.py) the driver draws report.html with.");
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
-             py::arg("seed") = 0, py::arg("max_memory") = py::none(),
+             py::arg("seed") = 0, py::arg("max_memory") = py::none(), py::arg("written") = false,
              "Runs the graph once; returns its outputs (user inputs: the given tensors, else "
-             "the model's examples, else seeded stand-ins).");
+             "the model's examples, else seeded stand-ins). With written=True, returns "
+             "(outputs, {target: tensor}) with every input the step wrote in place, as it left "
+             "it (the model's weights stay as they were).");
 }

@@ -289,3 +289,68 @@ def test_data_parallel_on_the_zoo_gpt2(tmp_path):
     found = re.findall(r"rank (\d): (\d+) gradients averaged in (\d+) buckets", out)
     assert sorted(r for r, _, _ in found) == ["0", "1"], out
     assert all(int(b) > 1 for _, _, b in found), out
+
+
+ZOO_SHARDED = textwrap.dedent("""
+    import datetime
+    import torch, torch.distributed as dist
+    import graph_opt
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=%s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    path = %r
+
+    def tokens(inputs, r):  # rank r's tokens: the example's, rolled by r along the sequence
+        return [t.roll(r, dims=-1) if t.dim() > 0 else t for t in inputs]
+
+    def cut(whole):  # rank's shard: flattened, padded to world * chunk, its chunk
+        chunk = -(-whole.numel() // world)
+        flat = torch.nn.functional.pad(whole.reshape(-1), (0, chunk * world - whole.numel()))
+        return flat[rank * chunk:(rank + 1) * chunk]
+
+    def by_target(graph, values, role):
+        return {o["target"].split("@shard:")[0]: t
+                for o, t in zip(graph.outputs, values) if o["role"] == role}
+
+    local = graph_opt.Graph.load(path)
+    example = local.example_inputs
+    g0, g1 = (by_target(local, graph_opt.execute(local, inputs=tokens(example, r)), "gradient")
+              for r in (0, 1))
+    lr = 0.5
+    for pipeline in ("shard-parameters,add-optimizer{kind=sgd,lr=0.5}",
+                     "shard-parameters{keep=100%%},add-optimizer{kind=sgd,lr=0.5}"):
+        sharded = local.clone()
+        graph_opt.run_pipeline(sharded, pipeline)
+        outputs, written = graph_opt.execute(sharded, inputs=tokens(example, rank), written=True)
+        grads = by_target(sharded, outputs, "gradient")
+        assert grads.keys() == g0.keys() and len(g0) > 10, sorted(grads)
+        for name in g0:
+            mean = (g0[name] + g1[name]) / 2
+            torch.testing.assert_close(grads[name], cut(mean), rtol=1e-5, atol=1e-6, msg=name)
+            # The optimizer updated this rank's shard of the parameter (SGD: w - lr * g).
+            whole = local.weights[name]
+            torch.testing.assert_close(written[name + "@shard:0"], cut(whole - lr * mean),
+                                       rtol=1e-5, atol=1e-6, msg=name)
+        gathers = sum(n["op"] == "_c10d_functional::all_gather_into_tensor" for n in sharded.nodes)
+        print(f"rank {rank}: {pipeline}: {len(g0)} gradient shards and updates, {gathers} gathers")
+    dist.destroy_process_group()
+""")
+
+
+def test_shard_parameters_on_the_zoo_gpt2(tmp_path):
+    """The zoo's GPT-2 with shard-parameters and SGD on two ranks, each on its own tokens:
+    each rank's gradient shards are its cut of the mean of the two single-process steps'
+    gradients, and its updated parameter shards the same cut of the updated parameters, with
+    parameters gathered again for backward and with all kept."""
+    zoo = os.environ.get("GRAPHOPT_ZOO_DIR")
+    path = os.path.join(zoo or "", "gpt2-train-nodrop.pt2")
+    if not zoo or not os.path.isfile(path):
+        pytest.skip("the zoo is not exported (GRAPHOPT_ZOO_DIR)")
+    (tmp_path / "fsdp.py").write_text(ZOO_SHARDED % (DIST_TIMEOUT, path))
+    rc, out = torchrun(["fsdp.py"], tmp_path)
+    assert rc == 0, out
+    found = re.findall(r"rank (\d): (\S+): (\d+) gradient shards and updates, (\d+) gathers", out)
+    assert len(found) == 4, out
+    gathers = {p: int(n) for _, p, _, n in found}
+    # Gathered again for backward: more gathers than with every parameter kept.
+    assert gathers["shard-parameters,add-optimizer{kind=sgd,lr=0.5}"] > \
+        gathers["shard-parameters{keep=100%},add-optimizer{kind=sgd,lr=0.5}"], gathers
