@@ -339,6 +339,30 @@ py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
 
 } // namespace
 
+/// CPU bytes held by tensors made inside a `with` block, counted by graph-opt's
+/// tracking allocator (the one its profiles use), so that a peer run in Python
+/// (DDP, FSDP) is measured as graph-opt measures itself.
+class CpuMemoryTracker {
+public:
+  void enter() {
+    scope_ = std::make_unique<CpuAllocatorScope>();
+    start_ = TrackingCpuAllocator::instance().currentBytes();
+    TrackingCpuAllocator::instance().resetPeak();
+  }
+  void exit() {
+    peak_ = peakBytes();
+    scope_.reset();
+  }
+  /// The highest level above the one at entry (while inside, so far).
+  int64_t peakBytes() const {
+    return scope_ ? TrackingCpuAllocator::instance().peakBytes() - start_ : peak_;
+  }
+
+private:
+  std::unique_ptr<CpuAllocatorScope> scope_;
+  int64_t start_ = 0, peak_ = 0;
+};
+
 PYBIND11_MODULE(_C, module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
   // The meta["custom"] key under which graph-opt keeps a node's phase in a program.
@@ -500,6 +524,16 @@ PYBIND11_MODULE(_C, module) {
   module.def(
       "_report_tools", [] { return py::make_tuple(reportPython(), reportScript()); },
       "(python, make_report.py) the driver draws report.html with.");
+  py::class_<CpuMemoryTracker>(
+      module, "_CpuMemoryTracker",
+      "with _CpuMemoryTracker() as t: ...; t.peak_bytes: the most CPU bytes tensors made in "
+      "the block held at once, above the level at its start (graph-opt's tracking allocator; "
+      "benchmarks/distributed measures DDP and FSDP with it).")
+      .def(py::init<>())
+      .def("__enter__", [](CpuMemoryTracker &t) { t.enter(); return &t; },
+           py::return_value_policy::reference)
+      .def("__exit__", [](CpuMemoryTracker &t, py::args) { t.exit(); return false; })
+      .def_property_readonly("peak_bytes", &CpuMemoryTracker::peakBytes);
   module.def("execute", &execute, py::arg("graph"), py::arg("inputs") = py::none(),
              py::arg("seed") = 0, py::arg("max_memory") = py::none(), py::arg("written") = false,
              "Runs the graph once; returns its outputs (user inputs: the given tensors, else "
