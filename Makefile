@@ -168,6 +168,9 @@ bench-distributed: build
 	@$(VENV)/bin/python benchmarks/distributed/data_parallel.py --models '$(BENCH_DP_MODELS)' \
 	  --ranks $(BENCH_DP_RANKS) --runs $(BENCH_RUNS) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  -o $(BENCH_DIR)/distributed
+	@$(VENV)/bin/python benchmarks/distributed/sharded.py --models '$(BENCH_DP_MODELS)' \
+	  --ranks $(BENCH_DP_RANKS) --runs $(BENCH_RUNS) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
+	  -o $(BENCH_DIR)/distributed
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

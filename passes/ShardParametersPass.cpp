@@ -122,18 +122,19 @@ public:
                  at(g_, before, phase), tag, name + "_scattered");
   }
 
-  /// The wait for a reduce-scatter, and the mean over the ranks, at the end of the step.
-  absl::StatusOr<Value *> finish(const Parameter &p, Value *scattered) {
+  /// The wait for a reduce-scatter, and the mean over the ranks, before
+  /// `before` (null: at the end of the step).
+  absl::StatusOr<Value *> finish(const Parameter &p, Value *scattered, Node *before) {
     const std::string tag = absl::StrCat("reduce-scatter ", p.target);
-    const Phase phase = g_.nodes().back().phase();
+    const Phase phase = before ? before->phase() : g_.nodes().back().phase();
     auto summed = typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
-                        scattered->type(), InsertionPoint::atEnd(g_, phase), tag,
+                        scattered->type(), at(g_, before, phase), tag,
                         scattered->name().str() + "_sum");
     if (!summed.ok() || world_ == 1)
       return summed;
     return inferred("aten::div.Scalar",
                     {Argument::value(*summed), Argument::constant(Constant::ofInt(world_))},
-                    InsertionPoint::atEnd(g_, phase), tag, p.whole->name().str() + "_grad_shard");
+                    at(g_, before, phase), tag, p.whole->name().str() + "_grad_shard");
   }
 
 private:
@@ -414,7 +415,10 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
       !st.ok())
     return st;
 
-  // Gradients: reduce-scattered as backward makes them, waited for at the end.
+  // Gradients: reduce-scattered as backward makes them. The backend holds a
+  // reduce-scatter's input (the whole gradient) until its wait, so each is
+  // waited for once the next one is issued: two whole gradients in flight
+  // at most, as FSDP's post-backward does, and the last at the end.
   std::vector<std::pair<Parameter *, Value *>> scattered;
   for (Parameter &p : params) {
     auto s = rewriter.reduceScatter(p, graph.outputs()[p.gradientOutput].value);
@@ -425,11 +429,14 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
   llvm::stable_sort(scattered, [](const auto &a, const auto &b) {
     return a.second->definingNode()->comesBefore(b.second->definingNode());
   });
-  for (auto &[p, s] : scattered) {
-    auto shard = rewriter.finish(*p, s);
+  for (size_t k = 0; k < scattered.size(); ++k) {
+    Node *before = k + 1 < scattered.size()
+                       ? nextNode(graph, scattered[k + 1].second->definingNode())
+                       : nullptr;
+    auto shard = rewriter.finish(*scattered[k].first, scattered[k].second, before);
     if (!shard.ok())
       return shard.status();
-    p->gradientShard = *shard;
+    scattered[k].first->gradientShard = *shard;
   }
 
   // The outputs, in their order, the sharded gradients under the shards' targets.

@@ -18,9 +18,10 @@
 //     wait between their last forward and first backward use first (least
 //     memory held per gather saved; keep=100% is reshard_after_forward=False).
 //   - Gradients: each is flattened, padded to world * chunk elements and
-//     reduce-scattered (summed) as soon as backward makes it; the waits, and
-//     the division by the world size, come at the end of the step. The
-//     gradient output becomes the rank's shard of the averaged gradient.
+//     reduce-scattered (summed) as soon as backward makes it; it is waited
+//     for (and divided by the world size) once the next one is issued, since
+//     the backend holds the whole gradient until then. The gradient output
+//     becomes the rank's shard of the averaged gradient.
 //
 // Parameters without a gradient stay whole; buffers are not sharded. Refused:
 // a graph with an optimizer already (run shard-parameters first), one that is

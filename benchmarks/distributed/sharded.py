@@ -30,12 +30,13 @@ import datetime
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from data_parallel import EXPORTER, fail, median, rank_shard, torchrun  # noqa: E402
+from data_parallel import EXPORTER, PACKAGE_DIR, fail, median, rank_shard, torchrun  # noqa: E402
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2,
                  "i8": 1, "u8": 1, "bool": 1, "c64": 8, "c128": 16}
@@ -159,6 +160,7 @@ PIPELINES = {"data-parallel": "add-optimizer{kind=adamw},data-parallel",
 
 def graph_opt_input_bytes(path, pipeline, ranks):
     """What a rank of graph-opt holds before its step: the inputs of the rewritten graph."""
+    sys.path.insert(0, PACKAGE_DIR)
     import graph_opt
     graph = graph_opt.Graph.load(path)
     graph_opt.run_pipeline(graph, pipeline.replace("data-parallel", f"data-parallel{{world={ranks}}}")
@@ -194,7 +196,6 @@ def main(argv=None):
                   "--no-dropout", "-o", path]
         if args.batch:
             export += ["--batch", str(args.batch)]
-        import subprocess
         run = subprocess.run(export, capture_output=True, text=True)
         if run.returncode != 0:
             fail(f"exporting {model} failed:\n{run.stderr}")

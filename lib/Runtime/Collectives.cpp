@@ -55,6 +55,14 @@ absl::StatusOr<int> processGroupRank(const std::string &name) {
   return (*pg)->getRank();
 }
 
+bool holdsInputsUntilWaited(const Node &node) {
+  if (!isCollective(node) || isWait(node))
+    return false;
+  llvm::StringRef op = node.opName();
+  op = op.substr(op.find("::") + 2);
+  return !op.startswith("all_reduce") && !op.startswith("broadcast");
+}
+
 std::string firstGroupName(const Graph &graph) {
   for (const Node &n : graph.nodes())
     if (isCollective(n))

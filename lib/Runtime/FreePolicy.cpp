@@ -1,5 +1,6 @@
 //===- FreePolicy.cpp - When the executor drops each value ----------------===//
 #include "graphopt/Runtime/FreePolicy.h"
+#include "graphopt/Runtime/Collectives.h"
 
 namespace graphopt {
 
@@ -19,6 +20,13 @@ ValueMap<const Node *> computeLastUsers(const Graph &graph) {
     }
     for (unsigned i = 0; i < n.numOutputs(); ++i)
       lastUser[n.output(i)] = &n;
+    // A collective's backend holds its inputs until the wait for its result:
+    // the storage lives that long, so the wait is their last user.
+    if (isWait(n) && n.numArgs() > 0 && n.arg(0).isValue() && n.arg(0).getValue())
+      if (const Node *collective = n.arg(0).getValue()->definingNode();
+          collective && holdsInputsUntilWaited(*collective))
+        for (const Value *v : collective->operandValues())
+          lastUser[v] = &n;
   }
   for (const GraphOutput &out : graph.outputs())
     lastUser[out.value] = nullptr;

@@ -13,6 +13,8 @@
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Runtime/Collectives.h"
+#include "graphopt/Runtime/FreePolicy.h"
 #include "graphopt/Runtime/ParameterShards.h"
 #include "../TestSupport.h"
 
@@ -133,6 +135,23 @@ TEST(ShardParametersTest, ShardsReplaceTheWholeParameters) {
       EXPECT_FALSE(alias.mayShareStorage(outs[i].value, outs[j].value))
           << outs[i].value->name().str() << " and " << outs[j].value->name().str();
   EXPECT_TRUE(verifyGraph(*g).ok());
+}
+
+TEST(ShardParametersTest, AReduceScatterHoldsItsInputUntilItsWait) {
+  // The executor's free policy and liveness keep the whole gradient alive
+  // until the wait (the backend holds it that long), not only to the call.
+  auto g = rewritten("shard-parameters{world=2}");
+  ValueMap<const Node *> lastUser = computeLastUsers(*g);
+  unsigned checked = 0;
+  for (const Node &n : g->nodes())
+    if (n.opName() == "_c10d_functional::reduce_scatter_tensor") {
+      const Node *last = lastUser.lookup(n.arg(0).getValue());
+      ASSERT_TRUE(last);
+      EXPECT_TRUE(isWait(*last)) << n.describe() << ": " << last->describe();
+      EXPECT_EQ(last->arg(0).getValue(), n.output(0));
+      ++checked;
+    }
+  EXPECT_EQ(checked, 2u);
 }
 
 TEST(ShardParametersTest, ShardTargetsParseBack) {

@@ -41,6 +41,11 @@ absl::StatusOr<int> processGroupRank(const std::string &name);
 std::string firstGroupName(const Graph &graph);
 /// True for _c10d_functional::wait_tensor.
 bool isWait(const Node &node);
+/// True for a collective whose backend holds its tensor inputs until the
+/// wait for its result (all-gather, reduce-scatter, all-to-all and their
+/// coalesced forms): the storage stays allocated that long, whoever else
+/// drops it. all_reduce and broadcast work on a copy of their input.
+bool holdsInputsUntilWaited(const Node &node);
 /// The wait_tensor nodes that wait for `output` (a collective's result).
 llvm::SmallVector<const Node *, 1> waitsFor(const Value &output);
 /// Every collective's process group is registered in this process and has
