@@ -2,6 +2,7 @@
 #include "DataParallelPass.h"
 
 #include "ShardParametersPass.h"
+#include "TaggedNodeBuilder.h"
 
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"
@@ -36,16 +37,11 @@ bool readsAveraged(const Graph &graph, const Use &use) {
   return use.user->phase() == Phase::Optimizer;
 }
 
-/// The node after `node`, or null at the end.
-Node *nextNode(Graph &graph, Node *node) {
-  auto it = std::next(node->getIterator());
-  return it == graph.nodes().end() ? nullptr : &*it;
-}
-
 class Rewriter {
 public:
   Rewriter(Graph &graph, std::string group, int64_t world)
-      : g_(graph), group_(std::move(group)), world_(world) {}
+      : g_(graph), nodes_(graph, DataParallelPass::kAttr), group_(std::move(group)),
+        world_(world) {}
 
   absl::Status rewrite(const Bucket &bucket, unsigned number) {
     const std::string tag = absl::StrCat("bucket ", number);
@@ -54,11 +50,9 @@ public:
     for (const Gradient &gr : bucket.gradients)
       if (Node *def = gr.value->definingNode(); !last || last->comesBefore(def))
         last = def;
-    Node *issueBefore = nextNode(g_, last);
+    Node *issueBefore = nodeAfter(g_, last);
     const Phase issuePhase = last->phase();
-    auto at = [&](Node *before, Phase phase) {
-      return before ? InsertionPoint::before(before, phase) : InsertionPoint::atEnd(g_, phase);
-    };
+    auto at = [&](Node *before, Phase phase) { return beforeOrAtEnd(g_, before, phase); };
     std::vector<Value *> flats;
     for (const Gradient &gr : bucket.gradients) {
       auto flat = make("aten::reshape", {Argument::value(gr.value), Argument::constant(Constant::ofIntList({-1}))},
@@ -103,11 +97,11 @@ public:
     std::vector<int64_t> sizes;
     for (const Gradient &gr : bucket.gradients)
       sizes.push_back(gr.value->tensorType().numel());
-    auto pieces = makeNode("aten::split_with_sizes_copy",
-                           {Argument::value(total), Argument::constant(Constant::ofIntList(sizes)),
-                            Argument::constant(Constant::ofInt(0))},
-                           std::vector<ValueType>(sizes.size(), ValueType::unknownTensor()),
-                           at(waitBefore, waitPhase), tag, "dp_piece");
+    auto pieces = nodes_.node("aten::split_with_sizes_copy",
+                              {Argument::value(total), Argument::constant(Constant::ofIntList(sizes)),
+                               Argument::constant(Constant::ofInt(0))},
+                              std::vector<ValueType>(sizes.size(), ValueType::unknownTensor()),
+                              at(waitBefore, waitPhase), tag, "dp_piece", /*infer=*/true);
     if (!pieces.ok())
       return pieces.status();
     for (size_t i = 0; i < bucket.gradients.size(); ++i) {
@@ -124,38 +118,19 @@ public:
   }
 
 private:
-  /// A node whose output types come from type inference.
   absl::StatusOr<Value *> make(llvm::StringRef op, llvm::ArrayRef<Argument> args,
                                const InsertionPoint &where, const std::string &tag,
                                const std::string &name) {
-    auto n = makeNode(op, args, {ValueType::unknownTensor()}, where, tag, name);
-    if (!n.ok())
-      return n.status();
-    return (*n)->output(0);
+    return nodes_.inferred(op, args, where, tag, name);
   }
-  /// A node of a given output type: the collectives, whose kernels need a group to run.
   absl::StatusOr<Value *> makeTyped(llvm::StringRef op, llvm::ArrayRef<Argument> args,
                                     const ValueType &type, const InsertionPoint &where,
                                     const std::string &tag, const std::string &name) {
-    auto n = g_.createNode(op, args, {type}, where, {name});
-    if (!n.ok())
-      return n.status();
-    (*n)->setAttr(DataParallelPass::kAttr, Constant::ofString(tag));
-    return (*n)->output(0);
-  }
-  absl::StatusOr<Node *> makeNode(llvm::StringRef op, llvm::ArrayRef<Argument> args,
-                                  std::vector<ValueType> types, const InsertionPoint &where,
-                                  const std::string &tag, const std::string &name) {
-    auto n = g_.createNode(op, args, types, where, std::vector<std::string>(types.size(), name));
-    if (!n.ok())
-      return n.status();
-    (*n)->setAttr(DataParallelPass::kAttr, Constant::ofString(tag));
-    if (absl::Status st = inferNodeTypes(**n); !st.ok())
-      return absl::InternalError(absl::StrCat("typing ", (*n)->describe(), ": ", st.message()));
-    return *n;
+    return nodes_.typed(op, args, type, where, tag, name);
   }
 
   Graph &g_;
+  TaggedNodeBuilder nodes_;
   std::string group_;
   int64_t world_;
 };

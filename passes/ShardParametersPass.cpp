@@ -2,6 +2,7 @@
 #include "ShardParametersPass.h"
 
 #include "DataParallelPass.h"
+#include "TaggedNodeBuilder.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/TypeInference.h"
@@ -21,13 +22,25 @@ namespace graphopt {
 
 namespace {
 
-/// One parameter to shard, and what the rewrite needs to know of its uses.
-struct Parameter {
-  Value *whole;
+/// A graph input of a storage to shard: the owner, or an input tied to it.
+struct Member {
+  Value *input;
   std::string target;
-  unsigned gradientOutput;
-  int64_t chunk;          ///< elements per rank
-  int64_t gatheredBytes;  ///< the all-gathered buffer: world * chunk elements
+  int gradientOutput = -1; ///< the index of its gradient output; -1: none
+  Value *shard = nullptr;
+  Value *scattered = nullptr;     ///< its gradient's reduce-scatter, not waited for
+  Value *gradientShard = nullptr; ///< the rank's shard of its averaged gradient
+};
+
+/// One parameter storage to shard, and what the rewrite needs to know of its uses.
+struct Parameter {
+  Value *whole = nullptr;  ///< the input that owns the storage
+  std::string target;
+  /// The owner first, then the inputs tied to it (tied weights: one storage,
+  /// gathered once, each with its own gradient and shard, the shards tied).
+  std::vector<Member> members;
+  int64_t chunk = 0;         ///< elements per rank
+  int64_t gatheredBytes = 0; ///< the all-gathered buffer: world * chunk elements
   /// Forward nodes that view the parameter (t, permute, view, ...; chains of
   /// them), in graph order: backward often reads such a view, not the
   /// parameter, and a parameter gathered again rebuilds them.
@@ -36,24 +49,19 @@ struct Parameter {
   /// view of it (beyond the views themselves), the first backward use of either.
   Node *firstForward = nullptr, *lastForward = nullptr, *firstBackward = nullptr;
   bool keep = false;      ///< the forward gather stays alive for backward
-  Value *shard = nullptr;
+  Value *shard = nullptr;         ///< the owner's shard
   Value *forwardWhole = nullptr; ///< the parameter rebuilt in forward
-  Value *gradientShard = nullptr;
 };
 
-Node *nextNode(Graph &graph, Node *node) {
-  auto it = std::next(node->getIterator());
-  return it == graph.nodes().end() ? nullptr : &*it;
-}
-
 InsertionPoint at(Graph &graph, Node *before, Phase phase) {
-  return before ? InsertionPoint::before(before, phase) : InsertionPoint::atEnd(graph, phase);
+  return beforeOrAtEnd(graph, before, phase);
 }
 
 class Rewriter {
 public:
   Rewriter(Graph &graph, std::string group, int64_t world)
-      : g_(graph), group_(std::move(group)), world_(world) {}
+      : g_(graph), nodes_(graph, ShardParametersPass::kAttr), group_(std::move(group)),
+        world_(world) {}
 
   /// The parameter rebuilt from every rank's shard: the all-gather issued
   /// before `issueBefore`, its wait and the rebuild before `waitBefore`.
@@ -92,11 +100,11 @@ public:
 
   /// The gradient reduce-scattered right after backward makes it; returns the
   /// collective's (unwaited) result.
-  absl::StatusOr<Value *> reduceScatter(const Parameter &p, Value *gradient) {
+  absl::StatusOr<Value *> reduceScatter(const Parameter &p, const Member &m, Value *gradient) {
     Node *def = gradient->definingNode();
-    Node *before = nextNode(g_, def);
+    Node *before = nodeAfter(g_, def);
     const Phase phase = def->phase();
-    const std::string tag = absl::StrCat("reduce-scatter ", p.target);
+    const std::string tag = absl::StrCat("reduce-scatter ", m.target);
     const std::string name = gradient->name().str();
     auto flat = inferred("aten::reshape",
                          {Argument::value(gradient), Argument::constant(Constant::ofIntList({-1}))},
@@ -124,8 +132,8 @@ public:
 
   /// The wait for a reduce-scatter, and the mean over the ranks, before
   /// `before` (null: at the end of the step).
-  absl::StatusOr<Value *> finish(const Parameter &p, Value *scattered, Node *before) {
-    const std::string tag = absl::StrCat("reduce-scatter ", p.target);
+  absl::StatusOr<Value *> finish(const Member &m, Value *scattered, Node *before) {
+    const std::string tag = absl::StrCat("reduce-scatter ", m.target);
     const Phase phase = before ? before->phase() : g_.nodes().back().phase();
     auto summed = typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
                         scattered->type(), at(g_, before, phase), tag,
@@ -134,34 +142,23 @@ public:
       return summed;
     return inferred("aten::div.Scalar",
                     {Argument::value(*summed), Argument::constant(Constant::ofInt(world_))},
-                    at(g_, before, phase), tag, p.whole->name().str() + "_grad_shard");
+                    at(g_, before, phase), tag, m.input->name().str() + "_grad_shard");
   }
 
 private:
-  /// A node of a given output type (the collectives: their kernels need a group to run).
   absl::StatusOr<Value *> typed(llvm::StringRef op, llvm::ArrayRef<Argument> args,
                                 const ValueType &type, const InsertionPoint &where,
                                 const std::string &tag, const std::string &name) {
-    auto n = g_.createNode(op, args, {type}, where, {name});
-    if (!n.ok())
-      return n.status();
-    (*n)->setAttr(ShardParametersPass::kAttr, Constant::ofString(tag));
-    return (*n)->output(0);
+    return nodes_.typed(op, args, type, where, tag, name);
   }
-  /// A node whose output type comes from type inference.
   absl::StatusOr<Value *> inferred(llvm::StringRef op, llvm::ArrayRef<Argument> args,
                                    const InsertionPoint &where, const std::string &tag,
                                    const std::string &name) {
-    auto v = typed(op, args, ValueType::unknownTensor(), where, tag, name);
-    if (!v.ok())
-      return v.status();
-    Node &n = *(*v)->definingNode();
-    if (absl::Status st = inferNodeTypes(n); !st.ok())
-      return absl::InternalError(absl::StrCat("typing ", n.describe(), ": ", st.message()));
-    return *v;
+    return nodes_.inferred(op, args, where, tag, name);
   }
 
   Graph &g_;
+  TaggedNodeBuilder nodes_;
   std::string group_;
   int64_t world_;
 };
@@ -180,9 +177,13 @@ bool viewsParameter(const Node &n, const llvm::SmallPtrSetImpl<const Value *> &a
 
 /// The parameter's views and its first and last uses (Parameter).
 void findUses(Parameter &p) {
-  llvm::SmallPtrSet<const Value *, 8> aliases{p.whole};
+  llvm::SmallPtrSet<const Value *, 8> aliases;
   llvm::SmallPtrSet<const Node *, 8> isView;
-  std::vector<const Value *> work{p.whole};
+  std::vector<const Value *> work;
+  for (const Member &m : p.members) {
+    aliases.insert(m.input);
+    work.push_back(m.input);
+  }
   while (!work.empty()) {
     const Value *v = work.back();
     work.pop_back();
@@ -198,10 +199,11 @@ void findUses(Parameter &p) {
     }
   }
   llvm::sort(p.views, [](const Node *a, const Node *b) { return a->comesBefore(b); });
-  for (const Use &u : p.whole->uses())
-    if (u.user->phase() == Phase::Forward &&
-        (!p.firstForward || u.user->comesBefore(p.firstForward)))
-      p.firstForward = u.user;
+  for (const Member &m : p.members)
+    for (const Use &u : m.input->uses())
+      if (u.user->phase() == Phase::Forward &&
+          (!p.firstForward || u.user->comesBefore(p.firstForward)))
+        p.firstForward = u.user;
   for (const Value *v : aliases)
     for (const Use &u : v->uses()) {
       Node *n = u.user;
@@ -271,39 +273,65 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
     if (graph.outputs()[i].role == OutputRole::Gradient)
       gradientOf.try_emplace(graph.outputs()[i].target, i);
 
-  // What to shard: every parameter with a gradient.
+  // What to shard: every parameter storage with a gradient (the owner and
+  // the inputs tied to it together).
   std::vector<Parameter> params;
   for (const GraphInput &in : graph.inputs()) {
-    if (in.role != InputRole::Parameter)
+    if (in.role != InputRole::Parameter || graph.storageOwner(in.value) != in.value)
       continue;
-    auto grad = gradientOf.find(in.target);
-    const Value *g = grad == gradientOf.end() ? nullptr : graph.outputs()[grad->second].value;
-    if (!g || !g->isTensor() || g->isGraphInput()) {
+    Parameter p;
+    p.whole = in.value;
+    p.target = in.target;
+    for (const GraphInput &other : graph.inputs())
+      if (graph.storageOwner(other.value) == in.value) {
+        Member m{other.value, other.target};
+        auto grad = gradientOf.find(other.target);
+        if (grad != gradientOf.end()) {
+          const Value *g = graph.outputs()[grad->second].value;
+          if (g->isTensor() && !g->isGraphInput())
+            m.gradientOutput = static_cast<int>(grad->second);
+        }
+        p.members.push_back(std::move(m));
+      }
+    if (llvm::none_of(p.members, [](const Member &m) { return m.gradientOutput >= 0; })) {
       addStatistic("parameters left whole (no gradient)");
       continue;
     }
-    const std::string what = absl::StrCat("parameter '", in.target, "' (input %",
-                                          in.value->name().str(), ")");
-    if (in.tiedTo || graph.storageOwner(in.value) != in.value ||
-        llvm::any_of(graph.inputs(), [&](const GraphInput &o) { return o.tiedTo == in.value; }))
-      return absl::UnimplementedError(absl::StrCat(
-          what, " shares its storage with another input (tied weights): shard-parameters does "
-                "not shard tied parameters yet"));
     const TensorType &t = in.value->tensorType();
-    if (!in.value->isTensor() || !t.isKnown() || !t.isContiguous() || t.storageOffset != 0)
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " is not a contiguous tensor of known type: its shards could not be put back "
-                "together with a view"));
-    const TensorType &gt = g->tensorType();
-    if (!gt.isKnown() || gt.dtype != t.dtype || gt.sizes != t.sizes || gt.device != t.device)
-      return absl::InvalidArgumentError(absl::StrCat(what, ": its gradient %", g->name().str(),
-                                                     " has another type than the parameter"));
-    if (llvm::any_of(in.value->uses(), [](const Use &u) { return !u.user; }))
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
-    Parameter p{in.value, in.target, grad->second, shardElements(t.numel(), world), 0};
+    for (const Member &m : p.members) {
+      const GraphInput &mi = graph.inputs()[m.input->index()];
+      const std::string what = absl::StrCat("parameter '", m.target, "' (input %",
+                                            m.input->name().str(), ")");
+      if (mi.role != InputRole::Parameter)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " is a ", inputRoleName(mi.role).str(), " tied to parameter '", p.target,
+            "': only parameters are sharded"));
+      const TensorType &mt = m.input->tensorType();
+      if (!m.input->isTensor() || !mt.isKnown() || !mt.isContiguous() || mt.storageOffset != 0)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " is not a contiguous tensor of known type: its shards could not be put "
+                  "back together with a view"));
+      if (mt != t)
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " is tied to parameter '", p.target, "' with another type: one gathered "
+                  "tensor cannot stand for both"));
+      if (m.gradientOutput >= 0) {
+        const Value *g = graph.outputs()[m.gradientOutput].value;
+        const TensorType &gt = g->tensorType();
+        if (!gt.isKnown() || gt.dtype != t.dtype || gt.sizes != t.sizes || gt.device != t.device)
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, ": its gradient %", g->name().str(), " has another type than the parameter"));
+      }
+      if (llvm::any_of(m.input->uses(), [](const Use &u) { return !u.user; }))
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
+    }
+    p.chunk = shardElements(t.numel(), world);
     p.gatheredBytes = world * p.chunk * static_cast<int64_t>(c10::elementSize(t.dtype));
     findUses(p);
+    if (p.members.size() > 1)
+      addStatistic("tied parameters sharded with their owner",
+                   static_cast<int64_t>(p.members.size() - 1));
     params.push_back(std::move(p));
   }
   if (params.empty())
@@ -332,12 +360,21 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
       kept += p->gatheredBytes;
     }
 
-  // The shards: new inputs, named for the whole parameter.
+  // The shards: new inputs, named for the whole parameters; a tied
+  // parameter's shard is tied to its owner's (one storage).
   for (Parameter &p : params) {
     const TensorType &t = p.whole->tensorType();
-    p.shard = graph.addInput(p.whole->name().str() + "_shard",
-                             ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device)),
-                             InputRole::Parameter, shardTarget(p.target, group_.get()));
+    const ValueType type =
+        ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device));
+    for (Member &m : p.members) {
+      m.shard = graph.addInput(m.input->name().str() + "_shard", type, InputRole::Parameter,
+                               shardTarget(m.target, group_.get()));
+      if (&m != &p.members.front())
+        if (absl::Status st = graph.tieInput(m.shard->index(), p.members.front().shard); !st.ok())
+          return absl::InternalError(absl::StrCat("tying the shard of '", m.target, "': ",
+                                                  st.message()));
+    }
+    p.shard = p.members.front().shard;
   }
 
   Rewriter rewriter(graph, group_.get(), world);
@@ -382,10 +419,11 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
       if (!whole.ok())
         return whole.status();
       const bool forward = phase == Phase::Forward;
-      p->whole->replaceUsesWithIf(*whole, [&](const Use &u) {
-        return u.user && u.user != (*whole)->definingNode() &&
-               (u.user->phase() == Phase::Forward) == forward;
-      });
+      for (Member &m : p->members)
+        m.input->replaceUsesWithIf(*whole, [&](const Use &u) {
+          return u.user && u.user != (*whole)->definingNode() &&
+                 (u.user->phase() == Phase::Forward) == forward;
+        });
       if (forward)
         p->forwardWhole = *whole;
       else if (absl::Status st = rebuildViews(*p, *whole, use); !st.ok())
@@ -408,7 +446,8 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
     return st;
   for (Parameter &p : params)
     if (p.keep)
-      p.whole->replaceAllUsesWith(p.forwardWhole);
+      for (Member &m : p.members)
+        m.input->replaceAllUsesWith(p.forwardWhole);
   if (absl::Status st = gatherAll(backward, Phase::Backward,
                                   [](const Parameter &p) { return p.firstBackward; },
                                   "gather again");
@@ -419,31 +458,35 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
   // reduce-scatter's input (the whole gradient) until its wait, so each is
   // waited for once the next one is issued: two whole gradients in flight
   // at most, as FSDP's post-backward does, and the last at the end.
-  std::vector<std::pair<Parameter *, Value *>> scattered;
-  for (Parameter &p : params) {
-    auto s = rewriter.reduceScatter(p, graph.outputs()[p.gradientOutput].value);
-    if (!s.ok())
-      return s.status();
-    scattered.push_back({&p, *s});
-  }
-  llvm::stable_sort(scattered, [](const auto &a, const auto &b) {
-    return a.second->definingNode()->comesBefore(b.second->definingNode());
+  std::vector<Member *> scattered;
+  for (Parameter &p : params)
+    for (Member &m : p.members) {
+      if (m.gradientOutput < 0)
+        continue;
+      auto s = rewriter.reduceScatter(p, m, graph.outputs()[m.gradientOutput].value);
+      if (!s.ok())
+        return s.status();
+      m.scattered = *s;
+      scattered.push_back(&m);
+    }
+  llvm::stable_sort(scattered, [](const Member *a, const Member *b) {
+    return a->scattered->definingNode()->comesBefore(b->scattered->definingNode());
   });
   for (size_t k = 0; k < scattered.size(); ++k) {
     Node *before = k + 1 < scattered.size()
-                       ? nextNode(graph, scattered[k + 1].second->definingNode())
+                       ? nodeAfter(graph, scattered[k + 1]->scattered->definingNode())
                        : nullptr;
-    auto shard = rewriter.finish(*scattered[k].first, scattered[k].second, before);
+    auto shard = rewriter.finish(*scattered[k], scattered[k]->scattered, before);
     if (!shard.ok())
       return shard.status();
-    scattered[k].first->gradientShard = *shard;
+    scattered[k]->gradientShard = *shard;
   }
 
   // The outputs, in their order, the sharded gradients under the shards' targets.
   std::vector<GraphOutput> outputs(graph.outputs().begin(), graph.outputs().end());
-  for (const Parameter &p : params) {
-    outputs[p.gradientOutput].value = p.gradientShard;
-    outputs[p.gradientOutput].target = shardTarget(p.target, group_.get());
+  for (const Member *m : scattered) {
+    outputs[m->gradientOutput].value = m->gradientShard;
+    outputs[m->gradientOutput].target = shardTarget(m->target, group_.get());
   }
   for (unsigned i = outputs.size(); i-- > 0;)
     graph.eraseOutput(i);
@@ -452,7 +495,8 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
   // The whole parameters are no input any more.
   std::vector<unsigned> erase;
   for (const Parameter &p : params)
-    erase.push_back(p.whole->index());
+    for (const Member &m : p.members)
+      erase.push_back(m.input->index());
   llvm::sort(erase, std::greater<unsigned>());
   for (unsigned i : erase)
     if (absl::Status st = graph.eraseInput(i); !st.ok())

@@ -23,10 +23,14 @@
 //     the backend holds the whole gradient until then. The gradient output
 //     becomes the rank's shard of the averaged gradient.
 //
+// Tied parameters (one storage, several inputs) are gathered once; each keeps
+// its own gradient, reduce-scattered, and its shard input is tied to the
+// owner's (add-optimizer then sums their gradients into one update).
 // Parameters without a gradient stay whole; buffers are not sharded. Refused:
 // a graph with an optimizer already (run shard-parameters first), one that is
-// data-parallel or sharded already, tied parameters, parameters that are not
-// dense and contiguous or are graph outputs. docs/Distributed.md.
+// data-parallel or sharded already, parameters that are not dense and
+// contiguous or are graph outputs, a tie between inputs of different types.
+// docs/Distributed.md.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -204,8 +204,15 @@ absl::Status Executor::prepareUnguarded() {
     }
     if (!w && in.role == InputRole::Parameter && in.value->isTensor())
       if (std::optional<ShardTarget> shard = parseShardTarget(in.target)) {
-        if (absl::Status st = storeShard(weights_, in, *shard); !st.ok())
+        const Value *owner = graph_.storageOwner(in.value);
+        if (owner != in.value) {
+          // A tied parameter's shard is its owner's (an earlier input): one
+          // storage, as the whole parameters shared one.
+          if (const at::Tensor *o = weights_.lookup(graph_.inputs()[owner->index()].target))
+            weights_.set(in.target, *o);
+        } else if (absl::Status st = storeShard(weights_, in, *shard); !st.ok()) {
           return st;
+        }
         w = weights_.lookup(in.target);
       }
     if (!w)

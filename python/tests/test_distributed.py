@@ -354,3 +354,82 @@ def test_shard_parameters_on_the_zoo_gpt2(tmp_path):
     # Gathered again for backward: more gathers than with every parameter kept.
     assert gathers["shard-parameters,add-optimizer{kind=sgd,lr=0.5}"] > \
         gathers["shard-parameters{keep=100%},add-optimizer{kind=sgd,lr=0.5}"], gathers
+
+
+TIED_SHARDED = textwrap.dedent("""
+    import datetime
+    import torch, torch.distributed as dist
+    import graph_opt
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=%s))
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    def cut(whole):
+        chunk = -(-whole.numel() // world)
+        flat = torch.nn.functional.pad(whole.reshape(-1), (0, chunk * world - whole.numel()))
+        return flat[rank * chunk:(rank + 1) * chunk]
+
+    local = graph_opt.Graph.load("tied.pt2")
+    assert " tied " in str(local), "the export lost the tie"
+    tokens = [t.roll(rank, dims=-1) for t in local.example_inputs]
+
+    def grads(graph, outputs):
+        return {o["target"].split("@shard:")[0]: t for o, t in zip(graph.outputs, outputs)
+                if o["role"] == "gradient" and t is not None and t.numel()}
+
+    g = [grads(local, graph_opt.execute(local, inputs=[t.roll(r, dims=-1)
+                                                       for t in local.example_inputs]))
+         for r in (0, 1)]
+    sharded = local.clone()
+    graph_opt.run_pipeline(sharded, "shard-parameters,add-optimizer{kind=sgd,lr=0.5}")
+    text = str(sharded)
+    # Three storages (the tied embedding and head, mix's weight and bias): three gathers in forward.
+    gathers = [line for line in text.splitlines()
+               if "all_gather_into_tensor(" in line and '"gather again' not in line]
+    assert len(gathers) == 3, text
+    outputs, written = graph_opt.execute(sharded, inputs=tokens, written=True)
+    mine = grads(sharded, outputs)
+    assert mine.keys() == g[0].keys() and mine, (sorted(mine), sorted(g[0]))
+    for name in mine:
+        torch.testing.assert_close(mine[name], cut((g[0][name] + g[1][name]) / 2), msg=name)
+    # One update of the shared storage with every gradient that reaches it.
+    tied = [i["target"] for i in local.inputs
+            if i["role"] == "parameter" and i["type"].startswith("f32[11, 6]")]
+    assert len(tied) == 2, local.inputs
+    total = sum((g[0][n] + g[1][n]) / 2 for n in tied if n in g[0])
+    whole = local.weights[tied[0]]
+    # The owner's shard (the earlier input) is written, once; the tied shard is its storage.
+    assert tied[1] + "@shard:0" not in written, sorted(written)
+    torch.testing.assert_close(written[tied[0] + "@shard:0"], cut(whole - 0.5 * total))
+    dist.destroy_process_group()
+    print(f"rank {rank}: tied shards agree ({len(mine)} gradients)")
+""")
+
+
+@slow
+def test_shard_parameters_with_tied_weights(tmp_path):
+    """An embedding tied to the output head (one storage, two inputs): gathered once, each
+    rank's gradient shards and its shard of the one SGD update equal the same cut of the two
+    single-process steps'."""
+    import torch
+    import graph_opt
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(11, 6)
+            self.mix = torch.nn.Linear(6, 6)
+            self.head = torch.nn.Linear(6, 11, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, tokens):
+            return self.head(torch.tanh(self.mix(self.embed(tokens))))
+
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 11, (3, 5))
+    graph_opt.export_training_step(
+        Tied(), lambda m, t: torch.nn.functional.cross_entropy(m(t).flatten(0, 1), t.flatten()),
+        (tokens,), str(tmp_path / "tied.pt2"))
+    (tmp_path / "tied.py").write_text(TIED_SHARDED % DIST_TIMEOUT)
+    rc, out = torchrun(["tied.py"], tmp_path)
+    assert rc == 0, out
+    assert len(re.findall(r"rank \d: tied shards agree", out)) == 2, out

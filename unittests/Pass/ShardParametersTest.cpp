@@ -102,12 +102,16 @@ TEST(ShardParametersTest, BackwardReadsNothingOfAForwardGatherItGathersAgain) {
         fromGather.insert(n.output(o));
   }
   EXPECT_GE(fromGather.size(), 8u);
-  for (const Node &n : g->nodes())
-    if (n.phase() == Phase::Backward)
-      for (unsigned i = 0; i < n.numArgs(); ++i)
-        if (n.arg(i).isValue())
-          EXPECT_FALSE(fromGather.count(n.arg(i).getValue()))
-              << n.describe() << " reads the forward gather's " << n.arg(i).getValue()->name().str();
+  for (const Node &n : g->nodes()) {
+    if (n.phase() != Phase::Backward)
+      continue;
+    for (unsigned i = 0; i < n.numArgs(); ++i) {
+      if (!n.arg(i).isValue())
+        continue;
+      EXPECT_FALSE(fromGather.count(n.arg(i).getValue()))
+          << n.describe() << " reads the forward gather's " << n.arg(i).getValue()->name().str();
+    }
+  }
 }
 
 TEST(ShardParametersTest, ShardsReplaceTheWholeParameters) {
@@ -120,11 +124,13 @@ TEST(ShardParametersTest, ShardsReplaceTheWholeParameters) {
     EXPECT_EQ(shard->group, "0");
     EXPECT_EQ(in.value->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{3}));
   }
-  for (const Node &n : g->nodes())
-    if (n.opName() == "_c10d_functional::all_gather_into_tensor")
+  for (const Node &n : g->nodes()) {
+    if (n.opName() == "_c10d_functional::all_gather_into_tensor") {
       EXPECT_EQ(n.arg(1).getConstant().asInt(), 2) << n.describe();
-    else if (n.opName() == "_c10d_functional::reduce_scatter_tensor")
+    } else if (n.opName() == "_c10d_functional::reduce_scatter_tensor") {
       EXPECT_EQ(n.arg(2).getConstant().asInt(), 2) << n.describe();
+    }
+  }
   // The user output is untouched; the gradients are shards.
   EXPECT_EQ(g->outputs()[3].value->name(), "gx");
   EXPECT_EQ(g->outputs()[1].value->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{3}));
@@ -152,6 +158,46 @@ TEST(ShardParametersTest, AReduceScatterHoldsItsInputUntilItsWait) {
       ++checked;
     }
   EXPECT_EQ(checked, 2u);
+}
+
+TEST(ShardParametersTest, TiedParametersAreGatheredOnceWithTiedShards) {
+  auto g = parseOrFail(R"(graph @tied {
+  input %a : f32[3, 3] parameter "a"
+  input %b : f32[3, 3] parameter "b" tied %a
+  input %x : f32[2, 3] user_input
+forward:
+  %h = aten::mm(%x, %a) : f32[2, 3]
+  %y = aten::mm(%h, %b) : f32[2, 3]
+  %loss = aten::sum(%y) : f32[]
+backward:
+  %one = aten::ones_like(%y) : f32[2, 3]
+  %ht = aten::t(%h) : f32[3, 2]{strides=[1, 3]}
+  %gb = aten::mm(%ht, %one) : f32[3, 3]
+  %xt = aten::t(%x) : f32[3, 2]{strides=[1, 3]}
+  %ga = aten::mm(%xt, %one) : f32[3, 3]
+  output %loss loss
+  output %ga gradient "a"
+  output %gb gradient "b"
+})");
+  GraphOptimizer optimizer;
+  ASSERT_TRUE(optimizer.addPipeline("shard-parameters{world=2}").ok());
+  auto run = optimizer.run(*g);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(g->inputs().size(), 3u);
+  const GraphInput &owner = g->inputs()[1], &tied = g->inputs()[2];
+  EXPECT_EQ(owner.target, "a@shard:0");
+  EXPECT_EQ(tied.target, "b@shard:0");
+  EXPECT_EQ(g->storageOwner(tied.value), owner.value);
+  unsigned gathers = 0, scatters = 0;
+  for (const Node &n : g->nodes()) {
+    gathers += n.opName() == "_c10d_functional::all_gather_into_tensor";
+    scatters += n.opName() == "_c10d_functional::reduce_scatter_tensor";
+  }
+  EXPECT_EQ(gathers, 1u); // one storage; backward reads neither parameter
+  EXPECT_EQ(scatters, 2u); // each gradient its own
+  EXPECT_EQ(g->outputs()[1].target, "a@shard:0");
+  EXPECT_EQ(g->outputs()[2].target, "b@shard:0");
+  EXPECT_TRUE(verifyGraph(*g).ok());
 }
 
 TEST(ShardParametersTest, ShardTargetsParseBack) {
