@@ -153,15 +153,17 @@ bench-planners: build
 
 # Every distributed test on two gloo ranks (python/tests/test_distributed.py), the longer ones
 # make test leaves out included: data-parallel on half a batch per rank against the
-# single-process full batch (two exports), and a peer that hangs (a collective timeout).
+# single-process full batch (two exports), a peer that hangs (a collective timeout), and
+# shard-parameters on tied weights (an export).
 test-distributed: build
 	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_DISTRIBUTED_ALL=1 \
 	  GRAPHOPT_ZOO_DIR=$(abspath $(BUILD_DIR))/zoo \
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider $(CURDIR)/python/tests/test_distributed.py
 
-# graph-opt's data-parallel pass against DistributedDataParallel on gloo ranks of this machine
-# (benchmarks/distributed/data_parallel.py, docs/Distributed.md): step time and exposed
-# communication per rank, the tiny MLP, GPT-2 and ResNet-18 without dropout.
+# graph-opt's data-parallel pass against DistributedDataParallel, and shard-parameters against
+# FSDP2's fully_shard, on gloo ranks of this machine (benchmarks/distributed/data_parallel.py and
+# sharded.py, docs/Distributed.md): step time, exposed communication and peak memory per rank,
+# the tiny MLP, GPT-2 and ResNet-18 without dropout.
 BENCH_DP_MODELS ?= mlp,gpt2,resnet18
 BENCH_DP_RANKS ?= 2
 bench-distributed: build

@@ -52,6 +52,20 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def export_tiny(model, output, batch=None):
+    """The model's training step at tiny sizes without dropout (train mode, the exporter's
+    batch unless `batch`), as OUTPUT/MODEL.pt2 with its facts; returns the archive's path."""
+    path = os.path.join(output, f"{model}.pt2")
+    export = [sys.executable, EXPORTER, "--model", model, "--mode", "train", "--tiny",
+              "--no-dropout", "-o", path]
+    if batch:
+        export += ["--batch", str(batch)]
+    run = subprocess.run(export, capture_output=True, text=True)
+    if run.returncode != 0:
+        fail(f"exporting {model} failed:\n{run.stderr}")
+    return path
+
+
 # --- the DDP worker, under torchrun ----------------------------------------------------------
 
 def rank_shard(t, rank):
@@ -170,14 +184,7 @@ def main(argv=None):
     os.makedirs(args.output, exist_ok=True)
     results = []
     for model in [m for m in args.models.split(",") if m]:
-        path = os.path.join(args.output, f"{model}.pt2")
-        export = [sys.executable, EXPORTER, "--model", model, "--mode", "train", "--tiny",
-                  "--no-dropout", "-o", path]
-        if args.batch:
-            export += ["--batch", str(args.batch)]
-        run = subprocess.run(export, capture_output=True, text=True)
-        if run.returncode != 0:
-            fail(f"exporting {model} failed:\n{run.stderr}")
+        path = export_tiny(model, args.output, args.batch)
         bucket = f"{args.bucket}"
         torchrun(args.ranks, ["-m", "graph_opt", "--", path,
                               f"-passes=data-parallel{{bucket={bucket}}}",

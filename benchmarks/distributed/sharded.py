@@ -30,13 +30,13 @@ import datetime
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from data_parallel import EXPORTER, PACKAGE_DIR, fail, median, rank_shard, torchrun  # noqa: E402
+from data_parallel import (EXPORTER, PACKAGE_DIR, export_tiny, fail, median, rank_shard,  # noqa: E402
+                           torchrun)
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2,
                  "i8": 1, "u8": 1, "bool": 1, "c64": 8, "c128": 16}
@@ -191,14 +191,7 @@ def main(argv=None):
     os.makedirs(args.output, exist_ok=True)
     results = []
     for model in [m for m in args.models.split(",") if m]:
-        path = os.path.join(args.output, f"{model}.pt2")
-        export = [sys.executable, EXPORTER, "--model", model, "--mode", "train", "--tiny",
-                  "--no-dropout", "-o", path]
-        if args.batch:
-            export += ["--batch", str(args.batch)]
-        run = subprocess.run(export, capture_output=True, text=True)
-        if run.returncode != 0:
-            fail(f"exporting {model} failed:\n{run.stderr}")
+        path = export_tiny(model, args.output, args.batch)
         for side, pipeline in PIPELINES.items():
             torchrun(args.ranks, ["-m", "graph_opt", "--", path, f"-passes={pipeline}",
                                   f"--benchmark={args.runs}", f"--benchmark-warmup={args.warmup}",
