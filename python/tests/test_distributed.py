@@ -261,13 +261,17 @@ ZOO_DATA_PARALLEL = textwrap.dedent("""
     example = local.example_inputs
     assert example, "the zoo archive carries no example inputs"
     dp = local.clone()
-    graph_opt.run_pipeline(dp, "data-parallel{bucket=64KiB}")
-    averaged = gradients(dp, graph_opt.execute(dp, inputs=shard(example, rank)))
+    graph_opt.run_pipeline(dp, "add-optimizer{kind=sgd,lr=0.5},data-parallel{bucket=64KiB}")
+    outputs, written = graph_opt.execute(dp, inputs=shard(example, rank), written=True)
+    averaged = gradients(dp, outputs)
     # The reference, without collectives: each shard's step in this process, averaged.
     g0, g1 = (gradients(local, graph_opt.execute(local, inputs=shard(example, r))) for r in (0, 1))
     assert averaged.keys() == g0.keys() and len(g0) > 10, sorted(averaged)
     for name in g0:
-        torch.testing.assert_close(averaged[name], (g0[name] + g1[name]) / 2, rtol=1e-5,
+        mean = (g0[name] + g1[name]) / 2
+        torch.testing.assert_close(averaged[name], mean, rtol=1e-5, atol=1e-6, msg=name)
+        # Every rank takes the same SGD step with the averaged gradient.
+        torch.testing.assert_close(written[name], local.weights[name] - 0.5 * mean, rtol=1e-5,
                                    atol=1e-6, msg=name)
     buckets = sum(n["op"] == "_c10d_functional::all_reduce" for n in dp.nodes)
     dist.destroy_process_group()
@@ -276,9 +280,10 @@ ZOO_DATA_PARALLEL = textwrap.dedent("""
 
 
 def test_data_parallel_on_the_zoo_gpt2(tmp_path):
-    """The zoo's GPT-2 (tiny, no dropout) on two ranks, each on its own tokens: the gradients
-    are the mean of the two single-process steps' (a real transformer's gradients, buckets
-    closed by size and dtype)."""
+    """The zoo's GPT-2 (tiny, no dropout) with SGD on two ranks, each on its own tokens: the
+    gradients are the mean of the two single-process steps' (a real transformer's gradients,
+    buckets closed by size and dtype), and every rank's updated weights the single step with
+    that mean."""
     zoo = os.environ.get("GRAPHOPT_ZOO_DIR")
     path = os.path.join(zoo or "", "gpt2-train-nodrop.pt2")
     if not zoo or not os.path.isfile(path):
