@@ -3,6 +3,7 @@
 
 #include "DataParallelPass.h"
 #include "TaggedNodeBuilder.h"
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/TypeInference.h"
@@ -163,40 +164,38 @@ private:
   int64_t world_;
 };
 
-/// True for a forward node that only views `aliases` (one of its tensor operands is one, and
-/// it writes nothing): its result lives in the parameter's storage.
-bool viewsParameter(const Node &n, const llvm::SmallPtrSetImpl<const Value *> &aliases) {
-  if (n.phase() != Phase::Forward || !opEffects(n).isView() || n.numOutputs() == 0)
-    return false;
-  for (unsigned o = 0; o < n.numOutputs(); ++o)
-    for (const Value *v : aliasedOperands(n, o))
-      if (!aliases.count(v))
-        return false;
-  return !aliasedOperands(n, 0).empty();
-}
-
-/// The parameter's views and its first and last uses (Parameter).
-void findUses(Parameter &p) {
+/// The parameter's views and its first and last uses (Parameter). A view
+/// here is a forward node that writes nothing and whose every tensor operand
+/// is the parameter or another of its views (so its results live in the
+/// parameter's storage): what backward may read instead of the parameter.
+void findUses(Parameter &p, const AliasInfo &aliasInfo) {
   llvm::SmallPtrSet<const Value *, 8> aliases;
   llvm::SmallPtrSet<const Node *, 8> isView;
-  std::vector<const Value *> work;
+  std::vector<const Value *> candidates;
   for (const Member &m : p.members) {
     aliases.insert(m.input);
-    work.push_back(m.input);
+    for (const Value *v : aliasInfo.viewsOf(m.input))
+      if (v->definingNode())
+        candidates.push_back(v);
   }
-  while (!work.empty()) {
-    const Value *v = work.back();
-    work.pop_back();
-    for (const Use &u : v->uses()) {
-      Node *n = u.user;
-      if (!n || isView.count(n) || !viewsParameter(*n, aliases))
-        continue;
-      isView.insert(n);
-      p.views.push_back(n);
-      for (unsigned o = 0; o < n->numOutputs(); ++o)
-        if (aliases.insert(n->output(o)).second)
-          work.push_back(n->output(o));
-    }
+  // In graph order, so that a view's operands are settled before it.
+  llvm::stable_sort(candidates, [](const Value *a, const Value *b) {
+    return a->definingNode()->comesBefore(b->definingNode());
+  });
+  for (const Value *v : candidates) {
+    Node *n = v->definingNode();
+    if (isView.count(n) || n->phase() != Phase::Forward || !opEffects(*n).isView())
+      continue;
+    bool onlyViews = true;
+    for (const Value *operand : n->operandValues())
+      if (operand->isTensor() && !aliases.count(operand))
+        onlyViews = false;
+    if (!onlyViews)
+      continue;
+    isView.insert(n);
+    p.views.push_back(n);
+    for (unsigned o = 0; o < n->numOutputs(); ++o)
+      aliases.insert(n->output(o));
   }
   llvm::sort(p.views, [](const Node *a, const Node *b) { return a->comesBefore(b); });
   for (const Member &m : p.members)
@@ -275,6 +274,7 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
 
   // What to shard: every parameter storage with a gradient (the owner and
   // the inputs tied to it together).
+  const AliasInfo aliasInfo(graph);
   std::vector<Parameter> params;
   for (const GraphInput &in : graph.inputs()) {
     if (in.role != InputRole::Parameter || graph.storageOwner(in.value) != in.value)
@@ -328,7 +328,7 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
     }
     p.chunk = shardElements(t.numel(), world);
     p.gatheredBytes = world * p.chunk * static_cast<int64_t>(c10::elementSize(t.dtype));
-    findUses(p);
+    findUses(p, aliasInfo);
     if (p.members.size() > 1)
       addStatistic("tied parameters sharded with their owner",
                    static_cast<int64_t>(p.members.size() - 1));
