@@ -153,15 +153,10 @@ absl::StatusOr<bool> DataParallelPass::transform(Graph &graph, AnalysisManager &
       return absl::FailedPreconditionError(absl::StrCat(
           n.hasAttr(kAttr) ? "the graph is data-parallel already (" : "the graph's parameters are sharded (",
           n.describe(), "): its gradients are averaged over the ranks already"));
-  int64_t world = world_.get().value_or(0);
-  if (!world_.get()) {
-    auto size = processGroupSize(group_.get());
-    if (!size.ok())
-      return absl::FailedPreconditionError(absl::StrCat(
-          "world= is not given and ", size.status().message(),
-          "; give world=N to plan for N ranks without them"));
-    world = *size;
-  }
+  auto worldOrError = worldSize(world_.get(), group_.get());
+  if (!worldOrError.ok())
+    return worldOrError.status();
+  const int64_t world = *worldOrError;
 
   // The gradients, each value once, in the order backward makes them.
   std::vector<Gradient> gradients;

@@ -257,15 +257,10 @@ absl::Status ShardParametersPass::validateOptions() {
 absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManager &) {
   if (absl::Status st = checkGraph(graph); !st.ok())
     return st;
-  int64_t world = world_.get().value_or(0);
-  if (!world_.get()) {
-    auto size = processGroupSize(group_.get());
-    if (!size.ok())
-      return absl::FailedPreconditionError(absl::StrCat(
-          "world= is not given and ", size.status().message(),
-          "; give world=N to shard for N ranks without them"));
-    world = *size;
-  }
+  auto worldOrError = worldSize(world_.get(), group_.get());
+  if (!worldOrError.ok())
+    return worldOrError.status();
+  const int64_t world = *worldOrError;
 
   llvm::StringMap<unsigned> gradientOf;
   for (unsigned i = 0; i < graph.outputs().size(); ++i)

@@ -48,6 +48,17 @@ absl::StatusOr<int> processGroupSize(const std::string &name) {
   return (*pg)->getSize();
 }
 
+absl::StatusOr<int64_t> worldSize(std::optional<int64_t> given, const std::string &group) {
+  if (given)
+    return *given;
+  auto size = processGroupSize(group);
+  if (!size.ok())
+    return absl::FailedPreconditionError(
+        absl::StrCat("world= is not given and ", size.status().message(),
+                     "; give world=N to rewrite the step for N ranks without them"));
+  return *size;
+}
+
 absl::StatusOr<int> processGroupRank(const std::string &name) {
   auto pg = resolveGroup(name);
   if (!pg.ok())

@@ -25,6 +25,7 @@
 #include <absl/status/statusor.h>
 #include <llvm/ADT/SmallVector.h>
 
+#include <optional>
 #include <string>
 
 namespace graphopt {
@@ -35,6 +36,10 @@ bool isCollective(const Node &node);
 /// The number of ranks of process group `name` in this process; NotFound
 /// when torch.distributed has registered no group of that name here.
 absl::StatusOr<int> processGroupSize(const std::string &name);
+/// `given` when set, else the size of process group `group` in this process:
+/// the world a rewrite plans for (data-parallel, shard-parameters); the error
+/// says to give world=N when there is neither.
+absl::StatusOr<int64_t> worldSize(std::optional<int64_t> given, const std::string &group);
 /// This process's rank in process group `name`; NotFound as processGroupSize.
 absl::StatusOr<int> processGroupRank(const std::string &name);
 /// The process group the first collective of `graph` names ("" when it has none).
