@@ -55,18 +55,18 @@ public:
     auto at = [&](Node *before, Phase phase) { return beforeOrAtEnd(g_, before, phase); };
     std::vector<Value *> flats;
     for (const Gradient &gr : bucket.gradients) {
-      auto flat = make("aten::reshape", {Argument::value(gr.value), Argument::constant(Constant::ofIntList({-1}))},
+      auto flat = nodes_.inferred("aten::reshape", {Argument::value(gr.value), Argument::constant(Constant::ofIntList({-1}))},
                        at(issueBefore, issuePhase), tag, "dp_flat");
       if (!flat.ok())
         return flat.status();
       flats.push_back(*flat);
     }
-    auto buffer = make("aten::cat", {Argument::list(flats), Argument::constant(Constant::ofInt(0))},
+    auto buffer = nodes_.inferred("aten::cat", {Argument::list(flats), Argument::constant(Constant::ofInt(0))},
                        at(issueBefore, issuePhase), tag, "dp_bucket");
     if (!buffer.ok())
       return buffer.status();
     const ValueType bufferType = (*buffer)->type();
-    auto sum = makeTyped("_c10d_functional::all_reduce",
+    auto sum = nodes_.typed("_c10d_functional::all_reduce",
                          {Argument::value(*buffer), Argument::constant(Constant::ofString("sum")),
                           Argument::constant(Constant::ofString(group_))},
                          bufferType, at(issueBefore, issuePhase), tag, "dp_sum");
@@ -81,13 +81,13 @@ public:
             (!waitBefore || u.user->comesBefore(waitBefore)))
           waitBefore = u.user;
     const Phase waitPhase = waitBefore ? Phase::Optimizer : g_.nodes().back().phase();
-    auto waited = makeTyped("_c10d_functional::wait_tensor", {Argument::value(*sum)}, bufferType,
+    auto waited = nodes_.typed("_c10d_functional::wait_tensor", {Argument::value(*sum)}, bufferType,
                             at(waitBefore, waitPhase), tag, "dp_waited");
     if (!waited.ok())
       return waited.status();
     Value *total = *waited;
     if (world_ != 1) {
-      auto mean = make("aten::div.Scalar",
+      auto mean = nodes_.inferred("aten::div.Scalar",
                        {Argument::value(total), Argument::constant(Constant::ofInt(world_))},
                        at(waitBefore, waitPhase), tag, "dp_mean");
       if (!mean.ok())
@@ -106,7 +106,7 @@ public:
       return pieces.status();
     for (size_t i = 0; i < bucket.gradients.size(); ++i) {
       Value *local = bucket.gradients[i].value;
-      auto averaged = make("aten::view",
+      auto averaged = nodes_.inferred("aten::view",
                            {Argument::value((*pieces)->output(i)),
                             Argument::constant(Constant::ofIntList(local->tensorType().sizes))},
                            at(waitBefore, waitPhase), tag, absl::StrCat(local->name().str(), "_avg"));
@@ -118,17 +118,6 @@ public:
   }
 
 private:
-  absl::StatusOr<Value *> make(llvm::StringRef op, llvm::ArrayRef<Argument> args,
-                               const InsertionPoint &where, const std::string &tag,
-                               const std::string &name) {
-    return nodes_.inferred(op, args, where, tag, name);
-  }
-  absl::StatusOr<Value *> makeTyped(llvm::StringRef op, llvm::ArrayRef<Argument> args,
-                                    const ValueType &type, const InsertionPoint &where,
-                                    const std::string &tag, const std::string &name) {
-    return nodes_.typed(op, args, type, where, tag, name);
-  }
-
   Graph &g_;
   TaggedNodeBuilder nodes_;
   std::string group_;

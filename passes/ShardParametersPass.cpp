@@ -50,13 +50,8 @@ struct Parameter {
   /// view of it (beyond the views themselves), the first backward use of either.
   Node *firstForward = nullptr, *lastForward = nullptr, *firstBackward = nullptr;
   bool keep = false;      ///< the forward gather stays alive for backward
-  Value *shard = nullptr;         ///< the owner's shard
   Value *forwardWhole = nullptr; ///< the parameter rebuilt in forward
 };
-
-InsertionPoint at(Graph &graph, Node *before, Phase phase) {
-  return beforeOrAtEnd(graph, before, phase);
-}
 
 class Rewriter {
 public:
@@ -72,31 +67,31 @@ public:
     const ValueType buffer = ValueType::ofTensor(
         TensorType::contiguous(t.dtype, {world_ * p.chunk}, t.device));
     const std::string name = p.whole->name().str();
-    auto gathered = typed("_c10d_functional::all_gather_into_tensor",
-                          {Argument::value(p.shard), Argument::constant(Constant::ofInt(world_)),
+    auto gathered = nodes_.typed("_c10d_functional::all_gather_into_tensor",
+                          {Argument::value(p.members.front().shard), Argument::constant(Constant::ofInt(world_)),
                            Argument::constant(Constant::ofString(group_))},
-                          buffer, at(g_, issueBefore, phase), tag, name + "_gathered");
+                          buffer, beforeOrAtEnd(g_, issueBefore, phase), tag, name + "_gathered");
     if (!gathered.ok())
       return gathered.status();
-    auto ready = typed("_c10d_functional::wait_tensor", {Argument::value(*gathered)}, buffer,
-                       at(g_, waitBefore, phase), tag, name + "_ready");
+    auto ready = nodes_.typed("_c10d_functional::wait_tensor", {Argument::value(*gathered)}, buffer,
+                       beforeOrAtEnd(g_, waitBefore, phase), tag, name + "_ready");
     if (!ready.ok())
       return ready.status();
     Value *flat = *ready;
     if (world_ * p.chunk != t.numel()) {
-      auto cut = inferred("aten::slice.Tensor",
+      auto cut = nodes_.inferred("aten::slice.Tensor",
                           {Argument::value(flat), Argument::constant(Constant::ofInt(0)),
                            Argument::constant(Constant::ofInt(0)),
                            Argument::constant(Constant::ofInt(t.numel())),
                            Argument::constant(Constant::ofInt(1))},
-                          at(g_, waitBefore, phase), tag, name + "_cut");
+                          beforeOrAtEnd(g_, waitBefore, phase), tag, name + "_cut");
       if (!cut.ok())
         return cut.status();
       flat = *cut;
     }
-    return inferred("aten::view",
+    return nodes_.inferred("aten::view",
                     {Argument::value(flat), Argument::constant(Constant::ofIntList(t.sizes))},
-                    at(g_, waitBefore, phase), tag, name + "_whole");
+                    beforeOrAtEnd(g_, waitBefore, phase), tag, name + "_whole");
   }
 
   /// The gradient reduce-scattered right after backward makes it; returns the
@@ -107,28 +102,28 @@ public:
     const Phase phase = def->phase();
     const std::string tag = absl::StrCat("reduce-scatter ", m.target);
     const std::string name = gradient->name().str();
-    auto flat = inferred("aten::reshape",
+    auto flat = nodes_.inferred("aten::reshape",
                          {Argument::value(gradient), Argument::constant(Constant::ofIntList({-1}))},
-                         at(g_, before, phase), tag, name + "_flat");
+                         beforeOrAtEnd(g_, before, phase), tag, name + "_flat");
     if (!flat.ok())
       return flat.status();
     Value *whole = *flat;
     if (const int64_t pad = world_ * p.chunk - gradient->tensorType().numel(); pad > 0) {
-      auto padded = inferred("aten::constant_pad_nd",
+      auto padded = nodes_.inferred("aten::constant_pad_nd",
                              {Argument::value(whole), Argument::constant(Constant::ofIntList({0, pad})),
                               Argument::constant(Constant::ofInt(0))},
-                             at(g_, before, phase), tag, name + "_padded");
+                             beforeOrAtEnd(g_, before, phase), tag, name + "_padded");
       if (!padded.ok())
         return padded.status();
       whole = *padded;
     }
     const TensorType &t = gradient->tensorType();
-    return typed("_c10d_functional::reduce_scatter_tensor",
+    return nodes_.typed("_c10d_functional::reduce_scatter_tensor",
                  {Argument::value(whole), Argument::constant(Constant::ofString("sum")),
                   Argument::constant(Constant::ofInt(world_)),
                   Argument::constant(Constant::ofString(group_))},
                  ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device)),
-                 at(g_, before, phase), tag, name + "_scattered");
+                 beforeOrAtEnd(g_, before, phase), tag, name + "_scattered");
   }
 
   /// The wait for a reduce-scatter, and the mean over the ranks, before
@@ -136,28 +131,17 @@ public:
   absl::StatusOr<Value *> finish(const Member &m, Value *scattered, Node *before) {
     const std::string tag = absl::StrCat("reduce-scatter ", m.target);
     const Phase phase = before ? before->phase() : g_.nodes().back().phase();
-    auto summed = typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
-                        scattered->type(), at(g_, before, phase), tag,
+    auto summed = nodes_.typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
+                        scattered->type(), beforeOrAtEnd(g_, before, phase), tag,
                         scattered->name().str() + "_sum");
     if (!summed.ok() || world_ == 1)
       return summed;
-    return inferred("aten::div.Scalar",
+    return nodes_.inferred("aten::div.Scalar",
                     {Argument::value(*summed), Argument::constant(Constant::ofInt(world_))},
-                    at(g_, before, phase), tag, m.input->name().str() + "_grad_shard");
+                    beforeOrAtEnd(g_, before, phase), tag, m.input->name().str() + "_grad_shard");
   }
 
 private:
-  absl::StatusOr<Value *> typed(llvm::StringRef op, llvm::ArrayRef<Argument> args,
-                                const ValueType &type, const InsertionPoint &where,
-                                const std::string &tag, const std::string &name) {
-    return nodes_.typed(op, args, type, where, tag, name);
-  }
-  absl::StatusOr<Value *> inferred(llvm::StringRef op, llvm::ArrayRef<Argument> args,
-                                   const InsertionPoint &where, const std::string &tag,
-                                   const std::string &name) {
-    return nodes_.inferred(op, args, where, tag, name);
-  }
-
   Graph &g_;
   TaggedNodeBuilder nodes_;
   std::string group_;
@@ -369,7 +353,6 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
           return absl::InternalError(absl::StrCat("tying the shard of '", m.target, "': ",
                                                   st.message()));
     }
-    p.shard = p.members.front().shard;
   }
 
   Rewriter rewriter(graph, group_.get(), world);
