@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -173,6 +173,16 @@ bench-distributed: build
 	@$(VENV)/bin/python benchmarks/distributed/sharded.py --models '$(BENCH_DP_MODELS)' \
 	  --ranks $(BENCH_DP_RANKS) --runs $(BENCH_RUNS) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  -o $(BENCH_DIR)/distributed
+
+# The operator cost database's goal (docs/CostDB.md): the bundled sweeps and every model's
+# training graph measured into one database, then each model's step predicted leave-one-model-out
+# against its measured step; a table, CSV/JSON and a plot in build/bench/costdb. About 15 minutes
+# on 2 cores, most of it the default-size models (exported first when missing).
+BENCH_COSTDB_DEFAULT_MODELS ?= resnet50,bert,gpt2
+bench-costdb: build
+	@$(VENV)/bin/python benchmarks/costdb/attribution.py --costdb $(BUILD_DIR)/bin/graph-opt-costdb \
+	  --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
+	  --default-models '$(BENCH_COSTDB_DEFAULT_MODELS)' -o $(BENCH_DIR)/costdb
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

@@ -6,21 +6,26 @@
 #include "checkpoint/FlopCost.h"
 #include "checkpoint/OffloadPlanner.h"
 
+#include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Benchmark.h"
+#include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Support/Bytes.h"
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <llvm/ADT/MapVector.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <chrono>
 
@@ -196,6 +201,8 @@ absl::Status CheckpointPass::validateOptions() {
         "planner=torch runs torch.compile's partitioner, whose one bound is its "
         "activation_memory_budget: give activations= as a share up to 100% (activations=30%), "
         "without budget=");
+  if (!db_.get().empty() && cost_.get() != Cost::Db)
+    return absl::InvalidArgumentError("db= names the cost database of cost=db; give cost=db too");
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   if (!(gap_.get() >= 0 && gap_.get() < 1))
@@ -218,6 +225,48 @@ struct CheckpointPass::Planned {
   std::optional<BenchmarkReport> measured;
 };
 
+absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Graph &graph,
+                                                                      Outcome &out) const {
+  std::string path = db_.get();
+  if (path.empty())
+    if (const char *env = std::getenv("GRAPHOPT_COSTDB"))
+      path = env;
+  if (path.empty())
+    return absl::InvalidArgumentError(
+        "cost=db needs the database: db=FILE or $GRAPHOPT_COSTDB (graph-opt-costdb measure makes "
+        "one)");
+  // The device graph-opt runs on by default; nothing runs here, so the model
+  // may be too large for this machine.
+  c10::Device device = cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0)
+                                       : c10::Device(c10::DeviceType::CPU);
+  std::string machine;
+  auto model = loadCostModel(path, device, {}, &machine);
+  if (!model.ok())
+    return model.status();
+  StepAttribution predicted = attributeStep(graph, *model, nullptr);
+  std::vector<double> seconds;
+  llvm::MapVector<llvm::StringRef, size_t> missing;
+  for (const NodeAttribution &n : predicted.nodes) {
+    if (n.how != CostModel::How::Missing) {
+      seconds.push_back(n.predictedSeconds);
+      continue;
+    }
+    // Not in the database: the FLOP model, said so in the report.
+    seconds.push_back(estimateFlops(*n.node) / kNominalFlopsPerSecond);
+    ++missing[n.op];
+  }
+  out.costSource = absl::StrCat("db: ", path, " (", machine, "): ", predicted.predictedNodes,
+                                " nodes predicted, ", predicted.exactNodes, " measured exactly");
+  if (!missing.empty()) {
+    std::vector<std::string> ops;
+    for (auto &[op, count] : missing)
+      ops.push_back(absl::StrCat(op.str(), " x", count));
+    absl::StrAppend(&out.costSource, "; from the FLOP model (not in the database): ",
+                    absl::StrJoin(ops, ", "));
+  }
+  return seconds;
+}
+
 absl::StatusOr<CheckpointPass::NodeCosts>
 CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome &out) const {
   NodeCosts costs;
@@ -234,6 +283,13 @@ CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome
     out.costSource = absl::StrCat("profile: median of ", (*profile)->measuredRuns, " runs on ",
                                   (*profile)->device);
     out.baselineStepSeconds = (*profile)->stepSeconds;
+  } else if (cost_.get() == Cost::Db) {
+    auto predicted = databaseNodeSeconds(graph, out);
+    if (!predicted.ok())
+      return predicted.status();
+    costs.seconds = std::move(*predicted);
+    for (double s : costs.seconds)
+      out.baselineStepSeconds += s;
   } else {
     costs.seconds = estimatedNodeSeconds(graph);
     out.costSource = "flops: estimated at a nominal 100 GFLOP/s";
@@ -244,7 +300,7 @@ CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome
   // the same in every run, so plans on FLOP costs stay reproducible.
   if (scratch_.get() == Scratch::None) {
     costs.scratch.clear();
-  } else if (scratch_.get() == Scratch::Measured && cost_.get() == Cost::Flops) {
+  } else if (scratch_.get() == Scratch::Measured && cost_.get() != Cost::Profile) {
     auto scratch = analyses.getResult<MeasuredScratchAnalysis>(graph);
     if (!scratch.ok())
       return scratch.status();

@@ -13,9 +13,11 @@
 //                                programs with its proven gap to the optimum, or
 //                                torch.compile's own partitioner (activations= as its
 //                                activation_memory_budget; a Python helper process)
-//   cost=profile|flops           measured node times (runs the graph) or a static estimate
+//   cost=profile|flops|db        measured node times (runs the graph), a static estimate,
+//                                or the operator cost database's (db=FILE or
+//                                $GRAPHOPT_COSTDB; docs/CostDB.md): no run
 //   scratch=auto|measured|none   operator scratch in the simulation (auto: the profile's
-//                                with cost=profile, none with cost=flops)
+//                                with cost=profile, none with cost=flops or db)
 //   time-limit=10                seconds for the MILP solver
 //   gap=0.01                     milp: stop once the plan is proven within 1% of the
 //                                optimum (RecomputeRelaxation.h's bound)
@@ -117,7 +119,7 @@ protected:
 
 private:
   enum class Planner { Greedy, Structured, Milp, Torch };
-  enum class Cost { Profile, Flops };
+  enum class Cost { Profile, Flops, Db };
   enum class Unmet { Error, Closest };
   enum class Scratch { Auto, Measured, None };
   PassOption<std::optional<MemoryAmount>> budget_{
@@ -136,12 +138,18 @@ private:
                                 {"milp", Planner::Milp},
                                 {"torch", Planner::Torch}}};
   PassOption<Cost> cost_{this, "cost",
-                         "node times: measured by the profile analysis, or estimated from FLOPs",
-                         Cost::Profile, {{"profile", Cost::Profile}, {"flops", Cost::Flops}}};
+                         "node times: measured by the profile analysis, estimated from FLOPs, or "
+                         "predicted by the operator cost database (db=)",
+                         Cost::Profile,
+                         {{"profile", Cost::Profile}, {"flops", Cost::Flops}, {"db", Cost::Db}}};
+  PassOption<std::string> db_{this, "db",
+                              "cost=db: the cost database (graph-opt-costdb measure makes it); "
+                              "default $GRAPHOPT_COSTDB",
+                              ""};
   PassOption<Scratch> scratch_{
       this, "scratch",
       "operator scratch memory in the simulation: auto (the profile's with cost=profile, none "
-      "with cost=flops), measured (runs the graph, deterministic), none",
+      "with cost=flops or db), measured (runs the graph, deterministic), none",
       Scratch::Auto,
       {{"auto", Scratch::Auto}, {"measured", Scratch::Measured}, {"none", Scratch::None}}};
   PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
@@ -174,6 +182,9 @@ private:
   struct Offloaded; ///< offload-bandwidth=: the offloads put in, and the model after them
   /// The cost model: measured node times and scratch, or a static estimate;
   /// `out` says which, with the unoptimised step time.
+  /// cost=db: each node's time predicted by the cost database, the FLOP
+  /// model's where it has none (listed in out.costSource).
+  absl::StatusOr<std::vector<double>> databaseNodeSeconds(const Graph &graph, Outcome &out) const;
   absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
                                       Outcome &out) const;
   /// Resolves budget= and activations= against the unoptimised step, into

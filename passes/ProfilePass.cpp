@@ -2,7 +2,9 @@
 #include "ProfilePass.h"
 #include "ProfileReport.h"
 
+#include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
 
@@ -25,12 +27,41 @@ absl::Status ProfilePass::analyze(const Graph &graph, AnalysisManager &analyses)
   setStatistic("peak bytes (measured)", p.peakBytes);
   setStatistic("step time (us, median, unprofiled)", static_cast<int64_t>(p.stepSeconds * 1e6));
   setStatistic("activations", static_cast<int64_t>(p.activations.size()));
+  if (!db_.get().empty()) {
+    auto context = analyses.executionContext();
+    if (!context.ok())
+      return context.status();
+    std::string machine;
+    auto model = loadCostModel(db_.get(), (*context)->device, {}, &machine);
+    if (!model.ok())
+      return model.status();
+    attribution_ = attributeStep(graph, *model, &p);
+    attribution_->machine = machine;
+    graphName_ = graph.name().str();
+    setStatistic("step time (us, predicted by the cost database)",
+                 static_cast<int64_t>(attribution_->predictedSeconds * 1e6));
+    setStatistic("step attributed by the cost database (%)",
+                 static_cast<int64_t>(100 * attribution_->explainedShare()));
+  }
   if (reportDirectory().empty())
     return absl::OkStatus();
   ProfileReportOptions options;
   options.memoryLimitBytes = memoryLimit_.get().byteValue();
   options.swapBytesPerSecond = swapBandwidth_.get().bytesPerSecond;
-  return writeProfileReports(graph, p, reportDirectory(), options);
+  if (absl::Status st = writeProfileReports(graph, p, reportDirectory(), options); !st.ok())
+    return st;
+  if (!attribution_)
+    return absl::OkStatus();
+  return writeReportFiles(reportDirectory(),
+                          {{"attribution.csv", attributionCsv(*attribution_)},
+                           {"attribution.json", attributionJson(*attribution_, graphName_)}});
+}
+
+void ProfilePass::printReport(llvm::raw_ostream &os) const {
+  if (!attribution_)
+    return;
+  os << "profile @" << graphName_ << " against the cost database " << db_.get() << ":\n";
+  printAttribution(os, *attribution_);
 }
 
 GRAPHOPT_REGISTER_PASS(ProfilePass);

@@ -5,11 +5,15 @@
 // μ-TWO activation metrics. With a report directory it writes, as one set
 // (all files or none), node_stats.csv, activation_stats.csv, profile.json and
 // trace.json (ProfileReport.h). Options: warmup (default 1), runs (default 5),
-// memory-limit (a line on the plots; bytes, e.g. 2GiB). It changes nothing.
+// memory-limit (a line on the plots; bytes, e.g. 2GiB), db (an operator cost
+// database, docs/CostDB.md: each node is also predicted from it and the step
+// attributed, printed with the pass reports and written as attribution.csv and
+// attribution.json). It changes nothing.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/Pass/Pass.h"
 
@@ -24,9 +28,11 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::Status analyze(const Graph &graph, AnalysisManager &analyses) override;
+  void printReport(llvm::raw_ostream &os) const override;
 
 protected:
   absl::Status validateOptions() override;
+  void reset() override { attribution_.reset(); }
 
 private:
   PassOption<unsigned> warmup_{this, "warmup", "runs before measuring, not counted", 1};
@@ -39,6 +45,12 @@ private:
       "copy bandwidth between device and host, each way, for activation_stats.csv's swap_time_s "
       "(default: a nominal PCIe 3.0 x16)",
       Bandwidth{12e9}};
+  PassOption<std::string> db_{this, "db",
+                              "an operator cost database: predict each node from it and attribute "
+                              "the measured step (graph-opt-costdb measure makes one)",
+                              ""};
+  std::optional<StepAttribution> attribution_;
+  std::string graphName_;
 };
 
 } // namespace graphopt

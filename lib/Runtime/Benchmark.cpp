@@ -72,6 +72,12 @@ absl::StatusOr<MeasuredMemory> measuredMemory(const Graph &graph, WeightStore &w
   return m;
 }
 
+double ratio(double optimized, double original) {
+  return original != 0 ? optimized / original : 0.0;
+}
+
+} // namespace
+
 std::string cpuModel() {
   auto file = llvm::MemoryBuffer::getFileAsStream("/proc/cpuinfo");
   if (!file)
@@ -88,12 +94,6 @@ std::string cpuModel() {
   }
   return "unknown";
 }
-
-double ratio(double optimized, double original) {
-  return original != 0 ? optimized / original : 0.0;
-}
-
-} // namespace
 
 absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Graph &optimized,
                                                  WeightStore &weights,

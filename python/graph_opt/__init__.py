@@ -34,7 +34,8 @@ from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 
 __all__ = ["Error", "Graph", "backend", "compile", "execute", "export_inference", "export_training_step", "from_fx",
-           "partitioner", "run_pipeline", "to_exported_program", "to_fx", "verify_rewrite"]
+           "partitioner", "profiler", "run_pipeline", "to_exported_program", "to_fx",
+           "verify_rewrite"]
 
 # Reports a pass writes beside its JSON that are not data to load (a Chrome trace; on a rank
 # of a process group, trace_rank_R.json).
@@ -76,4 +77,9 @@ def __getattr__(name):
         import importlib
         module = importlib.import_module(".compile", __name__)
         return module if name == "compile" else getattr(module, name)
+    if name in ("profiler", "ProfilerSession"):
+        # graph_opt.profiler(...): a profiler session (session.py); its module is not named
+        # profiler, so that importing it never hides the function.
+        from . import session
+        return getattr(session, name)
     raise AttributeError(f"module 'graph_opt' has no attribute {name!r}")

@@ -93,6 +93,10 @@ absl::StatusOr<BenchmarkReport> benchmarkRewrite(const Graph &original, const Gr
                                                  llvm::ArrayRef<at::Tensor> optimizedInputs,
                                                  const BenchmarkOptions &options);
 
+/// The CPU's model name (/proc/cpuinfo), "unknown" where it says none: the
+/// machine a measurement was made on.
+std::string cpuModel();
+
 /// The table for people: nodes, peak memory, median step time with its spread,
 /// each with the ratio optimized/original.
 void printBenchmark(llvm::raw_ostream &os, const BenchmarkReport &report);

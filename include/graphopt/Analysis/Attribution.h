@@ -1,0 +1,74 @@
+//===- Attribution.h - A step's time, operator by operator, from the cost database -*- C++ -*-===//
+//
+// Each node of a graph predicted from the cost database (CostDatabase.h), and,
+// given the graph's profile, set against what it measured: the predicted step
+// (the sum of the nodes' predictions), the measured step, and the share of
+// the measured step the database explains: the measured time of the nodes it
+// predicts (exact or near) over the measured time of all nodes (the node
+// medians; what the step spends between nodes is no operator's). Nodes it cannot predict (an operator it
+// never measured, a collective) are listed with their measured time. What
+// `graph-opt-costdb attribute`, `profile{db=...}` and checkpoint{cost=db} use.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Analysis/Profile.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace graphopt {
+
+struct NodeAttribution {
+  const Node *node = nullptr;
+  std::string op;
+  CostModel::How how = CostModel::How::Missing;
+  double predictedSeconds = 0; ///< 0 when missing
+  std::optional<double> predictedJoules;
+  double measuredSeconds = -1; ///< the profile's median; -1 without a profile
+  std::string note;            ///< why it has no prediction, when missing
+};
+
+struct StepAttribution {
+  std::vector<NodeAttribution> nodes; ///< in graph order
+  double predictedSeconds = 0;        ///< sum over the nodes
+  /// Sum of predicted joules; nullopt unless every predicted node has energy.
+  std::optional<double> predictedJoules;
+  double measuredStepSeconds = -1;     ///< the profile's step; -1 without one
+  double measuredNodeSeconds = -1;     ///< sum of the profile's node medians
+  double explainedSeconds = 0;         ///< measured time of the nodes predicted
+  double exactSeconds = 0;             ///< measured time of the nodes measured exactly
+  size_t predictedNodes = 0, exactNodes = 0;
+  std::string machine; ///< what the predictions were measured on
+  size_t entries = 0;  ///< the measurements the model predicts from
+
+  /// explainedSeconds over measuredNodeSeconds (-1 without a profile).
+  double explainedShare() const;
+  double exactShare() const;
+};
+
+/// The prediction of every node of `graph` (in graph order); `profile`, when
+/// given, is the graph's own and adds what each node measured.
+StepAttribution attributeStep(const Graph &graph, const CostModel &model,
+                              const ProfileResult *profile);
+
+/// The table for people: per operator, nodes, measured and predicted time,
+/// how it was predicted; the totals; the operators without a prediction.
+void printAttribution(llvm::raw_ostream &os, const StepAttribution &a);
+/// Per node, CSV: rank, node, operator, how, predicted_s, predicted_j, measured_s, note.
+std::string attributionCsv(const StepAttribution &a);
+/// The totals and the per-operator table as JSON.
+std::string attributionJson(const StepAttribution &a, llvm::StringRef model);
+
+/// Opens `path` read-only and loads the measurements made on this machine
+/// (MachineInfo::current(device)), less those found only in `excluded`; an
+/// error says so when the database has none for this machine.
+absl::StatusOr<CostModel> loadCostModel(const std::string &path, c10::Device device,
+                                        const std::set<std::string> &excluded,
+                                        std::string *machine = nullptr);
+
+} // namespace graphopt

@@ -1,0 +1,159 @@
+//===- CostDatabase.h - Measured operator costs, kept in SQLite -*- C++ -*-===//
+//
+// The operator cost database (docs/CostDB.md): each operator configuration
+// (OperatorConfig.h) measured once per machine and reused. A model's step is
+// then predicted and attributed node by node without running the model, and
+// checkpoint{cost=db} plans from it.
+//
+// Tables (schema version kSchemaVersion, in SQLite's user_version):
+//   machines      one row per (CPU model, threads, torch version, device)
+//   configs       one row per configuration: its key (the one-node .gir),
+//                 operator, family, sizes, constants, FLOPs, bytes moved, work
+//   sources       which graphs or sweeps a configuration was found in, and
+//                 how many of their nodes make it: what leave-one-model-out
+//                 prediction leaves out
+//   measurements  per configuration and machine: median, quartiles, minimum,
+//                 runs, wall time of the timed loop, joules per call (NULL
+//                 without a sensor) and the sensor
+//   failures      configurations that could not run here, and why
+// Every change is one transaction: a measurement interrupted leaves the
+// database as it was before that configuration.
+//
+// CostModel predicts from the measurements of one machine: the configuration
+// itself when measured; else the nearest measured configurations of its
+// family (closest in log-sizes) scaled along the work (t = floor + (t_n -
+// floor) * work / work_n, the floor the operator's fastest call); else the
+// operator's configurations nearest in work; else nothing, and the caller
+// falls back to the FLOP model and says so.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "graphopt/Analysis/OperatorConfig.h"
+
+#include <absl/status/statusor.h>
+#include <c10/core/Device.h>
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace graphopt {
+
+inline constexpr int kCostDatabaseSchemaVersion = 1;
+
+struct MachineInfo {
+  std::string cpu;
+  int threads = 0;
+  std::string torchVersion;
+  std::string device; ///< "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)"
+  /// This process: the CPU model, at::get_num_threads(), torch's version, `device`.
+  static MachineInfo current(c10::Device device);
+  std::string describe() const;
+};
+
+struct MeasurementRecord {
+  double medianSeconds = 0, q1Seconds = 0, q3Seconds = 0, minSeconds = 0;
+  int64_t runs = 0;
+  double totalSeconds = 0;
+  std::optional<double> joulesPerCall;
+  std::string energySource; ///< "" without a sensor
+};
+
+/// One measured configuration, as the model predicts from it.
+struct CostEntry {
+  int64_t id = 0;
+  std::string op, family, key, constants;
+  std::vector<int64_t> dims;
+  double work = 0;
+  MeasurementRecord measured;
+  std::vector<std::string> sources;
+};
+
+class CostDatabase {
+public:
+  /// Opens `path`; with `create`, makes it (and its tables) if missing. An
+  /// error names the file: not a database, another schema version, missing.
+  static absl::StatusOr<std::unique_ptr<CostDatabase>> open(const std::string &path, bool create);
+  ~CostDatabase();
+  CostDatabase(const CostDatabase &) = delete;
+  CostDatabase &operator=(const CostDatabase &) = delete;
+
+  const std::string &path() const { return path_; }
+
+  absl::Status begin();
+  absl::Status commit();
+  void rollback();
+
+  /// The machine's id, added if new.
+  absl::StatusOr<int64_t> machine(const MachineInfo &info);
+  /// The id of the machine described so, if the database has it.
+  absl::StatusOr<std::optional<int64_t>> findMachine(const MachineInfo &info);
+  /// Every machine, with its id.
+  absl::StatusOr<std::vector<std::pair<int64_t, MachineInfo>>> machines();
+  /// The configuration's id, added if new.
+  absl::StatusOr<int64_t> config(const OperatorConfig &config);
+  /// Records that `source` has `count` nodes of the configuration (replacing
+  /// an earlier count for the same source: measuring a graph again is idempotent).
+  absl::Status setSource(int64_t config, llvm::StringRef source, int64_t count);
+  /// Whether the configuration has a measurement, or a recorded failure, on the machine.
+  absl::StatusOr<bool> measured(int64_t config, int64_t machine);
+  absl::Status putMeasurement(int64_t config, int64_t machine, const MeasurementRecord &m);
+  absl::Status putFailure(int64_t config, int64_t machine, llvm::StringRef why);
+
+  /// Every measurement of the machine with its configuration and sources.
+  absl::StatusOr<std::vector<CostEntry>> entries(int64_t machine);
+
+  struct Counts {
+    int64_t machines = 0, configs = 0, measurements = 0, failures = 0, sources = 0;
+  };
+  absl::StatusOr<Counts> counts();
+
+private:
+  CostDatabase(sqlite3 *db, std::string path) : db_(db), path_(std::move(path)) {}
+  absl::Status exec(const char *sql);
+  absl::Status error(llvm::StringRef what) const;
+  sqlite3 *db_;
+  std::string path_;
+};
+
+/// Predictions from one machine's measurements.
+class CostModel {
+public:
+  enum class How { Exact, Family, Operator, Missing };
+  struct Prediction {
+    How how = How::Missing;
+    double seconds = 0;
+    std::optional<double> joules;
+    const CostEntry *nearest = nullptr; ///< the entry it rests on most
+  };
+
+  /// `excludedSources`: measurements found only in these sources are left out
+  /// (leave-one-model-out: predicting a model from the others and the sweeps).
+  CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources = {});
+  CostModel(const CostModel &) = delete; // its maps point into entries_
+  CostModel &operator=(const CostModel &) = delete;
+  CostModel(CostModel &&) = default;
+
+  Prediction predict(const OperatorConfig &config) const;
+  /// The measurements it predicts from (after exclusion).
+  size_t size() const { return entries_.size(); }
+  static llvm::StringRef howName(How how);
+
+private:
+  Prediction scaled(const OperatorConfig &config, std::vector<std::pair<double, const CostEntry *>>
+                                                      candidates,
+                    How how) const;
+  std::vector<CostEntry> entries_;
+  llvm::StringMap<const CostEntry *> byKey_;
+  llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
+  llvm::StringMap<double> floor_; ///< per operator: its fastest measured call
+};
+
+} // namespace graphopt

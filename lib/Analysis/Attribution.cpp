@@ -1,0 +1,247 @@
+//===- Attribution.cpp - A step's time, operator by operator, from the cost database ===//
+#include "graphopt/Analysis/Attribution.h"
+
+#include <absl/strings/str_cat.h>
+#include <llvm/ADT/MapVector.h>
+#include <llvm/Support/Format.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+
+#include <algorithm>
+
+namespace graphopt {
+
+namespace {
+
+struct OpSummary {
+  std::string op;
+  size_t nodes = 0;
+  double measured = 0, predicted = 0;
+  size_t byHow[4] = {0, 0, 0, 0};
+};
+
+std::vector<OpSummary> byOperator(const StepAttribution &a) {
+  llvm::MapVector<llvm::StringRef, OpSummary> ops;
+  for (const NodeAttribution &n : a.nodes) {
+    OpSummary &s = ops[n.op];
+    s.op = n.op;
+    ++s.nodes;
+    s.measured += std::max(n.measuredSeconds, 0.0);
+    s.predicted += n.predictedSeconds;
+    ++s.byHow[static_cast<int>(n.how)];
+  }
+  std::vector<OpSummary> out;
+  for (auto &[name, s] : ops)
+    out.push_back(std::move(s));
+  bool measured = a.measuredStepSeconds >= 0;
+  std::stable_sort(out.begin(), out.end(), [&](const OpSummary &x, const OpSummary &y) {
+    return measured ? x.measured > y.measured : x.predicted > y.predicted;
+  });
+  return out;
+}
+
+std::string howCounts(const OpSummary &s) {
+  std::string text;
+  for (int h = 0; h < 4; ++h)
+    if (s.byHow[h])
+      absl::StrAppend(&text, text.empty() ? "" : " ", s.byHow[h], " ",
+                      CostModel::howName(static_cast<CostModel::How>(h)).str());
+  return text;
+}
+
+std::string csvField(llvm::StringRef s) {
+  if (!s.contains(',') && !s.contains('"') && !s.contains('\n'))
+    return s.str();
+  std::string q = "\"";
+  for (char c : s)
+    q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+} // namespace
+
+double StepAttribution::explainedShare() const {
+  return measuredNodeSeconds > 0 ? explainedSeconds / measuredNodeSeconds : -1;
+}
+double StepAttribution::exactShare() const {
+  return measuredNodeSeconds > 0 ? exactSeconds / measuredNodeSeconds : -1;
+}
+
+StepAttribution attributeStep(const Graph &graph, const CostModel &model,
+                              const ProfileResult *profile) {
+  StepAttribution a;
+  a.entries = model.size();
+  bool allJoules = true;
+  size_t rank = 0;
+  for (const Node &node : graph.nodes()) {
+    NodeAttribution n;
+    n.node = &node;
+    n.op = node.opName();
+    if (profile && rank < profile->nodes.size())
+      n.measuredSeconds = profile->nodes[rank].seconds;
+    ++rank;
+    auto config = operatorConfigOf(node);
+    if (!config.ok()) {
+      n.note = std::string(config.status().message());
+    } else {
+      CostModel::Prediction p = model.predict(*config);
+      n.how = p.how;
+      if (p.how == CostModel::How::Missing)
+        n.note = "no measurement of this operator";
+      n.predictedSeconds = p.seconds;
+      n.predictedJoules = p.joules;
+    }
+    if (n.how != CostModel::How::Missing) {
+      a.predictedSeconds += n.predictedSeconds;
+      ++a.predictedNodes;
+      if (n.predictedJoules)
+        a.predictedJoules = a.predictedJoules.value_or(0) + *n.predictedJoules;
+      else
+        allJoules = false;
+      a.explainedSeconds += std::max(n.measuredSeconds, 0.0);
+      if (n.how == CostModel::How::Exact) {
+        ++a.exactNodes;
+        a.exactSeconds += std::max(n.measuredSeconds, 0.0);
+      }
+    }
+    a.nodes.push_back(std::move(n));
+  }
+  if (!allJoules)
+    a.predictedJoules.reset();
+  if (profile) {
+    a.measuredStepSeconds = profile->stepSeconds;
+    a.measuredNodeSeconds = profile->sumNodeSeconds;
+  }
+  return a;
+}
+
+void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
+  bool measured = a.measuredStepSeconds >= 0;
+  os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
+  os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12}  {4}\n", "operator", "nodes",
+                      measured ? "measured ms" : "", "predicted ms", "how");
+  std::vector<OpSummary> ops = byOperator(a);
+  size_t shown = 0;
+  for (const OpSummary &s : ops) {
+    if (shown++ == 25) {
+      os << "  ... " << ops.size() - 25 << " more operators (the CSV has every node)\n";
+      break;
+    }
+    os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12:f3}  {4}\n", s.op, std::to_string(s.nodes),
+                        measured ? llvm::formatv("{0:f3}", s.measured * 1e3).str() : "",
+                        s.predicted * 1e3, howCounts(s));
+  }
+  os << llvm::formatv("predicted step: {0:f3} ms", a.predictedSeconds * 1e3);
+  if (a.predictedJoules)
+    os << llvm::formatv(", {0:f4} J", *a.predictedJoules);
+  else
+    os << " (no energy: the measurements have no energy sensor's figures)";
+  os << "\n";
+  if (measured) {
+    os << llvm::formatv("measured step: {0:f3} ms; predicted/measured {1:f3}\n",
+                        a.measuredStepSeconds * 1e3,
+                        a.measuredStepSeconds > 0 ? a.predictedSeconds / a.measuredStepSeconds : 0);
+    os << llvm::formatv("the nodes' medians add up to {0:f3} ms, {1:f1}% of the step\n",
+                        a.measuredNodeSeconds * 1e3,
+                        a.measuredStepSeconds > 0 ? 100 * a.measuredNodeSeconds / a.measuredStepSeconds
+                                                  : 0);
+    os << llvm::formatv("attributed: {0:f1}% of the measured node time ({1} of {2} nodes); "
+                        "measured exactly: {3:f1}% ({4} nodes)\n",
+                        100 * a.explainedShare(), std::to_string(a.predictedNodes),
+                        std::to_string(a.nodes.size()), 100 * a.exactShare(),
+                        std::to_string(a.exactNodes));
+  } else {
+    os << "predicted " << a.predictedNodes << " of " << a.nodes.size() << " nodes, "
+       << a.exactNodes << " measured exactly\n";
+  }
+  llvm::MapVector<llvm::StringRef, std::pair<size_t, std::string>> missing;
+  for (const NodeAttribution &n : a.nodes)
+    if (n.how == CostModel::How::Missing) {
+      auto &m = missing[n.op];
+      ++m.first;
+      m.second = n.note;
+    }
+  for (auto &[op, m] : missing)
+    os << "not in the database: " << op << " (" << m.first << " nodes): " << m.second << "\n";
+}
+
+std::string attributionCsv(const StepAttribution &a) {
+  std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note\n";
+  size_t rank = 0;
+  for (const NodeAttribution &n : a.nodes) {
+    absl::StrAppend(&out, rank++, ",", csvField(n.node->outputs().empty()
+                                                    ? n.node->describe()
+                                                    : n.node->output()->name().str()),
+                    ",", csvField(n.op), ",", CostModel::howName(n.how).str(), ",",
+                    llvm::formatv("{0:e6}", n.predictedSeconds).str(), ",",
+                    n.predictedJoules ? llvm::formatv("{0:e6}", *n.predictedJoules).str() : "",
+                    ",",
+                    n.measuredSeconds >= 0 ? llvm::formatv("{0:e6}", n.measuredSeconds).str() : "",
+                    ",", csvField(n.note), "\n");
+  }
+  return out;
+}
+
+std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
+  auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
+  llvm::json::Array ops;
+  for (const OpSummary &s : byOperator(a)) {
+    llvm::json::Object how;
+    for (int h = 0; h < 4; ++h)
+      how[CostModel::howName(static_cast<CostModel::How>(h))] = static_cast<int64_t>(s.byHow[h]);
+    ops.push_back(llvm::json::Object{{"operator", s.op},
+                                     {"nodes", static_cast<int64_t>(s.nodes)},
+                                     {"measured_seconds", a.measuredStepSeconds >= 0
+                                                              ? llvm::json::Value(s.measured)
+                                                              : llvm::json::Value(nullptr)},
+                                     {"predicted_seconds", s.predicted},
+                                     {"how", std::move(how)}});
+  }
+  llvm::json::Object doc{
+      {"format", "graph-opt-attribution/1"},
+      {"model", model},
+      {"machine", a.machine},
+      {"measurements", static_cast<int64_t>(a.entries)},
+      {"nodes", static_cast<int64_t>(a.nodes.size())},
+      {"predicted_nodes", static_cast<int64_t>(a.predictedNodes)},
+      {"exact_nodes", static_cast<int64_t>(a.exactNodes)},
+      {"predicted_step_seconds", a.predictedSeconds},
+      {"predicted_step_joules",
+       a.predictedJoules ? llvm::json::Value(*a.predictedJoules) : llvm::json::Value(nullptr)},
+      {"measured_step_seconds", orNull(a.measuredStepSeconds)},
+      {"measured_node_seconds", orNull(a.measuredNodeSeconds)},
+      {"attributed_share", orNull(a.explainedShare())},
+      {"exact_share", orNull(a.exactShare())},
+      {"operators", std::move(ops)}};
+  return llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
+}
+
+absl::StatusOr<CostModel> loadCostModel(const std::string &path, c10::Device device,
+                                        const std::set<std::string> &excluded,
+                                        std::string *machine) {
+  auto db = CostDatabase::open(path, /*create=*/false);
+  if (!db.ok())
+    return db.status();
+  MachineInfo here = MachineInfo::current(device);
+  auto id = (*db)->findMachine(here);
+  if (!id.ok())
+    return id.status();
+  if (!*id) {
+    auto all = (*db)->machines();
+    std::string known;
+    if (all.ok())
+      for (const auto &[i, m] : *all)
+        absl::StrAppend(&known, known.empty() ? "" : "; ", m.describe());
+    return absl::NotFoundError(absl::StrCat(path, ": no measurements made on ", here.describe(),
+                                            known.empty() ? "" : "; it has ", known,
+                                            " (measure with graph-opt-costdb measure here)"));
+  }
+  auto entries = (*db)->entries(**id);
+  if (!entries.ok())
+    return entries.status();
+  if (machine)
+    *machine = here.describe();
+  return CostModel(std::move(*entries), excluded);
+}
+
+} // namespace graphopt

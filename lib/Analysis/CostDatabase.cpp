@@ -1,0 +1,456 @@
+//===- CostDatabase.cpp - Measured operator costs, kept in SQLite ---------===//
+#include "graphopt/Analysis/CostDatabase.h"
+
+#include "graphopt/Runtime/Benchmark.h"
+
+#include <ATen/Parallel.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
+#include <torch/headeronly/version.h>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+namespace graphopt {
+
+namespace {
+
+const char *kSchema = R"sql(
+CREATE TABLE machines(
+  id INTEGER PRIMARY KEY,
+  cpu TEXT NOT NULL, threads INTEGER NOT NULL, torch_version TEXT NOT NULL, device TEXT NOT NULL,
+  UNIQUE(cpu, threads, torch_version, device));
+CREATE TABLE configs(
+  id INTEGER PRIMARY KEY,
+  op TEXT NOT NULL, family TEXT NOT NULL, dims TEXT NOT NULL, constants TEXT NOT NULL,
+  flops REAL NOT NULL, bytes_moved INTEGER NOT NULL, compute_bound INTEGER NOT NULL,
+  work REAL NOT NULL, key TEXT NOT NULL UNIQUE);
+CREATE INDEX configs_family ON configs(family);
+CREATE TABLE sources(
+  config_id INTEGER NOT NULL REFERENCES configs(id), source TEXT NOT NULL,
+  nodes INTEGER NOT NULL, PRIMARY KEY(config_id, source));
+CREATE TABLE measurements(
+  config_id INTEGER NOT NULL REFERENCES configs(id),
+  machine_id INTEGER NOT NULL REFERENCES machines(id),
+  median_s REAL NOT NULL, q1_s REAL NOT NULL, q3_s REAL NOT NULL, min_s REAL NOT NULL,
+  runs INTEGER NOT NULL, total_s REAL NOT NULL,
+  joules REAL, energy_source TEXT, measured_at TEXT NOT NULL,
+  PRIMARY KEY(config_id, machine_id));
+CREATE TABLE failures(
+  config_id INTEGER NOT NULL REFERENCES configs(id),
+  machine_id INTEGER NOT NULL REFERENCES machines(id),
+  reason TEXT NOT NULL, PRIMARY KEY(config_id, machine_id));
+)sql";
+
+/// A prepared statement, finalized when it goes.
+class Statement {
+public:
+  Statement(sqlite3 *db, const char *sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      stmt_ = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  bool ok() const { return stmt_ != nullptr; }
+  Statement &bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement &bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement &bind(int i, llvm::StringRef v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement &bindNull(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  /// SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return sqlite3_step(stmt_); }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool isNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string text(int col) const {
+    const unsigned char *t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char *>(t)) : std::string();
+  }
+
+private:
+  sqlite3 *db_;
+  sqlite3_stmt *stmt_ = nullptr;
+};
+
+std::string nowUtc() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::vector<int64_t> parseDims(llvm::StringRef text) {
+  std::vector<int64_t> dims;
+  for (absl::string_view part : absl::StrSplit(absl::string_view(text.data(), text.size()), ',',
+                                               absl::SkipEmpty())) {
+    int64_t v = 0;
+    if (absl::SimpleAtoi(part, &v))
+      dims.push_back(v);
+  }
+  return dims;
+}
+
+} // namespace
+
+MachineInfo MachineInfo::current(c10::Device device) {
+  MachineInfo m;
+  m.cpu = cpuModel();
+  m.threads = at::get_num_threads();
+  m.torchVersion = TORCH_VERSION;
+  m.device = device.str();
+  return m;
+}
+
+std::string MachineInfo::describe() const {
+  return absl::StrCat(device, " (", cpu, ", ", threads, " threads, torch ", torchVersion, ")");
+}
+
+absl::StatusOr<std::unique_ptr<CostDatabase>> CostDatabase::open(const std::string &path,
+                                                                 bool create) {
+  sqlite3 *db = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    std::string why = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open the cost database: ", why,
+                                            create ? "" : " (graph-opt-costdb measure makes one)"));
+  }
+  std::unique_ptr<CostDatabase> self(new CostDatabase(db, path));
+  sqlite3_busy_timeout(db, 10000);
+  Statement version(db, "PRAGMA user_version");
+  if (!version.ok() || version.step() != SQLITE_ROW)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a cost database (", sqlite3_errmsg(db), ")"));
+  int64_t v = version.integer(0);
+  if (v == 0) {
+    // A new file, or an SQLite database of something else.
+    Statement tables(db, "SELECT count(*) FROM sqlite_master");
+    if (!tables.ok() || tables.step() != SQLITE_ROW)
+      return self->error("cannot read the schema");
+    if (tables.integer(0) != 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": an SQLite database, but not a cost database (no schema version)"));
+    if (!create)
+      return absl::InvalidArgumentError(absl::StrCat(path, ": an empty database"));
+    if (absl::Status st = self->begin(); !st.ok())
+      return st;
+    if (absl::Status st = self->exec(kSchema); !st.ok())
+      return st;
+    if (absl::Status st = self->exec(
+            absl::StrCat("PRAGMA user_version = ", kCostDatabaseSchemaVersion).c_str());
+        !st.ok())
+      return st;
+    if (absl::Status st = self->commit(); !st.ok())
+      return st;
+  } else if (v != kCostDatabaseSchemaVersion) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cost database schema version ", v,
+                                                   "; this graph-opt reads version ",
+                                                   kCostDatabaseSchemaVersion));
+  }
+  return self;
+}
+
+CostDatabase::~CostDatabase() { sqlite3_close(db_); }
+
+absl::Status CostDatabase::error(llvm::StringRef what) const {
+  return absl::InternalError(absl::StrCat(path_, ": ", what.str(), ": ", sqlite3_errmsg(db_)));
+}
+
+absl::Status CostDatabase::exec(const char *sql) {
+  char *message = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string why = message ? message : "unknown error";
+    sqlite3_free(message);
+    return absl::InternalError(absl::StrCat(path_, ": ", why));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CostDatabase::begin() { return exec("BEGIN IMMEDIATE"); }
+absl::Status CostDatabase::commit() { return exec("COMMIT"); }
+void CostDatabase::rollback() { (void)exec("ROLLBACK"); }
+
+absl::StatusOr<std::optional<int64_t>> CostDatabase::findMachine(const MachineInfo &m) {
+  Statement find(db_, "SELECT id FROM machines WHERE cpu=?1 AND threads=?2 AND torch_version=?3 "
+                      "AND device=?4");
+  if (!find.ok())
+    return error("cannot look up the machine");
+  find.bind(1, m.cpu).bind(2, static_cast<int64_t>(m.threads)).bind(3, m.torchVersion)
+      .bind(4, m.device);
+  if (find.step() == SQLITE_ROW)
+    return std::optional<int64_t>(find.integer(0));
+  return std::optional<int64_t>();
+}
+
+absl::StatusOr<int64_t> CostDatabase::machine(const MachineInfo &m) {
+  auto found = findMachine(m);
+  if (!found.ok())
+    return found.status();
+  if (*found)
+    return **found;
+  Statement add(db_, "INSERT INTO machines(cpu, threads, torch_version, device) "
+                     "VALUES (?1, ?2, ?3, ?4)");
+  add.bind(1, m.cpu).bind(2, static_cast<int64_t>(m.threads)).bind(3, m.torchVersion)
+      .bind(4, m.device);
+  if (!add.ok() || add.step() != SQLITE_DONE)
+    return error("cannot add the machine");
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+absl::StatusOr<std::vector<std::pair<int64_t, MachineInfo>>> CostDatabase::machines() {
+  Statement all(db_, "SELECT id, cpu, threads, torch_version, device FROM machines ORDER BY id");
+  if (!all.ok())
+    return error("cannot read the machines");
+  std::vector<std::pair<int64_t, MachineInfo>> out;
+  while (all.step() == SQLITE_ROW) {
+    MachineInfo m;
+    m.cpu = all.text(1);
+    m.threads = static_cast<int>(all.integer(2));
+    m.torchVersion = all.text(3);
+    m.device = all.text(4);
+    out.emplace_back(all.integer(0), std::move(m));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> CostDatabase::config(const OperatorConfig &c) {
+  Statement find(db_, "SELECT id FROM configs WHERE key=?1");
+  if (!find.ok())
+    return error("cannot look up a configuration");
+  find.bind(1, c.key);
+  if (find.step() == SQLITE_ROW)
+    return find.integer(0);
+  Statement add(db_, "INSERT INTO configs(op, family, dims, constants, flops, bytes_moved, "
+                     "compute_bound, work, key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  add.bind(1, c.op).bind(2, c.family).bind(3, absl::StrJoin(c.dims, ",")).bind(4, c.constants)
+      .bind(5, c.flops).bind(6, c.bytesMoved).bind(7, static_cast<int64_t>(c.computeBound))
+      .bind(8, c.work).bind(9, c.key);
+  if (!add.ok() || add.step() != SQLITE_DONE)
+    return error(absl::StrCat("cannot add a configuration of ", c.op));
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+absl::Status CostDatabase::setSource(int64_t config, llvm::StringRef source, int64_t count) {
+  Statement put(db_, "INSERT OR REPLACE INTO sources(config_id, source, nodes) VALUES (?1, ?2, ?3)");
+  put.bind(1, config).bind(2, source).bind(3, count);
+  if (!put.ok() || put.step() != SQLITE_DONE)
+    return error("cannot record a source");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> CostDatabase::measured(int64_t config, int64_t machine) {
+  Statement find(db_, "SELECT 1 FROM measurements WHERE config_id=?1 AND machine_id=?2 UNION ALL "
+                      "SELECT 1 FROM failures WHERE config_id=?1 AND machine_id=?2");
+  if (!find.ok())
+    return error("cannot look up a measurement");
+  find.bind(1, config).bind(2, machine);
+  return find.step() == SQLITE_ROW;
+}
+
+absl::Status CostDatabase::putMeasurement(int64_t config, int64_t machine,
+                                          const MeasurementRecord &m) {
+  Statement put(db_, "INSERT OR REPLACE INTO measurements(config_id, machine_id, median_s, q1_s, "
+                     "q3_s, min_s, runs, total_s, joules, energy_source, measured_at) VALUES "
+                     "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  put.bind(1, config).bind(2, machine).bind(3, m.medianSeconds).bind(4, m.q1Seconds)
+      .bind(5, m.q3Seconds).bind(6, m.minSeconds).bind(7, m.runs).bind(8, m.totalSeconds);
+  if (m.joulesPerCall)
+    put.bind(9, *m.joulesPerCall).bind(10, m.energySource);
+  else
+    put.bindNull(9).bindNull(10);
+  put.bind(11, nowUtc());
+  if (!put.ok() || put.step() != SQLITE_DONE)
+    return error("cannot store a measurement");
+  Statement clear(db_, "DELETE FROM failures WHERE config_id=?1 AND machine_id=?2");
+  clear.bind(1, config).bind(2, machine);
+  if (!clear.ok() || clear.step() != SQLITE_DONE)
+    return error("cannot clear a failure");
+  return absl::OkStatus();
+}
+
+absl::Status CostDatabase::putFailure(int64_t config, int64_t machine, llvm::StringRef why) {
+  Statement put(db_, "INSERT OR REPLACE INTO failures(config_id, machine_id, reason) "
+                     "VALUES (?1, ?2, ?3)");
+  put.bind(1, config).bind(2, machine).bind(3, why);
+  if (!put.ok() || put.step() != SQLITE_DONE)
+    return error("cannot record a failure");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
+  Statement all(db_, "SELECT c.id, c.op, c.family, c.key, c.constants, c.dims, c.work, m.median_s, "
+                     "m.q1_s, m.q3_s, m.min_s, m.runs, m.total_s, m.joules, m.energy_source, "
+                     "(SELECT group_concat(source, char(10)) FROM sources s WHERE "
+                     "s.config_id = c.id) FROM configs c JOIN measurements m ON m.config_id = c.id "
+                     "WHERE m.machine_id = ?1 ORDER BY c.id");
+  if (!all.ok())
+    return error("cannot read the measurements");
+  all.bind(1, machine);
+  std::vector<CostEntry> out;
+  while (all.step() == SQLITE_ROW) {
+    CostEntry e;
+    e.id = all.integer(0);
+    e.op = all.text(1);
+    e.family = all.text(2);
+    e.key = all.text(3);
+    e.constants = all.text(4);
+    e.dims = parseDims(all.text(5));
+    e.work = all.real(6);
+    e.measured.medianSeconds = all.real(7);
+    e.measured.q1Seconds = all.real(8);
+    e.measured.q3Seconds = all.real(9);
+    e.measured.minSeconds = all.real(10);
+    e.measured.runs = all.integer(11);
+    e.measured.totalSeconds = all.real(12);
+    if (!all.isNull(13)) {
+      e.measured.joulesPerCall = all.real(13);
+      e.measured.energySource = all.text(14);
+    }
+    for (absl::string_view s : absl::StrSplit(all.text(15), '\n', absl::SkipEmpty()))
+      e.sources.emplace_back(s);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::StatusOr<CostDatabase::Counts> CostDatabase::counts() {
+  Counts c;
+  std::pair<const char *, int64_t *> queries[] = {
+      {"SELECT count(*) FROM machines", &c.machines},
+      {"SELECT count(*) FROM configs", &c.configs},
+      {"SELECT count(*) FROM measurements", &c.measurements},
+      {"SELECT count(*) FROM failures", &c.failures},
+      {"SELECT count(DISTINCT source) FROM sources", &c.sources}};
+  for (auto &[sql, into] : queries) {
+    Statement q(db_, sql);
+    if (!q.ok() || q.step() != SQLITE_ROW)
+      return error("cannot count");
+    *into = q.integer(0);
+  }
+  return c;
+}
+
+// --- predictions -------------------------------------------------------------
+
+namespace {
+
+/// How far apart two configurations of one family are: their sizes in log2,
+/// plus 2 (four doublings) when their constants differ.
+double distance(const OperatorConfig &c, const CostEntry &e) {
+  double d = c.constants == e.constants ? 0 : 2;
+  size_t n = std::min(c.dims.size(), e.dims.size());
+  for (size_t i = 0; i < n; ++i)
+    d += std::fabs(std::log2(1.0 + static_cast<double>(c.dims[i])) -
+                   std::log2(1.0 + static_cast<double>(e.dims[i])));
+  return d;
+}
+
+constexpr size_t kNeighbours = 3;
+
+} // namespace
+
+llvm::StringRef CostModel::howName(How how) {
+  switch (how) {
+  case How::Exact:
+    return "exact";
+  case How::Family:
+    return "family";
+  case How::Operator:
+    return "operator";
+  case How::Missing:
+    return "missing";
+  }
+  return "missing";
+}
+
+CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources) {
+  for (CostEntry &e : entries) {
+    bool usable = e.sources.empty() && excludedSources.empty();
+    for (const std::string &s : e.sources)
+      usable |= !excludedSources.count(s);
+    if (usable)
+      entries_.push_back(std::move(e));
+  }
+  for (const CostEntry &e : entries_) {
+    byKey_[e.key] = &e;
+    byFamily_[e.family].push_back(&e);
+    byOp_[e.op].push_back(&e);
+    auto [it, fresh] = floor_.try_emplace(e.op, e.measured.medianSeconds);
+    if (!fresh)
+      it->second = std::min(it->second, e.measured.medianSeconds);
+  }
+}
+
+CostModel::Prediction
+CostModel::scaled(const OperatorConfig &config,
+                  std::vector<std::pair<double, const CostEntry *>> candidates, How how) const {
+  size_t k = std::min(kNeighbours, candidates.size());
+  std::partial_sort(candidates.begin(), candidates.begin() + static_cast<long>(k), candidates.end(),
+                    [](const auto &a, const auto &b) { return a.first < b.first; });
+  double floor = floor_.lookup(config.op);
+  double work = std::max(config.work, 1.0);
+  double weightSum = 0, seconds = 0, joules = 0;
+  bool allJoules = true;
+  for (size_t i = 0; i < k; ++i) {
+    const CostEntry &e = *candidates[i].second;
+    double ratio = work / std::max(e.work, 1.0);
+    double base = std::min(floor, e.measured.medianSeconds);
+    double t = base + (e.measured.medianSeconds - base) * ratio;
+    double w = 1.0 / (candidates[i].first + 0.25);
+    seconds += w * t;
+    if (e.measured.joulesPerCall)
+      joules += w * *e.measured.joulesPerCall * (t / std::max(e.measured.medianSeconds, 1e-12));
+    else
+      allJoules = false;
+    weightSum += w;
+  }
+  Prediction p;
+  p.how = how;
+  p.seconds = seconds / weightSum;
+  if (allJoules)
+    p.joules = joules / weightSum;
+  p.nearest = candidates.front().second;
+  return p;
+}
+
+CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
+  if (const CostEntry *e = byKey_.lookup(config.key)) {
+    Prediction p;
+    p.how = How::Exact;
+    p.seconds = e->measured.medianSeconds;
+    p.joules = e->measured.joulesPerCall;
+    p.nearest = e;
+    return p;
+  }
+  if (auto it = byFamily_.find(config.family); it != byFamily_.end()) {
+    std::vector<std::pair<double, const CostEntry *>> candidates;
+    for (const CostEntry *e : it->second)
+      candidates.emplace_back(distance(config, *e), e);
+    return scaled(config, std::move(candidates), How::Family);
+  }
+  if (auto it = byOp_.find(config.op); it != byOp_.end()) {
+    std::vector<std::pair<double, const CostEntry *>> candidates;
+    double work = std::max(config.work, 1.0);
+    for (const CostEntry *e : it->second)
+      candidates.emplace_back(std::fabs(std::log2(work / std::max(e->work, 1.0))), e);
+    return scaled(config, std::move(candidates), How::Operator);
+  }
+  return Prediction();
+}
+
+} // namespace graphopt

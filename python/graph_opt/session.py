@@ -1,0 +1,284 @@
+"""Profiler sessions for a training loop (docs/Profiling.md, "Profiler sessions").
+
+    import graph_opt
+
+    with graph_opt.profiler("prof", wait=1, warmup=1, active=3, model=model) as prof:
+        for batch in loader:
+            train_step(batch)
+            prof.step()
+
+    # or: each call of the decorated function is one step
+    @graph_opt.profiler("prof", skip_first=10, active=5, model=model)
+    def train_step(batch): ...
+
+torch.profiler underneath, with its schedule (skip_first, wait, warmup, active, repeat) and
+what a session adds around it:
+
+- per-module attribution: with `model=`, every submodule's forward runs inside a
+  record_function range "module:<qualified name>" (forward hooks; torch.profiler's own
+  with_modules covers TorchScript only), so the trace nests operators under modules and the
+  summary gives each module's time and FLOPs;
+- per-rank outputs in TensorBoard's profiler-plugin layout: <dir>/<run>/trace_rank_<r>.<cycle>
+  .pt.trace.json (worker "trace_rank_<r>", one span per recorded cycle; Chrome/Perfetto read
+  them as they are) and summary_rank_<r>.json, written atomically;
+- one console summary, printed by rank 0 only: the top operators by time with their FLOPs and
+  achieved FLOP/s, and the top modules;
+- NVTX ranges per step and per module for Nsight when nsight=True on CUDA (on the CPU a
+  note says there are none).
+"""
+import functools
+import json
+import os
+import warnings
+
+import torch
+
+__all__ = ["ProfilerSession", "profiler"]
+
+_MODULE_PREFIX = "module:"
+
+
+def _rank():
+    import torch.distributed as dist
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _write_atomically(path, write):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+class ProfilerSession:
+    """A profiler session; see the module's docstring. Results after stop():
+    `traces` (paths written), `recorded_steps` (the step numbers, from 0, each recorded
+    cycle covered), `operators` and `modules` (the summary's rows, summed over the
+    cycles), `summary` (the text rank 0 prints)."""
+
+    def __init__(self, dir="graph_opt_profile", run="graph_opt", *, skip_first=0, wait=0,
+                 warmup=1, active=3, repeat=1, with_flops=True, with_stack=False,
+                 record_memory=False, model=None, nsight=False, print_summary=True, row_limit=10):
+        for name, value, least in (("skip_first", skip_first, 0), ("wait", wait, 0),
+                                   ("warmup", warmup, 0), ("active", active, 1),
+                                   ("repeat", repeat, 0)):
+            if not isinstance(value, int) or value < least:
+                raise ValueError(f"graph_opt.profiler: {name}={value!r}: an integer of at least {least}")
+        self.dir, self.run = dir, run
+        self.skip_first, self.wait, self.warmup = skip_first, wait, warmup
+        self.active, self.repeat = active, repeat
+        self.with_flops, self.with_stack, self.record_memory = with_flops, with_stack, record_memory
+        self.model, self.nsight = model, nsight
+        self.print_summary, self.row_limit = print_summary, row_limit
+        self.rank = _rank()
+        self.traces, self.recorded_steps = [], []
+        self.operators, self.modules = {}, {}
+        self.summary = ""
+        self._prof = None
+        self._hooks = []
+        self._module_ranges = []
+        self._step = 0
+        self._cycle = 0
+        self._stopped = False
+        self._nvtx = nsight and torch.cuda.is_available()
+        if nsight and not self._nvtx:
+            warnings.warn("graph_opt.profiler: nsight=True emits NVTX ranges on CUDA only; this "
+                          "run has no GPU, so there are none", stacklevel=2)
+
+    # -- the session -------------------------------------------------------------------------
+    def start(self):
+        if self._prof is not None:
+            raise RuntimeError("graph_opt.profiler: the session has already started")
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        self._prof = torch.profiler.profile(
+            activities=activities,
+            schedule=torch.profiler.schedule(skip_first=self.skip_first, wait=self.wait,
+                                             warmup=self.warmup, active=self.active,
+                                             repeat=self.repeat),
+            on_trace_ready=self._on_trace_ready, record_shapes=True,
+            with_flops=self.with_flops, with_stack=self.with_stack,
+            profile_memory=self.record_memory)
+        if self.model is not None:
+            self._add_module_hooks(self.model)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+            self._prof.__enter__()
+        if self._nvtx:
+            torch.cuda.nvtx.range_push(f"step {self._step}")
+        return self
+
+    def step(self):
+        """The end of one training step."""
+        if self._prof is None or self._stopped:
+            raise RuntimeError("graph_opt.profiler: step() outside a running session")
+        if self._nvtx:
+            torch.cuda.nvtx.range_pop()
+        self._step += 1
+        with warnings.catch_warnings():
+            # Each cycle's events are taken in _on_trace_ready, before torch clears them.
+            warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+            self._prof.step()
+        if self._nvtx:
+            torch.cuda.nvtx.range_push(f"step {self._step}")
+
+    def stop(self):
+        if self._prof is None or self._stopped:
+            return
+        self._stopped = True
+        if self._nvtx:
+            torch.cuda.nvtx.range_pop()
+        try:
+            self._prof.__exit__(None, None, None)
+        finally:
+            for h in self._hooks:
+                h.remove()
+            self._hooks.clear()
+        self._finish()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __call__(self, fn):
+        """As a decorator: each call of `fn` is one step; the session starts at the first
+        call and stops when its schedule is done (or call stop())."""
+        @functools.wraps(fn)
+        def stepped(*args, **kwargs):
+            if self._stopped:
+                return fn(*args, **kwargs)
+            if self._prof is None:
+                self.start()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.step()
+                if self.repeat and self._step >= self._schedule_steps():
+                    self.stop()
+        stepped.profiler = self
+        return stepped
+
+    def _schedule_steps(self):
+        return self.skip_first + self.repeat * (self.wait + self.warmup + self.active)
+
+    # -- per-module ranges -------------------------------------------------------------------
+    def _add_module_hooks(self, model):
+        for name, module in model.named_modules():
+            label = _MODULE_PREFIX + (name or type(module).__name__)
+            self._hooks.append(module.register_forward_pre_hook(self._enter_module(label)))
+            self._hooks.append(module.register_forward_hook(self._exit_module, always_call=True))
+
+    def _enter_module(self, label):
+        def hook(module, args):
+            r = torch.autograd.profiler.record_function(label)
+            r.__enter__()
+            self._module_ranges.append(r)
+            if self._nvtx:
+                torch.cuda.nvtx.range_push(label)
+        return hook
+
+    def _exit_module(self, module, args, output):
+        if self._module_ranges:
+            self._module_ranges.pop().__exit__(None, None, None)
+            if self._nvtx:
+                torch.cuda.nvtx.range_pop()
+
+    # -- outputs -----------------------------------------------------------------------------
+    def _on_trace_ready(self, prof):
+        self._cycle += 1
+        # The steps this cycle recorded, as torch numbers them (from 0) in its
+        # "ProfilerStep#N" ranges: exactly what the trace holds.
+        # (FunctionEvent.name says "ProfilerStep*" for all; trace_name keeps the number.)
+        self.recorded_steps.extend(sorted(
+            int(e.trace_name.split("#", 1)[1]) for e in prof.events()
+            if (e.trace_name or "").startswith("ProfilerStep#")
+            and e.trace_name.split("#", 1)[1].isdigit()))
+        run_dir = os.path.join(self.dir, self.run)
+        os.makedirs(run_dir, exist_ok=True)
+        path = os.path.join(run_dir, f"trace_rank_{self.rank}.{self._cycle}.pt.trace.json")
+        _write_atomically(path, prof.export_chrome_trace)
+        self.traces.append(path)
+        device = torch.cuda.is_available()
+        for e in prof.key_averages():
+            if e.key.startswith(_MODULE_PREFIX) or e.key.startswith("ProfilerStep"):
+                continue
+            row = self.operators.setdefault(e.key, {"name": e.key, "calls": 0, "self_us": 0.0,
+                                                    "total_us": 0.0, "flops": 0})
+            row["calls"] += e.count
+            row["self_us"] += (e.self_device_time_total if device else e.self_cpu_time_total)
+            row["total_us"] += (e.device_time_total if device else e.cpu_time_total)
+            row["flops"] += e.flops or 0
+        for e in prof.events():
+            if not e.name.startswith(_MODULE_PREFIX):
+                continue
+            row = self.modules.setdefault(e.name[len(_MODULE_PREFIX):], {
+                "module": e.name[len(_MODULE_PREFIX):], "calls": 0, "total_us": 0.0, "flops": 0})
+            row["calls"] += 1
+            row["total_us"] += e.cpu_time_total
+            row["flops"] += _subtree_flops(e)
+
+    def _finish(self):
+        ops = sorted(self.operators.values(), key=lambda r: -r["self_us"])
+        for r in ops:
+            r["flops_per_s"] = r["flops"] / (r["self_us"] * 1e-6) if r["self_us"] and r["flops"] else None
+        mods = sorted(self.modules.values(), key=lambda r: -r["total_us"])
+        self.summary = _format_summary(ops[:self.row_limit], mods[:self.row_limit],
+                                       self.recorded_steps, self.traces)
+        if self.traces:
+            path = os.path.join(self.dir, self.run, f"summary_rank_{self.rank}.json")
+            doc = {"format": "graph-opt-profiler-session/1", "rank": self.rank,
+                   "recorded_steps": self.recorded_steps, "traces": self.traces,
+                   "operators": ops, "modules": mods}
+            _write_atomically(path, lambda p: json.dump(doc, open(p, "w"), indent=1))
+        if self.print_summary and self.rank == 0:
+            print(self.summary)
+
+
+def _subtree_flops(event):
+    """The FLOPs of the operators under `event`, each counted once: an operator torch counts
+    (aten::matmul) may call another it counts too (aten::mm), so a counted one's children are
+    not added again."""
+    total, stack = 0, list(event.cpu_children)
+    while stack:
+        e = stack.pop()
+        if e.flops:
+            total += e.flops
+        else:
+            stack.extend(e.cpu_children)
+    return total
+
+
+def _format_flops(x):
+    if not x:
+        return "-"
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.2f} {unit}"
+    return f"{x:.0f} "
+
+
+def _format_summary(ops, mods, steps, traces):
+    lines = [f"graph_opt.profiler: recorded steps {steps}; traces: {', '.join(traces) or 'none'}",
+             f"{'operator':<40} {'calls':>6} {'self ms':>9} {'FLOPs':>10} {'FLOP/s':>10}"]
+    for r in ops:
+        lines.append(f"{r['name'][:40]:<40} {r['calls']:>6} {r['self_us'] / 1e3:>9.3f} "
+                     f"{_format_flops(r['flops']):>10} {_format_flops(r['flops_per_s']):>10}")
+    if mods:
+        lines.append(f"{'module (forward)':<40} {'calls':>6} {'total ms':>9} {'FLOPs':>10}")
+        for r in mods:
+            lines.append(f"{r['module'][:40]:<40} {r['calls']:>6} {r['total_us'] / 1e3:>9.3f} "
+                         f"{_format_flops(r['flops']):>10}")
+    return "\n".join(lines)
+
+
+def profiler(dir="graph_opt_profile", run="graph_opt", **kwargs):
+    """A ProfilerSession: a context manager (call step() at the end of each step) or a
+    decorator of the step function. See the module's docstring."""
+    return ProfilerSession(dir, run, **kwargs)

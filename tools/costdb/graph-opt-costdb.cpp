@@ -1,0 +1,440 @@
+//===- graph-opt-costdb.cpp - The operator cost database's tool -----------===//
+//
+//   graph-opt-costdb measure   --db F [--source NAME] model.pt2 ... sweep.json ...
+//   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] model.pt2
+//   graph-opt-costdb show      --db F
+//
+// measure: every distinct operator configuration of the given graphs (.pt2,
+// .pt, .gir) and sweep files (.json: a .gir template with ranges, every
+// combination), each timed on this machine (Analysis/OperatorTiming.h) and
+// stored (Analysis/CostDatabase.h); a configuration already measured here is
+// not measured again (--remeasure does). attribute: the model's step
+// predicted node by node from the database and set against its profile
+// (Analysis/Attribution.h). show: what the database holds. docs/CostDB.md.
+//
+// Exit codes: 0 done, 1 some configurations failed to run (the rest are
+// stored), 2 bad input or usage.
+//
+//===----------------------------------------------------------------------===//
+#include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Analysis/ModelRun.h"
+#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Import/Importer.h"
+#include "graphopt/IR/Parser.h"
+#include "graphopt/IR/TypeInference.h"
+#include "graphopt/Pass/AnalysisManager.h"
+#include "graphopt/Runtime/CudaBackend.h"
+#include "graphopt/Runtime/EnergyMeter.h"
+#include "graphopt/Support/FileIO.h"
+
+#include <ATen/Parallel.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_replace.h>
+#include <llvm/ADT/MapVector.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/InitLLVM.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/WithColor.h>
+
+#include <map>
+#include <set>
+
+using namespace graphopt;
+namespace cl = llvm::cl;
+
+namespace {
+
+constexpr int kOk = 0, kSomeFailed = 1, kBadInput = 2;
+
+cl::SubCommand measureCmd("measure", "Time every operator configuration of graphs and sweeps");
+cl::SubCommand attributeCmd("attribute", "Predict a model's step from the database, against its profile");
+cl::SubCommand showCmd("show", "What the database holds");
+
+cl::opt<std::string> dbPath("db", cl::desc("The cost database (SQLite; measure makes it)"),
+                            cl::value_desc("file"), cl::Required, cl::sub(measureCmd),
+                            cl::sub(attributeCmd), cl::sub(showCmd));
+cl::opt<std::string> deviceName("device", cl::desc("cpu or cuda (default: cuda where a GPU is)"),
+                                cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd));
+cl::opt<unsigned> threads("threads",
+                          cl::desc("Intra-op threads (default torch's); part of the machine's key"),
+                          cl::init(0), cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd));
+
+cl::list<std::string> measureInputs(cl::Positional, cl::desc("<model.pt2|.pt|.gir|sweep.json>..."),
+                                    cl::OneOrMore, cl::sub(measureCmd));
+cl::opt<std::string> sourceName("source",
+                                cl::desc("The source name recorded (default: the file's stem; "
+                                         "sweeps: sweep:<file stem>:<name>); one input only"),
+                                cl::sub(measureCmd));
+cl::opt<double> minTime("min-time", cl::desc("Seconds each configuration is timed at least"),
+                        cl::init(0.02), cl::sub(measureCmd));
+cl::opt<unsigned> minRuns("min-runs", cl::desc("Timed runs of each configuration at least"),
+                          cl::init(5), cl::sub(measureCmd));
+cl::opt<bool> remeasure("remeasure", cl::desc("Measure configurations the database already has"),
+                        cl::sub(measureCmd));
+cl::opt<unsigned> maxSweep("max-sweep",
+                           cl::desc("Refuse a sweep of more combinations than this (default 5000)"),
+                           cl::init(5000), cl::sub(measureCmd));
+cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd));
+
+cl::opt<std::string> attributeInput(cl::Positional, cl::desc("<model.pt2|.pt|.gir>"), cl::Required,
+                                    cl::sub(attributeCmd));
+cl::opt<bool> leaveOut("leave-out",
+                       cl::desc("Leave out measurements found only in this model's own graph "
+                                "(its source name: the file's stem)"),
+                       cl::sub(attributeCmd));
+cl::list<std::string> excludeSources("exclude-source",
+                                     cl::desc("Leave out measurements found only in these sources"),
+                                     cl::sub(attributeCmd));
+cl::opt<bool> noProfile("no-profile",
+                        cl::desc("Predict only: do not run the model (no measured figures)"),
+                        cl::sub(attributeCmd));
+cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
+                              cl::sub(attributeCmd));
+cl::opt<std::string> csvPath("csv", cl::desc("Write the per-node attribution as CSV"),
+                             cl::sub(attributeCmd));
+cl::opt<std::string> jsonPath("json", cl::desc("Write the totals and per-operator table as JSON"),
+                              cl::sub(attributeCmd));
+
+int fail(llvm::StringRef message, int code = kBadInput) {
+  llvm::WithColor::error(llvm::errs(), "graph-opt-costdb") << message << '\n';
+  return code;
+}
+
+absl::StatusOr<c10::Device> chosenDevice() {
+  if (deviceName.empty())
+    return cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0)
+                           : c10::Device(c10::DeviceType::CPU);
+  if (deviceName == "cpu")
+    return c10::Device(c10::DeviceType::CPU);
+  if (deviceName == "cuda" || llvm::StringRef(deviceName).startswith("cuda:")) {
+    if (!cudaAvailable())
+      return absl::InvalidArgumentError("--device=cuda: no GPU is present on this machine");
+    return c10::Device(deviceName);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
+}
+
+std::string stem(llvm::StringRef path) { return llvm::sys::path::stem(path).str(); }
+
+/// A graph to measure, with the source name its configurations are recorded under.
+struct Source {
+  std::string name;
+  std::unique_ptr<Graph> graph;
+};
+
+/// Every combination of a sweep's ranges, substituted into its template.
+absl::StatusOr<std::vector<Source>> expandSweeps(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return absl::NotFoundError(absl::StrCat(path, ": ", buffer.getError().message()));
+  auto json = llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not JSON: ", llvm::toString(json.takeError())));
+  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Array *sweeps = root ? root->getArray("sweeps") : nullptr;
+  if (!sweeps)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected {\"sweeps\": [{\"name\", \"gir\", \"ranges\"}, ...]}"));
+  std::vector<Source> out;
+  for (size_t s = 0; s < sweeps->size(); ++s) {
+    const llvm::json::Object *sweep = (*sweeps)[s].getAsObject();
+    llvm::Optional<llvm::StringRef> name, text;
+    if (sweep) {
+      name = sweep->getString("name");
+      text = sweep->getString("gir");
+    }
+    const llvm::json::Object *ranges = sweep ? sweep->getObject("ranges") : nullptr;
+    std::string where = absl::StrCat(path, ": sweep ", s);
+    if (!name || !text || !ranges)
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": needs \"name\", \"gir\" (a graph template) and \"ranges\""));
+    where = absl::StrCat(path, ": sweep '", name->str(), "'");
+    std::vector<std::pair<std::string, std::vector<int64_t>>> axes;
+    size_t combinations = 1;
+    for (const auto &[key, value] : *ranges) {
+      const llvm::json::Array *values = value.getAsArray();
+      std::vector<int64_t> ints;
+      for (size_t i = 0; values && i < values->size(); ++i)
+        if (auto v = (*values)[i].getAsInteger())
+          ints.push_back(*v);
+      if (!values || ints.size() != values->size() || ints.empty())
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": range '", key.str(), "' must be a non-empty list of integers"));
+      combinations *= ints.size();
+      if (combinations > maxSweep)
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": more than --max-sweep=", maxSweep.getValue(), " combinations"));
+      axes.emplace_back(key.str(), std::move(ints));
+    }
+    std::vector<size_t> index(axes.size(), 0);
+    for (size_t c = 0; c < combinations; ++c) {
+      std::vector<std::pair<std::string, std::string>> subs;
+      std::string label;
+      for (size_t a = 0; a < axes.size(); ++a) {
+        subs.emplace_back("{" + axes[a].first + "}", std::to_string(axes[a].second[index[a]]));
+        absl::StrAppend(&label, label.empty() ? "" : ",", axes[a].first, "=",
+                        axes[a].second[index[a]]);
+      }
+      std::string instance = absl::StrReplaceAll(text->str(), subs);
+      auto graph = parseGraph(instance, absl::StrCat(path, " (", name->str(), ": ", label, ")"));
+      if (!graph.ok())
+        return graph.status();
+      if (absl::Status st = inferTypes(**graph); !st.ok())
+        return absl::Status(st.code(), absl::StrCat(where, " (", label, "): ", st.message()));
+      Source source;
+      source.name = sourceName.empty() ? absl::StrCat("sweep:", stem(path), ":", name->str())
+                                       : sourceName.getValue();
+      source.graph = std::move(*graph);
+      out.push_back(std::move(source));
+      for (size_t a = axes.size(); a-- > 0;) {
+        if (++index[a] < axes[a].second.size())
+          break;
+        index[a] = 0;
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Source>> readSources(const std::string &path) {
+  if (llvm::StringRef(path).endswith(".json"))
+    return expandSweeps(path);
+  auto model = importModel(path);
+  if (!model.ok())
+    return model.status();
+  std::vector<Source> out(1);
+  out[0].name = sourceName.empty() ? stem(path) : sourceName.getValue();
+  out[0].graph = std::move(model->graph);
+  return out;
+}
+
+int measure() {
+  if (!sourceName.empty() && measureInputs.size() > 1)
+    return fail("--source names the source of one input; give one input with it");
+  auto device = chosenDevice();
+  if (!device.ok())
+    return fail(std::string(device.status().message()));
+  auto db = CostDatabase::open(dbPath, /*create=*/true);
+  if (!db.ok())
+    return fail(std::string(db.status().message()));
+  MachineInfo here = MachineInfo::current(*device);
+  std::string whyNoMeter;
+  std::unique_ptr<EnergyMeter> meter = findEnergyMeter(*device, &whyNoMeter);
+  llvm::outs() << "measuring on " << here.describe() << "; energy: "
+               << (meter ? meter->source() : "no sensor found: " + whyNoMeter) << "\n";
+  if (absl::Status st = (*db)->begin(); !st.ok())
+    return fail(std::string(st.message()));
+  auto machine = (*db)->machine(here);
+  if (!machine.ok() || !(*db)->commit().ok())
+    return fail(std::string(machine.status().message()));
+
+  OperatorTimingOptions timing;
+  timing.device = *device;
+  timing.minSeconds = minTime;
+  timing.minRuns = minRuns;
+  bool anyFailed = false;
+  for (const std::string &input : measureInputs) {
+    auto sources = readSources(input);
+    if (!sources.ok())
+      return fail(std::string(sources.status().message()));
+    // Distinct configurations per source, with how many nodes make each.
+    struct Found {
+      std::string source;
+      OperatorConfig config;
+      int64_t nodes = 0;
+    };
+    // By source + key, in the order found.
+    std::vector<Found> found;
+    llvm::StringMap<size_t> foundIndex;
+    std::map<std::string, std::pair<size_t, std::string>> unmeasurable;
+    size_t nodes = 0;
+    for (Source &s : *sources)
+      for (const Node &n : s.graph->nodes()) {
+        ++nodes;
+        auto config = operatorConfigOf(n);
+        if (!config.ok()) {
+          auto &u = unmeasurable[n.opName()];
+          ++u.first;
+          u.second = std::string(config.status().message());
+          continue;
+        }
+        std::string id = s.name + '\n' + config->key;
+        auto [it, fresh] = foundIndex.try_emplace(id, found.size());
+        if (fresh) {
+          found.emplace_back();
+          found.back().source = s.name;
+          found.back().config = std::move(*config);
+        }
+        ++found[it->second].nodes;
+      }
+    size_t measuredNow = 0, already = 0, failed = 0;
+    for (Found &f : found) {
+      CostDatabase &d = **db;
+      if (absl::Status st = d.begin(); !st.ok())
+        return fail(std::string(st.message()));
+      auto configId = d.config(f.config);
+      absl::Status st = configId.status();
+      if (st.ok())
+        st = d.setSource(*configId, f.source, f.nodes);
+      auto done = st.ok() ? d.measured(*configId, *machine) : absl::StatusOr<bool>(st);
+      if (!done.ok()) {
+        d.rollback();
+        return fail(std::string(done.status().message()));
+      }
+      if (*done && !remeasure) {
+        ++already;
+      } else {
+        auto t = timeGraph(*f.config.graph, timing, meter.get());
+        if (t.ok()) {
+          MeasurementRecord m;
+          m.medianSeconds = t->medianSeconds;
+          m.q1Seconds = t->q1Seconds;
+          m.q3Seconds = t->q3Seconds;
+          m.minSeconds = t->minSeconds;
+          m.runs = t->runs;
+          m.totalSeconds = t->totalSeconds;
+          m.joulesPerCall = t->joulesPerCall;
+          if (meter && t->joulesPerCall)
+            m.energySource = meter->source();
+          st = d.putMeasurement(*configId, *machine, m);
+          ++measuredNow;
+          if (verbose)
+            llvm::outs() << llvm::formatv("  {0,-36} {1,10:f2} us  ({2} runs)  {3}\n", f.config.op,
+                                          t->medianSeconds * 1e6, std::to_string(t->runs),
+                                          f.config.family);
+        } else {
+          ++failed;
+          anyFailed = true;
+          llvm::errs() << "graph-opt-costdb: warning: " << input << ": " << f.config.op
+                       << " did not run: " << std::string(t.status().message()) << "\n";
+          st = d.putFailure(*configId, *machine, std::string(t.status().message()));
+        }
+      }
+      if (st.ok())
+        st = d.commit();
+      if (!st.ok()) {
+        d.rollback();
+        return fail(std::string(st.message()));
+      }
+    }
+    llvm::outs() << input << ": " << nodes << " nodes, " << found.size() << " configurations: "
+                 << measuredNow << " measured, " << already << " already in the database"
+                 << (failed ? absl::StrCat(", ", failed, " failed") : "") << "\n";
+    for (auto &[op, u] : unmeasurable)
+      llvm::outs() << "  not measured: " << op << " (" << u.first << " nodes): " << u.second << "\n";
+  }
+  auto counts = (*db)->counts();
+  if (counts.ok())
+    llvm::outs() << dbPath << ": " << counts->configs << " configurations, "
+                 << counts->measurements << " measurements on " << counts->machines
+                 << " machines, from " << counts->sources << " sources\n";
+  return anyFailed ? kSomeFailed : kOk;
+}
+
+int attribute() {
+  auto device = chosenDevice();
+  if (!device.ok())
+    return fail(std::string(device.status().message()));
+  std::set<std::string> excluded(excludeSources.begin(), excludeSources.end());
+  if (leaveOut)
+    excluded.insert(stem(attributeInput));
+  std::string machine;
+  auto model = loadCostModel(dbPath, *device, excluded, &machine);
+  if (!model.ok())
+    return fail(std::string(model.status().message()));
+  auto imported = importModel(attributeInput);
+  if (!imported.ok())
+    return fail(std::string(imported.status().message()));
+  const Graph &graph = *imported->graph;
+
+  const ProfileResult *profile = nullptr;
+  AnalysisManager analyses;
+  if (!noProfile) {
+    ModelRunOptions options;
+    options.device = *device;
+    auto context = makeModelExecutionContext(graph, graph, imported->weights,
+                                             imported->exampleInputs, options);
+    if (!context.ok())
+      return fail(absl::StrCat(attributeInput.getValue(), ": ", context.status().message()));
+    analyses.setExecutionContextProvider(
+        [&]() -> absl::StatusOr<ExecutionContext> { return *context; });
+    ProfileAnalysis::Options popts;
+    popts.runs = profileRuns;
+    auto result = analyses.getResult<ProfileAnalysis>(graph, popts);
+    if (!result.ok())
+      return fail(absl::StrCat(attributeInput.getValue(), ": ", result.status().message()));
+    profile = *result;
+  }
+  StepAttribution a = attributeStep(graph, *model, profile);
+  a.machine = machine;
+  llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
+  if (!excluded.empty()) {
+    bool first = true;
+    for (const std::string &s : excluded)
+      llvm::outs() << (first ? "" : ", ") << s, first = false;
+    llvm::outs() << ")";
+  }
+  llvm::outs() << "\n";
+  printAttribution(llvm::outs(), a);
+  if (!csvPath.empty())
+    if (absl::Status st = writeFileAtomically(csvPath, attributionCsv(a)); !st.ok())
+      return fail(std::string(st.message()));
+  if (!jsonPath.empty())
+    if (absl::Status st = writeFileAtomically(jsonPath, attributionJson(a, attributeInput));
+        !st.ok())
+      return fail(std::string(st.message()));
+  return kOk;
+}
+
+int show() {
+  auto db = CostDatabase::open(dbPath, /*create=*/false);
+  if (!db.ok())
+    return fail(std::string(db.status().message()));
+  auto counts = (*db)->counts();
+  auto machines = (*db)->machines();
+  if (!counts.ok() || !machines.ok())
+    return fail(std::string((counts.ok() ? machines.status() : counts.status()).message()));
+  llvm::outs() << dbPath << ": schema version " << kCostDatabaseSchemaVersion << ", "
+               << counts->configs << " configurations, " << counts->measurements
+               << " measurements, " << counts->failures << " failures, from " << counts->sources
+               << " sources\n";
+  for (const auto &[id, m] : *machines) {
+    auto entries = (*db)->entries(id);
+    if (!entries.ok())
+      return fail(std::string(entries.status().message()));
+    llvm::MapVector<llvm::StringRef, size_t> perOp;
+    size_t withEnergy = 0;
+    for (const CostEntry &e : *entries) {
+      ++perOp[e.op];
+      withEnergy += e.measured.joulesPerCall.has_value();
+    }
+    llvm::outs() << "machine " << id << ": " << m.describe() << ": " << entries->size()
+                 << " measurements of " << perOp.size() << " operators, " << withEnergy
+                 << " with energy\n";
+  }
+  return kOk;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "graph-opt-costdb: the operator cost database (docs/CostDB.md)\n");
+  if (threads)
+    at::set_num_threads(static_cast<int>(threads));
+  if (measureCmd)
+    return measure();
+  if (attributeCmd)
+    return attribute();
+  if (showCmd)
+    return show();
+  return fail("give a subcommand: measure, attribute or show (--help lists them)");
+}

@@ -1,0 +1,272 @@
+//===- CostDatabaseTest.cpp - Operator configurations, the database, predictions ===//
+#include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/IR/Parser.h"
+#include "graphopt/Runtime/EnergyMeter.h"
+
+#include <absl/strings/str_cat.h>
+#include <gtest/gtest.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdlib>
+
+using namespace graphopt;
+
+namespace {
+
+std::unique_ptr<Graph> parse(llvm::StringRef text) {
+  auto g = parseGraph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+OperatorConfig configOfFirstNode(const Graph &g) {
+  auto c = operatorConfigOf(*g.nodes().begin());
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? std::move(*c) : OperatorConfig();
+}
+
+std::string tempPath(llvm::StringRef name) {
+  llvm::SmallString<128> path;
+  llvm::sys::fs::createUniqueDirectory("costdb-test", path);
+  return (path + "/" + name).str();
+}
+
+void writeText(const std::string &path, llvm::StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  ASSERT_FALSE(ec) << path;
+  os << text;
+}
+
+CostEntry entry(int64_t id, llvm::StringRef op, llvm::StringRef family, std::vector<int64_t> dims,
+                double work, double seconds, std::vector<std::string> sources = {"m"}) {
+  CostEntry e;
+  e.id = id;
+  e.op = op.str();
+  e.family = family.str();
+  e.key = absl::StrCat("key", id);
+  e.dims = std::move(dims);
+  e.work = work;
+  e.measured.medianSeconds = seconds;
+  e.sources = std::move(sources);
+  return e;
+}
+
+} // namespace
+
+// Names, phases and module attributes do not change a configuration; sizes,
+// strides and constants do.
+TEST(OperatorConfigTest, TheKeyIsTheCallAndNothingElse) {
+  auto a = parse(R"(graph @a {
+  input %x : f32[8, 16] user_input
+  input %w : f32[16, 4] parameter "w"
+forward:
+  %h = aten::mm(%x, %w) {module = "layer1"} : f32[8, 4]
+  output %h user_output
+})");
+  auto b = parse(R"(graph @b {
+  input %p : f32[8, 16] user_input
+  input %q : f32[16, 4] user_input
+backward:
+  %zz = aten::mm(%p, %q) : f32[8, 4]
+  output %zz user_output
+})");
+  auto strided = parse(R"(graph @c {
+  input %p : f32[8, 16]{strides=[1, 8]} user_input
+  input %q : f32[16, 4] user_input
+forward:
+  %zz = aten::mm(%p, %q) : f32[8, 4]
+  output %zz user_output
+})");
+  ASSERT_TRUE(a && b && strided);
+  OperatorConfig ca = configOfFirstNode(*a), cb = configOfFirstNode(*b),
+                 cs = configOfFirstNode(*strided);
+  EXPECT_EQ(ca.key, cb.key);
+  EXPECT_EQ(ca.op, "aten::mm");
+  EXPECT_EQ(ca.key.find("layer1"), std::string::npos) << ca.key;
+  EXPECT_NE(ca.key, cs.key);
+  EXPECT_EQ(ca.family, cs.family);
+  EXPECT_DOUBLE_EQ(ca.flops, 2.0 * 8 * 4 * 16);
+  EXPECT_EQ(ca.bytesMoved, (8 * 16 + 16 * 4 + 8 * 4) * 4);
+  EXPECT_TRUE(ca.computeBound);
+  EXPECT_EQ(ca.dims, (std::vector<int64_t>{8, 16, 16, 4, 8, 4}));
+  // The key reads back to the same configuration.
+  auto again = parseGraph(ca.key);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto cr = operatorConfigOfGraph(std::move(*again));
+  ASSERT_TRUE(cr.ok()) << cr.status().message();
+  EXPECT_EQ(cr->key, ca.key);
+}
+
+// An operand read twice is one input: mul(x, x) is not mul(x, y).
+TEST(OperatorConfigTest, AnOperandReadTwiceStaysOneTensor) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[4] user_input
+forward:
+  %s = aten::mul.Tensor(%x, %x) : f32[4]
+  output %s user_output
+})");
+  ASSERT_TRUE(g);
+  OperatorConfig c = configOfFirstNode(*g);
+  EXPECT_EQ(c.graph->inputs().size(), 1u);
+  EXPECT_EQ(c.bytesMoved, 2 * 4 * 4);
+}
+
+TEST(OperatorTimingTest, TimesAGraphOnItsOwnInputs) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[64, 64] user_input
+  input %i : i64[8] user_input
+forward:
+  %e = aten::embedding(%x, %i) : f32[8, 64]
+  output %e user_output
+})");
+  ASSERT_TRUE(g);
+  OperatorTimingOptions options;
+  options.minRuns = 7;
+  options.minSeconds = 0.001;
+  auto t = timeGraph(*g, options, nullptr);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_GE(t->runs, 7u);
+  EXPECT_GT(t->medianSeconds, 0);
+  EXPECT_LE(t->minSeconds, t->q1Seconds);
+  EXPECT_LE(t->q1Seconds, t->medianSeconds);
+  EXPECT_LE(t->medianSeconds, t->q3Seconds);
+  EXPECT_FALSE(t->joulesPerCall);
+}
+
+// A fake powercap tree: package domains summed, sub-domains left out, the
+// counter's wrap-around undone.
+TEST(EnergyMeterTest, ReadsRaplPackagesAndUndoesTheWrap) {
+  llvm::SmallString<128> root;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("powercap", root));
+  std::string pkg = (root + "/intel-rapl:0").str(), sub = (root + "/intel-rapl:0:0").str();
+  ASSERT_FALSE(llvm::sys::fs::create_directories(pkg));
+  ASSERT_FALSE(llvm::sys::fs::create_directories(sub));
+  writeText(pkg + "/energy_uj", "1000000\n");
+  writeText(pkg + "/max_energy_range_uj", "4000000\n");
+  writeText(pkg + "/name", "package-0\n");
+  writeText(sub + "/energy_uj", "999999999\n");
+  ::setenv("GRAPHOPT_POWERCAP_DIR", root.c_str(), 1);
+  std::string why;
+  auto meter = findEnergyMeter(c10::Device(c10::DeviceType::CPU), &why);
+  ASSERT_TRUE(meter) << why;
+  EXPECT_EQ(meter->source(), "RAPL: package-0");
+  auto j = meter->joules();
+  ASSERT_TRUE(j.ok());
+  EXPECT_DOUBLE_EQ(*j, 1.0);
+  writeText(pkg + "/energy_uj", "3000000\n");
+  EXPECT_DOUBLE_EQ(*meter->joules(), 3.0);
+  writeText(pkg + "/energy_uj", "500000\n"); // wrapped at 4 J
+  EXPECT_DOUBLE_EQ(*meter->joules(), 4.5);
+
+  ::setenv("GRAPHOPT_POWERCAP_DIR", (root + "/none").str().c_str(), 1);
+  EXPECT_FALSE(findEnergyMeter(c10::Device(c10::DeviceType::CPU), &why));
+  EXPECT_NE(why.find("no readable RAPL package domain"), std::string::npos) << why;
+  ::unsetenv("GRAPHOPT_POWERCAP_DIR");
+}
+
+TEST(CostDatabaseTest, StoresAndReadsBackAMeasurement) {
+  std::string path = tempPath("costs.sqlite");
+  auto g = parse(R"(graph @g {
+  input %x : f32[4, 4] user_input
+forward:
+  %r = aten::relu(%x) : f32[4, 4]
+  output %r user_output
+})");
+  ASSERT_TRUE(g);
+  OperatorConfig config = configOfFirstNode(*g);
+  {
+    auto db = CostDatabase::open(path, /*create=*/true);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    MachineInfo here = MachineInfo::current(c10::Device(c10::DeviceType::CPU));
+    auto m = (*db)->machine(here);
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(*(*db)->machine(here), *m); // found, not added again
+    auto c = (*db)->config(config);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(*(*db)->config(config), *c);
+    ASSERT_TRUE((*db)->setSource(*c, "model-a", 3).ok());
+    ASSERT_TRUE((*db)->setSource(*c, "model-a", 2).ok()); // replaced, not added
+    EXPECT_FALSE(*(*db)->measured(*c, *m));
+    MeasurementRecord rec;
+    rec.medianSeconds = 2e-6;
+    rec.q1Seconds = 1e-6;
+    rec.q3Seconds = 3e-6;
+    rec.minSeconds = 1e-6;
+    rec.runs = 9;
+    ASSERT_TRUE((*db)->putMeasurement(*c, *m, rec).ok());
+    EXPECT_TRUE(*(*db)->measured(*c, *m));
+  }
+  auto db = CostDatabase::open(path, /*create=*/false);
+  ASSERT_TRUE(db.ok()) << db.status().message();
+  auto counts = (*db)->counts();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->configs, 1);
+  EXPECT_EQ(counts->measurements, 1);
+  EXPECT_EQ(counts->sources, 1);
+  auto machine = (*db)->findMachine(MachineInfo::current(c10::Device(c10::DeviceType::CPU)));
+  ASSERT_TRUE(machine.ok() && *machine);
+  auto entries = (*db)->entries(**machine);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);
+  EXPECT_EQ((*entries)[0].key, config.key);
+  EXPECT_EQ((*entries)[0].measured.runs, 9);
+  EXPECT_FALSE((*entries)[0].measured.joulesPerCall);
+  EXPECT_EQ((*entries)[0].sources, std::vector<std::string>{"model-a"});
+  EXPECT_EQ((*entries)[0].dims, config.dims);
+
+  // Not a database, and a database that is not one of ours.
+  std::string text = tempPath("notes.txt");
+  writeText(text, "hello\n");
+  auto bad = CostDatabase::open(text, false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find(text), std::string::npos);
+  EXPECT_FALSE(CostDatabase::open(tempPath("missing.sqlite"), false).ok());
+}
+
+TEST(CostModelTest, PredictsExactlyThenFromTheFamilyThenFromTheOperator) {
+  std::vector<CostEntry> entries;
+  entries.push_back(entry(1, "aten::mm", "mm-f32", {64, 64, 64, 64, 64, 64}, 1e6, 1e-3));
+  entries.push_back(entry(2, "aten::mm", "mm-f16", {8, 8, 8, 8, 8, 8}, 1e3, 1e-5));
+  entries.push_back(entry(3, "aten::relu", "relu", {10}, 80, 2e-6, {"only-here"}));
+  CostModel model(std::move(entries), {"only-here"});
+  EXPECT_EQ(model.size(), 2u); // relu's measurement came only from the excluded source
+
+  OperatorConfig exact;
+  exact.op = "aten::mm";
+  exact.key = "key1";
+  EXPECT_EQ(model.predict(exact).how, CostModel::How::Exact);
+  EXPECT_DOUBLE_EQ(model.predict(exact).seconds, 1e-3);
+
+  // Twice the work of entry 1 in its family: the floor (the operator's
+  // fastest call, 1e-5) plus twice the rest.
+  OperatorConfig family;
+  family.op = "aten::mm";
+  family.key = "new";
+  family.family = "mm-f32";
+  family.dims = {128, 64, 64, 64, 128, 64};
+  family.work = 2e6;
+  CostModel::Prediction p = model.predict(family);
+  EXPECT_EQ(p.how, CostModel::How::Family);
+  EXPECT_NEAR(p.seconds, 1e-5 + (1e-3 - 1e-5) * 2, 1e-12);
+
+  // Another family of the operator: its entries nearest in work.
+  OperatorConfig other;
+  other.op = "aten::mm";
+  other.key = "other";
+  other.family = "mm-bf16";
+  other.work = 1e3;
+  p = model.predict(other);
+  EXPECT_EQ(p.how, CostModel::How::Operator);
+  EXPECT_GT(p.seconds, 0);
+  EXPECT_LT(p.seconds, 1e-3);
+
+  OperatorConfig relu;
+  relu.op = "aten::relu";
+  relu.key = "key3";
+  relu.family = "relu";
+  EXPECT_EQ(model.predict(relu).how, CostModel::How::Missing);
+}
