@@ -234,6 +234,45 @@ def _boxed_nop(gm, example_inputs):
     return boxed_nop(gm, example_inputs)
 
 
+# Graphs compiled with graph_opt.backend(..., inner="eager"): (label, GraphModule), in
+# compile order. A profiler session (session.py) profiles them with graph-opt and joins that
+# per-node profile to its trace by node name.
+_EAGER_GRAPHS = []
+
+
+class _NamedRangeInterpreter(torch.fx.Interpreter):
+    """Runs an eager half node by node, each call inside a record_function range
+    "graph-opt:<label>:<node name>": what a profiler session's trace joins on."""
+
+    def __init__(self, gm, label):
+        super().__init__(gm)
+        self.label = label
+
+    def run_node(self, n):
+        if n.op not in ("call_function", "call_method", "call_module"):
+            return super().run_node(n)
+        with torch.autograd.profiler.record_function(f"graph-opt:{self.label}:{n.name}"):
+            return super().run_node(n)
+
+
+def _eager_compiler(kind):
+    """An fx compiler for the eager halves: torch's boxed_nop, run node by node with named
+    ranges while a graph_opt.profiler session is recording (otherwise as boxed_nop runs it)."""
+    def compile_half(gm, example_inputs):
+        label = f"{kind}{len(_EAGER_GRAPHS)}"
+        _EAGER_GRAPHS.append((label, gm))
+        plain = _boxed_nop(gm, example_inputs)
+
+        def run(args):
+            from . import session
+            if session.active() is not None:
+                return _NamedRangeInterpreter(gm, label).boxed_run(args)
+            return plain(args)
+        run._boxed_call = True
+        return run
+    return compile_half
+
+
 class _Backend:
     """torch.compile(model, backend=graph_opt.backend(...))."""
 
@@ -272,9 +311,9 @@ class _Backend:
 
         def inference_compiler(graph, inputs):
             self._inference(graph)
-            return _boxed_nop(graph, inputs)
+            return _eager_compiler("inference")(graph, inputs)
         return aot_autograd(
-            fw_compiler=_boxed_nop, bw_compiler=_boxed_nop,
+            fw_compiler=_eager_compiler("forward"), bw_compiler=_eager_compiler("backward"),
             inference_compiler=inference_compiler,
             partition_fn=functools.partial(self.partitioner, compiler="inductor"),
             keep_inference_input_mutations=True,

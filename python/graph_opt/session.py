@@ -36,6 +36,13 @@ import torch
 __all__ = ["ProfilerSession", "profiler"]
 
 _MODULE_PREFIX = "module:"
+_NODE_PREFIX = "graph-opt:"  # compile.py's ranges around the nodes of an eager half
+_ACTIVE = []  # the sessions started and not stopped, innermost last
+
+
+def active():
+    """The innermost running session, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 def _rank():
@@ -77,6 +84,8 @@ class ProfilerSession:
         self.traces, self.recorded_steps = [], []
         self.operators, self.modules = {}, {}
         self.summary = ""
+        self.graph_nodes = {}  # (graph label, node name) -> trace calls and time
+        self.joined = []       # per compiled graph: what the join with graph-opt's profile found
         self._prof = None
         self._hooks = []
         self._module_ranges = []
@@ -108,6 +117,7 @@ class ProfilerSession:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
             self._prof.__enter__()
+        _ACTIVE.append(self)
         if self._nvtx:
             torch.cuda.nvtx.range_push(f"step {self._step}")
         return self
@@ -135,6 +145,8 @@ class ProfilerSession:
         try:
             self._prof.__exit__(None, None, None)
         finally:
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
             for h in self._hooks:
                 h.remove()
             self._hooks.clear()
@@ -216,6 +228,12 @@ class ProfilerSession:
             row["total_us"] += (e.device_time_total if device else e.cpu_time_total)
             row["flops"] += e.flops or 0
         for e in prof.events():
+            if e.name.startswith(_NODE_PREFIX):
+                label, node = e.name[len(_NODE_PREFIX):].split(":", 1)
+                row = self.graph_nodes.setdefault((label, node), {"calls": 0, "total_us": 0.0})
+                row["calls"] += 1
+                row["total_us"] += e.cpu_time_total
+                continue
             if not e.name.startswith(_MODULE_PREFIX):
                 continue
             row = self.modules.setdefault(e.name[len(_MODULE_PREFIX):], {
@@ -224,21 +242,105 @@ class ProfilerSession:
             row["total_us"] += e.cpu_time_total
             row["flops"] += _subtree_flops(e)
 
+    def _join_graph_opt_profiles(self):
+        """Where the step ran graph_opt.backend(..., inner="eager") halves, graph-opt's own
+        per-node profile of each, joined to the trace by node name: one CSV per rank."""
+        import csv
+        import sys
+        compile_module = sys.modules.get("graph_opt.compile")
+        graphs = dict(getattr(compile_module, "_EAGER_GRAPHS", []))
+        by_graph = {}
+        for (label, node), t in self.graph_nodes.items():
+            by_graph.setdefault(label, {})[node] = t
+        rows = []
+        for label, nodes in sorted(by_graph.items()):
+            gm = graphs.get(label)
+            out_dir = os.path.join(self.dir, self.run, f"graph_opt_{label}_rank_{self.rank}")
+            try:
+                joined = _join_rows(label, gm, nodes, out_dir)
+            except Exception as e:  # an fx graph graph-opt cannot import or run
+                self.joined.append({"graph": label, "nodes": len(nodes), "joined": 0,
+                                    "reason": f"{type(e).__name__}: {e}".splitlines()[0]})
+                continue
+            matched = sum(1 for r in joined if r["graph_opt_median_us"] is not None)
+            self.joined.append({"graph": label, "nodes": len(joined), "joined": matched,
+                                "profile": out_dir})
+            rows.extend(joined)
+        if rows:
+            path = os.path.join(self.dir, self.run, f"graph_opt_nodes_rank_{self.rank}.csv")
+
+            def write(p):
+                with open(p, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                    w.writeheader()
+                    w.writerows(rows)
+            _write_atomically(path, write)
+
     def _finish(self):
         ops = sorted(self.operators.values(), key=lambda r: -r["self_us"])
         for r in ops:
             r["flops_per_s"] = r["flops"] / (r["self_us"] * 1e-6) if r["self_us"] and r["flops"] else None
         mods = sorted(self.modules.values(), key=lambda r: -r["total_us"])
+        if self.graph_nodes:
+            self._join_graph_opt_profiles()
+        else:
+            import sys
+            stats = getattr(sys.modules.get("graph_opt.compile"), "_STATS", None)
+            if stats is not None and (stats.plans or stats.inference):
+                # graph_opt.backend's Inductor halves: fused kernels, no node ranges
+                self.joined.append({"graph": "inductor", "nodes": 0, "joined": 0, "reason": (
+                    "graphs compiled by Inductor run fused kernels; graph-opt's per-node "
+                    "profile is joined only with graph_opt.backend(..., inner='eager')")})
         self.summary = _format_summary(ops[:self.row_limit], mods[:self.row_limit],
-                                       self.recorded_steps, self.traces)
+                                       self.recorded_steps, self.traces, self.joined)
         if self.traces:
             path = os.path.join(self.dir, self.run, f"summary_rank_{self.rank}.json")
             doc = {"format": "graph-opt-profiler-session/1", "rank": self.rank,
                    "recorded_steps": self.recorded_steps, "traces": self.traces,
-                   "operators": ops, "modules": mods}
+                   "operators": ops, "modules": mods, "graph_opt_join": self.joined}
             _write_atomically(path, lambda p: json.dump(doc, open(p, "w"), indent=1))
         if self.print_summary and self.rank == 0:
             print(self.summary)
+
+
+def _join_rows(label, gm, trace_rows, out_dir):
+    """graph-opt's profile of one compiled eager graph (from_fx, then the profile pass on
+    seeded stand-in inputs) beside what the trace recorded of its nodes, by node name. A
+    graph-opt node is named by its first result (node_stats.csv's node_name); an fx node
+    returning a tuple is the graph-opt node whose results are its getitems, and the getitems
+    themselves (Python indexing, no operator) are left out."""
+    import csv
+    import operator
+    import graph_opt
+    from .fx import from_fx
+    graph = from_fx(gm, name=label)
+    graph_opt.run_pipeline(graph, "profile{runs=3}", report_dir=out_dir)
+    with open(os.path.join(out_dir, "node_stats.csv"), newline="") as f:
+        stats = {r["node_name"]: r for r in csv.DictReader(f)}
+    report = {}  # fx value name -> the graph-opt node's report name
+    for n in graph.nodes:
+        for name in n["outputs"]:
+            report[name] = n["outputs"][0]
+    fx_nodes = {n.name: n for n in gm.graph.nodes}
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and n.name not in report:
+            for user in n.users:
+                if user.target is operator.getitem and user.name in report:
+                    report[n.name] = report[user.name]
+                    break
+    rows = []
+    for node, t in trace_rows.items():
+        fx_node = fx_nodes.get(node)
+        if fx_node is not None and fx_node.target is operator.getitem:
+            continue
+        profiled = stats.get(report.get(node, ""))
+        rows.append({"graph": label, "node": node,
+                     "op": str(fx_node.target) if fx_node is not None else "",
+                     "graph_opt_node": report.get(node, ""),
+                     "trace_calls": t["calls"], "trace_us_per_call": t["total_us"] / t["calls"],
+                     "graph_opt_median_us": float(profiled["median_run_time_s"]) * 1e6
+                     if profiled else None})
+    return rows
 
 
 def _subtree_flops(event):
@@ -264,7 +366,7 @@ def _format_flops(x):
     return f"{x:.0f} "
 
 
-def _format_summary(ops, mods, steps, traces):
+def _format_summary(ops, mods, steps, traces, joined=()):
     lines = [f"graph_opt.profiler: recorded steps {steps}; traces: {', '.join(traces) or 'none'}",
              f"{'operator':<40} {'calls':>6} {'self ms':>9} {'FLOPs':>10} {'FLOP/s':>10}"]
     for r in ops:
@@ -275,6 +377,10 @@ def _format_summary(ops, mods, steps, traces):
         for r in mods:
             lines.append(f"{r['module'][:40]:<40} {r['calls']:>6} {r['total_us'] / 1e3:>9.3f} "
                          f"{_format_flops(r['flops']):>10}")
+    for j in joined:
+        lines.append(f"graph-opt's profile of compiled graph {j['graph']}: " + (
+            f"{j['joined']} of its {j['nodes']} traced nodes joined by name ({j['profile']})"
+            if "profile" in j else f"not joined ({j['reason']})"))
     return "\n".join(lines)
 
 

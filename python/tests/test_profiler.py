@@ -91,6 +91,29 @@ def test_flops_of_mm_and_conv_are_the_analytic_count(tmp_path):
     assert prof.modules["LinearConv"]["flops"] == 2 * (addmm + conv + 1)
 
 
+def test_eager_compiled_step_joins_graph_opts_per_node_profile(tmp_path):
+    """Compiled through graph_opt.backend(inner="eager"), the forward and backward halves
+    run with one range per node; the session profiles each half with graph-opt and joins
+    the two per-node tables by node name."""
+    step, args = zoo_step("mlp")
+    compiled = torch.compile(step, backend=graph_opt.backend("dce", inner="eager"))
+    compiled(*args)[0].backward()  # compiled outside the session
+    with graph_opt.profiler(str(tmp_path), warmup=1, active=2, print_summary=False) as prof:
+        for _ in range(3):
+            compiled(*args)[0].backward()
+            prof.step()
+    assert {j["graph"].rstrip("0123456789") for j in prof.joined} == {"forward", "backward"}
+    for j in prof.joined:
+        assert j["joined"] == j["nodes"] > 0, j
+    rows = list(__import__("csv").DictReader(open(tmp_path / "graph_opt" / "graph_opt_nodes_rank_0.csv")))
+    assert rows and all(float(r["graph_opt_median_us"]) >= 0 and int(r["trace_calls"]) == 2
+                        for r in rows)
+    # a tuple-returning operator is the graph-opt node named by its first getitem
+    nll = [r for r in rows if r["op"].startswith("aten.nll_loss_forward")]
+    assert nll and nll[0]["graph_opt_node"] != nll[0]["node"]
+    assert any(r["op"].startswith("aten.mm") or r["op"].startswith("aten.addmm") for r in rows)
+
+
 def test_nsight_on_the_cpu_says_there_are_no_ranges(tmp_path):
     with pytest.warns(UserWarning, match="NVTX ranges on CUDA only"):
         graph_opt.profiler(str(tmp_path), nsight=True)
