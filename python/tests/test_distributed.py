@@ -438,3 +438,43 @@ def test_shard_parameters_with_tied_weights(tmp_path):
     rc, out = torchrun(["tied.py"], tmp_path)
     assert rc == 0, out
     assert len(re.findall(r"rank \d: tied shards agree", out)) == 2, out
+
+
+PROFILED = textwrap.dedent("""
+    import datetime, json, os, sys
+    import torch, torch.distributed as dist
+    import graph_opt
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=%s))
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    x = torch.randn(8, 16) + rank
+    with graph_opt.profiler("prof", warmup=1, active=2, model=model) as prof:
+        for _ in range(3):
+            model(x).square().sum().backward()
+            for p in model.parameters():
+                dist.all_reduce(p.grad)
+            prof.step()
+    assert prof.rank == rank and prof.recorded_steps == [1, 2], (prof.rank, prof.recorded_steps)
+    trace = json.load(open(f"prof/graph_opt/trace_rank_{rank}.1.pt.trace.json"))
+    steps = {e["name"] for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")}
+    assert steps == {"ProfilerStep#1", "ProfilerStep#2"}, steps
+    summary = json.load(open(f"prof/graph_opt/summary_rank_{rank}.json"))
+    assert summary["rank"] == rank and summary["modules"], summary
+    assert any(op["name"].startswith("c10d::allreduce") or "all_reduce" in op["name"]
+               for op in summary["operators"]), [op["name"] for op in summary["operators"]]
+    dist.destroy_process_group()
+    print(f"rank {rank}: profiled")
+""")
+
+
+def test_profiler_session_on_two_ranks(tmp_path):
+    """graph_opt.profiler in a user's torchrun script: a trace and a summary file per rank,
+    the console summary from rank 0 only."""
+    (tmp_path / "profiled.py").write_text(PROFILED % DIST_TIMEOUT)
+    rc, out = torchrun(["profiled.py"], tmp_path)
+    assert rc == 0, out
+    assert "rank 0: profiled" in out and "rank 1: profiled" in out, out
+    assert out.count("graph_opt.profiler: recorded steps [1, 2]") == 1, out
+    for rank in (0, 1):
+        assert (tmp_path / "prof" / "graph_opt" / f"trace_rank_{rank}.1.pt.trace.json").is_file()
