@@ -16,14 +16,14 @@
 // stored), 2 bad input or usage.
 //
 //===----------------------------------------------------------------------===//
+#include "SweepFile.h"
+
 #include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
 #include "graphopt/Import/Importer.h"
-#include "graphopt/IR/Parser.h"
-#include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/EnergyMeter.h"
@@ -31,13 +31,10 @@
 
 #include <ATen/Parallel.h>
 #include <absl/strings/str_cat.h>
-#include <absl/strings/str_replace.h>
 #include <llvm/ADT/MapVector.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/InitLLVM.h>
-#include <llvm/Support/JSON.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/WithColor.h>
 
@@ -77,7 +74,7 @@ cl::opt<unsigned> minRuns("min-runs", cl::desc("Timed runs of each configuration
 cl::opt<bool> remeasure("remeasure", cl::desc("Measure configurations the database already has"),
                         cl::sub(measureCmd));
 cl::opt<unsigned> maxSweep("max-sweep",
-                           cl::desc("Refuse a sweep of more combinations than this (default 5000)"),
+                           cl::desc("Refuse a sweep of more instances than this (default 5000)"),
                            cl::init(5000), cl::sub(measureCmd));
 cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd));
 
@@ -128,77 +125,18 @@ struct Source {
   std::unique_ptr<Graph> graph;
 };
 
-/// Every combination of a sweep's ranges, substituted into its template.
+/// Every instance of a sweep file (SweepFile.h), each under its sweep's source name.
 absl::StatusOr<std::vector<Source>> expandSweeps(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return absl::NotFoundError(absl::StrCat(path, ": ", buffer.getError().message()));
-  auto json = llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not JSON: ", llvm::toString(json.takeError())));
-  const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Array *sweeps = root ? root->getArray("sweeps") : nullptr;
-  if (!sweeps)
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": expected {\"sweeps\": [{\"name\", \"gir\", \"ranges\"}, ...]}"));
+  auto instances = expandSweepFile(path, maxSweep);
+  if (!instances.ok())
+    return instances.status();
   std::vector<Source> out;
-  for (size_t s = 0; s < sweeps->size(); ++s) {
-    const llvm::json::Object *sweep = (*sweeps)[s].getAsObject();
-    llvm::Optional<llvm::StringRef> name, text;
-    if (sweep) {
-      name = sweep->getString("name");
-      text = sweep->getString("gir");
-    }
-    const llvm::json::Object *ranges = sweep ? sweep->getObject("ranges") : nullptr;
-    std::string where = absl::StrCat(path, ": sweep ", s);
-    if (!name || !text || !ranges)
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": needs \"name\", \"gir\" (a graph template) and \"ranges\""));
-    where = absl::StrCat(path, ": sweep '", name->str(), "'");
-    std::vector<std::pair<std::string, std::vector<int64_t>>> axes;
-    size_t combinations = 1;
-    for (const auto &[key, value] : *ranges) {
-      const llvm::json::Array *values = value.getAsArray();
-      std::vector<int64_t> ints;
-      for (size_t i = 0; values && i < values->size(); ++i)
-        if (auto v = (*values)[i].getAsInteger())
-          ints.push_back(*v);
-      if (!values || ints.size() != values->size() || ints.empty())
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": range '", key.str(), "' must be a non-empty list of integers"));
-      combinations *= ints.size();
-      if (combinations > maxSweep)
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": more than --max-sweep=", maxSweep.getValue(), " combinations"));
-      axes.emplace_back(key.str(), std::move(ints));
-    }
-    std::vector<size_t> index(axes.size(), 0);
-    for (size_t c = 0; c < combinations; ++c) {
-      std::vector<std::pair<std::string, std::string>> subs;
-      std::string label;
-      for (size_t a = 0; a < axes.size(); ++a) {
-        subs.emplace_back("{" + axes[a].first + "}", std::to_string(axes[a].second[index[a]]));
-        absl::StrAppend(&label, label.empty() ? "" : ",", axes[a].first, "=",
-                        axes[a].second[index[a]]);
-      }
-      std::string instance = absl::StrReplaceAll(text->str(), subs);
-      auto graph = parseGraph(instance, absl::StrCat(path, " (", name->str(), ": ", label, ")"));
-      if (!graph.ok())
-        return graph.status();
-      if (absl::Status st = inferTypes(**graph); !st.ok())
-        return absl::Status(st.code(), absl::StrCat(where, " (", label, "): ", st.message()));
-      Source source;
-      source.name = sourceName.empty() ? absl::StrCat("sweep:", stem(path), ":", name->str())
-                                       : sourceName.getValue();
-      source.graph = std::move(*graph);
-      out.push_back(std::move(source));
-      for (size_t a = axes.size(); a-- > 0;) {
-        if (++index[a] < axes[a].second.size())
-          break;
-        index[a] = 0;
-      }
-    }
+  for (SweepInstance &i : *instances) {
+    Source source;
+    source.name = sourceName.empty() ? absl::StrCat("sweep:", stem(path), ":", i.sweep)
+                                     : sourceName.getValue();
+    source.graph = std::move(i.graph);
+    out.push_back(std::move(source));
   }
   return out;
 }
