@@ -237,10 +237,8 @@ absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Gr
         "one)");
   // The device graph-opt runs on by default; nothing runs here, so the model
   // may be too large for this machine.
-  c10::Device device = cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0)
-                                       : c10::Device(c10::DeviceType::CPU);
   std::string machine;
-  auto model = loadCostModel(path, device, {}, &machine);
+  auto model = loadCostModel(path, defaultDevice(), {}, &machine);
   if (!model.ok())
     return model.status();
   StepAttribution predicted = attributeStep(graph, *model, nullptr);

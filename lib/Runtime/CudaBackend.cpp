@@ -90,6 +90,25 @@ std::string cudaBackendStatus() {
   return status;
 }
 
+c10::Device defaultDevice() {
+  return cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0)
+                         : c10::Device(c10::DeviceType::CPU);
+}
+
+absl::StatusOr<c10::Device> deviceFromOption(const std::string &value, const std::string &option) {
+  if (value.empty())
+    return defaultDevice();
+  if (value == "cpu")
+    return c10::Device(c10::DeviceType::CPU);
+  if (value == "cuda" || value.rfind("cuda:", 0) == 0) {
+    if (!cudaAvailable())
+      return absl::InvalidArgumentError(option + "=" + value +
+                                        ": no GPU is present on this machine");
+    return c10::Device(value);
+  }
+  return absl::InvalidArgumentError(option + ": expected cpu or cuda, got '" + value + "'");
+}
+
 bool loadCudaBackendForTesting() {
   std::lock_guard<std::mutex> lock(loadMutex);
   load(/*force=*/true);

@@ -102,20 +102,7 @@ int fail(llvm::StringRef message, int code = kBadInput) {
   return code;
 }
 
-absl::StatusOr<c10::Device> chosenDevice() {
-  if (deviceName.empty())
-    return cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0)
-                           : c10::Device(c10::DeviceType::CPU);
-  if (deviceName == "cpu")
-    return c10::Device(c10::DeviceType::CPU);
-  if (deviceName == "cuda" || llvm::StringRef(deviceName).startswith("cuda:")) {
-    if (!cudaAvailable())
-      return absl::InvalidArgumentError("--device=cuda: no GPU is present on this machine");
-    return c10::Device(deviceName);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
-}
+absl::StatusOr<c10::Device> chosenDevice() { return deviceFromOption(deviceName); }
 
 std::string stem(llvm::StringRef path) { return llvm::sys::path::stem(path).str(); }
 

@@ -175,19 +175,7 @@ int fail(llvm::StringRef message, int code) {
   return code;
 }
 
-absl::StatusOr<c10::Device> chosenDevice() {
-  if (deviceName.empty())
-    return graphopt::cudaAvailable() ? c10::Device(c10::DeviceType::CUDA, 0) : c10::Device(c10::DeviceType::CPU);
-  if (deviceName == "cpu")
-    return c10::Device(c10::DeviceType::CPU);
-  if (deviceName == "cuda" || llvm::StringRef(deviceName).startswith("cuda:")) {
-    if (!graphopt::cudaAvailable())
-      return absl::InvalidArgumentError("--device=cuda: no GPU is present on this machine");
-    return c10::Device(deviceName);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--device: expected cpu or cuda, got '", deviceName.getValue(), "'"));
-}
+absl::StatusOr<c10::Device> chosenDevice() { return graphopt::deviceFromOption(deviceName); }
 
 /// --run N: executes the graph N times and prints what each step measured.
 int runGraph(const Graph &graph, ImportedModel &model, llvm::ArrayRef<at::Tensor> inputs,

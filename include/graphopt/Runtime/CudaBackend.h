@@ -10,6 +10,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <absl/status/statusor.h>
+#include <c10/core/Device.h>
+
 #include <string>
 
 namespace graphopt {
@@ -22,6 +25,15 @@ bool cudaAvailable();
 /// "linked" (already loaded), "loaded PATH", "no NVIDIA driver", "not built
 /// with CUDA", or the loader's error.
 std::string cudaBackendStatus();
+
+/// The device graph-opt runs on unless told: CUDA device 0 where a GPU can be
+/// used, else the CPU.
+c10::Device defaultDevice();
+
+/// The device a --device option's value names: "" (defaultDevice), "cpu",
+/// "cuda" or "cuda:N" (an error without a GPU). Errors start with `option`.
+absl::StatusOr<c10::Device> deviceFromOption(const std::string &value,
+                                             const std::string &option = "--device");
 
 /// Loads the backend even without a driver (tests: the library is found and
 /// loads; at::hasCUDA() stays false without a device). True when loaded.
