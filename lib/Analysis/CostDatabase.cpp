@@ -361,6 +361,7 @@ double distance(const OperatorConfig &c, const CostEntry &e) {
 }
 
 constexpr size_t kNeighbours = 3;
+constexpr double kFamilyReach = 4.0;
 
 } // namespace
 
@@ -399,32 +400,49 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
 CostModel::Prediction
 CostModel::scaled(const OperatorConfig &config,
                   std::vector<std::pair<double, const CostEntry *>> candidates, How how) const {
+  // The nearest configurations (by the caller's distance), then along their
+  // work: each has a throughput past the operator's fixed cost (its fastest
+  // call), rate = work / (t - floor); the query's rate is interpolated between
+  // the two of them whose work brackets its own (in log work), or is the
+  // nearest one's beyond them (a kernel's throughput saturates; scaling a small
+  // call's time up linearly would carry its overhead along).
   size_t k = std::min(kNeighbours, candidates.size());
   std::partial_sort(candidates.begin(), candidates.begin() + static_cast<long>(k), candidates.end(),
                     [](const auto &a, const auto &b) { return a.first < b.first; });
+  candidates.resize(k);
   double floor = floor_.lookup(config.op);
   double work = std::max(config.work, 1.0);
-  double weightSum = 0, seconds = 0, joules = 0;
-  bool allJoules = true;
-  for (size_t i = 0; i < k; ++i) {
-    const CostEntry &e = *candidates[i].second;
-    double ratio = work / std::max(e.work, 1.0);
-    double base = std::min(floor, e.measured.medianSeconds);
-    double t = base + (e.measured.medianSeconds - base) * ratio;
-    double w = 1.0 / (candidates[i].first + 0.25);
-    seconds += w * t;
-    if (e.measured.joulesPerCall)
-      joules += w * *e.measured.joulesPerCall * (t / std::max(e.measured.medianSeconds, 1e-12));
-    else
-      allJoules = false;
-    weightSum += w;
+  struct Point {
+    double logWork, rate;
+    const CostEntry *entry;
+  };
+  std::vector<Point> points;
+  for (const auto &[d, e] : candidates) {
+    double base = std::min(floor, e->measured.medianSeconds);
+    double busy = std::max(e->measured.medianSeconds - base, 1e-12);
+    points.push_back({std::log(std::max(e->work, 1.0)), std::max(e->work, 1.0) / busy, e});
+  }
+  std::sort(points.begin(), points.end(),
+            [](const Point &a, const Point &b) { return a.logWork < b.logWork; });
+  double x = std::log(work), rate = points.front().rate;
+  if (x >= points.back().logWork) {
+    rate = points.back().rate;
+  } else if (x > points.front().logWork) {
+    for (size_t i = 1; i < points.size(); ++i)
+      if (x <= points[i].logWork) {
+        const Point &lo = points[i - 1], &hi = points[i];
+        double f = hi.logWork > lo.logWork ? (x - lo.logWork) / (hi.logWork - lo.logWork) : 0.5;
+        rate = std::exp(std::log(lo.rate) + f * (std::log(hi.rate) - std::log(lo.rate)));
+        break;
+      }
   }
   Prediction p;
   p.how = how;
-  p.seconds = seconds / weightSum;
-  if (allJoules)
-    p.joules = joules / weightSum;
+  p.seconds = floor + work / rate;
   p.nearest = candidates.front().second;
+  // Energy follows time: the nearest configuration's joules per second.
+  if (p.nearest->measured.joulesPerCall && p.nearest->measured.medianSeconds > 0)
+    p.joules = *p.nearest->measured.joulesPerCall / p.nearest->measured.medianSeconds * p.seconds;
   return p;
 }
 
@@ -437,15 +455,27 @@ CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
     p.nearest = e;
     return p;
   }
+  double work = std::max(config.work, 1.0);
+  // The family, where its measurements reach the query's work (within
+  // kFamilyReach either way): far beyond them its calls say little of the
+  // query's throughput (a tiny model's calls are all fixed cost), and the
+  // operator's other families, the sweeps' among them, may come closer.
   if (auto it = byFamily_.find(config.family); it != byFamily_.end()) {
-    std::vector<std::pair<double, const CostEntry *>> candidates;
-    for (const CostEntry *e : it->second)
-      candidates.emplace_back(distance(config, *e), e);
-    return scaled(config, std::move(candidates), How::Family);
+    double lo = INFINITY, hi = 0;
+    for (const CostEntry *e : it->second) {
+      lo = std::min(lo, std::max(e->work, 1.0));
+      hi = std::max(hi, std::max(e->work, 1.0));
+    }
+    bool reaches = work >= lo / kFamilyReach && work <= hi * kFamilyReach;
+    if (reaches || byOp_.lookup(config.op).size() == it->second.size()) {
+      std::vector<std::pair<double, const CostEntry *>> candidates;
+      for (const CostEntry *e : it->second)
+        candidates.emplace_back(distance(config, *e), e);
+      return scaled(config, std::move(candidates), How::Family);
+    }
   }
   if (auto it = byOp_.find(config.op); it != byOp_.end()) {
     std::vector<std::pair<double, const CostEntry *>> candidates;
-    double work = std::max(config.work, 1.0);
     for (const CostEntry *e : it->second)
       candidates.emplace_back(std::fabs(std::log2(work / std::max(e->work, 1.0))), e);
     return scaled(config, std::move(candidates), How::Operator);

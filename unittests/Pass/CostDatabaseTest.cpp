@@ -253,6 +253,16 @@ TEST(CostModelTest, PredictsExactlyThenFromTheFamilyThenFromTheOperator) {
   EXPECT_EQ(p.how, CostModel::How::Family);
   EXPECT_NEAR(p.seconds, 1e-5 + (1e-3 - 1e-5) * 2, 1e-12);
 
+  // Far beyond what the family measured (more than 4x its largest work), the
+  // operator's other families are asked instead.
+  OperatorConfig far;
+  far.op = "aten::mm";
+  far.key = "far";
+  far.family = "mm-f32";
+  far.dims = {4096, 64, 64, 64, 4096, 64};
+  far.work = 1e9;
+  EXPECT_EQ(model.predict(far).how, CostModel::How::Operator);
+
   // Another family of the operator: its entries nearest in work.
   OperatorConfig other;
   other.op = "aten::mm";

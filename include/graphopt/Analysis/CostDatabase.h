@@ -20,11 +20,13 @@
 // database as it was before that configuration.
 //
 // CostModel predicts from the measurements of one machine: the configuration
-// itself when measured; else the nearest measured configurations of its
-// family (closest in log-sizes) scaled along the work (t = floor + (t_n -
-// floor) * work / work_n, the floor the operator's fastest call); else the
-// operator's configurations nearest in work; else nothing, and the caller
-// falls back to the FLOP model and says so.
+// itself when measured; else from the three measured configurations of its
+// family nearest in log-sizes, along the work: t = floor + work / rate, the
+// floor the operator's fastest call, the rate (work per second past the
+// floor) interpolated in log work between those configurations, or the
+// nearest one's beyond them; else the same from the operator's
+// configurations nearest in work; else nothing, and the caller falls back to
+// the FLOP model and says so.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
