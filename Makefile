@@ -176,7 +176,7 @@ bench-distributed: build
 
 # The operator cost database's goal (docs/CostDB.md): the bundled sweeps and every model's
 # training graph measured into one database, then each model's step predicted leave-one-model-out
-# against its measured step; a table, CSV/JSON and a plot in build/bench/costdb. About 7 minutes
+# against its measured step; a table, CSV/JSON and a plot in build/bench/costdb. About 5 minutes
 # on 2 cores when the default-size exports exist (each missing one is exported first); run it on an
 # idle machine, since what it measures is time.
 BENCH_COSTDB_DEFAULT_MODELS ?= resnet50,bert,gpt2

@@ -237,8 +237,7 @@ absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Gr
         "one)");
   // The device graph-opt runs on by default; nothing runs here, so the model
   // may be too large for this machine.
-  std::string machine;
-  auto model = loadCostModel(path, defaultDevice(), {}, &machine);
+  auto model = loadCostModel(path, defaultDevice(), {});
   if (!model.ok())
     return model.status();
   StepAttribution predicted = attributeStep(graph, *model, nullptr);
@@ -253,7 +252,7 @@ absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Gr
     seconds.push_back(estimateFlops(*n.node) / kNominalFlopsPerSecond);
     ++missing[n.op];
   }
-  out.costSource = absl::StrCat("db: ", path, " (", machine, "): ", predicted.predictedNodes,
+  out.costSource = absl::StrCat("db: ", path, " (", predicted.machine, "): ", predicted.predictedNodes,
                                 " nodes predicted, ", predicted.exactNodes, " measured exactly");
   if (!missing.empty()) {
     std::vector<std::string> ops;

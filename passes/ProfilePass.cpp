@@ -31,12 +31,10 @@ absl::Status ProfilePass::analyze(const Graph &graph, AnalysisManager &analyses)
     auto context = analyses.executionContext();
     if (!context.ok())
       return context.status();
-    std::string machine;
-    auto model = loadCostModel(db_.get(), (*context)->device, {}, &machine);
+    auto model = loadCostModel(db_.get(), (*context)->device, {});
     if (!model.ok())
       return model.status();
     attribution_ = attributeStep(graph, *model, &p);
-    attribution_->machine = machine;
     graphName_ = graph.name().str();
     setStatistic("step time (us, predicted by the cost database)",
                  static_cast<int64_t>(attribution_->predictedSeconds * 1e6));
@@ -48,13 +46,14 @@ absl::Status ProfilePass::analyze(const Graph &graph, AnalysisManager &analyses)
   ProfileReportOptions options;
   options.memoryLimitBytes = memoryLimit_.get().byteValue();
   options.swapBytesPerSecond = swapBandwidth_.get().bytesPerSecond;
-  if (absl::Status st = writeProfileReports(graph, p, reportDirectory(), options); !st.ok())
-    return st;
-  if (!attribution_)
-    return absl::OkStatus();
-  return writeReportFiles(reportDirectory(),
-                          {{"attribution.csv", attributionCsv(*attribution_)},
-                           {"attribution.json", attributionJson(*attribution_, graphName_)}});
+  std::string csv, json; // the attribution, written with the profile's files as one set
+  std::vector<FileToWrite> attribution;
+  if (attribution_) {
+    csv = attributionCsv(*attribution_);
+    json = attributionJson(*attribution_, graphName_);
+    attribution = {{"attribution.csv", csv}, {"attribution.json", json}};
+  }
+  return writeProfileReports(graph, p, reportDirectory(), options, attribution);
 }
 
 void ProfilePass::printReport(llvm::raw_ostream &os) const {

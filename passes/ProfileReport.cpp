@@ -261,18 +261,17 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
 
 } // namespace
 
-std::string reportNodeName(const Node &node) {
-  return node.numOutputs() ? node.output()->name().str() : node.opName();
-}
 
 absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profile,
-                                 llvm::StringRef dir, const ProfileReportOptions &options) {
+                                 llvm::StringRef dir, const ProfileReportOptions &options,
+                                 llvm::ArrayRef<FileToWrite> extra) {
   Reports r = render(graph, profile, options);
-
-  return writeReportFiles(dir, {{"node_stats.csv", r.nodeCsv},
-                                {"activation_stats.csv", r.activationCsv},
-                                {"profile.json", r.json},
-                                {r.traceName, r.trace}});
+  std::vector<FileToWrite> files = {{"node_stats.csv", r.nodeCsv},
+                                    {"activation_stats.csv", r.activationCsv},
+                                    {"profile.json", r.json},
+                                    {r.traceName, r.trace}};
+  files.insert(files.end(), extra.begin(), extra.end());
+  return writeReportFiles(dir, files);
 }
 
 } // namespace graphopt

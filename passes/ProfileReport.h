@@ -12,6 +12,7 @@
 #pragma once
 
 #include "graphopt/Analysis/Profile.h"
+#include "graphopt/Support/FileIO.h"
 
 #include <absl/status/status.h>
 
@@ -23,10 +24,10 @@ struct ProfileReportOptions {
   double swapBytesPerSecond = 12e9;
 };
 
+/// The profile's report files, and `extra` ones written with them (the
+/// attribution of profile{db=}), as one set: all of them or none.
 absl::Status writeProfileReports(const Graph &graph, const ProfileResult &profile,
-                                 llvm::StringRef dir, const ProfileReportOptions &options);
-
-/// The name reports give a node: its first output's name, else its operator.
-std::string reportNodeName(const Node &node);
+                                 llvm::StringRef dir, const ProfileReportOptions &options,
+                                 llvm::ArrayRef<FileToWrite> extra = {});
 
 } // namespace graphopt

@@ -71,6 +71,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
                               const ProfileResult *profile) {
   StepAttribution a;
   a.entries = model.size();
+  a.machine = model.machine();
   bool allJoules = true;
   size_t rank = 0;
   for (const Node &node : graph.nodes()) {
@@ -169,9 +170,7 @@ std::string attributionCsv(const StepAttribution &a) {
   std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note\n";
   size_t rank = 0;
   for (const NodeAttribution &n : a.nodes) {
-    absl::StrAppend(&out, rank++, ",", csvField(n.node->outputs().empty()
-                                                    ? n.node->describe()
-                                                    : n.node->output()->name().str()),
+    absl::StrAppend(&out, rank++, ",", csvField(reportNodeName(*n.node)),
                     ",", csvField(n.op), ",", CostModel::howName(n.how).str(), ",",
                     llvm::formatv("{0:e6}", n.predictedSeconds).str(), ",",
                     n.predictedJoules ? llvm::formatv("{0:e6}", *n.predictedJoules).str() : "",
@@ -217,8 +216,7 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
 }
 
 absl::StatusOr<CostModel> loadCostModel(const std::string &path, c10::Device device,
-                                        const std::set<std::string> &excluded,
-                                        std::string *machine) {
+                                        const std::set<std::string> &excluded) {
   auto db = CostDatabase::open(path, /*create=*/false);
   if (!db.ok())
     return db.status();
@@ -239,9 +237,7 @@ absl::StatusOr<CostModel> loadCostModel(const std::string &path, c10::Device dev
   auto entries = (*db)->entries(**id);
   if (!entries.ok())
     return entries.status();
-  if (machine)
-    *machine = here.describe();
-  return CostModel(std::move(*entries), excluded);
+  return CostModel(std::move(*entries), excluded, here.describe());
 }
 
 } // namespace graphopt

@@ -50,7 +50,7 @@ CREATE TABLE failures(
 /// A prepared statement, finalized when it goes.
 class Statement {
 public:
-  Statement(sqlite3 *db, const char *sql) : db_(db) {
+  Statement(sqlite3 *db, const char *sql) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
       stmt_ = nullptr;
   }
@@ -83,7 +83,6 @@ public:
   }
 
 private:
-  sqlite3 *db_;
   sqlite3_stmt *stmt_ = nullptr;
 };
 
@@ -268,7 +267,8 @@ absl::Status CostDatabase::putMeasurement(int64_t config, int64_t machine,
                      "q3_s, min_s, runs, total_s, joules, energy_source, measured_at) VALUES "
                      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
   put.bind(1, config).bind(2, machine).bind(3, m.medianSeconds).bind(4, m.q1Seconds)
-      .bind(5, m.q3Seconds).bind(6, m.minSeconds).bind(7, m.runs).bind(8, m.totalSeconds);
+      .bind(5, m.q3Seconds).bind(6, m.minSeconds).bind(7, static_cast<int64_t>(m.runs))
+      .bind(8, m.totalSeconds);
   if (m.joulesPerCall)
     put.bind(9, *m.joulesPerCall).bind(10, m.energySource);
   else
@@ -315,7 +315,7 @@ absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
     e.measured.q1Seconds = all.real(8);
     e.measured.q3Seconds = all.real(9);
     e.measured.minSeconds = all.real(10);
-    e.measured.runs = all.integer(11);
+    e.measured.runs = static_cast<unsigned>(all.integer(11));
     e.measured.totalSeconds = all.real(12);
     if (!all.isNull(13)) {
       e.measured.joulesPerCall = all.real(13);
@@ -379,7 +379,9 @@ llvm::StringRef CostModel::howName(How how) {
   return "missing";
 }
 
-CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources) {
+CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources,
+                     std::string machine)
+    : machine_(std::move(machine)) {
   for (CostEntry &e : entries) {
     bool usable = e.sources.empty() && excludedSources.empty();
     for (const std::string &s : e.sources)
@@ -414,13 +416,12 @@ CostModel::scaled(const OperatorConfig &config,
   double work = std::max(config.work, 1.0);
   struct Point {
     double logWork, rate;
-    const CostEntry *entry;
   };
   std::vector<Point> points;
   for (const auto &[d, e] : candidates) {
-    double base = std::min(floor, e->measured.medianSeconds);
-    double busy = std::max(e->measured.medianSeconds - base, 1e-12);
-    points.push_back({std::log(std::max(e->work, 1.0)), std::max(e->work, 1.0) / busy, e});
+    // floor is the least of the operator's times, so never above this one's
+    double busy = std::max(e->measured.medianSeconds - floor, 1e-12);
+    points.push_back({std::log(std::max(e->work, 1.0)), std::max(e->work, 1.0) / busy});
   }
   std::sort(points.begin(), points.end(),
             [](const Point &a, const Point &b) { return a.logWork < b.logWork; });
@@ -467,7 +468,8 @@ CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
       hi = std::max(hi, std::max(e->work, 1.0));
     }
     bool reaches = work >= lo / kFamilyReach && work <= hi * kFamilyReach;
-    if (reaches || byOp_.lookup(config.op).size() == it->second.size()) {
+    auto op = byOp_.find(config.op); // every family's op is in byOp_
+    if (reaches || op->second.size() == it->second.size()) {
       std::vector<std::pair<double, const CostEntry *>> candidates;
       for (const CostEntry *e : it->second)
         candidates.emplace_back(distance(config, *e), e);

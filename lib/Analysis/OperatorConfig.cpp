@@ -32,7 +32,7 @@ std::string familyOf(const Node &node) {
                       absl::StrJoin(results, ","), ")");
 }
 
-absl::StatusOr<OperatorConfig> finish(std::unique_ptr<Graph> graph) {
+OperatorConfig finish(std::unique_ptr<Graph> graph) {
   Node *node = &*graph->nodes().begin();
   OperatorConfig config;
   config.op = node->opName();
@@ -41,14 +41,14 @@ absl::StatusOr<OperatorConfig> finish(std::unique_ptr<Graph> graph) {
   config.bytesMoved = estimateBytesMoved(*node);
   config.computeBound = isComputeBound(*node);
   config.work = workOf(*node);
-  for (const Value *v : node->operandValues())
-    if (v->isTensor())
-      config.dims.insert(config.dims.end(), v->tensorType().sizes.begin(),
-                         v->tensorType().sizes.end());
-  for (const Value *v : node->outputs())
-    if (v->isTensor())
-      config.dims.insert(config.dims.end(), v->tensorType().sizes.begin(),
-                         v->tensorType().sizes.end());
+  auto appendSizes = [&](llvm::ArrayRef<Value *> values) {
+    for (const Value *v : values)
+      if (v->isTensor())
+        config.dims.insert(config.dims.end(), v->tensorType().sizes.begin(),
+                           v->tensorType().sizes.end());
+  };
+  appendSizes(node->operandValues());
+  appendSizes(node->outputs());
   std::vector<std::string> constants;
   for (const Argument &a : node->args())
     if (a.isConstant())

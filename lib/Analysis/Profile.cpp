@@ -206,4 +206,8 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
   return r;
 }
 
+std::string reportNodeName(const Node &node) {
+  return node.numOutputs() ? node.output()->name().str() : node.opName();
+}
+
 } // namespace graphopt

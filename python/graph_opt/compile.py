@@ -36,6 +36,7 @@ from torch._functorch import config as _functorch_config
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
+from . import session
 from ._C import Error
 from .fx import from_fx
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
@@ -264,7 +265,6 @@ def _eager_compiler(kind):
         plain = _boxed_nop(gm, example_inputs)
 
         def run(args):
-            from . import session
             if session.active() is not None:
                 return _NamedRangeInterpreter(gm, label).boxed_run(args)
             return plain(args)

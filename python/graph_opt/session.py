@@ -90,7 +90,6 @@ class ProfilerSession:
         self._hooks = []
         self._module_ranges = []
         self._step = 0
-        self._cycle = 0
         self._stopped = False
         self._nvtx = nsight and torch.cuda.is_available()
         if nsight and not self._nvtx:
@@ -204,17 +203,10 @@ class ProfilerSession:
 
     # -- outputs -----------------------------------------------------------------------------
     def _on_trace_ready(self, prof):
-        self._cycle += 1
-        # The steps this cycle recorded, as torch numbers them (from 0) in its
-        # "ProfilerStep#N" ranges: exactly what the trace holds.
-        # (FunctionEvent.name says "ProfilerStep*" for all; trace_name keeps the number.)
-        self.recorded_steps.extend(sorted(
-            int(e.trace_name.split("#", 1)[1]) for e in prof.events()
-            if (e.trace_name or "").startswith("ProfilerStep#")
-            and e.trace_name.split("#", 1)[1].isdigit()))
         run_dir = os.path.join(self.dir, self.run)
         os.makedirs(run_dir, exist_ok=True)
-        path = os.path.join(run_dir, f"trace_rank_{self.rank}.{self._cycle}.pt.trace.json")
+        cycle = len(self.traces) + 1
+        path = os.path.join(run_dir, f"trace_rank_{self.rank}.{cycle}.pt.trace.json")
         _write_atomically(path, prof.export_chrome_trace)
         self.traces.append(path)
         device = torch.cuda.is_available()
@@ -227,7 +219,16 @@ class ProfilerSession:
             row["self_us"] += (e.self_device_time_total if device else e.self_cpu_time_total)
             row["total_us"] += (e.device_time_total if device else e.cpu_time_total)
             row["flops"] += e.flops or 0
+        steps = []
         for e in prof.events():
+            # The steps this cycle recorded, as torch numbers them (from 0) in its
+            # "ProfilerStep#N" ranges: exactly what the trace holds. (FunctionEvent.name
+            # says "ProfilerStep*" for all; trace_name keeps the number.)
+            if (e.trace_name or "").startswith("ProfilerStep#"):
+                number = e.trace_name.split("#", 1)[1]
+                if number.isdigit():
+                    steps.append(int(number))
+                continue
             if e.name.startswith(_NODE_PREFIX):
                 label, node = e.name[len(_NODE_PREFIX):].split(":", 1)
                 row = self.graph_nodes.setdefault((label, node), {"calls": 0, "total_us": 0.0})
@@ -241,6 +242,7 @@ class ProfilerSession:
             row["calls"] += 1
             row["total_us"] += e.cpu_time_total
             row["flops"] += _subtree_flops(e)
+        self.recorded_steps.extend(sorted(steps))
 
     def _join_graph_opt_profiles(self):
         """Where the step ran graph_opt.backend(..., inner="eager") halves, graph-opt's own
@@ -298,7 +300,10 @@ class ProfilerSession:
             doc = {"format": "graph-opt-profiler-session/1", "rank": self.rank,
                    "recorded_steps": self.recorded_steps, "traces": self.traces,
                    "operators": ops, "modules": mods, "graph_opt_join": self.joined}
-            _write_atomically(path, lambda p: json.dump(doc, open(p, "w"), indent=1))
+            def write(p):
+                with open(p, "w") as f:
+                    json.dump(doc, f, indent=1)
+            _write_atomically(path, write)
         if self.print_summary and self.rank == 0:
             print(self.summary)
 

@@ -154,10 +154,8 @@ int measure() {
   std::unique_ptr<EnergyMeter> meter = findEnergyMeter(*device, &whyNoMeter);
   llvm::outs() << "measuring on " << here.describe() << "; energy: "
                << (meter ? meter->source() : "no sensor found: " + whyNoMeter) << "\n";
-  if (absl::Status st = (*db)->begin(); !st.ok())
-    return fail(std::string(st.message()));
   auto machine = (*db)->machine(here);
-  if (!machine.ok() || !(*db)->commit().ok())
+  if (!machine.ok())
     return fail(std::string(machine.status().message()));
 
   OperatorTimingOptions timing;
@@ -219,13 +217,7 @@ int measure() {
         auto t = timeGraph(*f.config.graph, timing, meter.get());
         if (t.ok()) {
           MeasurementRecord m;
-          m.medianSeconds = t->medianSeconds;
-          m.q1Seconds = t->q1Seconds;
-          m.q3Seconds = t->q3Seconds;
-          m.minSeconds = t->minSeconds;
-          m.runs = t->runs;
-          m.totalSeconds = t->totalSeconds;
-          m.joulesPerCall = t->joulesPerCall;
+          static_cast<OperatorTiming &>(m) = *t;
           if (meter && t->joulesPerCall)
             m.energySource = meter->source();
           st = d.putMeasurement(*configId, *machine, m);
@@ -270,8 +262,7 @@ int attribute() {
   std::set<std::string> excluded(excludeSources.begin(), excludeSources.end());
   if (leaveOut)
     excluded.insert(stem(attributeInput));
-  std::string machine;
-  auto model = loadCostModel(dbPath, *device, excluded, &machine);
+  auto model = loadCostModel(dbPath, *device, excluded);
   if (!model.ok())
     return fail(std::string(model.status().message()));
   auto imported = importModel(attributeInput);
@@ -298,7 +289,6 @@ int attribute() {
     profile = *result;
   }
   StepAttribution a = attributeStep(graph, *model, profile);
-  a.machine = machine;
   llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
   if (!excluded.empty()) {
     bool first = true;

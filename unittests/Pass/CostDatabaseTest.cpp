@@ -55,6 +55,18 @@ CostEntry entry(int64_t id, llvm::StringRef op, llvm::StringRef family, std::vec
   return e;
 }
 
+/// A configuration to predict, as the model sees it (no graph behind it).
+OperatorConfig query(llvm::StringRef op, llvm::StringRef key, llvm::StringRef family,
+                     std::vector<int64_t> dims, double work) {
+  OperatorConfig c;
+  c.op = op.str();
+  c.key = key.str();
+  c.family = family.str();
+  c.dims = std::move(dims);
+  c.work = work;
+  return c;
+}
+
 } // namespace
 
 // Names, phases and module attributes do not change a configuration; sizes,
@@ -213,7 +225,7 @@ forward:
   ASSERT_TRUE(entries.ok());
   ASSERT_EQ(entries->size(), 1u);
   EXPECT_EQ((*entries)[0].key, config.key);
-  EXPECT_EQ((*entries)[0].measured.runs, 9);
+  EXPECT_EQ((*entries)[0].measured.runs, 9u);
   EXPECT_FALSE((*entries)[0].measured.joulesPerCall);
   EXPECT_EQ((*entries)[0].sources, std::vector<std::string>{"model-a"});
   EXPECT_EQ((*entries)[0].dims, config.dims);
@@ -235,48 +247,28 @@ TEST(CostModelTest, PredictsExactlyThenFromTheFamilyThenFromTheOperator) {
   CostModel model(std::move(entries), {"only-here"});
   EXPECT_EQ(model.size(), 2u); // relu's measurement came only from the excluded source
 
-  OperatorConfig exact;
-  exact.op = "aten::mm";
-  exact.key = "key1";
+  OperatorConfig exact = query("aten::mm", "key1", "mm-f32", {}, 0);
   EXPECT_EQ(model.predict(exact).how, CostModel::How::Exact);
   EXPECT_DOUBLE_EQ(model.predict(exact).seconds, 1e-3);
 
   // Twice the work of entry 1 in its family: the floor (the operator's
   // fastest call, 1e-5) plus twice the rest.
-  OperatorConfig family;
-  family.op = "aten::mm";
-  family.key = "new";
-  family.family = "mm-f32";
-  family.dims = {128, 64, 64, 64, 128, 64};
-  family.work = 2e6;
-  CostModel::Prediction p = model.predict(family);
+  CostModel::Prediction p =
+      model.predict(query("aten::mm", "new", "mm-f32", {128, 64, 64, 64, 128, 64}, 2e6));
   EXPECT_EQ(p.how, CostModel::How::Family);
   EXPECT_NEAR(p.seconds, 1e-5 + (1e-3 - 1e-5) * 2, 1e-12);
 
   // Far beyond what the family measured (more than 4x its largest work), the
   // operator's other families are asked instead.
-  OperatorConfig far;
-  far.op = "aten::mm";
-  far.key = "far";
-  far.family = "mm-f32";
-  far.dims = {4096, 64, 64, 64, 4096, 64};
-  far.work = 1e9;
-  EXPECT_EQ(model.predict(far).how, CostModel::How::Operator);
+  EXPECT_EQ(model.predict(query("aten::mm", "far", "mm-f32", {4096, 64, 64, 64, 4096, 64}, 1e9)).how,
+            CostModel::How::Operator);
 
   // Another family of the operator: its entries nearest in work.
-  OperatorConfig other;
-  other.op = "aten::mm";
-  other.key = "other";
-  other.family = "mm-bf16";
-  other.work = 1e3;
-  p = model.predict(other);
+  p = model.predict(query("aten::mm", "other", "mm-bf16", {}, 1e3));
   EXPECT_EQ(p.how, CostModel::How::Operator);
   EXPECT_GT(p.seconds, 0);
   EXPECT_LT(p.seconds, 1e-3);
 
-  OperatorConfig relu;
-  relu.op = "aten::relu";
-  relu.key = "key3";
-  relu.family = "relu";
+  OperatorConfig relu = query("aten::relu", "key3", "relu", {}, 0);
   EXPECT_EQ(model.predict(relu).how, CostModel::How::Missing);
 }

@@ -43,7 +43,7 @@ struct StepAttribution {
   double explainedSeconds = 0;         ///< measured time of the nodes predicted
   double exactSeconds = 0;             ///< measured time of the nodes measured exactly
   size_t predictedNodes = 0, exactNodes = 0;
-  std::string machine; ///< what the predictions were measured on
+  std::string machine; ///< what the predictions were measured on (CostModel::machine)
   size_t entries = 0;  ///< the measurements the model predicts from
 
   /// explainedSeconds over measuredNodeSeconds (-1 without a profile).
@@ -64,11 +64,10 @@ std::string attributionCsv(const StepAttribution &a);
 /// The totals and the per-operator table as JSON.
 std::string attributionJson(const StepAttribution &a, llvm::StringRef model);
 
-/// Opens `path` read-only and loads the measurements made on this machine
+/// Opens `path` and loads the measurements made on this machine
 /// (MachineInfo::current(device)), less those found only in `excluded`; an
 /// error says so when the database has none for this machine.
 absl::StatusOr<CostModel> loadCostModel(const std::string &path, c10::Device device,
-                                        const std::set<std::string> &excluded,
-                                        std::string *machine = nullptr);
+                                        const std::set<std::string> &excluded);
 
 } // namespace graphopt

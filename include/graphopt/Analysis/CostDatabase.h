@@ -32,6 +32,7 @@
 #pragma once
 
 #include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Analysis/OperatorTiming.h"
 
 #include <absl/status/statusor.h>
 #include <c10/core/Device.h>
@@ -60,11 +61,8 @@ struct MachineInfo {
   std::string describe() const;
 };
 
-struct MeasurementRecord {
-  double medianSeconds = 0, q1Seconds = 0, q3Seconds = 0, minSeconds = 0;
-  int64_t runs = 0;
-  double totalSeconds = 0;
-  std::optional<double> joulesPerCall;
+/// A timing as stored: what timeGraph measured, and the sensor its joules came from.
+struct MeasurementRecord : OperatorTiming {
   std::string energySource; ///< "" without a sensor
 };
 
@@ -138,7 +136,9 @@ public:
 
   /// `excludedSources`: measurements found only in these sources are left out
   /// (leave-one-model-out: predicting a model from the others and the sweeps).
-  CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources = {});
+  /// `machine` describes where they were measured (MachineInfo::describe).
+  CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources = {},
+            std::string machine = "");
   CostModel(const CostModel &) = delete; // its maps point into entries_
   CostModel &operator=(const CostModel &) = delete;
   CostModel(CostModel &&) = default;
@@ -146,6 +146,7 @@ public:
   Prediction predict(const OperatorConfig &config) const;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
+  const std::string &machine() const { return machine_; }
   static llvm::StringRef howName(How how);
 
 private:
@@ -153,6 +154,7 @@ private:
                                                       candidates,
                     How how) const;
   std::vector<CostEntry> entries_;
+  std::string machine_;
   llvm::StringMap<const CostEntry *> byKey_;
   llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
   llvm::StringMap<double> floor_; ///< per operator: its fastest measured call
