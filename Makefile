@@ -113,7 +113,7 @@ bench: build $(BENCH_TINY)
 # partitioner, Inductor compiling cold (15-60 s a compile on 2 cores). make test trains the
 # MLP and the tiny GPT-2 only.
 test-compile: build
-	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_COMPILE_ALL=1 \
+	@cd $(BUILD_DIR) && PYTHONPATH=$(abspath $(BUILD_DIR))/python GRAPHOPT_COMPILE_ALL=1 GRAPHOPT_VERIFY=1 \
 	  $(VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=0 \
 	  $(CURDIR)/python/tests/test_compile.py
 

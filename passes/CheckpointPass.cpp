@@ -179,6 +179,7 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
                                                     : llvm::json::Value(out.ladderFrom)},
       {"budget_ladder_peaks_monotone", out.ladderPeaksMonotone},
       {"budget_ladder_rungs_skipped", static_cast<int64_t>(out.ladderRungsSkipped)},
+      {"budget_ladder_rungs_peak_rose", static_cast<int64_t>(out.ladderRungsPeakRose)},
       {"activations", std::move(acts)}};
   std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
   return writeReportFiles(dir, {{"checkpoint.json", text}});
@@ -360,6 +361,7 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planGreedyMonotone(const Recomput
   out.ladderFrom = made->from;
   out.ladderPeaksMonotone = made->peaksMonotone;
   out.ladderRungsSkipped = made->rungsSkipped;
+  out.ladderRungsPeakRose = made->rungsPeakRose;
   return std::move(made->plan);
 }
 
@@ -408,9 +410,6 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
     if (!made.ok())
       return made.status();
     plan = std::move(*made);
-    // torch's plan is what torch chose at its own budget, whatever graph-opt's measure says.
-    if (planner_.get() == Planner::Torch)
-      plan.meetsBudget = true;
     absl::Status unmet = absl::OkStatus();
     if (!plan.meetsBudget && plan.predictedBounded <= target)
       unmet = absl::OutOfRangeError(absl::StrCat(
@@ -645,8 +644,9 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
     os << "  budget ladder: the plan of the tighter " << o.ladderFrom
        << ", no slower than this budget's own (monotone=false plans this budget alone)\n";
   if (!o.ladder.empty() && !o.ladderPeaksMonotone)
-    os << "  budget ladder: a rung's plan could not be held under the peak of the rung above "
-          "it; the peak rises there (checkpoint.json, budget_ladder)\n";
+    os << "  budget ladder: " << o.ladderRungsPeakRose
+       << " rung(s) whose plan could not be held under the peak of the rung above; the peak "
+          "rises there (checkpoint.json, budget_ladder)\n";
   if (!o.budgetUnmet.empty())
     os << "  budget not met (unmet=closest applied the closest plan): " << o.budgetUnmet << "\n";
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)

@@ -101,6 +101,7 @@ public:
     std::string ladderFrom;
     bool ladderPeaksMonotone = true;
     unsigned ladderRungsSkipped = 0; ///< not planned: they could not be faster
+    unsigned ladderRungsPeakRose = 0; ///< peaks above their looser rung's
     /// offload-bandwidth=: bytes per second each way (0: no offload), the
     /// offloaded activations' bytes and the step's predicted wait for copies.
     double offloadBandwidth = 0;

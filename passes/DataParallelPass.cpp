@@ -72,6 +72,8 @@ public:
                          bufferType, at(issueBefore, issuePhase), tag, "dp_sum");
     if (!sum.ok())
       return sum.status();
+    // The mean below divides by world_: the executor checks the group's size against it.
+    (*sum)->definingNode()->setAttr(kWorldSizeAttr, Constant::ofInt(world_));
 
     // Waited for before the first optimizer node that reads one of them.
     Node *waitBefore = nullptr;

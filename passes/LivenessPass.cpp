@@ -84,7 +84,7 @@ absl::Status writeReports(const Graph &graph, const LivenessResult &r, llvm::Str
   std::string timeline = "node,index,phase,live_bytes,scratch_bytes,module\n";
   int64_t i = 0;
   for (const Node &n : graph.nodes()) {
-    absl::StrAppend(&timeline, n.numOutputs() ? n.output()->name().str() : n.opName(), ",", i, ",",
+    absl::StrAppend(&timeline, n.label(), ",", i, ",",
                     phaseName(n.phase()).str(), ",", r.timeline[i], ",",
                     r.scratch.empty() ? 0 : r.scratch[i], ",", stringAttr(n, "module"), "\n");
     ++i;

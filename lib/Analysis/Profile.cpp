@@ -207,7 +207,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
 }
 
 std::string reportNodeName(const Node &node) {
-  return node.numOutputs() ? node.output()->name().str() : node.opName();
+  return node.label();
 }
 
 } // namespace graphopt

@@ -298,6 +298,14 @@ bool Node::removeAttr(llvm::StringRef key) {
   return true;
 }
 
+std::string Node::label() const {
+  return outputs_.empty() ? opName() : outputs_[0]->name().str();
+}
+
+std::string Node::valueOrOperator() const {
+  return outputs_.empty() ? opName() : absl::StrCat("%", outputs_[0]->name().str());
+}
+
 std::string Node::describe() const {
   if (!outputs_.empty())
     return absl::StrCat("%", outputs_[0]->name().str(), " = ", opName());

@@ -6,6 +6,7 @@
 #include "graphopt/IR/TypeInference.h"
 
 #include <absl/strings/str_cat.h>
+#include <llvm/ADT/DenseSet.h>
 
 namespace graphopt {
 
@@ -68,41 +69,96 @@ bool affordable(const Node &node) {
 
 } // namespace
 
+namespace {
+
+/// Only the layout differs (strides of dimensions of more than one element,
+/// storage offset): dtype and sizes, which readers' own types were derived
+/// from, agree.
+bool onlyLayoutDiffers(const TensorType &declared, const TensorType &made) {
+  return declared.dtype == made.dtype && declared.sizes == made.sizes &&
+         declared.device == made.device;
+}
+
+/// Whether any operand of `node` is in `corrected`.
+bool readsCorrected(const Node &node, const llvm::DenseSet<const Value *> &corrected) {
+  for (const Value *v : node.operandValues())
+    if (corrected.contains(v))
+      return true;
+  return false;
+}
+
+} // namespace
+
 DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
   DeclaredTypeCheck check;
+  // Results whose declared type was replaced by the kernel's: what their
+  // readers' kernels make is checked against those, so a corrected layout
+  // flows on (a view of a strided result is strided too).
+  llvm::DenseSet<const Value *> corrected;
+  size_t derived = 0;
   for (Node &node : graph.nodes()) {
     bool anyCpu = false;
     for (unsigned i = 0; i < node.numOutputs(); ++i)
       anyCpu |= isKnownCpuTensor(node.output(i));
-    // An operator with an effect outside the graph is not run here.
-    if (!anyCpu || opEffects(node).sideEffects)
+    const bool downstream = readsCorrected(node, corrected);
+    // An operator with an effect outside the graph is not run here; nor is a
+    // node too large to run at import. Where such a node reads a corrected
+    // value, its meta kernel (which runs nothing) says what it makes of it.
+    absl::StatusOr<std::vector<ValueType>> made = absl::UnknownError("not run");
+    if (!anyCpu)
       continue;
-    if (!affordable(node)) {
-      ++check.nodesTooLarge;
-      continue;
+    if (opEffects(node).sideEffects || !affordable(node)) {
+      if (!opEffects(node).sideEffects)
+        ++check.nodesTooLarge;
+      if (!downstream)
+        continue;
+      made = kernelResultTypes(node, c10::Device(at::kMeta));
+    } else {
+      made = kernelResultTypes(node, c10::Device(c10::DeviceType::CPU));
+      if (made.ok())
+        ++check.nodesChecked;
     }
-    auto made = kernelResultTypes(node, c10::Device(c10::DeviceType::CPU));
-    if (!made.ok())
-      continue; // the executor's own checks still guard it
-    ++check.nodesChecked;
+    if (!made.ok()) {
+      if (downstream)
+        check.conflicts.push_back(absl::StrCat(
+            "node ", node.describe(), " reads a result whose declared type was corrected, and "
+            "its own result types cannot be derived again: ", made.status().message()));
+      continue; // otherwise the executor's own checks still guard it
+    }
     for (unsigned i = 0; i < node.numOutputs(); ++i) {
       Value *v = node.output(i);
-      const ValueType &kernel = (*made)[i];
-      if (!isKnownCpuTensor(v) || !kernel.isTensor() || !differs(v->tensorType(), kernel.tensor))
+      ValueType kernel = (*made)[i];
+      if (!isKnownCpuTensor(v) || !kernel.isTensor() || !kernel.tensor.isKnown())
+        continue;
+      kernel.tensor.device = v->tensorType().device; // the meta kernel's says meta
+      if (!differs(v->tensorType(), kernel.tensor))
         continue;
       std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
                                       " is declared ", printTypeToString(v->type()),
                                       " but the CPU kernel makes ", printTypeToString(kernel));
-      if (!v->uses().empty()) {
+      if (!v->uses().empty() && !onlyLayoutDiffers(v->tensorType(), kernel.tensor)) {
+        // Its readers were typed from the declared dtype and sizes.
         check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),
                                                " reads it as declared"));
         continue;
       }
-      check.remarks.push_back(
-          absl::StrCat(what, "; nothing reads it, so graph-opt takes the kernel's type"));
+      if (downstream)
+        ++derived;
+      else if (v->uses().empty())
+        check.remarks.push_back(
+            absl::StrCat(what, "; nothing reads it, so graph-opt takes the kernel's type"));
+      else
+        check.remarks.push_back(absl::StrCat(
+            what, "; only the layout differs, so graph-opt takes the kernel's and its readers' "
+                  "types follow it"));
       v->setType(kernel);
+      corrected.insert(v);
     }
   }
+  if (derived)
+    check.remarks.push_back(absl::StrCat(
+        derived, derived == 1 ? " result" : " results",
+        " read from corrected ones took their kernels' layouts too"));
   for (const std::string &conflict : check.conflicts)
     graph.addTypeConflict(conflict);
   return check;

@@ -125,6 +125,13 @@ absl::Status checkProcessGroups(const Graph &graph) {
       return absl::FailedPreconditionError(absl::StrCat(
           where, ": group_size=", size->asInt(), " but process group \"", name, "\" has ",
           it->second, " ranks: the graph was made for another world size"));
+    if (const Constant *world = n.attr(kWorldSizeAttr);
+        world && world->kind() == ConstantKind::Int && world->asInt() != it->second)
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": the graph was rewritten for ", world->asInt(), " ranks (", kWorldSizeAttr.str(),
+          " = ", world->asInt(), ") but process group \"", name, "\" has ", it->second,
+          ": rewrite it again with world=", it->second, " or run it on ", world->asInt(),
+          " ranks"));
   }
   return absl::OkStatus();
 }

@@ -15,6 +15,11 @@ namespace {
 const PipelineCase kPipelines[] = {
     {"repeat{cse,canonicalize,dce}", true},
     {"checkpoint{activations=30%,cost=flops,unmet=closest}", false},
+    // The block-structured planner (blocks from repeated shapes) and a peak
+    // budget (the budget ladder); planner=milp and planner=torch run a helper
+    // process per plan and are fuzzed by test/Checkpoint's lit tests instead.
+    {"checkpoint{activations=30%,cost=flops,unmet=closest,planner=structured}", false},
+    {"checkpoint{budget=60%,cost=flops,unmet=closest}", false},
     {"reinplace", true},
     {"add-optimizer", false},
     {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},

@@ -1,6 +1,7 @@
 //===- RandomGraph.cpp - Random well-typed training graphs for pass fuzzing ===//
 #include "graphopt/Testing/RandomGraph.h"
 
+#include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"
@@ -46,7 +47,8 @@ llvm::StringRef featureName(Feature f) {
       "view of a view",       "in-place activation",  "in-place through a view",
       "in-place graph input", "random op",            "multi-output op",
       "tied input",           "aliasing outputs",     "repeated call",
-      "no-op copy",           "saved for backward",
+      "no-op copy",           "saved for backward",   "repeated block",
+      "node without results",
   };
   return names[static_cast<size_t>(f)];
 }
@@ -82,6 +84,10 @@ private:
   /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
   void step(std::vector<Value *> &pool, Phase phase);
   void addOutputs(const std::vector<Value *> &forward, const std::vector<Value *> &backward);
+  /// The forward as a block of random steps from `pool`'s first value, then
+  /// one to three copies of it, each reading the block before's last value of
+  /// the first's sizes (layers of a model).
+  void repeatedBlocks(std::vector<Value *> &pool);
 
   Choices &c_;
   RandomGraph &out_;
@@ -307,6 +313,59 @@ void Generator::addOutputs(const std::vector<Value *> &forward,
   }
 }
 
+void Generator::repeatedBlocks(std::vector<Value *> &pool) {
+  Value *in = pool.front();
+  Node *before = g_.nodes().empty() ? nullptr : &g_.nodes().back();
+  if (c_.chance(50) && call("aten::_assert_tensor_metadata",
+                            {val(in), ints(in->tensorType().sizes)}, Phase::Forward))
+    count(Feature::NoResultNode);
+  unsigned steps = 5 + c_.below(8);
+  for (unsigned i = 0; i < steps; ++i)
+    step(pool, Phase::Forward);
+  // The block's result: its last float value of the input's type (sizes and
+  // layout: a copy reading it computes what the block did), else one made.
+  Value *out = nullptr;
+  for (auto it = pool.rbegin(); it != pool.rend() && !out; ++it)
+    if (*it != in && (*it)->definingNode() && isFloatTensor(*it) && (*it)->type() == in->type())
+      out = *it;
+  if (!out) {
+    Node *n = call("aten::add.Tensor", {val(in), val(in)}, Phase::Forward);
+    if (!n)
+      return;
+    out = n->output();
+    pool.push_back(out);
+  }
+  std::vector<Node *> block;
+  for (auto it = before ? std::next(before->getIterator()) : g_.nodes().begin();
+       it != g_.nodes().end(); ++it)
+    block.push_back(&*it);
+  Value *previous = out;
+  unsigned copies = 1 + c_.below(3);
+  for (unsigned k = 0; k < copies; ++k) {
+    ValueMap<Value *> map(g_, nullptr);
+    map[in] = previous;
+    for (Node *n : block) {
+      auto clone = g_.cloneNode(*n, map, InsertionPoint::atEnd(g_, Phase::Forward));
+      if (!clone.ok())
+        return;
+      // Typed again from what it reads now (a view of the block's result may
+      // be laid out otherwise than one of its input).
+      if (!inferNodeTypes(**clone).ok())
+        return;
+      count(Feature::Forward);
+      for (Value *v : (*clone)->outputs())
+        if (v->isTensor())
+          pool.push_back(v);
+      if ((*clone)->numOutputs() == 0)
+        count(Feature::NoResultNode);
+    }
+    previous = map[out];
+    count(Feature::RepeatedBlock);
+  }
+  // The loss reads the last block's result.
+  pool.push_back(previous);
+}
+
 absl::Status Generator::run() {
   rows_ = 2 + c_.below(3);
   cols_ = 2 + c_.below(4);
@@ -327,9 +386,13 @@ absl::Status Generator::run() {
   buffer_ = g_.addInput("running", ValueType::ofTensor(t), InputRole::Buffer, "running");
 
   std::vector<Value *> forward{x, parameters_[0], parameters_[1]};
-  unsigned forwardSteps = 4 + c_.below(20);
-  for (unsigned i = 0; i < forwardSteps; ++i)
-    step(forward, Phase::Forward);
+  if (c_.chance(25)) {
+    repeatedBlocks(forward);
+  } else {
+    unsigned forwardSteps = 4 + c_.below(20);
+    for (unsigned i = 0; i < forwardSteps; ++i)
+      step(forward, Phase::Forward);
+  }
   // The loss: a sum over the last forward float value (and the parameters,
   // so that every parameter feeds it).
   Value *last = forward.back();

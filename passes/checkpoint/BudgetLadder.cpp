@@ -96,6 +96,7 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
         made = std::move(uncapped);
         step.how = How::UncappedNoPlanUnderLooserPeak;
         out.peaksMonotone = false; // the peak rises here
+        ++out.rungsPeakRose;
       }
     }
     step.plan = std::move(*made);

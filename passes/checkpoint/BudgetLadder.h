@@ -49,6 +49,8 @@ struct MonotonePlan {
   /// False where a rung's plan could not be held under its looser rung's
   /// peak (the peak then rises there; the ladder says where).
   bool peaksMonotone = true;
+  /// How many rungs' peaks rose above their looser rung's (0 when monotone).
+  unsigned rungsPeakRose = 0;
   /// Rungs not planned: their lower bound showed they could not be faster.
   unsigned rungsSkipped = 0;
 };

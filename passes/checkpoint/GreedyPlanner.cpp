@@ -397,8 +397,8 @@ absl::Status dropUntilWithinBounds(GreedySearch &g) {
       continue;
     }
     drop(g, chosen,
-         absl::StrCat("best bytes/s at the ", boundName(over->kind), " peak (%",
-                      g.model.nodeAt(over->timeline.peakRank())->output(0)->name().str(), ")"));
+         absl::StrCat("best bytes/s at the ", boundName(over->kind), " peak (",
+                      g.model.nodeAt(over->timeline.peakRank())->valueOrOperator(), ")"));
   }
   return absl::OkStatus();
 }
@@ -476,9 +476,8 @@ using Start = std::vector<std::pair<int32_t, std::string>>;
 
 /// The knapsack's start, with its reason.
 Start knapsackStartOf(const RecomputeModel &model, const Bound &bound) {
-  std::string why = absl::StrCat("knapsack at the ", boundName(bound.kind), " peak (%",
-                                 model.nodeAt(bound.timeline.peakRank())->output(0)->name().str(),
-                                 ")");
+  std::string why = absl::StrCat("knapsack at the ", boundName(bound.kind), " peak (",
+                                 model.nodeAt(bound.timeline.peakRank())->valueOrOperator(), ")");
   Start start;
   for (int32_t c : knapsackStart(model, bound))
     start.push_back({c, why});

@@ -168,9 +168,8 @@ ModelBlocks repeatedBlocks(const RecomputeModel &model) {
     for (size_t b = 0; b < copies; ++b) {
       const size_t from = first + b * repeat.period;
       const int32_t index = static_cast<int32_t>(blocks.names.size());
-      blocks.names.push_back(absl::StrCat("repeat ", round, ".", b, " (from %",
-                                          model.nodeAt(forward[from])->output(0)->name().str(),
-                                          ")"));
+      blocks.names.push_back(absl::StrCat("repeat ", round, ".", b, " (from ",
+                                          model.nodeAt(forward[from])->valueOrOperator(), ")"));
       for (size_t i = from; i < from + repeat.period; ++i) {
         covered[i] = 1;
         blocks.blockOfRank[forward[i]] = index;

@@ -489,7 +489,7 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
     if (auto it = states.find(rank); it != states.end())
       return it->second;
     auto made = target.createNode(
-        "graphopt::rng_state", {Argument::value(dropout.arg(0).getValue())},
+        kRngStateOp, {Argument::value(dropout.arg(0).getValue())},
         {ValueType::ofTensor(TensorType::contiguous(at::kByte, {kRngStateBytes}, c10::Device(c10::kCPU)))},
         InsertionPoint::before(&dropout), {absl::StrCat(dropout.output(1)->name().str(), "_rng")});
     if (!made.ok())

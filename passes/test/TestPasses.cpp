@@ -23,16 +23,51 @@
 //                     makes the second of the first two gradient outputs of one
 //                     type read the first's value, as a careless cse would: the
 //                     pipeline must refuse outputs that now share storage.
+//   test-flaky-output passes the first floating-point output through
+//                     graphopt_test::flaky, which is right on one call and off
+//                     by one on the next: a rewrite that is wrong only some of
+//                     the time (a missing wait, a race), which --verify must
+//                     fail every time.
+//
+// And two operators, in the graphopt_test namespace, for such tests:
+//   graphopt_test::flaky(Tensor self) -> Tensor
+//                     a copy of self on even calls, self + 1 on odd ones (one
+//                     counter per process).
+//   graphopt_test::noisy(Tensor self) -> Tensor
+//                     self * (1 + k * 2^-20), k = 0, 1, 2 in turn: a stand-in for
+//                     a kernel whose last bits vary from run to run (a
+//                     nondeterministic scatter-add), which the verifier must
+//                     tell apart from a wrong rewrite.
 //
 //===----------------------------------------------------------------------===//
 #include "graphopt/Pass/PassRegistry.h"
 
+#include <ATen/ops/empty_like.h>
 #include <absl/strings/str_cat.h>
+#include <torch/library.h>
 
+#include <atomic>
+#include <cmath>
 #include <stdexcept>
 
 namespace graphopt {
 namespace {
+
+std::atomic<uint64_t> flakyCalls{0}, noisyCalls{0};
+
+at::Tensor flaky(const at::Tensor &self) {
+  at::Tensor out = self.clone();
+  if (flakyCalls.fetch_add(1) % 2 == 1)
+    out.add_(1);
+  return out;
+}
+
+at::Tensor noisy(const at::Tensor &self) {
+  const double k = static_cast<double>(noisyCalls.fetch_add(1) % 3);
+  return self.mul(1 + k * std::ldexp(1.0, -20));
+}
+
+at::Tensor likeSelf(const at::Tensor &self) { return at::empty_like(self); }
 
 class TestBreakNamesPass : public OptimizationPass {
 public:
@@ -219,8 +254,39 @@ public:
   }
 };
 
+/// Routes the first floating-point graph output through graphopt_test::flaky.
+class TestFlakyOutputPass : public OptimizationPass {
+public:
+  static llvm::StringRef passName() { return "test-flaky-output"; }
+  static llvm::StringRef passDescription() {
+    return "test only: make the first float output wrong on every other run (an intermittent "
+           "wrong rewrite)";
+  }
+  llvm::StringRef name() const override { return passName(); }
+  llvm::StringRef description() const override { return passDescription(); }
+  absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &) override {
+    for (unsigned i = 0; i < graph.outputs().size(); ++i) {
+      Value *v = graph.outputs()[i].value;
+      if (!v->isTensor() || !v->tensorType().isKnown() ||
+          !c10::isFloatingType(v->tensorType().dtype) || !v->definingNode())
+        continue;
+      auto made = graph.createNode("graphopt_test::flaky", {Argument::value(v)},
+                                   {ValueType::ofTensor(TensorType::contiguous(
+                                       v->tensorType().dtype, v->tensorType().sizes,
+                                       v->tensorType().device))},
+                                   InsertionPoint::atEnd(graph), {v->name().str() + "_flaky"});
+      if (!made.ok())
+        return made.status();
+      graph.setOutputValue(i, (*made)->output(0));
+      return true;
+    }
+    return false;
+  }
+};
+
 } // namespace
 
+GRAPHOPT_REGISTER_TEST_PASS(TestFlakyOutputPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestWrongConstantPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestPerturbUpdatePass);
 GRAPHOPT_REGISTER_TEST_PASS(TestToggleAttrPass);
@@ -234,3 +300,18 @@ GRAPHOPT_REGISTER_TEST_PASS(TestMergeOutputsPass);
 GRAPHOPT_REGISTER_TEST_PASS(TestSilentEditPass);
 
 } // namespace graphopt
+
+TORCH_LIBRARY(graphopt_test, m) {
+  m.def("flaky(Tensor self) -> Tensor");
+  m.def("noisy(Tensor self) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(graphopt_test, CPU, m) {
+  m.impl("flaky", graphopt::flaky);
+  m.impl("noisy", graphopt::noisy);
+}
+
+TORCH_LIBRARY_IMPL(graphopt_test, Meta, m) {
+  m.impl("flaky", graphopt::likeSelf);
+  m.impl("noisy", graphopt::likeSelf);
+}

@@ -11,6 +11,7 @@
 #include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/IR/Exceptions.h"
+#include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
@@ -330,7 +331,8 @@ py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
     outputs.append(py::dict(py::arg("label") = c.label, py::arg("passed") = c.passed,
                             py::arg("max_abs_error") = c.maxAbsError,
                             py::arg("max_rel_error") = c.maxRelError,
-                            py::arg("bitwise") = c.bitwise, py::arg("problem") = c.problem));
+                            py::arg("bitwise") = c.bitwise, py::arg("spread") = c.spread,
+                            py::arg("problem") = c.problem));
   return py::dict(py::arg("passed") = report->passed, py::arg("device") = report->device.str(),
                   py::arg("outputs") = outputs,
                   py::arg("first_divergence") = report->firstDivergence,
@@ -373,6 +375,7 @@ PYBIND11_MODULE(_C, module) {
              "in Python");
   // The attribute checkpoint puts on a recomputation: the value it makes again.
   module.attr("RECOMPUTE_OF_ATTR") = kRecomputeOfAttr.str();
+  module.attr("RNG_STATE_OP") = std::string(kRngStateOp);
   static py::exception<std::runtime_error> error(module, "Error");
   // No std::exception escapes as anything but graph_opt.Error.
   // Local: pybind11 shares its translators across modules (torch's included), and a

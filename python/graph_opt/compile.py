@@ -21,7 +21,10 @@ saved set torch builds is checked against graph-opt's plan.
 A graph graph-opt cannot take (symbolic shapes, an operator it does not
 know, a plan that fails, a saved set that differs) falls back to torch's
 default partitioner with one warning naming the reason, counted in stats();
-strict=True raises instead. See docs/TorchCompile.md.
+strict=True raises instead. verify=True (or GRAPHOPT_VERIFY=1 in the environment)
+runs graph-opt's halves and torch's own partition's halves of each joint graph on the
+same made-up inputs and seed when it is compiled, and raises PartitionMismatch with the
+first output or gradient that differs (verify_partition.py). See docs/TorchCompile.md.
 """
 import copy
 import dataclasses
@@ -39,12 +42,13 @@ from torch._inductor.custom_graph_pass import CustomPartitionerFn
 from . import session
 from ._C import Error
 from .fx import from_fx
+from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_saved, compile_pipeline, is_rng_state, nbytes,
                     no_dispatch_modes, output_nodes, plan_joint, replacements,
                     rng_state_bytes, saved_by_torch, tag_joint, torch_saved)
 
-__all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PlanMismatch", "backend",
+__all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PartitionMismatch", "PlanMismatch", "backend",
            "compile_pipeline", "partitioner", "plan_joint", "reset_stats", "rewrite_inference",
            "stats"]
 
@@ -59,6 +63,7 @@ class _Stats:
     reasons: list = dataclasses.field(default_factory=list)    # one per fallback
     inference: list = dataclasses.field(default_factory=list)  # one per inference graph
     planning_seconds: float = 0.0
+    verify_seconds: float = 0.0
 
 
 _STATS = _Stats()
@@ -71,12 +76,15 @@ def stats():
     "inference_graphs": graphs without backward through the pipeline,
     "inference": per such graph, its nodes before and after and the values
     the pipeline replaced, "plans": per partitioned graph, its saved and
-    recomputed values and bytes, "planning_seconds": graph-opt's own time}."""
+    recomputed values and bytes and, with verify, "verified": the values compared with
+    torch's partition (or why it could not verify), "planning_seconds": graph-opt's own
+    time, "verify_seconds": the time verify took}."""
     return {"graphs": len(_STATS.plans), "fallbacks": len(_STATS.reasons),
             "inference_graphs": len(_STATS.inference),
             "inference": [dict(i) for i in _STATS.inference],
             "reasons": list(_STATS.reasons), "plans": [dict(p) for p in _STATS.plans],
-            "planning_seconds": _STATS.planning_seconds}
+            "planning_seconds": _STATS.planning_seconds,
+            "verify_seconds": _STATS.verify_seconds}
 
 
 def reset_stats():
@@ -121,11 +129,12 @@ class GraphOptPartitioner(CustomPartitionerFn):
     See the module's docstring and docs/TorchCompile.md."""
 
     def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None,
-                 check_saved=True):
+                 check_saved=True, verify=None):
         if memory_budget is not None:
             check_memory_budget(memory_budget)
         self.pipeline = pipeline
         self.strict = strict
+        self.verify = _verify_default() if verify is None else bool(verify)
         self.memory_budget = memory_budget
         self.check_saved = check_saved
         # a bad pipeline is an error now, not at the first compile
@@ -134,7 +143,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def uuid(self):
         from . import __version__
         return ("graph-opt", __version__, _implementation_hash(), self.pipeline, self.strict,
-                self.memory_budget, self.check_saved)
+                self.memory_budget, self.check_saved, self.verify)
 
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
@@ -151,8 +160,32 @@ class GraphOptPartitioner(CustomPartitionerFn):
                            f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} "
                            f"nodes ({reason})")
             return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        if self.verify:
+            # Outside the fallback: a partition that computes something else is an error,
+            # never a warning.
+            record["verified"] = self._verify(gm, joint_inputs, kwargs, fw, bw)
         _STATS.plans.append(record)
         return fw, bw
+
+    def _verify(self, gm, joint_inputs, kwargs, fw, bw):
+        """verify_partition against torch's default partition of the same joint graph: the
+        number of values compared, or why it could not run (a warning; strict raises)."""
+        start = time.perf_counter()
+        try:
+            theirs = min_cut_rematerialization_partition(_copy_joint(gm), joint_inputs, **kwargs)
+            try:
+                return verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"])
+            except PartitionMismatch:
+                raise
+            except Exception as e:
+                if self.strict:
+                    raise
+                reason = f"{type(e).__name__}: {e}".splitlines()[0]
+                warnings.warn(f"graph-opt: verify could not run this graph ({reason})",
+                              RuntimeWarning, stacklevel=3)
+                return reason
+        finally:
+            _STATS.verify_seconds += time.perf_counter() - start
 
     @staticmethod
     def _torch_saved_bytes(gm, joint_inputs, kwargs):
@@ -193,6 +226,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             + sum(rng_state_bytes(n) for n in rng_states),
             "activation_bytes": sum(nbytes(r) for r in storages),
             "rng_states": len(rng_states),
+            "planned_rng_states": len(plan.rng_states),
             "activations_bound": activations,
             "recomputed": sorted(plan.recomputed),
             "checkpoint": {k: plan.report.get(k) for k in (
@@ -220,14 +254,22 @@ def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
     return len(found)
 
 
-def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None):
+def _verify_default():
+    """verify's default: on where GRAPHOPT_VERIFY=1 (the test suite sets it)."""
+    return os.environ.get("GRAPHOPT_VERIFY", "") not in ("", "0")
+
+
+def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, verify=None):
     """A torch._inductor CustomPartitionerFn running `pipeline`; set it as
     torch._inductor.config.custom_partitioner_fn. With `memory_budget` (a share,
     as torch._functorch.config.activation_memory_budget), every checkpoint
     entry bounds the saved activations to that share of what torch's own
     partition of the graph saves, the reference torch's budget has: at the
-    same share both systems are held to the same bytes."""
-    return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget)
+    same share both systems are held to the same bytes. `verify` (default: on where
+    GRAPHOPT_VERIFY=1) checks each partition against torch's own when it is compiled
+    (verify_partition.py)."""
+    return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,
+                               verify=verify)
 
 
 def _boxed_nop(gm, example_inputs):
@@ -276,11 +318,11 @@ def _eager_compiler(kind):
 class _Backend:
     """torch.compile(model, backend=graph_opt.backend(...))."""
 
-    def __init__(self, pipeline, inner, strict, memory_budget):
+    def __init__(self, pipeline, inner, strict, memory_budget, verify):
         if inner not in ("inductor", "eager"):
             raise Error(f"backend: inner={inner!r}; one of 'inductor', 'eager'")
         self.partitioner = GraphOptPartitioner(pipeline, strict=strict,
-                                               memory_budget=memory_budget)
+                                               memory_budget=memory_budget, verify=verify)
         self.inner = inner
 
     def _inference(self, gm):
@@ -320,10 +362,11 @@ class _Backend:
         )(gm, example_inputs, **kwargs)
 
 
-def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False, memory_budget=None):
+def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False, memory_budget=None,
+            verify=None):
     """A torch.compile backend: AOTAutograd, graph-opt's partitioner running
     `pipeline` (memory_budget as partitioner()'s), then Inductor
     (inner="inductor") or the graphs as they are (inner="eager", torch's
     aot_eager with graph-opt's partition). Inference graphs go through the
-    pipeline (rewrite_inference) and the inner compiler."""
-    return _Backend(pipeline, inner, strict, memory_budget)
+    pipeline (rewrite_inference) and the inner compiler. `verify` as partitioner()'s."""
+    return _Backend(pipeline, inner, strict, memory_budget, verify)

@@ -20,11 +20,20 @@ from .fx import from_fx
 
 DEFAULT_PIPELINE = "repeat{cse,canonicalize,dce},checkpoint{activations=30%}"
 
-# Passes that only read the graph or rewrite it in ways whose effect torch's partitioner
-# and Inductor make themselves: their rewrites are not carried over (only checkpoint's plan
-# is), they shape the graph the planner sees.
-_PLANNING_PASSES = {"cse", "canonicalize", "dce", "repeat", "checkpoint", "liveness",
-                    "reinplace"}
+# Passes that only read the graph or rewrite it in ways that carry over to the joint graph
+# as replacements of one value by another (cse's merges, canonicalize's folds: replacements
+# below) or as checkpoint tags. Each is covered by the torch.compile tests, alone and in the
+# default pipelines, gradients compared with torch's own partition (python/tests/
+# test_compile.py); a pass is added here only with those tests.
+_PLANNING_PASSES = {"cse", "canonicalize", "dce", "repeat", "checkpoint", "liveness"}
+# Passes refused inside torch.compile, with the reason.
+_REFUSED_PASSES = {
+    # reinplace makes a result reuse a dying operand's storage, which no fx replacement can
+    # express: carried over as one (the operand read in the result's place) it computed
+    # wrong gradients. Inductor reinplaces its own kernels' buffers.
+    "reinplace": "Inductor reuses dying buffers itself (its own reinplacing and memory "
+                 "planning); graph-opt's in-place rewrite cannot be carried to the joint graph",
+}
 
 
 class PlanMismatch(Error):
@@ -72,6 +81,10 @@ def compile_pipeline(text, inference=False, activations=None):
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
+        if name in _REFUSED_PASSES:
+            raise Error(f"pipeline entry '{part}': '{name}' is not run inside torch.compile: "
+                        f"{_REFUSED_PASSES[name]}; allowed: "
+                        f"{', '.join(sorted(_PLANNING_PASSES))}")
         if name not in _PLANNING_PASSES:
             raise Error(f"pipeline entry '{part}': '{name}' cannot run inside torch.compile "
                         f"(the graph's inputs are fake tensors, and only a recomputation plan "
@@ -114,8 +127,11 @@ class Plan:
     """graph-opt's choice on a joint graph, by fx node name.
 
     `saved`: forward values (placeholders included) backward reads, as
-    graph-opt's rewritten graph has it. `recomputed`: forward values backward
-    makes again. `backward`: the nodes graph-opt counts as backward (those
+    graph-opt's rewritten graph has it, the generator states of replayed
+    random operators apart. `rng_states`: those states (values graph-opt made,
+    which the joint graph does not have: torch saves its own RNG state for each
+    random operator it recomputes, functionalize_rng_ops). `recomputed`:
+    forward values backward makes again. `backward`: the nodes graph-opt counts as backward (those
     _forward_first does not put in forward). `replaced`: {value: the value its
     readers read instead} (cse, canonicalize). `report`: checkpoint's JSON
     report."""
@@ -124,6 +140,7 @@ class Plan:
     backward: set
     replaced: dict
     report: dict
+    rng_states: set = dataclasses.field(default_factory=set)
 
 
 def output_nodes(gm):
@@ -283,7 +300,11 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
             defined_forward.update(n["outputs"])
     saved = {v for n in nodes if n["phase"] != "forward" for v in n["operands"]
              if v in defined_forward}
-    return Plan(saved=saved, recomputed=set(recompute_of.values()),
+    # A random operator graph-opt replays keeps the generator's state (graphopt::rng_state,
+    # whatever the operator): no joint value, and torch keeps its own in its place.
+    rng_states = {v for n in nodes if n["op"] == _C.RNG_STATE_OP for v in n["outputs"]}
+    return Plan(saved=saved - rng_states, rng_states=rng_states & saved,
+                recomputed=set(recompute_of.values()),
                 backward={k for k, v in phases.items() if v == "backward"},
                 replaced={old.name: new.name for old, new in
                           replacements(gm, nodes, graph.outputs, recompute_of).items()},
@@ -436,6 +457,10 @@ def check_saved(plan, torch_saved, joint):
     to keep (activation_storages: torch saves a view's base or the view,
     graph-opt's plan keeps storages). A difference is a PlanMismatch naming
     the values."""
+    unknown = sorted(n for n in plan.saved if n not in joint)
+    if unknown:
+        raise PlanMismatch(f"graph-opt's plan saves {', '.join(unknown[:8])}, which the joint "
+                           "graph does not have (a value a pass made that torch cannot save)")
     mine = {r.name for r in activation_storages(
         joint[n] for n in plan.saved if not _recomputed_by_torch(joint[n]))}
     theirs = {r.name for r in activation_storages(joint[n] for n in torch_saved)}

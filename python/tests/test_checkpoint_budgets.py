@@ -6,16 +6,14 @@ import os
 import pytest
 
 import graph_opt
+from inputs import zoo_archive
 
-ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
 BUDGETS = (80, 50, 30, 10)
 
 
 @pytest.mark.parametrize("model", ["gpt2-train", "bert-train", "resnet18-train", "t5-train"])
 def test_tighter_budgets_cost_no_less(model):
-    path = os.path.join(ZOO, f"{model}.pt2")
-    if not os.path.isfile(path):
-        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
+    path = zoo_archive(f"{model}.pt2")
     g = graph_opt.Graph.load(path)
     graph_opt.run_pipeline(g, "repeat{cse,canonicalize,dce}")
     extra = []

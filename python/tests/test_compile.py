@@ -148,6 +148,69 @@ def test_bitwise_against_torchs_partition_on_eager_kernels(name):
     assert saved == plan["saved_bytes"], (saved, plan)
 
 
+# Every pass the partitioner accepts, alone and in the default pipelines (graph_opt.joint's
+# _PLANNING_PASSES; test_each_accepted_pass_is_covered keeps this list whole).
+PASS_PIPELINES = ("cse", "canonicalize", "dce", "liveness", "checkpoint{activations=30%}",
+                  "repeat{cse,canonicalize,dce}", PIPELINE)
+GRADIENT_MODELS = ("mlp", "bert", "gpt2", "llama", "t5") if COMPILE_ALL else ("mlp",)
+
+
+def test_each_accepted_pass_is_covered():
+    from graph_opt.joint import _PLANNING_PASSES
+    named = {p.split("{")[0] for p in PASS_PIPELINES} | {"repeat"}
+    assert _PLANNING_PASSES <= named, _PLANNING_PASSES - named
+
+
+def one_step_gradients(name, wrap):
+    """The loss and every parameter's gradient after one step of the tiny zoo model NAME."""
+    step, args = tiny(name)
+    fn = wrap(step)
+    torch.manual_seed(STEP_SEED)
+    out = fn(*args)
+    out[0].backward()
+    return out[0].detach(), {n: p.grad for n, p in step.named_parameters()
+                             if p.grad is not None}
+
+
+@pytest.mark.parametrize("pipeline", PASS_PIPELINES)
+@pytest.mark.parametrize("name", GRADIENT_MODELS)
+def test_every_accepted_pass_keeps_torchs_gradients(name, pipeline):
+    """Dropout on: after one step through graph-opt's partition (eager kernels) every
+    parameter's gradient is bitwise the one torch's own partition gives under the same
+    kernels (aot_eager). make test runs the MLP; make test-compile the transformers too."""
+    loss, want = one_step_gradients(name, lambda m: torch.compile(m, backend="aot_eager"))
+    torch._dynamo.reset()
+    got_loss, got = one_step_gradients(name, lambda m: torch.compile(m, backend=graph_opt.backend(
+        pipeline, inner="eager", strict=True, verify=True)))
+    expect_plans()
+    assert torch.equal(got_loss, loss), (got_loss, loss)
+    assert got.keys() == want.keys()
+    differ = [n for n in want if not torch.equal(got[n], want[n])]
+    assert not differ, f"{len(differ)} of {len(want)} gradients differ, first {differ[0]}: max " \
+        f"{(got[differ[0]] - want[differ[0]]).abs().max().item():.3g}"
+
+
+def test_verify_names_the_gradient_a_wrong_partition_changes(monkeypatch):
+    """verify=True runs graph-opt's halves and torch's on the same made-up inputs when a
+    joint graph is compiled: a partition that reads a value in place of another (what
+    carrying reinplace over as a replacement did) raises PartitionMismatch naming the first
+    gradient that differs, strict or not."""
+    real = goc.apply_replacements
+
+    def wrong(gm, found):
+        real(gm, found)
+        # backward reads tanh's operand in place of its result, as if tanh had run in place
+        tanh = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.tanh.default)
+        for user in list(tanh.users):
+            if user.target is torch.ops.aten.tanh_backward.default:
+                user.replace_input_with(tanh, tanh.args[0])
+    monkeypatch.setattr(goc, "apply_replacements", wrong)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    fn = torch.compile(model, backend=graph_opt.backend(PIPELINE, inner="eager", verify=True))
+    with pytest.raises(Exception, match="PartitionMismatch: the gradient of input"):
+        fn(torch.randn(4, 8)).sum().backward()
+
+
 def test_memory_budget_is_torchs_reference():
     """memory_budget=B bounds the saved activations to B of what torch's own partition
     saves (measured here with saved_tensors_hooks under aot_eager), the reference of
@@ -221,13 +284,14 @@ def test_pipeline_inside_compile():
     """Planning from FLOPs on fake tensors; what would run the graph is refused."""
     assert goc.compile_pipeline("repeat{cse,dce},checkpoint{activations=30%}") == \
         "repeat{cse,dce},checkpoint{activations=30%,cost=flops,measure=false}"
-    assert goc.compile_pipeline("checkpoint{budget=60%},reinplace", inference=True) == \
-        "reinplace"
+    assert goc.compile_pipeline("checkpoint{budget=60%},cse", inference=True) == "cse"
     for bad, why in (("profile", "cannot run inside torch.compile"),
                      ("checkpoint{cost=profile}", "cost=profile runs the graph"),
                      ("checkpoint{measure=true}", "measure=true runs the graph"),
                      ("liveness{scratch=measured}", "scratch=measured runs the graph"),
                      ("add-optimizer{kind=sgd}", "cannot run inside torch.compile"),
+                     # carried to the joint graph as a replacement it computed wrong gradients
+                     ("checkpoint{activations=30%},reinplace", "not run inside torch.compile"),
                      ("repeat{cse", "unbalanced")):
         with pytest.raises(graph_opt.Error, match=why):
             graph_opt.partitioner(bad)
@@ -270,6 +334,77 @@ def test_saved_check_expects_torch_to_recompute_what_it_is_told_to():
     with pytest.raises(PlanMismatch, match="torch also saves iota"):
         check_saved(Plan(saved={"mul"}, recomputed=set(), backward=set(), replaced={},
                          report={}), ["mul", "iota"], joint)
+
+
+def test_a_saved_value_the_joint_graph_lacks_is_a_plan_mismatch():
+    """A value only graph-opt's graph has (a pass made it) named in the plan's saved set is
+    a PlanMismatch naming it, not a KeyError; the generator states of replayed random
+    operators are apart from the saved set (plan_joint), as torch's are."""
+    from graph_opt.joint import Plan, PlanMismatch, check_saved
+
+    g = torch.fx.Graph()
+    x = g.placeholder("primals_1")
+    x.meta["val"] = torch.empty(8)
+    joint = {n.name: n for n in g.nodes}
+    with pytest.raises(PlanMismatch, match="saves getitem_4_rng, which the joint graph"):
+        check_saved(Plan(saved={"getitem_4_rng"}, recomputed=set(), backward=set(),
+                         replaced={}, report={}), [], joint)
+    check_saved(Plan(saved=set(), recomputed=set(), backward=set(), replaced={}, report={},
+                     rng_states={"getitem_4_rng"}), [], joint)
+
+
+class TwoDropouts(torch.nn.Module):
+    """An MLP with two dropouts whose masks are larger than the generator's state, so
+    graph-opt replays them from a saved state rather than keep them."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(128, 256), torch.nn.LayerNorm(256), torch.nn.GELU(),
+            torch.nn.Dropout(0.1), torch.nn.Linear(256, 256), torch.nn.Tanh(),
+            torch.nn.Dropout(0.1), torch.nn.Linear(256, 8))
+
+    def forward(self, x):
+        return self.net(x).square().mean()
+
+
+DROPOUT_CONFIGS = [("eager", PIPELINE), ("eager", "checkpoint{activations=50%}")] + (
+    [("inductor", PIPELINE), ("inductor", "checkpoint{activations=50%}")] if COMPILE_ALL
+    else [])
+
+
+@pytest.mark.parametrize("inner,pipeline", DROPOUT_CONFIGS)
+def test_replayed_dropout_is_planned_under_compile(inner, pipeline):
+    """Dropout replayed from the generator's state: no fallback (strict), the partition
+    verified against torch's, and three steps' losses as eager's (fallback_random: aten's
+    RNG under Inductor too). Before, the plan named the state graph-opt made
+    ('getitem_4_rng') among the saved values and the saved-set check raised KeyError.
+    make test runs the eager kernels; make test-compile adds Inductor."""
+    def losses(wrap):
+        torch.manual_seed(0)
+        model, x = TwoDropouts(), torch.randn(64, 128)
+        fn, opt = wrap(model), torch.optim.SGD(model.parameters(), lr=0.1)
+        torch.manual_seed(STEP_SEED)
+        out = []
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            loss = fn(x)
+            loss.backward()
+            opt.step()
+            out.append(loss.item())
+        return out
+
+    eager = losses(lambda m: m)
+    with torch._inductor.config.patch(fallback_random=True):
+        mine = losses(lambda m: torch.compile(m, backend=graph_opt.backend(
+            pipeline, inner=inner, strict=True, verify=True)))
+    (plan,) = expect_plans()
+    # The configurations that failed before replay a dropout (at 50% on the eager
+    # kernels' graph the plan keeps both masks instead).
+    if inner == "inductor" or pipeline == PIPELINE:
+        assert plan["planned_rng_states"] > 0, plan
+    assert plan["verified"] > 0, plan
+    assert_close_curves(mine, eager, f"{inner} {pipeline}")
 
 
 class Block(torch.nn.Module):

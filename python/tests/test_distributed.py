@@ -16,6 +16,8 @@ import textwrap
 import pytest
 import torch.distributed as dist
 
+from inputs import zoo_archive
+
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
 
@@ -147,6 +149,15 @@ VALUES = textwrap.dedent("""
         sys.exit("a graph for 4 ranks ran on 2")
     except graph_opt.Error as e:
         assert 'group_size=4 but process group "0" has 2 ranks' in str(e), e
+    # A step rewritten by data-parallel{world=4} (its mean divides by 4) on 2 ranks: refused
+    # before the first collective, naming the world it was made for.
+    step = graph_opt.Graph.parse(%r)
+    graph_opt.run_pipeline(step, "data-parallel{world=4}")
+    try:
+        graph_opt.execute(step)
+        sys.exit("a step rewritten for 4 ranks ran on 2")
+    except graph_opt.Error as e:
+        assert "rewritten for 4 ranks (world_size = 4)" in str(e), e
     # Coalesced, broadcast, reduce-scatter, all-to-all (rank r holds r + 1 everywhere).
     c0, c1, b, rs, a2a = graph_opt.execute(graph_opt.Graph.parse(%r), inputs=[x])
     for name, got, want in (("all_reduce_coalesced", c0, [3.0] * 4), ("its second", c1, [3.0] * 4),
@@ -160,7 +171,8 @@ VALUES = textwrap.dedent("""
 
 def test_collectives_compute_across_ranks(tmp_path):
     """graph_opt.execute in a user's own torchrun script: the values each rank gets."""
-    (tmp_path / "values.py").write_text(VALUES % (DIST_TIMEOUT, GRAPH, OTHERS))
+    step = open(os.path.join(EXAMPLES, "mlp_train_step.gir")).read()
+    (tmp_path / "values.py").write_text(VALUES % (DIST_TIMEOUT, GRAPH, step, OTHERS))
     rc, out = torchrun(["values.py"], tmp_path)
     assert rc == 0, out
     assert "rank 0: ok" in out and "rank 1: ok" in out, out
@@ -284,10 +296,7 @@ def test_data_parallel_on_the_zoo_gpt2(tmp_path):
     gradients are the mean of the two single-process steps' (a real transformer's gradients,
     buckets closed by size and dtype), and every rank's updated weights the single step with
     that mean."""
-    zoo = os.environ.get("GRAPHOPT_ZOO_DIR")
-    path = os.path.join(zoo or "", "gpt2-train-nodrop.pt2")
-    if not zoo or not os.path.isfile(path):
-        pytest.skip("the zoo is not exported (GRAPHOPT_ZOO_DIR)")
+    path = zoo_archive("gpt2-train-nodrop.pt2")
     (tmp_path / "dp.py").write_text(ZOO_DATA_PARALLEL % (DIST_TIMEOUT, path))
     rc, out = torchrun(["dp.py"], tmp_path)
     assert rc == 0, out
@@ -346,10 +355,7 @@ def test_shard_parameters_on_the_zoo_gpt2(tmp_path):
     each rank's gradient shards are its cut of the mean of the two single-process steps'
     gradients, and its updated parameter shards the same cut of the updated parameters, with
     parameters gathered again for backward and with all kept."""
-    zoo = os.environ.get("GRAPHOPT_ZOO_DIR")
-    path = os.path.join(zoo or "", "gpt2-train-nodrop.pt2")
-    if not zoo or not os.path.isfile(path):
-        pytest.skip("the zoo is not exported (GRAPHOPT_ZOO_DIR)")
+    path = zoo_archive("gpt2-train-nodrop.pt2")
     (tmp_path / "fsdp.py").write_text(ZOO_SHARDED % (DIST_TIMEOUT, path))
     rc, out = torchrun(["fsdp.py"], tmp_path)
     assert rc == 0, out

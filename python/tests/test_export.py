@@ -91,3 +91,37 @@ def test_command_line_exports_a_users_factory(tmp_path):
                          text=True)
     assert bad.returncode == 2
     assert "examples.user_model has no callable 'nope'" in bad.stderr
+
+
+class ClassificationHead(torch.nn.Module):
+    """A Hugging Face RoBERTa classification head: the first token's features, dropout,
+    dense, tanh, dropout, out. In eval mode aten::dropout returns its input, here a strided
+    slice, while torch.export declares its result contiguous."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = torch.nn.Linear(64, 64)
+        self.dropout = torch.nn.Dropout(0.1)
+        self.out_proj = torch.nn.Linear(64, 2)
+
+    def forward(self, features):
+        x = self.dropout(features[:, 0, :])
+        x = self.dropout(torch.tanh(self.dense(x)))
+        return self.out_proj(x)
+
+
+def test_a_layout_torch_declares_wrongly_is_corrected_and_verifies(tmp_path):
+    """The import takes the kernel's strides where only the layout differs (and says so):
+    no conflict, passes run, and the unmodified and the rewritten graph verify. Before,
+    every pass was refused and --verify failed with every output passing."""
+    torch.manual_seed(0)
+    path = str(tmp_path / "head.pt2")
+    graph_opt.export_inference(ClassificationHead(), (torch.randn(4, 16, 64),), path)
+    g = graph_opt.Graph.load(path)
+    assert not g.type_conflicts, g.type_conflicts
+    assert any("aten::dropout" in r and "only the layout differs" in r for r in g.remarks), \
+        g.remarks
+    graph_opt.verify_rewrite(g, g.clone(), bitwise=True, check=True)
+    optimized = g.clone()
+    graph_opt.run_pipeline(optimized, "repeat{cse,canonicalize,dce},reinplace")
+    graph_opt.verify_rewrite(g, optimized, bitwise=True, check=True)

@@ -9,17 +9,14 @@ import pytest
 import torch
 
 import graph_opt
+from inputs import zoo_archive
 from graph_opt.testing import bitwise_equal, flat_inputs, outputs_by_signature, run_flat
 
-ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
 warnings.filterwarnings("ignore", message=".*not writable.*")
 
 
 def zoo(name):
-    path = os.path.join(ZOO, name)
-    if not os.path.isfile(path):
-        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
-    return path
+    return zoo_archive(name)
 
 
 def test_save_pt2_after_add_optimizer_loads_in_torch(tmp_path):

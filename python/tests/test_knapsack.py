@@ -5,16 +5,13 @@ import os
 import pytest
 
 import graph_opt
+from inputs import zoo_archive
 from graph_opt.knapsack import torch_saved_values
 
-ZOO = os.environ.get("GRAPHOPT_ZOO_DIR", "")
 
 
 def zoo(name):
-    path = os.path.join(ZOO, name)
-    if not os.path.isfile(path):
-        pytest.skip(f"{path}: the zoo is exported by ctest's export_zoo fixture")
-    return graph_opt.Graph.load(path)
+    return graph_opt.Graph.load(zoo_archive(name))
 
 
 def test_the_budget_reaches_torchs_knapsack():

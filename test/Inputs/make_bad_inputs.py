@@ -76,6 +76,7 @@ PT2_FILES = [
     "meta-no-requires-grad.pt2",
     "stray-record.pt2",
     "wrong-declared-strides.pt2",
+    "wrong-declared-sizes.pt2",
 ]
 PT_FILES = ["no-forward.pt", "control-flow.pt", "not-torchscript.pt"]
 ALL_FILES = PT2_FILES + PT_FILES
@@ -262,8 +263,9 @@ def make_pt2(src: str) -> dict[str, bytes]:
         return mutate
 
     # A read result declared with strides its kernel does not make (the
-    # transposed weight of the first linear layer declared contiguous): the
-    # import records the conflict and passes refuse the graph.
+    # transposed weight of the first linear layer declared contiguous): only
+    # the layout differs, so the import takes the kernel's layout, says so,
+    # and the graph runs and verifies.
     def contiguous_permute(d):
         values = d["graph_module"]["graph"]["tensor_values"]
         meta = values.get("permute")
@@ -273,6 +275,20 @@ def make_pt2(src: str) -> dict[str, bytes]:
         meta["strides"] = [{"as_int": rows}, {"as_int": 1}]
 
     files["wrong-declared-strides.pt2"] = with_model(contiguous_permute)
+
+    # A read result declared with sizes its kernel does not make (the same
+    # transposed weight declared with half its columns): its reader was typed
+    # from them, so the import records the conflict and passes refuse the graph.
+    def halved_permute(d):
+        values = d["graph_module"]["graph"]["tensor_values"]
+        meta = values.get("permute")
+        if meta is None or len(meta["sizes"]) != 2:
+            raise BadSource("model.json has no two-dimensional tensor 'permute'")
+        half = meta["sizes"][1]["as_int"] // 2
+        meta["sizes"][1] = {"as_int": half}
+        meta["strides"] = [{"as_int": half}, {"as_int": 1}]
+
+    files["wrong-declared-sizes.pt2"] = with_model(halved_permute)
 
     files["symbolic-null.pt2"] = with_model(first_size(None))
     files["symbolic-empty.pt2"] = with_model(first_size({}))

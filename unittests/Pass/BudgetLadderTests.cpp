@@ -29,7 +29,7 @@ struct Answer {
 };
 
 TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
-  unsigned checked = 0, fromTighterRung = 0, lowerBoundsPositive = 0;
+  unsigned checked = 0, fromTighterRung = 0, lowerBoundsPositive = 0, ladderPeakRose = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     testing::Choices choices(seed);
     auto made = testing::makeRandomGraph(choices);
@@ -44,6 +44,7 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
     std::vector<Answer> answers;
     std::map<int64_t, std::pair<double, int64_t>> rungPlans; // time and peak by target
     bool peaksMonotone = true;
+
     // Loose to tight, rungs and budgets between them.
     for (double share : {90.0, 70.0, 60.0, 50.0, 40.0, 30.0, 25.0, 20.0, 15.0, 10.0, 7.0, 5.0}) {
       int64_t budget = MemoryAmount::percent(share).resolve(whole);
@@ -79,7 +80,10 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
           EXPECT_EQ(it->second.second, s.plan.predictedPeak) << "seed " << seed;
         }
       }
-      peaksMonotone &= planned->peaksMonotone; // else a rung's peak rose, and says so
+      // A ladder whose peak rose says so, and counts the rungs where it did.
+      EXPECT_EQ(planned->peaksMonotone, planned->rungsPeakRose == 0) << "seed " << seed;
+      peaksMonotone &= planned->peaksMonotone;
+      ladderPeakRose += planned->rungsPeakRose > 0;
     }
     // Every pair, looser first, among the answers that meet their budget.
     for (size_t i = 0; i < answers.size(); ++i)
@@ -91,6 +95,9 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
           EXPECT_GE(tight.plan.predictedExtraSeconds, loose.plan.predictedExtraSeconds)
               << "seed " << seed << ": budgets " << loose.budget << " and " << tight.budget;
         }
+        // TODO(issue 51, item 4): seed 4 has a rung (22 of 26 bytes) the greedy
+        // meets only above the looser rung's peak (116 against 100); until the
+        // ladder holds it, such graphs are counted below, not checked here.
         if (loose.rung && peaksMonotone) {
           EXPECT_LE(tight.plan.predictedPeak, loose.plan.predictedPeak)
               << "seed " << seed << ": budgets " << loose.budget << " and " << tight.budget;
@@ -103,6 +110,7 @@ TEST(BudgetLadderTest, PlansAreMonotoneInTheBudgetOnRandomGraphs) {
   EXPECT_GE(checked, 20u);
   EXPECT_GT(fromTighterRung, 0u);
   EXPECT_GT(lowerBoundsPositive, 0u);
+  RecordProperty("ladders_whose_peak_rose", ladderPeakRose);
 }
 
 // simulate() rewrites one copy of the graph and restores it (RecomputeModel.h):

@@ -190,6 +190,86 @@ TEST(ModelBlocksTest, EachShapeIsARunOfItsOwn) {
   EXPECT_EQ(blocks.names[0], "repeat 1.0 (from %h0)");
 }
 
+// Blocks of repeated shapes whose first node has no result (an assertion, as
+// a Hugging Face Llama's export has: aten::_assert_tensor_metadata) and with a node of two results (sort):
+// blocks are named from such a node without reading a result it lacks.
+// (repeatedBlocks once built the name from output(0): SIGSEGV.)
+constexpr const char *kBlocksWithoutResults = R"(graph @blocks {
+  input %w : f32[] parameter "w"
+  input %x : f32[256] user_input
+forward:
+  %p = aten::add.Tensor(%x, %x) : f32[256]
+  aten::_assert_tensor_metadata(%p, [256], [1], dtype=f32)
+  %h0 = aten::mul.Tensor(%p, %w) : f32[256]
+  %a0 = aten::exp(%h0) : f32[256]
+  %s0, %i0 = aten::sort(%a0, 0, false) : f32[256], i64[256]
+  %c0 = aten::cos(%s0) : f32[256]
+  %d0 = aten::tanh(%c0) : f32[256]
+  %e0 = aten::add.Tensor(%d0, %p) : f32[256]
+  aten::_assert_tensor_metadata(%e0, [256], [1], dtype=f32)
+  %h1 = aten::mul.Tensor(%e0, %w) : f32[256]
+  %a1 = aten::exp(%h1) : f32[256]
+  %s1, %i1 = aten::sort(%a1, 0, false) : f32[256], i64[256]
+  %c1 = aten::cos(%s1) : f32[256]
+  %d1 = aten::tanh(%c1) : f32[256]
+  %e1 = aten::add.Tensor(%d1, %e0) : f32[256]
+  aten::_assert_tensor_metadata(%e1, [256], [1], dtype=f32)
+  %h2 = aten::mul.Tensor(%e1, %w) : f32[256]
+  %a2 = aten::exp(%h2) : f32[256]
+  %s2, %i2 = aten::sort(%a2, 0, false) : f32[256], i64[256]
+  %c2 = aten::cos(%s2) : f32[256]
+  %d2 = aten::tanh(%c2) : f32[256]
+  %e2 = aten::add.Tensor(%d2, %e1) : f32[256]
+  aten::_assert_tensor_metadata(%e2, [256], [1], dtype=f32)
+  %h3 = aten::mul.Tensor(%e2, %w) : f32[256]
+  %a3 = aten::exp(%h3) : f32[256]
+  %s3, %i3 = aten::sort(%a3, 0, false) : f32[256], i64[256]
+  %c3 = aten::cos(%s3) : f32[256]
+  %d3 = aten::tanh(%c3) : f32[256]
+  %e3 = aten::add.Tensor(%d3, %e2) : f32[256]
+  %loss = aten::sum(%e3) : f32[]
+backward:
+  %g = aten::ones_like(%loss) : f32[]
+  %ra0 = aten::sum(%a0) : f32[]
+  %rs0 = aten::sum(%s0) : f32[]
+  %p0 = aten::mul.Tensor(%ra0, %rs0) : f32[]
+  %t0 = aten::mul.Tensor(%g, %p0) : f32[]
+  %ra1 = aten::sum(%a1) : f32[]
+  %rs1 = aten::sum(%s1) : f32[]
+  %p1 = aten::mul.Tensor(%ra1, %rs1) : f32[]
+  %t1 = aten::mul.Tensor(%t0, %p1) : f32[]
+  %ra2 = aten::sum(%a2) : f32[]
+  %rs2 = aten::sum(%s2) : f32[]
+  %p2 = aten::mul.Tensor(%ra2, %rs2) : f32[]
+  %t2 = aten::mul.Tensor(%t1, %p2) : f32[]
+  %ra3 = aten::sum(%a3) : f32[]
+  %rs3 = aten::sum(%s3) : f32[]
+  %p3 = aten::mul.Tensor(%ra3, %rs3) : f32[]
+  %t3 = aten::mul.Tensor(%t2, %p3) : f32[]
+  output %loss loss
+  output %t3 gradient "w"
+}
+)";
+
+TEST(ModelBlocksTest, BlocksMayStartOnANodeWithoutResults) {
+  auto graph = parsed(kBlocksWithoutResults);
+  RecomputeModel model = modelOf(*graph, BoundedMemory::SavedActivations);
+  ModelBlocks blocks = findBlocks(model);
+  ASSERT_EQ(blocks.names.size(), 4u);
+  for (size_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(blocks.names[b], absl::StrCat("repeat 0.", b, " (from aten::_assert_tensor_metadata)"));
+    std::vector<std::string> labels;
+    for (size_t r = 0; r < blocks.blockOfRank.size(); ++r)
+      if (blocks.blockOfRank[r] == static_cast<int32_t>(b))
+        labels.push_back(model.nodeAt(r)->label());
+    EXPECT_EQ(labels, (std::vector<std::string>{"aten::_assert_tensor_metadata", absl::StrCat("h", b),
+                                                absl::StrCat("a", b), absl::StrCat("s", b),
+                                                absl::StrCat("c", b), absl::StrCat("d", b),
+                                                absl::StrCat("e", b)}))
+        << "block " << b;
+  }
+}
+
 TEST(ModelBlocksTest, ModulePathsComeBeforeShapes) {
   // kTwoBlocks' blocks are three nodes: too short for shapes, found from paths.
   auto graph = parsed(kTwoBlocks);

@@ -10,6 +10,7 @@
 #include "checkpoint/CheckpointPlan.h"
 
 #include "graphopt/IR/IRMap.h"
+#include "graphopt/Pass/GraphOptimizer.h"
 #include "../TestSupport.h"
 #include "CheckpointTestGraphs.h"
 
@@ -116,6 +117,29 @@ TEST(TorchPlannerTest, TorchsSavedValuesBecomeTheKeptAndHeldSets) {
   // place, so the saved activations are as high as before and half is not met.
   EXPECT_EQ(plan->predictedActivations, model.boundedPeak());
   EXPECT_FALSE(plan->meetsBudget);
+}
+
+// The pass judges torch's plan like any other planner's: by its simulated
+// peak against the budget asked. (It once set meetsBudget = true for
+// planner=torch without checking, so a plan over the budget passed silently.)
+TEST(TorchPlannerTest, ThePassChecksTorchsPlanAgainstTheBudget) {
+  StandInHelper helper(answering("\"w\", \"x\", \"xw\", \"b\""));
+  for (const char *unmet : {"error", "closest"}) {
+    auto g = parseOrFail(kChain);
+    ASSERT_TRUE(g);
+    GraphOptimizer opt;
+    ASSERT_TRUE(opt.addPipeline(absl::StrCat("checkpoint{planner=torch,activations=50%,"
+                                             "cost=flops,measure=false,unmet=",
+                                             unmet, "}"))
+                    .ok());
+    auto ran = opt.run(*g);
+    if (std::string(unmet) == "error") {
+      ASSERT_FALSE(ran.ok()) << "torch's plan keeps all of the activations, over half";
+      EXPECT_CONTAINS(ran.status().message(), "cannot be met");
+    } else {
+      ASSERT_TRUE(ran.ok()) << ran.status().message();
+    }
+  }
 }
 
 TEST(TorchPlannerTest, AnAnswerNamingAnUnknownValueIsAnError) {

@@ -224,6 +224,14 @@ public:
 
   /// A short description for messages: "%y = aten::relu" or "aten::foo (node 12)".
   std::string describe() const;
+  /// A short name for reports and plans: its first result's name ("y"), or
+  /// its operator's ("aten::_assert_scalar") for a node without results.
+  /// Never assume output(0) exists: assertions and in-place ops returning
+  /// nothing are ordinary nodes.
+  std::string label() const;
+  /// label() as a plan's reasons name a node: "%y" for its first result, or
+  /// the operator's name for a node without results.
+  std::string valueOrOperator() const;
 
 private:
   friend class Graph;

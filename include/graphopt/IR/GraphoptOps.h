@@ -49,6 +49,8 @@ class Node;
 /// Whether `node` is graph-opt's copy to host memory (graphopt::offload):
 /// its output does not count towards device memory.
 bool isHostCopy(const Node &node);
+/// The generator state a replayed random operator is drawn from again.
+inline constexpr const char *kRngStateOp = "graphopt::rng_state";
 inline constexpr const char *kOffloadOp = "graphopt::offload";
 inline constexpr const char *kReloadOp = "graphopt::reload";
 inline constexpr const char *kReloadWaitOp = "graphopt::reload_wait";

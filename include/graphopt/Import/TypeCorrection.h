@@ -11,11 +11,17 @@
 //   - where nothing reads a result, its declared type can only mislead the
 //     memory accounting and fail the executor's check: it takes the
 //     kernel's, with a remark naming the node;
-//   - where something reads it, the declared type cannot be mended alone
-//     (its readers were typed from it): the graph records the conflict
-//     (Graph::typeConflicts), the optimizer refuses to run passes on it, and
-//     --verify fails at that node (the executor's type check; a wrong shape
-//     fails any run there).
+//   - where only the layout differs (strides, storage offset: an eval-mode
+//     dropout that returns its strided input, declared contiguous), it takes
+//     the kernel's too, with a remark: readers were typed from the dtype and
+//     sizes, which agree, and each later node runs on the corrected types, so
+//     what derives from it (a view of it is strided too) is corrected in turn
+//     (counted in one remark);
+//   - where something reads it and its dtype or sizes differ, the declared
+//     type cannot be mended alone (its readers were typed from it): the graph
+//     records the conflict (Graph::typeConflicts), the optimizer refuses to
+//     run passes on it, and --verify fails at that node (the executor's type
+//     check; a wrong shape fails any run there).
 // Nodes with effects outside the graph, those whose operator cannot run on
 // stand-ins, and those whose operands and results together span more than
 // kMaxCheckedNodeBytes (a large model's layers: checking them would cost the
@@ -47,7 +53,8 @@ struct DeclaredTypeCheck {
 };
 
 /// Checks every node's declared CPU result types against its kernel's, as
-/// above: corrects unread results, records conflicts on read ones.
+/// above: corrects unread results and layouts (and what derives from them),
+/// records conflicts on read results whose dtype or sizes differ.
 DeclaredTypeCheck checkDeclaredTypes(Graph &graph);
 
 } // namespace graphopt

@@ -36,6 +36,11 @@ bool isCollective(const Node &node);
 /// The number of ranks of process group `name` in this process; NotFound
 /// when torch.distributed has registered no group of that name here.
 absl::StatusOr<int> processGroupSize(const std::string &name);
+/// The attribute a rewrite puts on a collective whose arithmetic assumes a
+/// world size its arguments do not carry (data-parallel's all_reduce, whose
+/// sum is divided by it): the number of ranks (an int). checkProcessGroups
+/// refuses to run it on a group of another size.
+inline constexpr llvm::StringLiteral kWorldSizeAttr = "world_size";
 /// `given` when set, else the size of process group `group` in this process:
 /// the world a rewrite plans for (data-parallel, shard-parameters); the error
 /// says to give world=N when there is neither.

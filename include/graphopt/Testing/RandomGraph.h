@@ -14,7 +14,12 @@
 //   parameters; graph outputs that alias (one value twice, a view of
 //   another output); repeated calls (for cse) and copies that change
 //   nothing (clone, x * 1, x + 0: for canonicalize); values kept from the
-//   forward for the backward (for checkpoint).
+//   forward for the backward (for checkpoint); repeated blocks (a block of
+//   forward nodes copied one to three times after itself, each copy reading
+//   the one before: identical layers, which the block-structured planner
+//   finds from their shapes), some starting on a node without results
+//   (aten::_assert_tensor_metadata, as a Llama export has) and holding nodes
+//   of several results.
 //
 // `features` counts what each graph holds, so a run can show that every
 // feature is generated.
@@ -68,8 +73,10 @@ enum class Feature : uint8_t {
   RepeatedCall,
   NoOpCopy,
   SavedForBackward,
+  RepeatedBlock,
+  NoResultNode,
 };
-constexpr size_t kNumFeatures = 14;
+constexpr size_t kNumFeatures = 16;
 llvm::StringRef featureName(Feature f);
 
 struct RandomGraph {

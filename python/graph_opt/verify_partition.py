@@ -1,0 +1,135 @@
+"""The verifier where users train: graph-opt's partition of a joint graph against torch's own.
+
+graph_opt.partitioner(..., verify=True) / graph_opt.backend(..., verify=True) call
+verify_partition once per joint graph they partition, at compile time: both partitions (the
+forward and backward halves graph-opt's plan made, and those torch's default
+min_cut_rematerialization_partition makes of the same joint graph) run eagerly, node by node
+on ATen's kernels, on the same inputs and the same RNG seed, and every forward output and
+every gradient must agree (torch.testing's dtype-aware tolerances, NaN where the other has
+NaN). The first that differs raises PartitionMismatch naming it.
+
+The inputs are made from the joint graph's fake tensors, the user's are not there yet:
+floating-point inputs and tangents drawn from a seeded normal distribution, integer and
+boolean inputs zeros (an index 0 is in range of every embedding and every class list). What
+is checked is the partition, graph-opt's rewrite of the step, on the kernels torch's
+partition runs too; Inductor's code generation for the halves is torch's and not checked
+here. Graphs with symbolic shapes cannot be run on made-up inputs: verification refuses them
+with a reason.
+"""
+import torch
+
+from ._C import Error
+from .joint import no_dispatch_modes
+
+SEED = 20251128
+
+
+class PartitionMismatch(Error):
+    """graph-opt's partition computes another forward output or gradient than torch's."""
+
+
+def _static(val, what):
+    if any(not isinstance(d, int) for d in list(val.shape) + list(val.stride())):
+        raise Error(f"verify: {what} has symbolic shape {tuple(val.shape)}: made-up inputs need "
+                    "static shapes (compile with dynamic=False)")
+
+
+def make_inputs(joint, seed=SEED):
+    """{placeholder name: real tensor} for the joint graph's placeholders."""
+    gen = torch.Generator().manual_seed(seed)
+    made = {}
+    for node in joint.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            made[node.name] = val  # a SymInt or a constant: as traced
+            continue
+        _static(val, f"input '{node.name}'")
+        if val.dtype.is_floating_point or val.dtype.is_complex:
+            data = torch.randn(val.shape, generator=gen, dtype=val.dtype)
+        else:
+            data = torch.zeros(val.shape, dtype=val.dtype)
+        real = torch.empty_strided(val.shape, val.stride(), dtype=val.dtype, device=val.device)
+        real.copy_(data.to(val.device))
+        made[node.name] = real
+    return made
+
+
+def _placeholders(gm):
+    return [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def run_halves(fw, bw, inputs, num_fwd_outputs, seed=SEED):
+    """The forward half, then the backward half on what it saved and the tangents: (forward
+    outputs, gradients). Inputs are cloned, so what a half writes in place (BatchNorm's
+    running statistics) does not reach the next run."""
+    fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        outs = list(fw(*[fresh[name] for name in _placeholders(fw)]))
+        # AOTAutograd's calling convention: the forward returns its outputs, then what it
+        # saves (tensors, RNG states among them, then SymInts); the backward takes the SymInts,
+        # the tensors, then the tangents.
+        saved = outs[num_fwd_outputs:]
+        tensors = [v for v in saved if isinstance(v, torch.Tensor)]
+        symbols = [v for v in saved if not isinstance(v, torch.Tensor)]
+        tangents = [fresh[name] for name in _placeholders(bw) if name.startswith("tangents")]
+        args = symbols + tensors + tangents
+        if len(args) != len(_placeholders(bw)):
+            raise Error(f"verify: the backward half takes {len(_placeholders(bw))} inputs, the "
+                        f"forward half saves {len(saved)} and the joint graph has "
+                        f"{len(tangents)} tangents")
+        grads = list(bw(*args))
+    return outs[:num_fwd_outputs], grads
+
+
+def _differs(mine, theirs):
+    """'' when the two agree, else why not."""
+    if isinstance(mine, torch.Tensor) != isinstance(theirs, torch.Tensor):
+        return "a tensor on one side only"
+    if not isinstance(mine, torch.Tensor):
+        return "" if mine == theirs else f"{mine!r} against {theirs!r}"
+    try:
+        torch.testing.assert_close(mine, theirs, equal_nan=True, check_stride=False)
+    except AssertionError as e:
+        return " ".join(str(e).split())
+    return ""
+
+
+def _describe(joint, index):
+    """The joint graph's input `index` (a primal), for messages."""
+    names = _placeholders(joint)
+    name = names[index] if index < len(names) else f"#{index}"
+    val = next((n.meta.get("val") for n in joint.graph.nodes if n.name == name), None)
+    shape = f" {val.dtype} {list(val.shape)}" if isinstance(val, torch.Tensor) else ""
+    return f"input {index} ('{name}'{shape})"
+
+
+def _compare(joint, my_outs, my_grads, their_outs, their_grads):
+    """Raises PartitionMismatch on the first forward output or gradient that differs."""
+    if len(my_outs) != len(their_outs) or len(my_grads) != len(their_grads):
+        raise PartitionMismatch(
+            f"graph-opt's partition returns {len(my_outs)} outputs and {len(my_grads)} "
+            f"gradients, torch's {len(their_outs)} and {len(their_grads)}")
+    for i, (a, b) in enumerate(zip(my_outs, their_outs)):
+        if why := _differs(a, b):
+            raise PartitionMismatch(f"forward output {i} differs from torch's partition: {why}")
+    # The backward half's outputs are the gradients of the joint graph's primal inputs, in order.
+    for i, (a, b) in enumerate(zip(my_grads, their_grads)):
+        if why := _differs(a, b):
+            raise PartitionMismatch(f"the gradient of {_describe(joint, i)} differs from "
+                                    f"torch's partition: {why}")
+
+
+def verify_partition(joint, mine, theirs, num_fwd_outputs):
+    """Runs both partitions ((fw, bw) pairs of the joint graph `joint`) on the same made-up
+    inputs and seed and compares every forward output and gradient; raises
+    PartitionMismatch on the first that differs. Returns the number of values compared."""
+    # AOTAutograd partitions under its FakeTensorMode: real tensors only with it set aside.
+    with no_dispatch_modes():
+        inputs = make_inputs(joint)
+        my_outs, my_grads = run_halves(*mine, inputs, num_fwd_outputs)
+        their_outs, their_grads = run_halves(*theirs, inputs, num_fwd_outputs)
+        _compare(joint, my_outs, my_grads, their_outs, their_grads)
+    return len(my_outs) + sum(1 for g in my_grads if g is not None)
