@@ -4,6 +4,7 @@
 #include "ShardParametersPass.h"
 #include "TaggedNodeBuilder.h"
 
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Collectives.h"
@@ -126,6 +127,45 @@ private:
   int64_t world_;
 };
 
+/// What the rewrite assumes of the gradients' storage, asked of AliasInfo: each
+/// gradient is averaged into a fresh tensor and its readers in the optimizer
+/// and the graph outputs redirected to it, so a gradient must not live in a
+/// graph input's storage, share storage with another gradient output, or be
+/// read by the optimizer through a view (that reader would keep the local,
+/// unaveraged gradient).
+absl::Status checkGradientStorage(const Graph &graph, llvm::ArrayRef<Gradient> gradients) {
+  AliasInfo aliases(graph);
+  auto named = [&](const Value *v) {
+    for (const GraphOutput &out : graph.outputs())
+      if (out.value == v && out.role == OutputRole::Gradient)
+        return absl::StrCat("gradient %", v->name().str(), " of '", out.target, "'");
+    return absl::StrCat("%", v->name().str());
+  };
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    const Value *g = gradients[i].value;
+    if (aliases.isRootedInGraphInput(g))
+      return absl::FailedPreconditionError(absl::StrCat(
+          "data-parallel: ", named(g), " lives in a graph input's storage; averaging it over "
+          "the ranks would leave that input as it is"));
+    for (size_t j = i + 1; j < gradients.size(); ++j)
+      if (aliases.mayShareStorage(g, gradients[j].value))
+        return absl::FailedPreconditionError(absl::StrCat(
+            "data-parallel: ", named(g), " and ", named(gradients[j].value),
+            " share storage; each would be averaged on its own and the outputs no longer alias"));
+    for (const Value *view : aliases.viewsOf(g)) {
+      if (view == g)
+        continue;
+      for (const Use &u : view->uses())
+        if (u.user && u.user->phase() == Phase::Optimizer)
+          return absl::FailedPreconditionError(absl::StrCat(
+              "data-parallel: the optimizer reads ", named(g), " through the view %",
+              view->name().str(), " (", u.user->describe(),
+              "), which would keep the local, unaveraged gradient"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status DataParallelPass::validateOptions() {
@@ -169,6 +209,8 @@ absl::StatusOr<bool> DataParallelPass::transform(Graph &graph, AnalysisManager &
   }
   if (gradients.empty())
     return false;
+  if (absl::Status st = checkGradientStorage(graph, gradients); !st.ok())
+    return st;
   llvm::stable_sort(gradients, [](const Gradient &a, const Gradient &b) {
     return a.value->definingNode()->comesBefore(b.value->definingNode());
   });

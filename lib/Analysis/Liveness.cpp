@@ -1,5 +1,6 @@
 //===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
 #include "graphopt/Analysis/Liveness.h"
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 
@@ -17,19 +18,6 @@ llvm::StringRef memoryKindName(MemoryKind kind) {
   return names[static_cast<int>(kind)];
 }
 
-namespace {
-
-/// The tensor operand whose storage output `out` of `node` shares, if any
-/// (OpEffects: views, in-place results).
-const Value *aliasedTensorOperand(const Node &node, unsigned out) {
-  for (const Value *v : aliasedOperands(node, out))
-    if (v && v->isTensor())
-      return v;
-  return nullptr;
-}
-
-} // namespace
-
 absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, AnalysisManager &analyses,
                                                      const Options &options) {
   if (options.scratch == Scratch::None)
@@ -44,11 +32,16 @@ namespace {
 
 /// What LivenessAnalysis::compute builds up, step by step, besides the result.
 struct LivenessBuilder {
-  LivenessBuilder(const Graph &graph, LivenessResult &r) : graph(graph), r(r) {}
+  LivenessBuilder(const Graph &graph, LivenessResult &r) : graph(graph), r(r), aliases(graph) {}
   const Graph &graph;
   LivenessResult &r;
+  /// The one alias model every pass asks: a value's storage roots.
+  AliasInfo aliases;
   std::vector<Value *> all;
   std::vector<uint32_t> storageOf;    // slot of the value owning the storage
+  /// A value that may live in more than one storage (a result that may alias
+  /// any of several operands): the other roots' slots, which it keeps alive too.
+  llvm::DenseMap<uint32_t, llvm::SmallVector<uint32_t, 2>> otherRoots;
   std::vector<uint8_t> madeInForward; // by value slot
 
   uint32_t slot(const Value *v) const { return static_cast<uint32_t>(r.slot.lookup(v)); }
@@ -96,13 +89,23 @@ void recordCreationAndUses(LivenessBuilder &b) {
         l.lastBackwardUse = k;
       }
     }
-    bool mayAlias = opEffects(n).mayAlias();
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
-      uint32_t out = b.slot(n.output(o));
+      const Value *v = n.output(o);
+      uint32_t out = b.slot(v);
       r.values[out].created = k;
       b.madeInForward[out] = n.phase() == Phase::Forward;
-      if (const Value *base = mayAlias ? aliasedTensorOperand(n, o) : nullptr)
-        b.storageOf[out] = b.storageOf[b.slot(base)];
+      if (!v->isTensor() || b.aliases.ownsStorage(v))
+        continue;
+      // A view or an in-place result: it lives in its roots' storage (the
+      // first one's bytes), and keeps every root alive while it is.
+      llvm::SmallVector<const Value *, 2> roots = b.aliases.roots(v);
+      roots.erase(std::remove(roots.begin(), roots.end(), v), roots.end());
+      if (roots.empty())
+        continue;
+      b.storageOf[out] = b.storageOf[b.slot(roots.front())];
+      for (size_t i = 1; i < roots.size(); ++i)
+        if (uint32_t s = b.storageOf[b.slot(roots[i])]; s != b.storageOf[out])
+          b.otherRoots[out].push_back(s);
     }
     ++k;
   }
@@ -123,6 +126,9 @@ void computeStorageLifetimes(LivenessBuilder &b, int64_t numNodes) {
     const Node *dropper = lastUser.lookup(l.value);
     int64_t e = l.value->isGraphInput() || !dropper ? numNodes : r.rank.lookup(dropper);
     end[storageOf[i]] = std::max(end[storageOf[i]], e);
+    if (auto other = b.otherRoots.find(static_cast<uint32_t>(i)); other != b.otherRoots.end())
+      for (uint32_t s : other->second)
+        end[s] = std::max(end[s], e);
     l.storage = all[storageOf[i]];
     if (storageOf[i] == i && l.value->isTensor())
       l.bytes = l.value->tensorType().storageBytes();

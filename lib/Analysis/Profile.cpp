@@ -1,5 +1,6 @@
 //===- Profile.cpp - Measured per-node time and memory --------------------===//
 #include "graphopt/Analysis/Profile.h"
+#include "graphopt/Analysis/AliasAnalysis.h"
 
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/Pass/ExecutionContext.h"
@@ -62,10 +63,10 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
 /// What a node's result is: its first output's kind; for a node that only
 /// writes in place (an optimizer update), optimizer state if it writes any,
 /// else what it writes first; OTHER otherwise.
-MemoryKind nodeKind(const Node &n, const LivenessResult &live) {
+MemoryKind nodeKind(const Node &n, const LivenessResult &live, const AliasInfo &aliases) {
   if (n.numOutputs())
     return live.lookup(n.output())->kind;
-  llvm::SmallVector<Value *, 2> written = writtenValues(n);
+  llvm::SmallVector<const Value *, 2> written = aliases.rootsWrittenBy(n);
   for (const Value *v : written)
     if (live.lookup(v)->kind == MemoryKind::OptState)
       return MemoryKind::OptState;
@@ -159,6 +160,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
     return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
 
   r.nodes.reserve(numNodes);
+  const AliasInfo aliases(graph);
   std::vector<double> runSums(options.runs, 0.0);
   for (size_t i = 0; i < numNodes; ++i) {
     for (size_t run = 0; run < samples.byNode[i].size(); ++run) {
@@ -167,7 +169,7 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
       runSums[run] += p.seconds;
     }
     r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
-    r.nodes.back().kind = nodeKind(*r.nodes.back().node, live);
+    r.nodes.back().kind = nodeKind(*r.nodes.back().node, live, aliases);
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
   r.runNodeSeconds = median(std::move(runSums));

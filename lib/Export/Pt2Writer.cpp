@@ -16,6 +16,7 @@
 #include "graphopt/Import/Importer.h"
 
 #include <ATen/ops/zeros.h>
+#include <torch/csrc/jit/operator_upgraders/utils.h>
 #include <absl/strings/str_cat.h>
 #include <caffe2/serialize/inline_container.h>
 #include <llvm/ADT/DenseMap.h>
@@ -114,7 +115,8 @@ nlohmann::json customValue(const Constant &c) {
 
 class ProgramWriter {
 public:
-  explicit ProgramWriter(const Graph &g) : g_(g) {}
+  ProgramWriter(const Graph &g, llvm::ArrayRef<std::string> zeroFilled)
+      : g_(g), zeroFilled_(zeroFilled.begin(), zeroFilled.end()) {}
   absl::StatusOr<std::string> write();
 
 private:
@@ -126,6 +128,7 @@ private:
                          std::vector<ts::Argument> &outputs);
 
   const Graph &g_;
+  std::vector<std::string> zeroFilled_; ///< optimizer state written as zeros
   std::unordered_map<std::string, ts::TensorMeta> tensorValues_;
   llvm::StringSet<> names_; ///< value names and node names given so far
   /// Places in the node list where a float argument is -inf: the serde
@@ -501,6 +504,8 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   graphCustom[kPt2CustomKey.str()] = {{"graph", g_.name().str()},
                                       {"optimizer_state", optimizerState},
                                       {"tied", tied}};
+  if (!zeroFilled_.empty())
+    graphCustom[kPt2CustomKey.str()]["zero_filled_state"] = zeroFilled_;
   ts::GraphModule module;
   module.set_graph(std::move(graph));
   module.set_signature(std::move(sig));
@@ -510,7 +515,9 @@ absl::StatusOr<std::string> ProgramWriter::write() {
 
   ts::ExportedProgram ep;
   ep.set_graph_module(std::move(module));
-  ep.set_opset_version({{"aten", 10}});
+  // The operator version this torch writes (torch._C._get_max_operator_version(), what
+  // torch.export's serializer puts here), not a number fixed when this was written.
+  ep.set_opset_version({{"aten", static_cast<int64_t>(torch::jit::getMaxOperatorVersion())}});
   ep.set_range_constraints({});
   ts::SchemaVersion version;
   version.set_major(kSchemaMajor);
@@ -611,9 +618,10 @@ std::string formatName(std::string_view format) {
 
 } // namespace
 
-absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph) {
+absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph,
+                                                     llvm::ArrayRef<std::string> zeroFilledState) {
   try {
-    return ProgramWriter(graph).write();
+    return ProgramWriter(graph, zeroFilledState).write();
   } catch (...) {
     return absl::InternalError(
         absl::StrCat("writing the graph as a torch.export program: ", describeCurrentException()));
@@ -621,9 +629,19 @@ absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph) {
 }
 
 absl::StatusOr<std::string> writePt2Archive(const Graph &graph, const WeightStore &weights,
-                                            llvm::ArrayRef<at::Tensor> exampleInputs) {
+                                            llvm::ArrayRef<at::Tensor> exampleInputs,
+                                            std::vector<std::string> *remarks) {
   namespace spec = torch::_export::archive_spec;
-  auto program = serializeExportedProgram(graph);
+  std::vector<std::string> zeroFilled;
+  for (const GraphInput &in : graph.inputs())
+    if (in.role == InputRole::OptimizerState && !weights.lookup(in.target)) {
+      zeroFilled.push_back(in.target);
+      if (remarks)
+        remarks->push_back(absl::StrCat(
+            "optimizer state '", in.target, "' has no value yet: written as zeros, the state "
+            "torch.optim starts from (listed in the archive as zero_filled_state)"));
+    }
+  auto program = serializeExportedProgram(graph, zeroFilled);
   if (!program.ok())
     return program.status();
   std::vector<at::Tensor> inputs(exampleInputs.begin(), exampleInputs.end());

@@ -33,6 +33,9 @@
 //   graphopt_test::flaky(Tensor self) -> Tensor
 //                     a copy of self on even calls, self + 1 on odd ones (one
 //                     counter per process).
+//   graphopt_test::either(Tensor(a) x, Tensor(a) y) -> Tensor(a)
+//                     returns x; its schema says the result may alias either
+//                     operand (one alias set), so it lives in two storages.
 //   graphopt_test::noisy(Tensor self) -> Tensor
 //                     self * (1 + k * 2^-20), k = 0, 1, 2 in turn: a stand-in for
 //                     a kernel whose last bits vary from run to run (a
@@ -68,6 +71,8 @@ at::Tensor noisy(const at::Tensor &self) {
 }
 
 at::Tensor likeSelf(const at::Tensor &self) { return at::empty_like(self); }
+
+at::Tensor either(const at::Tensor &x, const at::Tensor &) { return x; }
 
 class TestBreakNamesPass : public OptimizationPass {
 public:
@@ -304,14 +309,17 @@ GRAPHOPT_REGISTER_TEST_PASS(TestSilentEditPass);
 TORCH_LIBRARY(graphopt_test, m) {
   m.def("flaky(Tensor self) -> Tensor");
   m.def("noisy(Tensor self) -> Tensor");
+  m.def("either(Tensor(a) x, Tensor(a) y) -> Tensor(a)");
 }
 
 TORCH_LIBRARY_IMPL(graphopt_test, CPU, m) {
   m.impl("flaky", graphopt::flaky);
   m.impl("noisy", graphopt::noisy);
+  m.impl("either", graphopt::either);
 }
 
 TORCH_LIBRARY_IMPL(graphopt_test, Meta, m) {
   m.impl("flaky", graphopt::likeSelf);
   m.impl("noisy", graphopt::likeSelf);
+  m.impl("either", graphopt::either);
 }

@@ -393,6 +393,14 @@ def saved_by_torch(fw_module, num_fwd_outputs):
             and isinstance(n.meta.get("val"), torch.Tensor) and not is_rng_state(n)}
 
 
+# A storage walk of its own, not graph-opt's AliasInfo, and why: the question is asked of
+# torch's fx graphs, of values torch's partition saves (saved_by_torch, on the forward
+# module torch built) and of values the saved-set check names, by fx node; the IR graph
+# graph-opt planned is a different object (rewritten by cse and checkpoint, imported from a
+# reordered copy), and its values do not stand for the nodes of torch's forward module. It
+# reads only the schema's alias annotations (a view's result aliases one argument without
+# writing it), as AliasInfo does for such nodes; in-place writes cannot occur here (the
+# joint graph is functional, and reinplace is refused inside torch.compile).
 def _viewed(node):
     """The node a view reads its storage from (its schema says the result
     aliases that argument without writing it), or None."""

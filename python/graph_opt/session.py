@@ -60,6 +60,15 @@ def _write_atomically(path, write):
             os.remove(tmp)
 
 
+def own_device_time(event):
+    """(self us, total us, where) of a profiler event on the device it ran on: its kernels'
+    time where it launched any (a CUDA operator), else its CPU time. Taking the device's
+    column for every operator whenever a GPU is present made a CPU operator read 0 there."""
+    if (event.device_time_total or 0) > 0:
+        return event.self_device_time_total, event.device_time_total, "cuda"
+    return event.self_cpu_time_total, event.cpu_time_total, "cpu"
+
+
 class ProfilerSession:
     """A profiler session; see the module's docstring. Results after stop():
     `traces` (paths written), `recorded_steps` (the step numbers, from 0, each recorded
@@ -209,16 +218,18 @@ class ProfilerSession:
         path = os.path.join(run_dir, f"trace_rank_{self.rank}.{cycle}.pt.trace.json")
         _write_atomically(path, prof.export_chrome_trace)
         self.traces.append(path)
-        device = torch.cuda.is_available()
         for e in prof.key_averages():
             if e.key.startswith(_MODULE_PREFIX) or e.key.startswith("ProfilerStep"):
                 continue
             row = self.operators.setdefault(e.key, {"name": e.key, "calls": 0, "self_us": 0.0,
-                                                    "total_us": 0.0, "flops": 0})
+                                                    "total_us": 0.0, "flops": 0, "on": "cpu"})
+            self_us, total_us, on = own_device_time(e)
             row["calls"] += e.count
-            row["self_us"] += (e.self_device_time_total if device else e.self_cpu_time_total)
-            row["total_us"] += (e.device_time_total if device else e.cpu_time_total)
+            row["self_us"] += self_us
+            row["total_us"] += total_us
             row["flops"] += e.flops or 0
+            if on != "cpu":
+                row["on"] = on
         steps = []
         for e in prof.events():
             # The steps this cycle recorded, as torch numbers them (from 0) in its

@@ -123,3 +123,18 @@ def test_nsight_on_the_cpu_says_there_are_no_ranges(tmp_path):
 def test_a_bad_schedule_is_refused(bad, tmp_path):
     with pytest.raises(ValueError, match="graph_opt.profiler"):
         graph_opt.profiler(str(tmp_path), **bad)
+
+
+def test_each_operator_is_timed_on_its_own_device():
+    """An operator's time is its kernels' where it launched any (CUDA), else its CPU time:
+    with a GPU present, a CPU operator (a host-side copy, an optimizer step on CPU tensors)
+    read 0 when every row took the device's column. The events are stand-ins (no GPU here)."""
+    from types import SimpleNamespace
+
+    from graph_opt.session import own_device_time
+    cpu_op = SimpleNamespace(self_cpu_time_total=7.0, cpu_time_total=9.0,
+                             self_device_time_total=0.0, device_time_total=0.0)
+    cuda_op = SimpleNamespace(self_cpu_time_total=2.0, cpu_time_total=3.0,
+                              self_device_time_total=40.0, device_time_total=50.0)
+    assert own_device_time(cpu_op) == (7.0, 9.0, "cpu")
+    assert own_device_time(cuda_op) == (40.0, 50.0, "cuda")

@@ -627,9 +627,13 @@ bool isPt2Output(llvm::StringRef path) {
 int writeOutputs(const Session &s, bool writeGraph, const std::string &out) {
   std::string text;
   if (writeGraph && isPt2Output(out)) {
-    auto archive = writePt2Archive(*s.model.graph, s.importedWeights, s.model.exampleInputs);
+    std::vector<std::string> remarks;
+    auto archive =
+        writePt2Archive(*s.model.graph, s.importedWeights, s.model.exampleInputs, &remarks);
     if (!archive.ok())
       return fail(absl::StrCat("-o ", out, ": ", archive.status().message()), kBadInput);
+    for (const std::string &remark : remarks)
+      llvm::errs() << "graph-opt: remark: -o " << out << ": " << remark << "\n";
     text = std::move(*archive);
   } else if (writeGraph) {
     text = printGraphToString(*s.model.graph);

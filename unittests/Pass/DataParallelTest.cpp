@@ -117,3 +117,45 @@ TEST(DataParallelTest, SmallBucketsCloseEarly) {
 }
 
 } // namespace
+
+// The storage the rewrite assumes, asked of AliasInfo: a gradient output that
+// is a view of another, or one the optimizer reads through a view, is refused
+// with the values named (averaging each alone would break the aliasing, or
+// leave the reader on the local gradient).
+TEST(DataParallelTest, GradientsSharingStorageOrReadThroughAViewAreRefused) {
+  struct Case {
+    const char *tail, *expected;
+  };
+  for (const Case &c : {
+           Case{"  %gv = aten::view(%ga, [8]) : f32[8]\n  output %gv gradient \"b\"\n",
+                "gradient %ga of 'a' and gradient %gv of 'b' share storage"},
+           Case{"  output %gb gradient \"b\"\noptimizer:\n"
+                "  %seen = aten::alias(%ga) : f32[8]\n"
+                "  %a_new = aten::sub_.Tensor(%a, %seen) : f32[8]\n",
+                "the optimizer reads gradient %ga of 'a' through the view %seen"},
+       }) {
+    std::string text = absl::StrCat(R"(graph @step {
+  input %a : f32[8] parameter "a"
+  input %b : f32[8] parameter "b"
+  input %x : f32[8] user_input
+forward:
+  %ya = aten::mul.Tensor(%x, %a) : f32[8]
+  %yb = aten::mul.Tensor(%ya, %b) : f32[8]
+  %loss = aten::sum(%yb) : f32[]
+backward:
+  %one = aten::ones_like(%loss) : f32[]
+  %ge = aten::expand(%one, [8]) : f32[8]{strides=[0]}
+  %gb = aten::mul.Tensor(%ge, %ya) : f32[8]
+  %ga = aten::mul.Tensor(%gb, %x) : f32[8]
+  output %loss loss
+  output %ga gradient "a"
+)", c.tail, "}\n");
+    auto g = parseOrFail(text);
+    ASSERT_TRUE(g);
+    GraphOptimizer optimizer;
+    ASSERT_TRUE(optimizer.addPipeline("data-parallel{world=2}").ok());
+    auto run = optimizer.run(*g);
+    ASSERT_FALSE(run.ok()) << c.expected;
+    EXPECT_NE(run.status().message().find(c.expected), std::string::npos) << run.status().message();
+  }
+}

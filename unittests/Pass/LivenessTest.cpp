@@ -127,6 +127,38 @@ TEST_P(LivenessZooTest, WithMeasuredScratchPeakIsWithinFivePercent) {
   EXPECT_NEAR(simulated / measured, 1.0, 0.05) << "simulated " << simulated << " bytes, measured " << measured;
 }
 
+// A result that may alias either of two operands (one alias set in its
+// schema) keeps both storages alive while it is: liveness asks AliasInfo for
+// every root. (It once followed only the first aliased operand, so %q was
+// freed after %y was made while %y may still live in it.)
+TEST(LivenessTest, AValueWithTwoRootsKeepsBothAlive) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[64] user_input
+forward:
+  %p = aten::exp(%x) : f32[64]
+  %q = aten::sin(%x) : f32[64]
+  %y = graphopt_test::either(%p, %q) : f32[64]
+  %c = aten::cos(%x) : f32[64]
+  %s = aten::sum(%y) : f32[]
+  output %s user_output
+  output %c user_output
+})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto r = LivenessAnalysis::compute(**g);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto find = [&](llvm::StringRef name) -> const ValueLiveness & {
+    for (const ValueLiveness &l : r->values)
+      if (l.value->name() == name)
+        return l;
+    throw std::runtime_error("no value");
+  };
+  EXPECT_EQ(find("y").bytes, 0); // in its roots' storage
+  EXPECT_EQ(find("p").freedAfter, 4); // after %s, %y's last reader
+  EXPECT_EQ(find("q").freedAfter, 4);
+  // Both are live while %c is made: 3 x 256 bytes beside the input.
+  EXPECT_GE(r->peakBytes - r->inputBytes, 3 * 256);
+}
+
 TEST(LivenessTest, MeasuringScratchWithoutAModelToRunIsAClearError) {
   auto g = parseGraph(R"(graph @g {
   input %x : f32[2, 4] user_input

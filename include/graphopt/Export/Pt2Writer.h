@@ -34,16 +34,21 @@ namespace graphopt {
 inline constexpr llvm::StringLiteral kPt2CustomKey = "graph_opt";
 
 /// `graph` as the ExportedProgram JSON of models/<name>.json. Errors name
-/// the node or input the format cannot express.
-absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph);
+/// the node or input the format cannot express. `zeroFilledState` (targets)
+/// is listed in the program's graph_opt metadata as zero_filled_state.
+absl::StatusOr<std::string> serializeExportedProgram(
+    const Graph &graph, llvm::ArrayRef<std::string> zeroFilledState = {});
 
 /// The whole archive, as bytes (the caller writes them atomically). Weights
 /// come from `weights` by each input's target (tied inputs share one record);
 /// optimizer state that has none is written as zeros, the state torch.optim
-/// starts from; a parameter, buffer or constant without a weight is an error.
+/// starts from, and said: listed in the archive (the graph_opt metadata's
+/// zero_filled_state) and, one line each, in `remarks` when given (the driver
+/// prints them). A parameter, buffer or constant without a weight is an error.
 /// `exampleInputs` (one per user input, in order) become data/sample_inputs;
 /// where they are empty, seeded stand-ins are written (makeExampleInputs).
 absl::StatusOr<std::string> writePt2Archive(const Graph &graph, const WeightStore &weights,
-                                            llvm::ArrayRef<at::Tensor> exampleInputs);
+                                            llvm::ArrayRef<at::Tensor> exampleInputs,
+                                            std::vector<std::string> *remarks = nullptr);
 
 } // namespace graphopt
