@@ -14,6 +14,14 @@
 using namespace graphopt;
 using namespace graphopt::test;
 
+/// The liveness of the value called `name`.
+static const ValueLiveness &named(const LivenessResult &r, llvm::StringRef name) {
+  for (const ValueLiveness &l : r.values)
+    if (l.value->name() == name)
+      return l;
+  throw std::runtime_error(("no value %" + name).str());
+}
+
 TEST(LivenessTest, ViewsShareStorageAndKindsFollowUse) {
   auto g = parseGraph(R"(graph @g {
   input %w : f32[4, 4] parameter "w"
@@ -33,12 +41,7 @@ backward:
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto r = LivenessAnalysis::compute(**g);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto find = [&](llvm::StringRef name) -> const ValueLiveness & {
-    for (const ValueLiveness &l : r->values)
-      if (l.value->name() == name)
-        return l;
-    throw std::runtime_error("no value");
-  };
+  auto find = [&](llvm::StringRef name) -> const ValueLiveness & { return named(*r, name); };
   EXPECT_EQ(find("wt").bytes, 0);                       // a view of %w
   EXPECT_EQ(find("wt").storage->name(), "w");
   EXPECT_EQ(find("gt").storage->name(), "g");
@@ -146,12 +149,7 @@ forward:
   ASSERT_TRUE(g.ok()) << g.status().message();
   auto r = LivenessAnalysis::compute(**g);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  auto find = [&](llvm::StringRef name) -> const ValueLiveness & {
-    for (const ValueLiveness &l : r->values)
-      if (l.value->name() == name)
-        return l;
-    throw std::runtime_error("no value");
-  };
+  auto find = [&](llvm::StringRef name) -> const ValueLiveness & { return named(*r, name); };
   EXPECT_EQ(find("y").bytes, 0); // in its roots' storage
   EXPECT_EQ(find("p").freedAfter, 4); // after %s, %y's last reader
   EXPECT_EQ(find("q").freedAfter, 4);
