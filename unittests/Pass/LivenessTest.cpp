@@ -19,7 +19,7 @@ static const ValueLiveness &named(const LivenessResult &r, llvm::StringRef name)
   for (const ValueLiveness &l : r.values)
     if (l.value->name() == name)
       return l;
-  throw std::runtime_error(("no value %" + name).str());
+  throw std::runtime_error("no value %" + name.str());
 }
 
 TEST(LivenessTest, ViewsShareStorageAndKindsFollowUse) {
