@@ -11,7 +11,10 @@
 // GRAPHOPT_PASS_FUZZ_SEED the first seed.
 //
 //===----------------------------------------------------------------------===//
+#include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
+#include "graphopt/Import/Importer.h"
+#include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Testing/PassProperty.h"
 #include "graphopt/Testing/RandomGraph.h"
 
@@ -52,8 +55,21 @@ std::string reasonOf(llvm::StringRef message, size_t n = 110) {
   return s.substr(0, n);
 }
 
+/// The floors every fuzz run holds: at least this share of the graphs
+/// rewritten and verified by each pipeline, and at most this share whose
+/// reference PyTorch itself does not run (each printed).
+constexpr double kVerifiedFloor = 0.95, kUnrunnableCeiling = 0.001;
+
+constexpr const char *kVerdictNames[] = {"verified", "refused", "budget unreachable",
+                                         "unrunnable", "failed"};
+constexpr size_t kNumVerdicts = std::size(kVerdictNames);
+
 struct Tally {
   std::array<uint64_t, kNumFeatures> featureGraphs{};
+  /// [pipeline][verdict]: graphs.
+  std::vector<std::array<uint64_t, kNumVerdicts>> perPipeline =
+      std::vector<std::array<uint64_t, kNumVerdicts>>(shippedPipelines().size());
+  std::vector<uint64_t> unrunnableSeeds;
   std::map<std::string, unsigned> refusals;
   unsigned refusedGraphs = 0, budgetRefusedGraphs = 0, failures = 0, rewrites = 0, unrunnable = 0;
 
@@ -68,6 +84,15 @@ struct Tally {
     for (size_t f = 0; f < kNumFeatures; ++f)
       std::cout << "  " << featureName(static_cast<Feature>(f)).str() << ": " << featureGraphs[f]
                 << "\n";
+    std::cout << "per pipeline (graphs):\n";
+    for (size_t p = 0; p < perPipeline.size(); ++p) {
+      std::cout << "  " << shippedPipelines()[p].pipeline << ":";
+      for (size_t v = 0; v < kNumVerdicts; ++v)
+        std::cout << " " << kVerdictNames[v] << " " << perPipeline[p][v];
+      std::cout << "\n";
+    }
+    for (uint64_t seed : unrunnableSeeds)
+      std::cout << "  unrunnable reference: seed " << seed << "\n";
     std::cout << "refusals by reason:\n";
     for (const auto &[reason, n] : refusals)
       std::cout << "  " << n << "  " << reason << "\n";
@@ -102,6 +127,10 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
         std::cout << "refused, seed " << seed << ", -passes='" << pipeline << "': " << message
                   << "\n" << printGraphToString(g);
     }
+    for (size_t p = 0; p < outcome.verdicts.size() && p < tally.perPipeline.size(); ++p)
+      ++tally.perPipeline[p][static_cast<size_t>(outcome.verdicts[p])];
+    if (outcome.unrunnable)
+      tally.unrunnableSeeds.push_back(seed);
     tally.rewrites += outcome.rewrites;
     tally.refusedGraphs += outcome.refused;
     tally.budgetRefusedGraphs += outcome.budgetUnreachable;
@@ -115,6 +144,48 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
     EXPECT_GT(tally.featureGraphs[f], 0u)
         << "never generated: " << featureName(static_cast<Feature>(f)).str();
   EXPECT_LE(tally.refusedGraphs * 5, graphs) << "more than 20% of the graphs were refused";
+  for (size_t p = 0; p < tally.perPipeline.size(); ++p)
+    EXPECT_GE(static_cast<double>(tally.perPipeline[p][0]), kVerifiedFloor * graphs)
+        << shippedPipelines()[p].pipeline << ": fewer than 95% of the graphs rewritten and verified";
+  EXPECT_LE(static_cast<double>(tally.unrunnable), kUnrunnableCeiling * graphs)
+      << "more than 0.1% of the generated steps do not run in PyTorch: they test nothing";
+}
+
+// The fuzzer's check of add-optimizer holds it to torch.optim.AdamW, not to
+// its own output (the reference once was the graph after the pass, so a
+// broken update could not fail): the pass as shipped agrees, and the same
+// update with its learning rate scaled by 1.5 (test-perturb-update) does not.
+TEST(PassFuzzTest, TheOptimizerStepIsHeldToTorchOptim) {
+  auto g = parseGraph(R"(graph @step {
+  input %w : f32[4, 4] parameter "w"
+  input %x : f32[4, 4] user_input
+forward:
+  %h = aten::mm(%x, %w) : f32[4, 4]
+  %loss = aten::sum(%h) : f32[]
+backward:
+  %one = aten::ones_like(%loss) : f32[]
+  %gh = aten::expand(%one, [4, 4]) : f32[4, 4]{strides=[0, 0]}
+  %xt = aten::t(%x) : f32[4, 4]{strides=[1, 4]}
+  %gw = aten::mm(%xt, %gh) : f32[4, 4]
+  output %loss loss
+  output %gw gradient "w"
+})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  WeightStore weights;
+  ASSERT_TRUE(fillMissingWeights(**g, weights, 0).ok());
+  std::vector<at::Tensor> inputs = makeExampleInputs(**g, 0).value();
+  for (const char *pipeline : {"add-optimizer", "add-optimizer,test-perturb-update"}) {
+    std::unique_ptr<Graph> step = (*g)->clone();
+    GraphOptimizer optimizer;
+    ASSERT_TRUE(optimizer.addPipeline(pipeline).ok());
+    ASSERT_TRUE(optimizer.run(*step).ok());
+    std::string bad = checkAdamWStep(**g, *step, weights, inputs);
+    if (llvm::StringRef(pipeline) == "add-optimizer")
+      EXPECT_EQ(bad, "");
+    else
+      EXPECT_NE(bad.find("parameter 'w' after add-optimizer's step differs"), std::string::npos)
+          << bad;
+  }
 }
 
 // Replays an input of the libFuzzer target fuzz-passes in this (uninstrumented)

@@ -18,6 +18,9 @@
 #pragma once
 
 #include "graphopt/IR/Graph.h"
+#include "graphopt/IR/WeightStore.h"
+
+#include <ATen/core/Tensor.h>
 
 #include <llvm/ADT/ArrayRef.h>
 
@@ -41,7 +44,13 @@ struct PipelineCase {
 /// itself is tested in lit).
 llvm::ArrayRef<PipelineCase> shippedPipelines();
 
+/// What became of one pipeline on one graph.
+enum class PipelineVerdict : uint8_t { Verified, Refused, BudgetUnreachable, Unrunnable, Failed };
+
 struct PropertyOutcome {
+  /// One per shipped pipeline, in order (Unrunnable for those after a
+  /// reference PyTorch itself does not run: the graph tests nothing).
+  std::vector<PipelineVerdict> verdicts;
   unsigned rewrites = 0;           ///< rewrites verified
   bool refused = false;            ///< some pipeline refused the graph, clearly
   bool budgetUnreachable = false;  ///< some checkpoint budget no plan reaches (OUT_OF_RANGE)
@@ -52,8 +61,19 @@ struct PropertyOutcome {
   std::vector<std::string> failures;
 };
 
+/// add-optimizer's step with its defaults (AdamW), `withOptimizer` being the
+/// graph right after the pass, against torch.optim.AdamW's first step on the
+/// gradients of `before`: "" when every parameter agrees, else which does not.
+std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer, WeightStore &weights,
+                           const std::vector<at::Tensor> &inputs);
+
 /// Runs every shipped pipeline on a copy of `graph` (stand-in weights and
-/// inputs drawn from `seed`) and checks the property.
+/// inputs drawn from `seed`) and checks the property: each rewrite verifies
+/// bitwise against the graph before it, and where a pipeline adds the
+/// optimizer (add-optimizer changes what the step computes: what follows it
+/// is verified against its output), the parameters after its step against
+/// torch.optim.AdamW's first step (the for-loop form of torch/optim/adamw.py,
+/// state from zero) on the gradients of the graph before the pass.
 PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed);
 
 } // namespace graphopt::testing
