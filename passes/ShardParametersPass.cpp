@@ -238,21 +238,49 @@ absl::Status ShardParametersPass::validateOptions() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManager &) {
-  if (absl::Status st = checkGraph(graph); !st.ok())
-    return st;
-  auto worldOrError = worldSize(world_.get(), group_.get());
-  if (!worldOrError.ok())
-    return worldOrError.status();
-  const int64_t world = *worldOrError;
+namespace {
 
+/// Why member `m` of `p` (a parameter of type `t`) cannot be sharded, or OK.
+absl::Status checkMember(const Graph &graph, const Parameter &p, const Member &m,
+                         const TensorType &t) {
+  const GraphInput &mi = graph.inputs()[m.input->index()];
+  const std::string what =
+      absl::StrCat("parameter '", m.target, "' (input %", m.input->name().str(), ")");
+  if (mi.role != InputRole::Parameter)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is a ", inputRoleName(mi.role).str(), " tied to parameter '", p.target,
+        "': only parameters are sharded"));
+  const TensorType &mt = m.input->tensorType();
+  if (!m.input->isTensor() || !mt.isKnown() || !mt.isContiguous() || mt.storageOffset != 0)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is not a contiguous tensor of known type: its shards could not be put "
+              "back together with a view"));
+  if (mt != t)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is tied to parameter '", p.target, "' with another type: one gathered "
+              "tensor cannot stand for both"));
+  if (m.gradientOutput >= 0) {
+    const Value *g = graph.outputs()[m.gradientOutput].value;
+    const TensorType &gt = g->tensorType();
+    if (!gt.isKnown() || gt.dtype != t.dtype || gt.sizes != t.sizes || gt.device != t.device)
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": its gradient %", g->name().str(), " has another type than the parameter"));
+  }
+  if (llvm::any_of(m.input->uses(), [](const Use &u) { return !u.user; }))
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
+  return absl::OkStatus();
+}
+
+/// What to shard: every parameter storage with a gradient (the owner and the
+/// inputs tied to it together), checked and with its uses found. `whole`
+/// counts the parameters left whole (no gradient).
+absl::StatusOr<std::vector<Parameter>> collectParameters(const Graph &graph, int64_t world,
+                                                         int64_t &whole) {
   llvm::StringMap<unsigned> gradientOf;
   for (unsigned i = 0; i < graph.outputs().size(); ++i)
     if (graph.outputs()[i].role == OutputRole::Gradient)
       gradientOf.try_emplace(graph.outputs()[i].target, i);
-
-  // What to shard: every parameter storage with a gradient (the owner and
-  // the inputs tied to it together).
   const AliasInfo aliasInfo(graph);
   std::vector<Parameter> params;
   for (const GraphInput &in : graph.inputs()) {
@@ -273,50 +301,24 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
         p.members.push_back(std::move(m));
       }
     if (llvm::none_of(p.members, [](const Member &m) { return m.gradientOutput >= 0; })) {
-      addStatistic("parameters left whole (no gradient)");
+      ++whole;
       continue;
     }
     const TensorType &t = in.value->tensorType();
-    for (const Member &m : p.members) {
-      const GraphInput &mi = graph.inputs()[m.input->index()];
-      const std::string what = absl::StrCat("parameter '", m.target, "' (input %",
-                                            m.input->name().str(), ")");
-      if (mi.role != InputRole::Parameter)
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, " is a ", inputRoleName(mi.role).str(), " tied to parameter '", p.target,
-            "': only parameters are sharded"));
-      const TensorType &mt = m.input->tensorType();
-      if (!m.input->isTensor() || !mt.isKnown() || !mt.isContiguous() || mt.storageOffset != 0)
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, " is not a contiguous tensor of known type: its shards could not be put "
-                  "back together with a view"));
-      if (mt != t)
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, " is tied to parameter '", p.target, "' with another type: one gathered "
-                  "tensor cannot stand for both"));
-      if (m.gradientOutput >= 0) {
-        const Value *g = graph.outputs()[m.gradientOutput].value;
-        const TensorType &gt = g->tensorType();
-        if (!gt.isKnown() || gt.dtype != t.dtype || gt.sizes != t.sizes || gt.device != t.device)
-          return absl::InvalidArgumentError(absl::StrCat(
-              what, ": its gradient %", g->name().str(), " has another type than the parameter"));
-      }
-      if (llvm::any_of(m.input->uses(), [](const Use &u) { return !u.user; }))
-        return absl::InvalidArgumentError(
-            absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
-    }
+    for (const Member &m : p.members)
+      if (absl::Status st = checkMember(graph, p, m, t); !st.ok())
+        return st;
     p.chunk = shardElements(t.numel(), world);
     p.gatheredBytes = world * p.chunk * static_cast<int64_t>(c10::elementSize(t.dtype));
     findUses(p, aliasInfo);
-    if (p.members.size() > 1)
-      addStatistic("tied parameters sharded with their owner",
-                   static_cast<int64_t>(p.members.size() - 1));
     params.push_back(std::move(p));
   }
-  if (params.empty())
-    return false;
+  return params;
+}
 
-  // Which gathers stay alive for backward: the shortest waits first, up to `keep`.
+/// Which gathers stay alive for backward: the shortest waits first, up to
+/// `keep` of the bytes that could stay. Returns the bytes kept.
+int64_t chooseKept(const Graph &graph, std::vector<Parameter> &params, const MemoryAmount &keep) {
   llvm::DenseMap<const Node *, int64_t> position;
   for (const Node &n : graph.nodes())
     position[&n] = static_cast<int64_t>(position.size());
@@ -331,69 +333,104 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
     return position[a->firstBackward] - position[a->lastForward] <
            position[b->firstBackward] - position[b->lastForward];
   });
-  const int64_t keepBytes = keep_.get().resolve(candidateBytes);
+  const int64_t keepBytes = keep.resolve(candidateBytes);
   int64_t kept = 0;
   for (Parameter *p : candidates)
     if (kept + p->gatheredBytes <= keepBytes) {
       p->keep = true;
       kept += p->gatheredBytes;
     }
+  return kept;
+}
 
-  // The shards: new inputs, named for the whole parameters; a tied
-  // parameter's shard is tied to its owner's (one storage).
+/// The shards: new inputs, named for the whole parameters; a tied
+/// parameter's shard is tied to its owner's (one storage).
+absl::Status addShardInputs(Graph &graph, std::vector<Parameter> &params,
+                            const std::string &group) {
   for (Parameter &p : params) {
     const TensorType &t = p.whole->tensorType();
     const ValueType type =
         ValueType::ofTensor(TensorType::contiguous(t.dtype, {p.chunk}, t.device));
     for (Member &m : p.members) {
       m.shard = graph.addInput(m.input->name().str() + "_shard", type, InputRole::Parameter,
-                               shardTarget(m.target, group_.get()));
+                               shardTarget(m.target, group));
       if (&m != &p.members.front())
         if (absl::Status st = graph.tieInput(m.shard->index(), p.members.front().shard); !st.ok())
           return absl::InternalError(absl::StrCat("tying the shard of '", m.target, "': ",
                                                   st.message()));
     }
   }
+  return absl::OkStatus();
+}
 
-  Rewriter rewriter(graph, group_.get(), world);
-  // Backward reads of the parameter's forward views (t, permute, ...) read
-  // the same views of the parameter gathered again, made before `before`.
-  auto rebuildViews = [&](const Parameter &p, Value *again, Node *before) -> absl::Status {
+/// Where the whole parameters come back: all-gathers in forward and, for the
+/// parameters not kept, again in backward.
+class GatherPlacer {
+public:
+  GatherPlacer(Graph &graph, Rewriter &rewriter) : graph_(graph), rewriter_(rewriter) {}
+
+  absl::Status placeAll(std::vector<Parameter> &params) {
+    std::vector<Parameter *> forward, backward;
+    for (Parameter &p : params) {
+      if (p.firstForward)
+        forward.push_back(&p);
+      if (p.firstBackward && !p.keep)
+        backward.push_back(&p);
+    }
+    if (absl::Status st = gatherAll(forward, Phase::Forward,
+                                    [](const Parameter &p) { return p.firstForward; }, "gather");
+        !st.ok())
+      return st;
+    for (Parameter &p : params)
+      if (p.keep)
+        for (Member &m : p.members)
+          m.input->replaceAllUsesWith(p.forwardWhole);
+    return gatherAll(backward, Phase::Backward,
+                     [](const Parameter &p) { return p.firstBackward; }, "gather again");
+  }
+  int64_t gathers() const { return gathers_; }
+
+private:
+  /// Backward reads of the parameter's forward views (t, permute, ...) read
+  /// the same views of the parameter gathered again, made before `before`.
+  absl::Status rebuildViews(const Parameter &p, Value *again, Node *before) {
     llvm::SmallPtrSet<const Node *, 8> needed;
     for (auto it = p.views.rbegin(); it != p.views.rend(); ++it)
       for (unsigned o = 0; o < (*it)->numOutputs(); ++o)
         for (const Use &u : (*it)->output(o)->uses())
           if (u.user && (u.user->phase() != Phase::Forward || needed.count(u.user)))
             needed.insert(*it);
-    ValueMap<Value *> map(graph, nullptr);
+    ValueMap<Value *> map(graph_, nullptr);
     map[p.forwardWhole] = again;
     for (Node *n : p.views) {
       if (!needed.count(n))
         continue;
-      auto clone = graph.cloneNode(*n, map, InsertionPoint::before(before, Phase::Backward));
+      auto clone = graph_.cloneNode(*n, map, InsertionPoint::before(before, Phase::Backward));
       if (!clone.ok())
         return clone.status();
-      (*clone)->setAttr(kAttr, Constant::ofString(absl::StrCat("gather again ", p.target)));
+      (*clone)->setAttr(ShardParametersPass::kAttr,
+                        Constant::ofString(absl::StrCat("gather again ", p.target)));
       for (unsigned o = 0; o < n->numOutputs(); ++o)
         n->output(o)->replaceUsesWithIf((*clone)->output(o), [&](const Use &u) {
           return u.user && u.user->phase() != Phase::Forward && u.user != *clone;
         });
     }
     return absl::OkStatus();
-  };
-  // One phase's gathers, in the order of first use; each issued before the
-  // previous parameter's first use, so that it moves while that one is used.
-  auto gatherAll = [&](std::vector<Parameter *> order, Phase phase,
-                       llvm::function_ref<Node *(const Parameter &)> firstUse,
-                       const char *what) -> absl::Status {
+  }
+
+  /// One phase's gathers, in the order of first use; each issued before the
+  /// previous parameter's first use, so that it moves while that one is used.
+  absl::Status gatherAll(std::vector<Parameter *> order, Phase phase,
+                         llvm::function_ref<Node *(const Parameter &)> firstUse,
+                         const char *what) {
     llvm::stable_sort(order, [&](const Parameter *a, const Parameter *b) {
       return firstUse(*a)->comesBefore(firstUse(*b));
     });
     Node *previousUse = nullptr;
     for (Parameter *p : order) {
       Node *use = firstUse(*p);
-      auto whole = rewriter.gather(*p, previousUse ? previousUse : use, use, phase,
-                                   absl::StrCat(what, " ", p->target));
+      auto whole = rewriter_.gather(*p, previousUse ? previousUse : use, use, phase,
+                                    absl::StrCat(what, " ", p->target));
       if (!whole.ok())
         return whole.status();
       const bool forward = phase == Phase::Forward;
@@ -407,35 +444,23 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
       else if (absl::Status st = rebuildViews(*p, *whole, use); !st.ok())
         return st;
       previousUse = use;
-      addStatistic("all-gathers");
+      ++gathers_;
     }
     return absl::OkStatus();
-  };
-  std::vector<Parameter *> forward, backward;
-  for (Parameter &p : params) {
-    if (p.firstForward)
-      forward.push_back(&p);
-    if (p.firstBackward && !p.keep)
-      backward.push_back(&p);
   }
-  if (absl::Status st = gatherAll(forward, Phase::Forward,
-                                  [](const Parameter &p) { return p.firstForward; }, "gather");
-      !st.ok())
-    return st;
-  for (Parameter &p : params)
-    if (p.keep)
-      for (Member &m : p.members)
-        m.input->replaceAllUsesWith(p.forwardWhole);
-  if (absl::Status st = gatherAll(backward, Phase::Backward,
-                                  [](const Parameter &p) { return p.firstBackward; },
-                                  "gather again");
-      !st.ok())
-    return st;
 
-  // Gradients: reduce-scattered as backward makes them. The backend holds a
-  // reduce-scatter's input (the whole gradient) until its wait, so each is
-  // waited for once the next one is issued: two whole gradients in flight
-  // at most, as FSDP's post-backward does, and the last at the end.
+  Graph &graph_;
+  Rewriter &rewriter_;
+  int64_t gathers_ = 0;
+};
+
+/// Gradients: reduce-scattered as backward makes them. The backend holds a
+/// reduce-scatter's input (the whole gradient) until its wait, so each is
+/// waited for once the next one is issued: two whole gradients in flight at
+/// most, as FSDP's post-backward does, and the last at the end. Returns the
+/// members whose gradients were scattered, in the order they are.
+absl::StatusOr<std::vector<Member *>> scatterGradients(Graph &graph, Rewriter &rewriter,
+                                                       std::vector<Parameter> &params) {
   std::vector<Member *> scattered;
   for (Parameter &p : params)
     for (Member &m : p.members) {
@@ -459,18 +484,22 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
       return shard.status();
     scattered[k]->gradientShard = *shard;
   }
+  return scattered;
+}
 
-  // The outputs, in their order, the sharded gradients under the shards' targets.
+/// The outputs, in their order, the sharded gradients under the shards'
+/// targets; then the whole parameters are no input any more.
+absl::Status replaceWholeParameters(Graph &graph, const std::vector<Parameter> &params,
+                                    llvm::ArrayRef<Member *> scattered, const std::string &group) {
   std::vector<GraphOutput> outputs(graph.outputs().begin(), graph.outputs().end());
   for (const Member *m : scattered) {
     outputs[m->gradientOutput].value = m->gradientShard;
-    outputs[m->gradientOutput].target = shardTarget(m->target, group_.get());
+    outputs[m->gradientOutput].target = shardTarget(m->target, group);
   }
   for (unsigned i = outputs.size(); i-- > 0;)
     graph.eraseOutput(i);
   for (GraphOutput &o : outputs)
     graph.addOutput(o.value, o.role, std::move(o.target));
-  // The whole parameters are no input any more.
   std::vector<unsigned> erase;
   for (const Parameter &p : params)
     for (const Member &m : p.members)
@@ -479,14 +508,55 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
   for (unsigned i : erase)
     if (absl::Status st = graph.eraseInput(i); !st.ok())
       return absl::InternalError(absl::StrCat("removing the whole parameter: ", st.message()));
+  return absl::OkStatus();
+}
+
+} // namespace
+
+absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManager &) {
+  if (absl::Status st = checkGraph(graph); !st.ok())
+    return st;
+  auto worldOrError = worldSize(world_.get(), group_.get());
+  if (!worldOrError.ok())
+    return worldOrError.status();
+  const int64_t world = *worldOrError;
+
+  int64_t whole = 0;
+  auto collected = collectParameters(graph, world, whole);
+  if (!collected.ok())
+    return collected.status();
+  std::vector<Parameter> &params = *collected;
+  if (whole)
+    addStatistic("parameters left whole (no gradient)", whole);
+  for (const Parameter &p : params)
+    if (p.members.size() > 1)
+      addStatistic("tied parameters sharded with their owner",
+                   static_cast<int64_t>(p.members.size() - 1));
+  if (params.empty())
+    return false;
+
+  const int64_t kept = chooseKept(graph, params, keep_.get());
+  if (absl::Status st = addShardInputs(graph, params, group_.get()); !st.ok())
+    return st;
+  Rewriter rewriter(graph, group_.get(), world);
+  GatherPlacer gathers(graph, rewriter);
+  if (absl::Status st = gathers.placeAll(params); !st.ok())
+    return st;
+  if (gathers.gathers())
+    addStatistic("all-gathers", gathers.gathers());
+  auto scattered = scatterGradients(graph, rewriter, params);
+  if (!scattered.ok())
+    return scattered.status();
+  if (absl::Status st = replaceWholeParameters(graph, params, *scattered, group_.get()); !st.ok())
+    return st;
 
   int64_t perRank = 0;
   for (const Parameter &p : params)
     perRank += p.gatheredBytes / world;
   addStatistic("parameters sharded", static_cast<int64_t>(params.size()));
   addStatistic("parameter bytes per rank", perRank);
-  addStatistic("parameters kept gathered for backward", static_cast<int64_t>(llvm::count_if(
-                                                             params, [](const Parameter &p) { return p.keep; })));
+  addStatistic("parameters kept gathered for backward",
+               static_cast<int64_t>(llvm::count_if(params, [](const Parameter &p) { return p.keep; })));
   addStatistic("bytes kept gathered for backward", kept);
   return true;
 }
