@@ -92,12 +92,10 @@ llvm::json::Value communicationSummary(const Graph &graph, const ProfileResult &
       {"overlapped_compute_s", overlapped}};
 }
 
-Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOptions &options) {
-  Reports out;
-
-  // node_stats.csv and the node rows of profile.json.
-  out.nodeCsv = "rank,node_name,node_type,gtype,median_run_time_s,median_peak_mem_bytes,"
-                "median_active_mem_bytes,device\n";
+/// node_stats.csv (into `csv`) and the node rows of profile.json.
+llvm::json::Array nodeRows(const ProfileResult &p, std::string &csv) {
+  csv = "rank,node_name,node_type,gtype,median_run_time_s,median_peak_mem_bytes,"
+        "median_active_mem_bytes,device\n";
   llvm::json::Array nodes;
   for (size_t rank = 0; rank < p.nodes.size(); ++rank) {
     const NodeStats &s = p.nodes[rank];
@@ -105,7 +103,7 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
     std::string name = reportNodeName(n);
     llvm::StringRef type = memoryKindName(s.kind);
     llvm::StringRef gtype = phaseName(n.phase());
-    absl::StrAppend(&out.nodeCsv, rank, ",", name, ",", type.str(), ",", gtype.str(), ",",
+    absl::StrAppend(&csv, rank, ",", name, ",", type.str(), ",", gtype.str(), ",",
                     num(s.seconds), ",", s.peakBytes, ",", s.activeBytes, ",", p.device, "\n");
     nodes.push_back(llvm::json::Object{
         {"rank", static_cast<int64_t>(rank)},
@@ -124,16 +122,21 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"live_bytes_by_kind", byKind(p.liveByKind[rank])}});
   }
 
-  // activation_stats.csv and the activation rows.
-  out.activationCsv = "activation_name,creation_rank,last_fw_use_rank,first_bw_use_rank,"
-                      "last_bw_use_rank,median_mem_size_bytes,inactive_time_s,recomp_time_s,"
-                      "recomp_memory_bytes,recompute_ratio,swap_time_s\n";
+  return nodes;
+}
+
+/// activation_stats.csv (into `csv`) and the activation rows of profile.json.
+llvm::json::Array activationRows(const ProfileResult &p, const ProfileReportOptions &options,
+                                 std::string &csv) {
+  csv = "activation_name,creation_rank,last_fw_use_rank,first_bw_use_rank,"
+        "last_bw_use_rank,median_mem_size_bytes,inactive_time_s,recomp_time_s,"
+        "recomp_memory_bytes,recompute_ratio,swap_time_s\n";
   llvm::json::Array activations;
   for (const ActivationStats &a : p.activations) {
     std::string name = a.value->name().str();
     // μ-TWO's swap time: out to host memory and back, at the given bandwidth.
     const double swapSeconds = 2.0 * static_cast<double>(a.bytes) / options.swapBytesPerSecond;
-    absl::StrAppend(&out.activationCsv, name, ",", a.creationRank, ",", a.lastForwardUseRank, ",",
+    absl::StrAppend(&csv, name, ",", a.creationRank, ",", a.lastForwardUseRank, ",",
                     a.firstBackwardUseRank, ",", a.lastBackwardUseRank, ",", a.bytes, ",",
                     num(a.inactiveSeconds), ",", num(a.recomputeSeconds), ",",
                     a.recomputeMemoryBytes, ",", num(a.recomputeRatio), ",", num(swapSeconds),
@@ -155,16 +158,17 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
         {"module", stringAttr(*a.value->definingNode(), "module")}});
   }
 
-  const std::vector<Transfer> transfers = transfersOf(p);
-  llvm::json::Value communication = communicationSummary(graph, p, transfers);
-  if (const llvm::json::Object *c = communication.getAsObject())
-    if (llvm::Optional<int64_t> rank = c->getInteger("rank"))
-      out.traceName = absl::StrCat("trace_rank_", *rank, ".json");
+  return activations;
+}
 
+/// profile.json's top level, around its node and activation rows.
+llvm::json::Object summaryOf(const Graph &graph, const ProfileResult &p,
+                             const ProfileReportOptions &options, llvm::json::Value communication,
+                             llvm::json::Array nodes, llvm::json::Array activations) {
   llvm::json::Value limit = nullptr;
   if (options.memoryLimitBytes > 0)
     limit = options.memoryLimitBytes;
-  llvm::json::Object summary{
+  return llvm::json::Object{
       {"format", "graph-opt-profile/1"},
       {"graph", graph.name()},
       {"device", p.device},
@@ -191,9 +195,12 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
       {"communication", std::move(communication)},
       {"nodes", std::move(nodes)},
       {"activations", std::move(activations)}};
-  out.json = pretty(std::move(summary));
+}
 
-  // trace.json: microseconds; one slice per node, counters at each node's start.
+/// trace.json's events: microseconds; one slice per node, counters at each
+/// node's start, and the collectives on a track of their own.
+llvm::json::Array traceEvents(const Graph &graph, const ProfileResult &p,
+                              const std::vector<Transfer> &transfers) {
   llvm::json::Array events;
   events.push_back(llvm::json::Object{
       {"name", "process_name"}, {"ph", "M"}, {"pid", 1},
@@ -254,7 +261,21 @@ Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOp
                                     {"waited_at_rank", static_cast<int64_t>(t.wait)},
                                     {"wait_s", t.wait != t.issue ? step.seconds[t.wait] : 0.0}}}});
   }
-  out.trace = pretty(llvm::json::Object{{"traceEvents", std::move(events)},
+  return events;
+}
+
+Reports render(const Graph &graph, const ProfileResult &p, const ProfileReportOptions &options) {
+  Reports out;
+  llvm::json::Array nodes = nodeRows(p, out.nodeCsv);
+  llvm::json::Array activations = activationRows(p, options, out.activationCsv);
+  const std::vector<Transfer> transfers = transfersOf(p);
+  llvm::json::Value communication = communicationSummary(graph, p, transfers);
+  if (const llvm::json::Object *c = communication.getAsObject())
+    if (llvm::Optional<int64_t> rank = c->getInteger("rank"))
+      out.traceName = absl::StrCat("trace_rank_", *rank, ".json");
+  out.json = pretty(summaryOf(graph, p, options, std::move(communication), std::move(nodes),
+                              std::move(activations)));
+  out.trace = pretty(llvm::json::Object{{"traceEvents", traceEvents(graph, p, transfers)},
                                         {"displayTimeUnit", "ms"}});
   return out;
 }
