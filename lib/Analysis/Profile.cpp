@@ -79,6 +79,119 @@ std::string ProfileAnalysis::Options::cacheKey() const {
   return absl::StrCat("warmup=", warmup, ",runs=", runs);
 }
 
+namespace {
+
+/// The measured runs: each profiled run's node samples, with an unprofiled
+/// step on an executor of its own between the profiled ones (drift in the
+/// machine's speed, clock, caches, neighbours, then touches both alike);
+/// the unprofiled steps' times in `plainSeconds`.
+absl::StatusOr<Samples> sampleRuns(const Graph &graph, const ExecutionContext &context,
+                                   const std::vector<at::Tensor> &inputs,
+                                   const ExecutionOptions &exec, const LivenessResult &live,
+                                   const ProfileAnalysis::Options &options,
+                                   std::vector<double> &plainSeconds) {
+  const size_t numNodes = graph.numNodes();
+  Samples samples;
+  samples.byNode.resize(numNodes);
+  TimedSteps plain(graph, *context.weights, exec);
+  if (absl::Status st = plain.prepare(); !st.ok())
+    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
+  absl::Status st = profileRuns(
+      graph, *context.weights, inputs, exec, options.warmup + options.runs,
+      [&](const ProfiledRun &run) {
+        if (run.index < options.warmup)
+          return absl::OkStatus();
+        const std::vector<NodeProfile> &profiles = run.profiler->profiles();
+        if (profiles.size() != numNodes)
+          return absl::InternalError(absl::StrCat("profile: a run profiled ", profiles.size(),
+                                                  " nodes of ", numNodes));
+        for (size_t i = 0; i < numNodes; ++i)
+          samples.byNode[i].push_back(profiles[i]);
+        samples.stepSeconds.push_back(stepSeconds(exec.device, *run.result, run.seconds));
+        ProfiledStep &last = samples.last;
+        last = ProfiledStep();
+        for (const NodeProfile &p : profiles) {
+          last.start.push_back(p.start);
+          last.seconds.push_back(p.seconds);
+          last.liveBytes.push_back(live.inputBytes + p.bytesBefore);
+        }
+        return absl::OkStatus();
+      },
+      // The unprofiled step goes first, while the profiled run's results
+      // (every gradient) are not held: both start from the same memory.
+      [&](unsigned index) -> absl::Status {
+        auto plainStep = plain.step(inputs);
+        if (!plainStep.ok())
+          return plainStep.status();
+        if (index >= options.warmup)
+          plainSeconds.push_back(*plainStep);
+        return absl::OkStatus();
+      });
+  if (!st.ok())
+    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
+  return samples;
+}
+
+/// Each node's medians over the runs (the probe's own hook time `subtracted`
+/// from each sample), its kind, and the step's times.
+void takeMedians(const Graph &graph, const LivenessResult &live, Samples &samples,
+                 std::vector<double> plainSeconds, double subtracted, unsigned runs,
+                 ProfileResult &r) {
+  const size_t numNodes = graph.numNodes();
+  r.nodes.reserve(numNodes);
+  const AliasInfo aliases(graph);
+  std::vector<double> runSums(runs, 0.0);
+  for (size_t i = 0; i < numNodes; ++i) {
+    for (size_t run = 0; run < samples.byNode[i].size(); ++run) {
+      NodeProfile &p = samples.byNode[i][run];
+      p.seconds = std::max(0.0, p.seconds - subtracted);
+      runSums[run] += p.seconds;
+    }
+    r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
+    r.nodes.back().kind = nodeKind(*r.nodes.back().node, live, aliases);
+    r.sumNodeSeconds += r.nodes.back().seconds;
+  }
+  r.runNodeSeconds = median(std::move(runSums));
+  r.stepSeconds = median(std::move(plainSeconds));
+  r.profiledStepSeconds = median(samples.stepSeconds);
+  r.trace = std::move(samples.last);
+
+}
+
+/// Phases, the simulated memory by kind with the measured scratch, the peak.
+void summarizeMemory(const Graph &graph, const LivenessResult &live, const c10::Device &device,
+                     ProfileResult &r) {
+  const size_t numNodes = graph.numNodes();
+  r.simulatedPeakBytes = live.peakBytes;
+  // CUDA's caching allocator counts each block rounded up to 512 bytes.
+  constexpr int64_t kCudaBlockBytes = 512;
+  r.liveByKind = liveBytesByKind(live, device.is_cuda() ? kCudaBlockBytes : 1);
+  for (const Node &n : graph.nodes()) {
+    int64_t rank = live.rank.lookup(&n);
+    if (n.phase() == Phase::Forward)
+      r.forwardEndRank = rank;
+    else if (n.phase() == Phase::Backward)
+      r.backwardEndRank = rank;
+  }
+  r.peakBytes = r.inputBytes;
+  for (size_t i = 0; i < numNodes; ++i) {
+    r.liveByKind[i][static_cast<int>(MemoryKind::Scratch)] = r.nodes[i].scratchBytes;
+    if (r.peakRank < 0 || r.nodes[i].peakBytes > r.peakBytes) {
+      r.peakBytes = std::max(r.peakBytes, r.nodes[i].peakBytes);
+      r.peakRank = static_cast<int64_t>(i);
+    }
+  }
+  if (r.peakRank >= 0) {
+    r.breakdownAtPeak = r.liveByKind[r.peakRank];
+    int64_t sum = 0;
+    for (int64_t b : r.breakdownAtPeak)
+      sum += b;
+    r.unattributedAtPeak = r.peakBytes - sum;
+  }
+}
+
+} // namespace
+
 absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisManager &analyses,
                                                    const Options &options) {
   if (options.runs == 0)
@@ -114,96 +227,13 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
       hookSeconds = probe.hookSeconds(graph.nodes().front());
   }
   r.overheadPerNodeSeconds = hookSeconds;
-  const double subtracted = hookSeconds;
 
-  Samples samples;
-  samples.byNode.resize(numNodes);
   std::vector<double> plainSeconds;
-  // Steps without the profiler, on an executor of their own, run between the
-  // profiled ones: drift in the machine's speed (clock, caches, neighbours)
-  // then touches both alike.
-  TimedSteps plain(graph, *context->weights, exec);
-  if (absl::Status st = plain.prepare(); !st.ok())
-    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
-  absl::Status st = profileRuns(
-      graph, *context->weights, inputs, exec, options.warmup + options.runs,
-      [&](const ProfiledRun &run) {
-        if (run.index < options.warmup)
-          return absl::OkStatus();
-        const std::vector<NodeProfile> &profiles = run.profiler->profiles();
-        if (profiles.size() != numNodes)
-          return absl::InternalError(absl::StrCat("profile: a run profiled ", profiles.size(),
-                                                  " nodes of ", numNodes));
-        for (size_t i = 0; i < numNodes; ++i)
-          samples.byNode[i].push_back(profiles[i]);
-        samples.stepSeconds.push_back(stepSeconds(exec.device, *run.result, run.seconds));
-        ProfiledStep &last = samples.last;
-        last = ProfiledStep();
-        for (const NodeProfile &p : profiles) {
-          last.start.push_back(p.start);
-          last.seconds.push_back(p.seconds);
-          last.liveBytes.push_back(live.inputBytes + p.bytesBefore);
-        }
-        return absl::OkStatus();
-      },
-      // The unprofiled step goes first, while the profiled run's results
-      // (every gradient) are not held: both start from the same memory.
-      [&](unsigned index) -> absl::Status {
-        auto plainStep = plain.step(inputs);
-        if (!plainStep.ok())
-          return plainStep.status();
-        if (index >= options.warmup)
-          plainSeconds.push_back(*plainStep);
-        return absl::OkStatus();
-      });
-  if (!st.ok())
-    return absl::Status(st.code(), absl::StrCat("profiling: ", st.message()));
-
-  r.nodes.reserve(numNodes);
-  const AliasInfo aliases(graph);
-  std::vector<double> runSums(options.runs, 0.0);
-  for (size_t i = 0; i < numNodes; ++i) {
-    for (size_t run = 0; run < samples.byNode[i].size(); ++run) {
-      NodeProfile &p = samples.byNode[i][run];
-      p.seconds = std::max(0.0, p.seconds - subtracted);
-      runSums[run] += p.seconds;
-    }
-    r.nodes.push_back(medians(samples.byNode[i], live.inputBytes));
-    r.nodes.back().kind = nodeKind(*r.nodes.back().node, live, aliases);
-    r.sumNodeSeconds += r.nodes.back().seconds;
-  }
-  r.runNodeSeconds = median(std::move(runSums));
-  r.stepSeconds = median(std::move(plainSeconds));
-  r.profiledStepSeconds = median(samples.stepSeconds);
-  r.trace = std::move(samples.last);
-
-  // Phases, the simulated memory by kind with the measured scratch, the peak.
-  r.simulatedPeakBytes = live.peakBytes;
-  // CUDA's caching allocator counts each block rounded up to 512 bytes.
-  constexpr int64_t kCudaBlockBytes = 512;
-  r.liveByKind = liveBytesByKind(live, exec.device.is_cuda() ? kCudaBlockBytes : 1);
-  for (const Node &n : graph.nodes()) {
-    int64_t rank = live.rank.lookup(&n);
-    if (n.phase() == Phase::Forward)
-      r.forwardEndRank = rank;
-    else if (n.phase() == Phase::Backward)
-      r.backwardEndRank = rank;
-  }
-  r.peakBytes = r.inputBytes;
-  for (size_t i = 0; i < numNodes; ++i) {
-    r.liveByKind[i][static_cast<int>(MemoryKind::Scratch)] = r.nodes[i].scratchBytes;
-    if (r.peakRank < 0 || r.nodes[i].peakBytes > r.peakBytes) {
-      r.peakBytes = std::max(r.peakBytes, r.nodes[i].peakBytes);
-      r.peakRank = static_cast<int64_t>(i);
-    }
-  }
-  if (r.peakRank >= 0) {
-    r.breakdownAtPeak = r.liveByKind[r.peakRank];
-    int64_t sum = 0;
-    for (int64_t b : r.breakdownAtPeak)
-      sum += b;
-    r.unattributedAtPeak = r.peakBytes - sum;
-  }
+  auto samples = sampleRuns(graph, *context, inputs, exec, live, options, plainSeconds);
+  if (!samples.ok())
+    return samples.status();
+  takeMedians(graph, live, *samples, std::move(plainSeconds), hookSeconds, options.runs, r);
+  summarizeMemory(graph, live, exec.device, r);
   r.activations = computeActivationStats(graph, live, r.nodes);
   return r;
 }
