@@ -113,8 +113,14 @@ std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer,
     if (in.role != InputRole::Parameter || it == want->end())
       continue;
     ++compared;
-    at::Tensor got = value.to(at::kDouble), diff = got.sub(it->second).abs();
-    at::Tensor bound = it->second.abs().max().mul(kUpdateRtol).add(kUpdateAtol);
+    // Equal values (infinities included) and NaN on both sides agree: a
+    // gradient that overflows makes both updates NaN.
+    const at::Tensor &want = it->second;
+    at::Tensor got = value.to(at::kDouble);
+    at::Tensor agree = got.eq(want).logical_or(got.isnan().logical_and(want.isnan()));
+    at::Tensor diff = got.sub(want).abs().masked_fill(agree, 0.0).nan_to_num(INFINITY, INFINITY);
+    at::Tensor bound =
+        want.nan_to_num(0.0, 0.0, 0.0).abs().max().mul(kUpdateRtol).add(kUpdateAtol);
     if (!diff.le(bound).all().item().toBool())
       return absl::StrCat("parameter '", in.target, "' after add-optimizer's step differs from "
                           "torch.optim.AdamW's by up to ", diff.max().item().toDouble());
