@@ -161,11 +161,63 @@ Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &
 }
 
 
+namespace {
+
+/// One pipeline on a copy of `graph`: its verdict; a refusal or a failure is
+/// added to `out` with what it said.
+PipelineVerdict runCase(const PipelineCase &pc, const Graph &graph, WeightStore &weights,
+                        const std::vector<at::Tensor> &inputs, int64_t peakBefore,
+                        PropertyOutcome &out) {
+  auto fail = [&](absl::string_view what) {
+    out.failures.push_back(absl::StrCat("-passes='", pc.pipeline, "': ", what));
+    return PipelineVerdict::Failed;
+  };
+  std::unique_ptr<Graph> rewritten = graph.clone();
+  OptimizerOptions options;
+  options.verifyEach = true;
+  options.keepVerificationBaseline = true;
+  options.out = &llvm::nulls(); // remarks (dce's unused inputs) say nothing here
+  GraphOptimizer optimizer(options);
+  if (absl::Status st = optimizer.addPipeline(pc.pipeline); !st.ok())
+    return fail(st.message());
+  ExecutionContext context;
+  context.weights = &weights;
+  context.inputs = inputs;
+  optimizer.analyses().setExecutionContext(context);
+  auto changed = optimizer.run(*rewritten);
+  if (!changed.ok()) {
+    if (changed.status().code() == absl::StatusCode::kInternal)
+      return fail(changed.status().message());
+    out.refusals.emplace_back(pc.pipeline, std::string(changed.status().message()));
+    // A memory budget no plan reaches (OUT_OF_RANGE) says nothing about the
+    // pass's soundness; it is counted apart.
+    if (changed.status().code() == absl::StatusCode::kOutOfRange) {
+      out.budgetUnreachable = true;
+      return PipelineVerdict::BudgetUnreachable;
+    }
+    out.refused = true;
+    return PipelineVerdict::Refused;
+  }
+  ++out.rewrites;
+  const Graph *baseline = optimizer.verificationBaseline();
+  std::string why;
+  Verdict v = verifyCase(pc, baseline ? *baseline : graph, *rewritten, weights, inputs,
+                         peakBefore, why);
+  if (v == Verdict::Unrunnable)
+    return PipelineVerdict::Unrunnable;
+  // A pass that changes what the step computes (add-optimizer) is held to
+  // torch.optim on the graph before it: otherwise it would be compared with
+  // its own output only.
+  if (v == Verdict::Holds && baseline && optimizer.verificationBaselinePass() == "add-optimizer")
+    if (std::string bad = checkAdamWStep(graph, *baseline, weights, inputs); !bad.empty())
+      return fail(bad);
+  return v == Verdict::Fails ? fail(why) : PipelineVerdict::Verified;
+}
+
+} // namespace
+
 PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
   PropertyOutcome out;
-  auto fail = [&](const PipelineCase &pc, absl::string_view what) {
-    out.failures.push_back(absl::StrCat("-passes='", pc.pipeline, "': ", what));
-  };
   WeightStore weights;
   if (absl::Status st = fillMissingWeights(graph, weights, seed).status(); !st.ok()) {
     out.failures.push_back(absl::StrCat("stand-in weights: ", st.message()));
@@ -176,68 +228,15 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
     out.failures.push_back(absl::StrCat("stand-in inputs: ", inputs.status().message()));
     return out;
   }
-  int64_t peakBefore = LivenessAnalysis::compute(graph)->peakBytes;
-
+  const int64_t peakBefore = LivenessAnalysis::compute(graph)->peakBytes;
   for (const PipelineCase &pc : kPipelines) {
-    out.verdicts.push_back(PipelineVerdict::Verified);
-    PipelineVerdict &verdict = out.verdicts.back();
-    std::unique_ptr<Graph> rewritten = graph.clone();
-    OptimizerOptions options;
-    options.verifyEach = true;
-    options.keepVerificationBaseline = true;
-    options.out = &llvm::nulls(); // remarks (dce's unused inputs) say nothing here
-    GraphOptimizer optimizer(options);
-    if (absl::Status st = optimizer.addPipeline(pc.pipeline); !st.ok()) {
-      fail(pc, st.message());
-      continue;
-    }
-    ExecutionContext context;
-    context.weights = &weights;
-    context.inputs = *inputs;
-    optimizer.analyses().setExecutionContext(context);
-    auto changed = optimizer.run(*rewritten);
-    if (!changed.ok()) {
-      if (changed.status().code() == absl::StatusCode::kInternal) {
-        verdict = PipelineVerdict::Failed;
-        fail(pc, changed.status().message());
-        continue;
-      }
-      // A memory budget no plan reaches (OUT_OF_RANGE) says nothing about
-      // the pass's soundness; it is counted apart.
-      if (changed.status().code() == absl::StatusCode::kOutOfRange) {
-        out.budgetUnreachable = true;
-        verdict = PipelineVerdict::BudgetUnreachable;
-      } else {
-        out.refused = true;
-        verdict = PipelineVerdict::Refused;
-      }
-      out.refusals.emplace_back(pc.pipeline, std::string(changed.status().message()));
-      continue;
-    }
-    ++out.rewrites;
-    const Graph *baseline = optimizer.verificationBaseline();
-    const Graph &reference = baseline ? *baseline : graph;
-    std::string why;
-    Verdict v = verifyCase(pc, reference, *rewritten, weights, *inputs, peakBefore, why);
-    if (v == Verdict::Unrunnable) {
+    PipelineVerdict v = runCase(pc, graph, weights, *inputs, peakBefore, out);
+    out.verdicts.push_back(v);
+    if (v == PipelineVerdict::Unrunnable) {
+      // A step PyTorch itself does not run tests nothing, in any pipeline.
       out.unrunnable = true;
-      verdict = PipelineVerdict::Unrunnable;
-      // The rest test nothing on this graph either.
       out.verdicts.resize(std::size(kPipelines), PipelineVerdict::Unrunnable);
       break;
-    }
-    // A pass that changes what the step computes (add-optimizer) is held to
-    // torch.optim on the graph before it: otherwise it would be compared
-    // with its own output only.
-    if (v == Verdict::Holds && baseline &&
-        optimizer.verificationBaselinePass() == "add-optimizer")
-      if (std::string bad = checkAdamWStep(graph, *baseline, weights, *inputs); !bad.empty()) {
-        v = Verdict::Fails;
-        why = bad;
-      }
-    if (v == Verdict::Fails) {
-      verdict = PipelineVerdict::Failed;
-      fail(pc, why);
     }
   }
   return out;
