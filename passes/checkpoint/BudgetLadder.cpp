@@ -41,6 +41,188 @@ bool fits(const CheckpointPlan &plan, int64_t target, int64_t peakCap) {
 
 } // namespace
 
+namespace {
+
+/// The ladder of one planMonotone call: the rungs' plans, each planned from
+/// the rung just looser than it and only when needed, and the answer for the
+/// budget asked among them.
+class Ladder {
+public:
+  Ladder(const RecomputeModel &model, int64_t peakCap, std::vector<BudgetRung> rungs,
+         GreedyStarts starts, MonotonePlan &out)
+      : model_(model), peakCap_(peakCap), rungs_(std::move(rungs)), starts_(std::move(starts)),
+        out_(out),
+        // Only where the peak is not what is bounded does a cap keep it monotone.
+        capPeaks_(model.boundedMemory() == BoundedMemory::SavedActivations) {
+    rungSteps_.reserve(rungs_.size()); // the pointers handed out stay valid
+  }
+
+  /// The answer for `budget` (step 3), the ladder as reported filled in.
+  absl::Status answer(int64_t budget);
+  unsigned simulations() const { return simulations_; }
+
+private:
+  using How = LadderStep::How;
+
+  /// Plans one point from the rung just looser than it (`looser`, if any).
+  absl::StatusOr<LadderStep> planPoint(const BudgetRung &rung, bool asked,
+                                       const CheckpointPlan *looser);
+  /// 1. The rungs' plans, loose to tight, each from the one before it, up
+  /// to rung `i`: whether it is there (false once a rung is out of reach).
+  absl::StatusOr<bool> ensureRung(size_t i);
+  /// Whether the rung at `target` cannot be faster than `best`: its lower
+  /// bound (recomputeLowerBound, else the relaxation's) is above best's time.
+  bool cannotWin(int64_t target, const CheckpointPlan &best) const;
+  /// 2. The fastest of `best` and the rungs from `first` on (a tighter
+  /// budget's plan meets a looser one), ties to the tighter. A rung that
+  /// cannot win is not planned, nor any tighter one.
+  absl::StatusOr<const LadderStep *> fastestFrom(size_t first, const LadderStep *best);
+  /// The ladder as reported: the rungs, the budget asked among them.
+  void report(size_t looser, std::optional<LadderStep> own);
+
+  const RecomputeModel &model_;
+  const int64_t peakCap_;
+  const std::vector<BudgetRung> rungs_;
+  const GreedyStarts starts_;
+  MonotonePlan &out_;
+  const bool capPeaks_;
+  unsigned simulations_ = 0;
+  std::vector<LadderStep> rungSteps_;
+  bool reachable_ = true; ///< false after a rung the greedy cannot meet
+};
+
+absl::StatusOr<LadderStep> Ladder::planPoint(const BudgetRung &rung, bool asked,
+                                             const CheckpointPlan *looser) {
+  LadderStep step{rung, asked, {}, How::Planned};
+  if (looser && fits(*looser, rung.target, peakCap_)) {
+    step.plan = *looser;
+    step.how = How::LooserRungsPlan;
+    return step;
+  }
+  int64_t cap = peakCap_;
+  if (capPeaks_ && looser)
+    cap = std::min(cap, looser->predictedPeak);
+  auto made = planGreedy(model_, rung.target, cap, starts_);
+  if (!made.ok())
+    return made.status();
+  simulations_ += made->simulations;
+  step.how = cap != peakCap_ ? How::CappedAtLooserPeak : How::Planned;
+  if (!made->meetsBudget && cap != peakCap_) {
+    auto uncapped = planGreedy(model_, rung.target, peakCap_, starts_);
+    if (!uncapped.ok())
+      return uncapped.status();
+    simulations_ += uncapped->simulations;
+    if (uncapped->meetsBudget) {
+      made = std::move(uncapped);
+      step.how = How::UncappedNoPlanUnderLooserPeak;
+      out_.peaksMonotone = false; // the peak rises here
+      ++out_.rungsPeakRose;
+    }
+  }
+  step.plan = std::move(*made);
+  return step;
+}
+
+absl::StatusOr<bool> Ladder::ensureRung(size_t i) {
+  while (rungSteps_.size() <= i && reachable_) {
+    const CheckpointPlan *looser = rungSteps_.empty() ? nullptr : &rungSteps_.back().plan;
+    auto step = planPoint(rungs_[rungSteps_.size()], false, looser);
+    if (!step.ok())
+      return step.status();
+    reachable_ = step->plan.meetsBudget; // the tighter rungs are out of reach too
+    rungSteps_.push_back(std::move(*step));
+  }
+  return rungSteps_.size() > i;
+}
+
+bool Ladder::cannotWin(int64_t target, const CheckpointPlan &best) const {
+  auto above = [&](double bound) {
+    return bound * (1 - 1e-9) > best.predictedExtraSeconds + 1e-12;
+  };
+  return above(recomputeLowerBound(model_, target)) || above(relaxedLowerBound(model_, target));
+}
+
+absl::StatusOr<const LadderStep *> Ladder::fastestFrom(size_t first, const LadderStep *best) {
+  for (size_t i = first; i < rungs_.size(); ++i) {
+    if (best && i >= rungSteps_.size() && cannotWin(rungs_[i].target, best->plan))
+      break;
+    auto there = ensureRung(i);
+    if (!there.ok())
+      return there.status();
+    if (!*there)
+      break;
+    const LadderStep &s = rungSteps_[i];
+    if (s.plan.meetsBudget &&
+        (!best || s.plan.predictedExtraSeconds <= best->plan.predictedExtraSeconds))
+      best = &s;
+  }
+  return best;
+}
+
+absl::Status Ladder::answer(int64_t budget) {
+  // 3. The budget asked: a rung's answer, or its own plan, capped at the
+  // peak of the looser rung's answer, against the tighter rungs' plans.
+  size_t looser = 0; // rungs at least as loose as the budget
+  while (looser < rungs_.size() && rungs_[looser].target >= budget)
+    ++looser;
+  const LadderStep *best = nullptr;
+  std::optional<LadderStep> own;
+  if (looser > 0 && rungs_[looser - 1].target == budget) {
+    auto found = fastestFrom(looser - 1, nullptr);
+    if (!found.ok())
+      return found.status();
+    best = *found;
+    if (!best) // the rung itself is out of reach: its closest plan
+      best = &rungSteps_.back();
+  } else {
+    const LadderStep *above = nullptr;
+    if (looser > 0) {
+      auto found = fastestFrom(looser - 1, nullptr);
+      if (!found.ok())
+        return found.status();
+      above = *found;
+    }
+    auto step = planPoint({budget, "the budget asked"}, true, above ? &above->plan : nullptr);
+    if (!step.ok())
+      return step.status();
+    own = std::move(*step);
+    best = &*own;
+    if (own->plan.meetsBudget) {
+      auto found = fastestFrom(looser, best);
+      if (!found.ok())
+        return found.status();
+      best = *found;
+    }
+  }
+  const LadderStep *itself =
+      own ? &*own : &rungSteps_[std::min(looser, rungSteps_.size()) - 1];
+  out_.plan = best->plan;
+  // The bound kept with a plan is its own budget's: a tighter rung's is no
+  // bound on the budget asked. Its own step's plan was planned at it.
+  out_.plan.lowerBoundSeconds = itself->rung.target == budget ? itself->plan.lowerBoundSeconds : 0;
+  out_.from = best == itself ? "" : best->rung.name;
+  if (!out_.from.empty())
+    out_.plan.solverStatus = absl::StrCat("from the ", out_.from, " plan (budget ladder)");
+  if (reachable_)
+    out_.rungsSkipped = static_cast<unsigned>(rungs_.size() - rungSteps_.size());
+  report(looser, std::move(own));
+  return absl::OkStatus();
+}
+
+void Ladder::report(size_t looser, std::optional<LadderStep> own) {
+  const bool asked = own.has_value();
+  for (size_t i = 0; i <= rungSteps_.size(); ++i) {
+    if (own && i == std::min(looser, rungSteps_.size()))
+      out_.ladder.push_back(std::move(*own));
+    if (i == rungSteps_.size())
+      break;
+    out_.ladder.push_back(std::move(rungSteps_[i]));
+    out_.ladder.back().asked = !asked && i + 1 == looser;
+  }
+}
+
+} // namespace
+
 absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t budget,
                                           int64_t peakCap, std::vector<BudgetRung> rungs,
                                           GreedyStarts starts) {
@@ -66,143 +248,10 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
     out.ladder.push_back({{budget, "the budget asked"}, true, out.plan, LadderStep::How::Planned});
     return out;
   }
-  // Only where the peak is not what is bounded does a cap keep it monotone.
-  const bool capPeaks = model.boundedMemory() == BoundedMemory::SavedActivations;
-  unsigned simulations = 0;
-  // Plans one point from the rung just looser than it (`looser`, if any).
-  using How = LadderStep::How;
-  auto planPoint = [&](const BudgetRung &rung, bool asked,
-                       const CheckpointPlan *looser) -> absl::StatusOr<LadderStep> {
-    LadderStep step{rung, asked, {}, How::Planned};
-    if (looser && fits(*looser, rung.target, peakCap)) {
-      step.plan = *looser;
-      step.how = How::LooserRungsPlan;
-      return step;
-    }
-    int64_t cap = peakCap;
-    if (capPeaks && looser)
-      cap = std::min(cap, looser->predictedPeak);
-    auto made = planGreedy(model, rung.target, cap, starts);
-    if (!made.ok())
-      return made.status();
-    simulations += made->simulations;
-    step.how = cap != peakCap ? How::CappedAtLooserPeak : How::Planned;
-    if (!made->meetsBudget && cap != peakCap) {
-      auto uncapped = planGreedy(model, rung.target, peakCap, starts);
-      if (!uncapped.ok())
-        return uncapped.status();
-      simulations += uncapped->simulations;
-      if (uncapped->meetsBudget) {
-        made = std::move(uncapped);
-        step.how = How::UncappedNoPlanUnderLooserPeak;
-        out.peaksMonotone = false; // the peak rises here
-        ++out.rungsPeakRose;
-      }
-    }
-    step.plan = std::move(*made);
-    return step;
-  };
-
-  // 1. The rungs' plans, loose to tight, each from the one before it. They do
-  // not depend on the budget asked; a rung is planned only when it is
-  // needed, and with the ones before it.
-  std::vector<LadderStep> rungSteps;
-  rungSteps.reserve(rungs.size()); // the pointers below stay valid
-  bool reachable = true; // false after a rung the greedy cannot meet
-  auto ensureRung = [&](size_t i) -> absl::StatusOr<bool> {
-    while (rungSteps.size() <= i && reachable) {
-      const CheckpointPlan *looser = rungSteps.empty() ? nullptr : &rungSteps.back().plan;
-      auto step = planPoint(rungs[rungSteps.size()], false, looser);
-      if (!step.ok())
-        return step.status();
-      reachable = step->plan.meetsBudget; // the tighter rungs are out of reach too
-      rungSteps.push_back(std::move(*step));
-    }
-    return rungSteps.size() > i;
-  };
-  // 2. The fastest of `best` and the rungs from `first` on (a tighter
-  // budget's plan meets a looser one), ties to the tighter. A rung whose
-  // lower bound (recomputeLowerBound, else the relaxation's) is above
-  // `best`'s time cannot win, nor can any tighter one: they are not planned.
-  auto cannotWin = [&](int64_t target, const CheckpointPlan &best) {
-    auto above = [&](double bound) {
-      return bound * (1 - 1e-9) > best.predictedExtraSeconds + 1e-12;
-    };
-    return above(recomputeLowerBound(model, target)) ||
-           above(relaxedLowerBound(model, target));
-  };
-  auto fastestFrom = [&](size_t first,
-                         const LadderStep *best) -> absl::StatusOr<const LadderStep *> {
-    for (size_t i = first; i < rungs.size(); ++i) {
-      if (best && i >= rungSteps.size() && cannotWin(rungs[i].target, best->plan))
-        break;
-      auto there = ensureRung(i);
-      if (!there.ok())
-        return there.status();
-      if (!*there)
-        break;
-      const LadderStep &s = rungSteps[i];
-      if (s.plan.meetsBudget &&
-          (!best || s.plan.predictedExtraSeconds <= best->plan.predictedExtraSeconds))
-        best = &s;
-    }
-    return best;
-  };
-  // 3. The budget asked: a rung's answer, or its own plan, capped at the
-  // peak of the looser rung's answer, against the tighter rungs' plans.
-  size_t looser = 0; // rungs at least as loose as the budget
-  while (looser < rungs.size() && rungs[looser].target >= budget)
-    ++looser;
-  const LadderStep *best = nullptr;
-  std::optional<LadderStep> own;
-  if (looser > 0 && rungs[looser - 1].target == budget) {
-    auto found = fastestFrom(looser - 1, nullptr);
-    if (!found.ok())
-      return found.status();
-    best = *found;
-    if (!best) // the rung itself is out of reach: its closest plan
-      best = &rungSteps.back();
-  } else {
-    const LadderStep *above = nullptr;
-    if (looser > 0) {
-      auto found = fastestFrom(looser - 1, nullptr);
-      if (!found.ok())
-        return found.status();
-      above = *found;
-    }
-    auto step = planPoint({budget, "the budget asked"}, true, above ? &above->plan : nullptr);
-    if (!step.ok())
-      return step.status();
-    own = std::move(*step);
-    best = &*own;
-    if (own->plan.meetsBudget) {
-      auto found = fastestFrom(looser, best);
-      if (!found.ok())
-        return found.status();
-      best = *found;
-    }
-  }
-  const LadderStep *itself =
-      own ? &*own : &rungSteps[std::min(looser, rungSteps.size()) - 1];
-  out.plan = best->plan;
-  // The bound kept with a plan is its own budget's: a tighter rung's is no
-  // bound on the budget asked. Its own step's plan was planned at it.
-  out.plan.lowerBoundSeconds = itself->rung.target == budget ? itself->plan.lowerBoundSeconds : 0;
-  out.from = best == itself ? "" : best->rung.name;
-  if (!out.from.empty())
-    out.plan.solverStatus = absl::StrCat("from the ", out.from, " plan (budget ladder)");
-  if (reachable)
-    out.rungsSkipped = static_cast<unsigned>(rungs.size() - rungSteps.size());
-  // The ladder as reported: the rungs, the budget asked among them.
-  for (size_t i = 0; i <= rungSteps.size(); ++i) {
-    if (own && i == std::min(looser, rungSteps.size()))
-      out.ladder.push_back(std::move(*own));
-    if (i == rungSteps.size())
-      break;
-    out.ladder.push_back(std::move(rungSteps[i]));
-    out.ladder.back().asked = !own && i + 1 == looser;
-  }
-  out.plan.simulations = simulations;
+  Ladder ladder(model, peakCap, std::move(rungs), std::move(starts), out);
+  if (absl::Status st = ladder.answer(budget); !st.ok())
+    return st;
+  out.plan.simulations = ladder.simulations();
   out.plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return out;
