@@ -100,7 +100,7 @@ llvm::json::Array nodeRows(const ProfileResult &p, std::string &csv) {
   for (size_t rank = 0; rank < p.nodes.size(); ++rank) {
     const NodeStats &s = p.nodes[rank];
     const Node &n = *s.node;
-    std::string name = reportNodeName(n);
+    std::string name = n.label();
     llvm::StringRef type = memoryKindName(s.kind);
     llvm::StringRef gtype = phaseName(n.phase());
     absl::StrAppend(&csv, rank, ",", name, ",", type.str(), ",", gtype.str(), ",",
@@ -213,7 +213,7 @@ llvm::json::Array traceEvents(const Graph &graph, const ProfileResult &p,
     const Node &n = *p.nodes[rank].node;
     double ts = step.start[rank] * 1e6;
     events.push_back(llvm::json::Object{
-        {"name", reportNodeName(n)},
+        {"name", n.label()},
         {"cat", phaseName(n.phase())},
         {"ph", "X"},
         {"ts", ts},
@@ -249,7 +249,7 @@ llvm::json::Array traceEvents(const Graph &graph, const ProfileResult &p,
     const double begin = step.start[t.issue];
     const double end = step.start[t.wait] + step.seconds[t.wait];
     events.push_back(llvm::json::Object{
-        {"name", absl::StrCat(reportNodeName(n), " (", n.opName(), ")")},
+        {"name", absl::StrCat(n.label(), " (", n.opName(), ")")},
         {"cat", "communication"},
         {"ph", "X"},
         {"ts", begin * 1e6},

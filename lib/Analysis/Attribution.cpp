@@ -170,7 +170,7 @@ std::string attributionCsv(const StepAttribution &a) {
   std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note\n";
   size_t rank = 0;
   for (const NodeAttribution &n : a.nodes) {
-    absl::StrAppend(&out, rank++, ",", csvField(reportNodeName(*n.node)),
+    absl::StrAppend(&out, rank++, ",", csvField(n.node->label()),
                     ",", csvField(n.op), ",", CostModel::howName(n.how).str(), ",",
                     llvm::formatv("{0:e6}", n.predictedSeconds).str(), ",",
                     n.predictedJoules ? llvm::formatv("{0:e6}", *n.predictedJoules).str() : "",

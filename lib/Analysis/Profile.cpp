@@ -34,6 +34,7 @@ template <typename T> T median(std::vector<T> xs) {
 struct Samples {
   std::vector<std::vector<NodeProfile>> byNode;
   std::vector<double> stepSeconds;
+  std::vector<double> plainSeconds; ///< the unprofiled steps between them
   ProfiledStep last;
 };
 
@@ -83,13 +84,11 @@ namespace {
 
 /// The measured runs: each profiled run's node samples, with an unprofiled
 /// step on an executor of its own between the profiled ones (drift in the
-/// machine's speed, clock, caches, neighbours, then touches both alike);
-/// the unprofiled steps' times in `plainSeconds`.
+/// machine's speed, clock, caches, neighbours, then touches both alike).
 absl::StatusOr<Samples> sampleRuns(const Graph &graph, const ExecutionContext &context,
                                    const std::vector<at::Tensor> &inputs,
                                    const ExecutionOptions &exec, const LivenessResult &live,
-                                   const ProfileAnalysis::Options &options,
-                                   std::vector<double> &plainSeconds) {
+                                   const ProfileAnalysis::Options &options) {
   const size_t numNodes = graph.numNodes();
   Samples samples;
   samples.byNode.resize(numNodes);
@@ -124,7 +123,7 @@ absl::StatusOr<Samples> sampleRuns(const Graph &graph, const ExecutionContext &c
         if (!plainStep.ok())
           return plainStep.status();
         if (index >= options.warmup)
-          plainSeconds.push_back(*plainStep);
+          samples.plainSeconds.push_back(*plainStep);
         return absl::OkStatus();
       });
   if (!st.ok())
@@ -135,8 +134,7 @@ absl::StatusOr<Samples> sampleRuns(const Graph &graph, const ExecutionContext &c
 /// Each node's medians over the runs (the probe's own hook time `subtracted`
 /// from each sample), its kind, and the step's times.
 void takeMedians(const Graph &graph, const LivenessResult &live, Samples &samples,
-                 std::vector<double> plainSeconds, double subtracted, unsigned runs,
-                 ProfileResult &r) {
+                 double subtracted, unsigned runs, ProfileResult &r) {
   const size_t numNodes = graph.numNodes();
   r.nodes.reserve(numNodes);
   const AliasInfo aliases(graph);
@@ -152,10 +150,9 @@ void takeMedians(const Graph &graph, const LivenessResult &live, Samples &sample
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
   r.runNodeSeconds = median(std::move(runSums));
-  r.stepSeconds = median(std::move(plainSeconds));
+  r.stepSeconds = median(std::move(samples.plainSeconds));
   r.profiledStepSeconds = median(samples.stepSeconds);
   r.trace = std::move(samples.last);
-
 }
 
 /// Phases, the simulated memory by kind with the measured scratch, the peak.
@@ -228,18 +225,13 @@ absl::StatusOr<ProfileResult> ProfileAnalysis::run(const Graph &graph, AnalysisM
   }
   r.overheadPerNodeSeconds = hookSeconds;
 
-  std::vector<double> plainSeconds;
-  auto samples = sampleRuns(graph, *context, inputs, exec, live, options, plainSeconds);
+  auto samples = sampleRuns(graph, *context, inputs, exec, live, options);
   if (!samples.ok())
     return samples.status();
-  takeMedians(graph, live, *samples, std::move(plainSeconds), hookSeconds, options.runs, r);
+  takeMedians(graph, live, *samples, hookSeconds, options.runs, r);
   summarizeMemory(graph, live, exec.device, r);
   r.activations = computeActivationStats(graph, live, r.nodes);
   return r;
-}
-
-std::string reportNodeName(const Node &node) {
-  return node.label();
 }
 
 } // namespace graphopt

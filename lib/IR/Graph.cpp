@@ -303,7 +303,7 @@ std::string Node::label() const {
 }
 
 std::string Node::valueOrOperator() const {
-  return outputs_.empty() ? opName() : absl::StrCat("%", outputs_[0]->name().str());
+  return outputs_.empty() ? label() : absl::StrCat("%", label());
 }
 
 std::string Node::describe() const {

@@ -100,24 +100,22 @@ DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
     bool anyCpu = false;
     for (unsigned i = 0; i < node.numOutputs(); ++i)
       anyCpu |= isKnownCpuTensor(node.output(i));
+    if (!anyCpu)
+      continue;
     const bool downstream = readsCorrected(node, corrected);
     // An operator with an effect outside the graph is not run here; nor is a
     // node too large to run at import. Where such a node reads a corrected
     // value, its meta kernel (which runs nothing) says what it makes of it.
-    absl::StatusOr<std::vector<ValueType>> made = absl::UnknownError("not run");
-    if (!anyCpu)
+    const bool effects = opEffects(node).sideEffects;
+    const bool runs = !effects && affordable(node);
+    if (!effects && !runs)
+      ++check.nodesTooLarge;
+    if (!runs && !downstream)
       continue;
-    if (opEffects(node).sideEffects || !affordable(node)) {
-      if (!opEffects(node).sideEffects)
-        ++check.nodesTooLarge;
-      if (!downstream)
-        continue;
-      made = kernelResultTypes(node, c10::Device(at::kMeta));
-    } else {
-      made = kernelResultTypes(node, c10::Device(c10::DeviceType::CPU));
-      if (made.ok())
-        ++check.nodesChecked;
-    }
+    auto made = kernelResultTypes(node, runs ? c10::Device(c10::DeviceType::CPU)
+                                             : c10::Device(at::kMeta));
+    if (runs && made.ok())
+      ++check.nodesChecked;
     if (!made.ok()) {
       if (downstream)
         check.conflicts.push_back(absl::StrCat(

@@ -144,7 +144,6 @@ struct ProfileAnalysis {
 
 /// The name reports give a node (node_stats.csv, attribution.csv, traces): its
 /// first output's name, else its operator. Profile.cpp.
-std::string reportNodeName(const Node &node);
 
 /// The μ-TWO metrics of every activation of `liveness`, from the node medians
 /// (indexed by rank). ActivationStats.cpp.
