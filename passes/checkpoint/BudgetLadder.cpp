@@ -26,8 +26,10 @@ const char *howText(LadderStep::How how) {
   case LadderStep::How::Planned: return "planned";
   case LadderStep::How::CappedAtLooserPeak: return "capped at the looser rung's peak";
   case LadderStep::How::LooserRungsPlan: return "the looser rung's plan";
-  case LadderStep::How::UncappedNoPlanUnderLooserPeak:
-    return "uncapped: no plan under the looser rung's peak";
+  case LadderStep::How::TighterRungsBudget:
+    return "capped, planned for a tighter rung's budget";
+  case LadderStep::How::RaisedAboveLooserPeak:
+    return "raised: no plan found under the looser rung's peak";
   }
   return "";
 }
@@ -67,6 +69,17 @@ private:
   /// Plans one point from the rung just looser than it (`looser`, if any).
   absl::StatusOr<LadderStep> planPoint(const BudgetRung &rung, bool asked,
                                        const CheckpointPlan *looser);
+  /// Where the greedy finds no plan for `target` under `cap` (the looser
+  /// rung's peak): one it finds for a tighter rung's budget under that cap
+  /// (the greedy is not monotone in its budget; a tighter plan meets a looser
+  /// budget), the loosest such; none if no tighter rung has one.
+  absl::StatusOr<std::optional<CheckpointPlan>> planForTighterRung(int64_t target, int64_t cap);
+  /// Where no plan under the looser rung's peak (`failedCap`) meets
+  /// `target`: a plan that does at as low a peak as a few tries find, none
+  /// when even the uncapped greedy does not meet it.
+  absl::StatusOr<std::optional<CheckpointPlan>> leastRaisedCap(int64_t target, int64_t failedCap);
+  /// How many raised caps leastRaisedCap tries after the uncapped plan.
+  static constexpr unsigned kCapBisections = 5;
   /// 1. The rungs' plans, loose to tight, each from the one before it, up
   /// to rung `i`: whether it is there (false once a rung is out of reach).
   absl::StatusOr<bool> ensureRung(size_t i);
@@ -108,13 +121,21 @@ absl::StatusOr<LadderStep> Ladder::planPoint(const BudgetRung &rung, bool asked,
   simulations_ += made->simulations;
   step.how = cap != peakCap_ ? How::CappedAtLooserPeak : How::Planned;
   if (!made->meetsBudget && cap != peakCap_) {
-    auto uncapped = planGreedy(model_, rung.target, peakCap_, starts_);
-    if (!uncapped.ok())
-      return uncapped.status();
-    simulations_ += uncapped->simulations;
-    if (uncapped->meetsBudget) {
-      made = std::move(uncapped);
-      step.how = How::UncappedNoPlanUnderLooserPeak;
+    auto tighter = planForTighterRung(rung.target, cap);
+    if (!tighter.ok())
+      return tighter.status();
+    if (*tighter) {
+      made = std::move(**tighter);
+      step.how = How::TighterRungsBudget;
+    }
+  }
+  if (!made->meetsBudget && cap != peakCap_) {
+    auto raised = leastRaisedCap(rung.target, cap);
+    if (!raised.ok())
+      return raised.status();
+    if (*raised) {
+      made = std::move(**raised);
+      step.how = How::RaisedAboveLooserPeak;
       out_.peaksMonotone = false; // the peak rises here
       ++out_.rungsPeakRose;
     }
@@ -133,6 +154,56 @@ absl::StatusOr<bool> Ladder::ensureRung(size_t i) {
     rungSteps_.push_back(std::move(*step));
   }
   return rungSteps_.size() > i;
+}
+
+absl::StatusOr<std::optional<CheckpointPlan>> Ladder::planForTighterRung(int64_t target,
+                                                                         int64_t cap) {
+  for (const BudgetRung &tighter : rungs_) {
+    if (tighter.target >= target)
+      continue;
+    auto made = planGreedy(model_, tighter.target, cap, starts_);
+    if (!made.ok())
+      return made.status();
+    simulations_ += made->simulations;
+    if (made->meetsBudget) {
+      // Its lower bound was the tighter budget's: no bound on this one.
+      made->lowerBoundSeconds = 0;
+      return std::move(*made);
+    }
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::optional<CheckpointPlan>> Ladder::leastRaisedCap(int64_t target,
+                                                                     int64_t failedCap) {
+  auto plan = [&](int64_t cap) -> absl::StatusOr<CheckpointPlan> {
+    auto made = planGreedy(model_, target, cap, starts_);
+    if (made.ok())
+      simulations_ += made->simulations;
+    return made;
+  };
+  auto uncapped = plan(peakCap_);
+  if (!uncapped.ok())
+    return uncapped.status();
+  if (!uncapped->meetsBudget)
+    return std::nullopt;
+  // Bisect between the cap that failed and the uncapped plan's peak: the
+  // greedy is not monotone in its cap, so this finds a lower peak that meets
+  // the budget, not the least; a few steps bound its cost.
+  CheckpointPlan best = std::move(*uncapped);
+  int64_t lo = failedCap;
+  for (unsigned i = 0; i < kCapBisections && best.predictedPeak - lo > std::max<int64_t>(1, lo / 100);
+       ++i) {
+    int64_t mid = lo + (best.predictedPeak - lo) / 2;
+    auto tried = plan(mid);
+    if (!tried.ok())
+      return tried.status();
+    if (tried->meetsBudget && tried->predictedPeak < best.predictedPeak)
+      best = std::move(*tried);
+    else
+      lo = mid;
+  }
+  return best;
 }
 
 bool Ladder::cannotWin(int64_t target, const CheckpointPlan &best) const {

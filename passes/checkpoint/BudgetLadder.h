@@ -14,6 +14,9 @@
 // predicted peak only falls as the budget tightens, whatever budget was asked,
 // because the rungs' plans do not depend on it. A budget between two rungs is
 // no slower than the rung below it and peaks no higher than the rung above it.
+// Where no plan is found under a looser rung's peak (saving fewer activations
+// can force a higher peak), the cap is raised as little as a few tries find,
+// and the ladder counts the rung (rungsPeakRose).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,7 +39,13 @@ struct LadderStep {
   bool asked = false; ///< the budget asked, not a rung
   CheckpointPlan plan;
   /// How the plan was made.
-  enum class How { Planned, CappedAtLooserPeak, LooserRungsPlan, UncappedNoPlanUnderLooserPeak };
+  enum class How {
+    Planned,
+    CappedAtLooserPeak,
+    LooserRungsPlan,
+    TighterRungsBudget,    ///< capped, the greedy for a tighter rung's budget met it
+    RaisedAboveLooserPeak, ///< no plan found under the looser peak: the least raised cap
+  };
   How how = How::Planned;
 };
 /// The report's words for it.
