@@ -308,6 +308,15 @@ absl::StatusOr<std::vector<Parameter>> collectParameters(const Graph &graph, int
     for (const Member &m : p.members)
       if (absl::Status st = checkMember(graph, p, m, t); !st.ok())
         return st;
+    // A step that writes the parameter itself would write a rank's gathered
+    // copy, and the write would never reach the shards.
+    for (const Node &n : graph.nodes())
+      for (const Value *root : aliasInfo.rootsWrittenBy(n))
+        if (root->isGraphInput() && graph.storageOwner(root) == in.value)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "parameter '", p.target, "' (input %", in.value->name().str(),
+              ") is written in place by node ", n.describe(),
+              ": the write would go to a rank's gathered copy, not to its shard"));
     p.chunk = shardElements(t.numel(), world);
     p.gatheredBytes = world * p.chunk * static_cast<int64_t>(c10::elementSize(t.dtype));
     findUses(p, aliasInfo);
@@ -374,7 +383,9 @@ public:
     for (Parameter &p : params) {
       if (p.firstForward)
         forward.push_back(&p);
-      if (p.firstBackward && !p.keep)
+      // A kept parameter is gathered once, in forward; one that forward
+      // never reads is gathered in backward, kept or not.
+      if (p.firstBackward && (!p.keep || !p.firstForward))
         backward.push_back(&p);
     }
     if (absl::Status st = gatherAll(forward, Phase::Forward,
@@ -382,7 +393,7 @@ public:
         !st.ok())
       return st;
     for (Parameter &p : params)
-      if (p.keep)
+      if (p.keep && p.forwardWhole)
         for (Member &m : p.members)
           m.input->replaceAllUsesWith(p.forwardWhole);
     return gatherAll(backward, Phase::Backward,
@@ -394,6 +405,8 @@ private:
   /// Backward reads of the parameter's forward views (t, permute, ...) read
   /// the same views of the parameter gathered again, made before `before`.
   absl::Status rebuildViews(const Parameter &p, Value *again, Node *before) {
+    if (!p.forwardWhole) // forward never read it: it has no forward views
+      return absl::OkStatus();
     llvm::SmallPtrSet<const Node *, 8> needed;
     for (auto it = p.views.rbegin(); it != p.views.rend(); ++it)
       for (unsigned o = 0; o < (*it)->numOutputs(); ++o)

@@ -112,6 +112,14 @@ absl::StatusOr<size_t> fillMissingWeights(const Graph &graph, WeightStore &weigh
     auto t = standIn(*in.value, gen, 0.1);
     if (!t.ok())
       return t.status();
+    // A tied input (one storage with an earlier input: tied weights) takes its
+    // owner's tensor, as the archive's weights share one; its own draw is
+    // made anyway, so the inputs after it get the stand-ins they always had.
+    const Value *owner = graph.storageOwner(in.value);
+    if (const at::Tensor *o = owner != in.value ? weights.lookup(graph.inputs()[owner->index()].target)
+                                                : nullptr;
+        o && o->numel() == t->numel() && o->scalar_type() == t->scalar_type())
+      *t = o->view(t->sizes());
     weights.set(in.target, std::move(*t));
     ++made;
   }

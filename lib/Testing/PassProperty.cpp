@@ -6,10 +6,12 @@
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/OutputVerifier.h"
+#include "graphopt/Testing/SimulatedWorld.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <map>
 
@@ -31,6 +33,9 @@ const PipelineCase kPipelines[] = {
     {"add-optimizer", false},
     {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},
     {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace", false},
+    // A bucket of 256 bytes makes several buckets on most graphs.
+    {"data-parallel{world=2,bucket=256}", false, 2},
+    {"shard-parameters{world=2}", false, 2},
 };
 
 /// What verifying one pipeline's rewrite found (`why` says how it fails).
@@ -163,11 +168,14 @@ Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &
 
 namespace {
 
+/// What else a verified rewrite must satisfy: "" when it does.
+using ExtraCheck = std::function<std::string(const Graph &rewritten)>;
+
 /// One pipeline on a copy of `graph`: its verdict; a refusal or a failure is
 /// added to `out` with what it said.
 PipelineVerdict runCase(const PipelineCase &pc, const Graph &graph, WeightStore &weights,
                         const std::vector<at::Tensor> &inputs, int64_t peakBefore,
-                        PropertyOutcome &out) {
+                        PropertyOutcome &out, const ExtraCheck &extra = {}) {
   auto fail = [&](absl::string_view what) {
     out.failures.push_back(absl::StrCat("-passes='", pc.pipeline, "': ", what));
     return PipelineVerdict::Failed;
@@ -211,7 +219,62 @@ PipelineVerdict runCase(const PipelineCase &pc, const Graph &graph, WeightStore 
   if (v == Verdict::Holds && baseline && optimizer.verificationBaselinePass() == "add-optimizer")
     if (std::string bad = checkAdamWStep(graph, *baseline, weights, inputs); !bad.empty())
       return fail(bad);
+  if (v == Verdict::Holds && extra)
+    if (std::string bad = extra(*rewritten); !bad.empty())
+      return fail(bad);
   return v == Verdict::Fails ? fail(why) : PipelineVerdict::Verified;
+}
+
+/// A pipeline for a world of ranks (pc.world), on every rank of a simulated
+/// world: each rank's verdict must be the same; a failure names its rank.
+PipelineVerdict runOnEveryRank(const PipelineCase &pc, const Graph &graph, uint64_t seed,
+                               int64_t peakBefore, PropertyOutcome &out) {
+  // One world per size, for the process: its threads and their OpenMP teams
+  // are made once.
+  static std::map<int, std::unique_ptr<SimulatedWorld>> worlds;
+  std::unique_ptr<SimulatedWorld> &slot = worlds[pc.world];
+  if (!slot)
+    slot = std::make_unique<SimulatedWorld>(pc.world);
+  SimulatedWorld &world = *slot;
+  std::vector<PropertyOutcome> outcomes(pc.world);
+  std::vector<PipelineVerdict> verdicts(pc.world, PipelineVerdict::Failed);
+  std::vector<absl::Status> statuses = world.run([&](int rank) -> absl::Status {
+    WeightStore weights;
+    if (auto filled = fillMissingWeights(graph, weights, seed); !filled.ok())
+      return filled.status();
+    auto inputs = makeExampleInputs(graph, seed);
+    if (!inputs.ok())
+      return inputs.status();
+    verdicts[rank] = runCase(pc, graph, weights, *inputs, peakBefore, outcomes[rank],
+                             [&](const Graph &rewritten) {
+                               return checkAcrossRanks(graph, rewritten, seed, rank, pc.world);
+                             });
+    return absl::OkStatus();
+  });
+  PipelineVerdict verdict = verdicts[0];
+  for (int rank = 0; rank < pc.world; ++rank) {
+    if (!statuses[rank].ok()) {
+      out.failures.push_back(absl::StrCat("-passes='", pc.pipeline, "' on rank ", rank, ": ",
+                                          statuses[rank].message()));
+      verdict = PipelineVerdict::Failed;
+    }
+    for (const std::string &f : outcomes[rank].failures)
+      out.failures.push_back(absl::StrCat("rank ", rank, ": ", f));
+    if (verdicts[rank] != verdicts[0] && verdict != PipelineVerdict::Failed) {
+      out.failures.push_back(absl::StrCat("-passes='", pc.pipeline, "': rank ", rank,
+                                          " came to another verdict than rank 0"));
+      verdict = PipelineVerdict::Failed;
+    }
+    if (verdicts[rank] == PipelineVerdict::Failed)
+      verdict = PipelineVerdict::Failed;
+  }
+  // The ranks rewrite alike: rank 0's refusals and counts stand for all.
+  const PropertyOutcome &first = outcomes[0];
+  out.refusals.insert(out.refusals.end(), first.refusals.begin(), first.refusals.end());
+  out.rewrites += first.rewrites;
+  out.refused |= first.refused;
+  out.budgetUnreachable |= first.budgetUnreachable;
+  return verdict;
 }
 
 } // namespace
@@ -230,7 +293,8 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
   }
   const int64_t peakBefore = LivenessAnalysis::compute(graph)->peakBytes;
   for (const PipelineCase &pc : kPipelines) {
-    PipelineVerdict v = runCase(pc, graph, weights, *inputs, peakBefore, out);
+    PipelineVerdict v = pc.world > 1 ? runOnEveryRank(pc, graph, seed, peakBefore, out)
+                                     : runCase(pc, graph, weights, *inputs, peakBefore, out);
     out.verdicts.push_back(v);
     if (v == PipelineVerdict::Unrunnable) {
       // A step PyTorch itself does not run tests nothing, in any pipeline.

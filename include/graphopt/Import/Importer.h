@@ -44,7 +44,7 @@ absl::StatusOr<std::vector<at::Tensor>> makeExampleInputs(const Graph &graph, ui
 /// integers), so a .gir graph can run. Returns how many it made; errors as
 /// makeExampleInputs (`maxBytes` bounds the stand-ins made here). Optimizer
 /// state is left out: the executor starts missing state at zero, as
-/// torch.optim does.
+/// torch.optim does. A tied input gets its owner's tensor (one storage).
 absl::StatusOr<size_t> fillMissingWeights(const Graph &graph, WeightStore &weights, uint64_t seed,
                                           int64_t maxBytes = kNoSizeLimit);
 

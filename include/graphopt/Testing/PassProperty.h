@@ -34,6 +34,11 @@ namespace graphopt::testing {
 struct PipelineCase {
   const char *pipeline;
   bool peakMustNotRise;
+  /// Ranks: above 1, the pipeline rewrites for a world of that many ranks and
+  /// is checked on each rank of a SimulatedWorld, verified as one rank is
+  /// (every rank on the same inputs), then with each rank on its own
+  /// (checkAcrossRanks).
+  int world = 1;
 };
 
 /// What the project ships, and their composition. checkpoint plans on FLOPs

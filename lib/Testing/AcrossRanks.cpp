@@ -1,0 +1,108 @@
+//===- AcrossRanks.cpp - Data-parallel results, each rank on its own inputs -===//
+#include "graphopt/Import/Importer.h"
+#include "graphopt/IR/Graph.h"
+#include "graphopt/Runtime/Executor.h"
+#include "graphopt/Runtime/OutputVerifier.h"
+#include "graphopt/Runtime/ParameterShards.h"
+#include "graphopt/Testing/SimulatedWorld.h"
+
+#include <ATen/Functions.h>
+#include <absl/strings/str_cat.h>
+
+#include <map>
+
+namespace graphopt::testing {
+
+namespace {
+
+/// An output's key, the same in both graphs: role and target where it has
+/// one (a shard's gradient answers for its parameter's), else role and
+/// position among that role's outputs.
+std::vector<std::string> outputKeys(const Graph &g) {
+  std::vector<std::string> keys;
+  std::map<OutputRole, unsigned> ordinals;
+  for (const GraphOutput &out : g.outputs()) {
+    unsigned ordinal = ordinals[out.role]++;
+    std::string target = out.target;
+    if (std::optional<ShardTarget> shard = parseShardTarget(out.target))
+      target = shard->parameter;
+    keys.push_back(target.empty() ? absl::StrCat(static_cast<int>(out.role), "#", ordinal)
+                                  : absl::StrCat(static_cast<int>(out.role), " ", target));
+  }
+  return keys;
+}
+
+std::string describe(const GraphOutput &out) {
+  return out.target.empty() ? absl::StrCat("output %", out.value->name().str())
+                            : absl::StrCat("output %", out.value->name().str(), " ('",
+                                           out.target, "')");
+}
+
+} // namespace
+
+std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint64_t seed,
+                             int rank, int world) {
+  WeightStore weights;
+  if (auto filled = fillMissingWeights(original, weights, seed); !filled.ok())
+    return absl::StrCat("stand-in weights: ", filled.status().message());
+  // The original on every rank's inputs: the reference has no collectives.
+  std::vector<std::vector<at::Tensor>> inputs;
+  std::vector<std::vector<at::Tensor>> reference;
+  for (int r = 0; r < world; ++r) {
+    auto made = makeExampleInputs(original, seed + 1 + r);
+    if (!made.ok())
+      return absl::StrCat("stand-in inputs: ", made.status().message());
+    inputs.push_back(std::move(*made));
+    auto ran = Executor(original, weights).run(inputs.back());
+    if (!ran.ok())
+      return ""; // a step PyTorch does not run on these inputs tests nothing here
+    reference.push_back(std::move(ran->outputs));
+  }
+  auto got = Executor(rewritten, weights).run(inputs[rank]);
+  if (!got.ok())
+    return absl::StrCat("rank ", rank, " on its own inputs: the rewritten graph could not run: ",
+                        got.status().message());
+  std::map<std::string, size_t> originalIndex;
+  std::vector<std::string> before = outputKeys(original), after = outputKeys(rewritten);
+  for (size_t i = 0; i < before.size(); ++i)
+    originalIndex.try_emplace(before[i], i);
+  for (size_t i = 0; i < after.size(); ++i) {
+    const GraphOutput &out = rewritten.outputs()[i];
+    auto it = originalIndex.find(after[i]);
+    if (it == originalIndex.end())
+      return absl::StrCat(describe(out), " has no counterpart in the original graph");
+    at::Tensor want = reference[rank][it->second];
+    if (out.role == OutputRole::Gradient) {
+      want = reference[0][it->second].clone();
+      for (int r = 1; r < world; ++r)
+        want.add_(reference[r][it->second]);
+      want.div_(world);
+      if (parseShardTarget(out.target))
+        want = shardOf(want, world, rank);
+    }
+    const at::Tensor &have = got->outputs[i];
+    if (!want.defined() || !have.defined()) {
+      if (want.defined() != have.defined())
+        return absl::StrCat(describe(out), ": one side has no tensor");
+      continue;
+    }
+    if (have.sizes() != want.sizes() || have.scalar_type() != want.scalar_type())
+      return absl::StrCat(describe(out), ": shape or dtype differs from the expected");
+    if (!at::isFloatingType(want.scalar_type()) && !at::isComplexType(want.scalar_type())) {
+      if (!at::equal(have, want))
+        return absl::StrCat(describe(out), " on rank ", rank, " differs from the expected");
+      continue;
+    }
+    Tolerance tol = defaultTolerance(want.scalar_type());
+    if (!at::allclose(have, want, tol.rtol, tol.atol, /*equal_nan=*/true))
+      return absl::StrCat(
+          describe(out), " on rank ", rank, " of ", world, ", each rank on its own inputs, ",
+          out.role == OutputRole::Gradient ? "is not the mean of the ranks' gradients"
+                                           : "differs from the original's on the rank's inputs",
+          ": max difference ",
+          have.to(at::kDouble).sub(want.to(at::kDouble)).abs().nan_to_num(0).max().item<double>());
+  }
+  return "";
+}
+
+} // namespace graphopt::testing

@@ -1,0 +1,141 @@
+//===- SimulatedWorldTest.cpp - Ranks as threads, and the cross-rank check -===//
+//
+// The pass fuzzer runs data-parallel and shard-parameters on a world of two
+// ranks simulated in one process (Testing/SimulatedWorld.h): a rewritten step
+// computes on every rank what torch.distributed would, a rank whose peer
+// never reaches a collective gets an error instead of a hang, and the check
+// with each rank on its own inputs fails a step that never reduces across
+// ranks (which the verifier, every rank on the same inputs, cannot see).
+//
+//===----------------------------------------------------------------------===//
+#include "graphopt/Import/Importer.h"
+#include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Runtime/Executor.h"
+#include "graphopt/Testing/SimulatedWorld.h"
+#include "../TestSupport.h"
+
+#include <ATen/Functions.h>
+#include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
+
+#include <gtest/gtest.h>
+
+namespace graphopt {
+namespace {
+
+using testing::SimulatedWorld;
+using test::parseOrFail;
+
+constexpr const char *kStep = R"(graph @step {
+  input %w : f32[4, 4] parameter "w"
+  input %b : f32[4] parameter "b"
+  input %x : f32[3, 4] user_input
+forward:
+  %h = aten::mm(%x, %w) : f32[3, 4]
+  %y = aten::add.Tensor(%h, %b) : f32[3, 4]
+  %loss = aten::sum(%y) : f32[]
+backward:
+  %ones = aten::ones_like(%y, pin_memory=false) : f32[3, 4]
+  %xt = aten::t(%x) : f32[4, 3]{strides=[1, 4]}
+  %gw = aten::mm(%xt, %ones) : f32[4, 4]
+  %gb = aten::sum.dim_IntList(%ones, [0]) : f32[4]
+  output %loss loss
+  output %gw gradient "w"
+  output %gb gradient "b"
+}
+)";
+
+std::unique_ptr<Graph> rewrite(const Graph &g, const char *pipeline) {
+  std::unique_ptr<Graph> out = g.clone();
+  GraphOptimizer optimizer;
+  EXPECT_TRUE(optimizer.addPipeline(pipeline).ok());
+  auto run = optimizer.run(*out);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  return out;
+}
+
+TEST(SimulatedWorldTest, DataParallelAndShardsAverageEachRanksGradients) {
+  auto g = parseOrFail(kStep);
+  ASSERT_TRUE(g);
+  SimulatedWorld world(2);
+  for (const char *pipeline : {"data-parallel{world=2,bucket=16}", "shard-parameters{world=2}"}) {
+    std::unique_ptr<Graph> rewritten = rewrite(*g, pipeline);
+    std::vector<std::string> found(2);
+    auto statuses = world.run([&](int rank) {
+      found[rank] = testing::checkAcrossRanks(*g, *rewritten, 7, rank, 2);
+      return absl::OkStatus();
+    });
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+      EXPECT_EQ(found[rank], "") << pipeline << ", rank " << rank;
+    }
+  }
+}
+
+// The step as it was, with no reduction: each rank's gradient is its own,
+// not the mean, and the check says so.
+TEST(SimulatedWorldTest, AStepThatNeverReducesFailsTheCrossRankCheck) {
+  auto g = parseOrFail(kStep);
+  ASSERT_TRUE(g);
+  SimulatedWorld world(2);
+  std::vector<std::string> found(2);
+  world.run([&](int rank) {
+    found[rank] = testing::checkAcrossRanks(*g, *g, 7, rank, 2);
+    return absl::OkStatus();
+  });
+  for (int rank = 0; rank < 2; ++rank)
+    EXPECT_NE(found[rank].find("is not the mean of the ranks' gradients"), std::string::npos)
+        << found[rank];
+}
+
+// Rank 1 returns without running the step: rank 0's wait for its first
+// collective is an error naming it, not a hang.
+TEST(SimulatedWorldTest, ACollectiveAPeerNeverIssuesIsAnError) {
+  auto g = parseOrFail(kStep);
+  ASSERT_TRUE(g);
+  std::unique_ptr<Graph> rewritten = rewrite(*g, "data-parallel{world=2}");
+  SimulatedWorld world(2);
+  std::string error;
+  auto statuses = world.run([&](int rank) -> absl::Status {
+    if (rank == 1)
+      return absl::OkStatus();
+    WeightStore weights;
+    if (auto filled = fillMissingWeights(*rewritten, weights, 0); !filled.ok())
+      return filled.status();
+    auto inputs = makeExampleInputs(*rewritten, 0);
+    if (!inputs.ok())
+      return inputs.status();
+    auto ran = Executor(*rewritten, weights).run(*inputs);
+    if (!ran.ok())
+      error = std::string(ran.status().message());
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0].message();
+  EXPECT_NE(error.find("waits for rank 1, which returned without issuing it"), std::string::npos)
+      << error;
+}
+
+// Every rank draws the random numbers it would draw alone: the generator's
+// state is the rank's own across the hand-over at each collective (rank 1
+// seeds and draws while rank 0 waits in the all_reduce).
+TEST(SimulatedWorldTest, EachRankDrawsItsOwnRandomNumbers) {
+  SimulatedWorld world(2);
+  std::vector<at::Tensor> after(2), expected(2);
+  auto statuses = world.run([&](int rank) {
+    at::manual_seed(100 + rank);
+    (void)at::rand({4});
+    std::vector<at::Tensor> one{at::ones({1})};
+    c10d::resolve_process_group("0")->allreduce(one)->wait();
+    EXPECT_EQ(one[0].item<float>(), 2.0f);
+    after[rank] = at::rand({4});
+    return absl::OkStatus();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    at::manual_seed(100 + rank);
+    (void)at::rand({4});
+    EXPECT_TRUE(at::equal(after[rank], at::rand({4}))) << "rank " << rank;
+  }
+}
+
+} // namespace
+} // namespace graphopt
