@@ -36,9 +36,10 @@ std::pair<int64_t, int64_t> joined(std::pair<int64_t, int64_t> a, std::pair<int6
 
 } // namespace
 
-AliasInfo::AliasInfo(const Graph &graph)
-    : graph_(&graph), rank_(graph, -1), roots_(graph), analysed_(graph, 0),
+AliasInfo::AliasInfo(const Graph &graph, AliasFacts facts)
+    : graph_(&graph), facts_(facts), rank_(graph, -1), roots_(graph), analysed_(graph, 0),
       writtenThrough_(graph, 0) {
+  const bool all = facts == AliasFacts::All;
   for (const GraphInput &in : graph.inputs()) {
     const Value *owner = graph.storageOwner(in.value);
     roots_[in.value] = {owner->id()};
@@ -50,29 +51,32 @@ AliasInfo::AliasInfo(const Graph &graph)
   for (const Node &n : graph.nodes()) {
     rank_[&n] = rank;
     // Reads: nodes come in order, so the last one seen is the last reader.
-    for (Value *v : n.operandValues())
-      for (unsigned root : roots_.lookup(v))
-        storages_[root].lastReader = {n.id(), rank};
+    if (all)
+      for (Value *v : n.operandValues())
+        for (unsigned root : roots_.lookup(v))
+          storages_[root].lastReader = {n.id(), rank};
     // Writes: each storage written, at this rank; each value on the chain
     // of views from the written value back to its roots is written through.
-    for (Value *w : writtenValues(n)) {
-      std::pair<int64_t, int64_t> bytes = byteRange(w);
-      for (unsigned root : roots_.lookup(w)) {
-        std::vector<StorageFacts::Write> &writes = storages_[root].writes;
-        if (writes.empty() || writes.back().rank != rank)
-          writes.push_back({rank, bytes});
-        else
-          writes.back().bytes = joined(writes.back().bytes, bytes);
-      }
-      llvm::SmallVector<const Value *, 4> work{w};
-      while (!work.empty()) {
-        const Value *v = work.pop_back_val();
-        if (writtenThrough_.lookup(v))
-          continue;
-        writtenThrough_[v] = 1;
-        if (const Node *def = v->definingNode())
-          for (Value *base : aliasedOperands(*def, v->index()))
-            work.push_back(base);
+    if (all) {
+      for (Value *w : writtenValues(n)) {
+        std::pair<int64_t, int64_t> bytes = byteRange(w);
+        for (unsigned root : roots_.lookup(w)) {
+          std::vector<StorageFacts::Write> &writes = storages_[root].writes;
+          if (writes.empty() || writes.back().rank != rank)
+            writes.push_back({rank, bytes});
+          else
+            writes.back().bytes = joined(writes.back().bytes, bytes);
+        }
+        llvm::SmallVector<const Value *, 4> work{w};
+        while (!work.empty()) {
+          const Value *v = work.pop_back_val();
+          if (writtenThrough_.lookup(v))
+            continue;
+          writtenThrough_[v] = 1;
+          if (const Node *def = v->definingNode())
+            for (Value *base : aliasedOperands(*def, v->index()))
+              work.push_back(base);
+        }
       }
     }
     for (unsigned o = 0; o < n.numOutputs(); ++o) {
@@ -89,9 +93,10 @@ AliasInfo::AliasInfo(const Graph &graph)
     }
     ++rank;
   }
-  for (const GraphOutput &o : graph.outputs())
-    for (unsigned root : roots_.lookup(o.value))
-      storages_[root].escapes = true;
+  if (all)
+    for (const GraphOutput &o : graph.outputs())
+      for (unsigned root : roots_.lookup(o.value))
+        storages_[root].escapes = true;
 }
 
 // --- storage ------------------------------------------------------------------
@@ -188,6 +193,7 @@ int64_t AliasInfo::storageBytesKeptAlive(const Value *v) const {
 // --- writes -------------------------------------------------------------------
 
 bool AliasInfo::isWrittenThrough(const Value *v) const {
+  assert(facts_ == AliasFacts::All && "a roots-only AliasInfo has no writes");
   if (analysed_.lookup(v))
     return writtenThrough_.lookup(v) != 0;
   for (const Value *view : viewsOf(v))
@@ -215,6 +221,7 @@ llvm::SmallVector<unsigned, 4> AliasInfo::writtenGraphInputs() const {
 }
 
 const AliasInfo::StorageFacts *AliasInfo::factsOf(unsigned rootId) const {
+  assert(facts_ == AliasFacts::All && "a roots-only AliasInfo has no reads, writes or escapes");
   auto it = storages_.find(rootId);
   return it == storages_.end() ? nullptr : &it->second;
 }

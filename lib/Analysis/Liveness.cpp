@@ -32,7 +32,8 @@ namespace {
 
 /// What LivenessAnalysis::compute builds up, step by step, besides the result.
 struct LivenessBuilder {
-  LivenessBuilder(const Graph &graph, LivenessResult &r) : graph(graph), r(r), aliases(graph) {}
+  LivenessBuilder(const Graph &graph, LivenessResult &r)
+      : graph(graph), r(r), aliases(graph, AliasFacts::RootsOnly) {}
   const Graph &graph;
   LivenessResult &r;
   /// The one alias model every pass asks: a value's storage roots.

@@ -49,9 +49,14 @@
 
 namespace graphopt {
 
+/// What an AliasInfo computes: everything, or the storage roots alone
+/// (liveness's question, asked of every value: the reads, writes and escapes
+/// it would not ask cost as much again).
+enum class AliasFacts : uint8_t { All, RootsOnly };
+
 class AliasInfo {
 public:
-  explicit AliasInfo(const Graph &graph);
+  explicit AliasInfo(const Graph &graph, AliasFacts facts = AliasFacts::All);
 
   const Graph &graph() const { return *graph_; }
 
@@ -156,6 +161,7 @@ private:
   void remember(const Value *v) const { valueOfId_[v->id()] = v; }
 
   const Graph *graph_;
+  AliasFacts facts_;
   NodeMap<int64_t> rank_;
   ValueMap<Roots> roots_;
   ValueMap<uint8_t> analysed_; ///< 1: roots_ holds the value's roots
