@@ -202,6 +202,8 @@ def export_joint(ep, step, model, train_args, decompose_backward=False):
         inputs.append(spec)
     if tangent is None:
         raise RuntimeError("the joint graph has no tangent input for the loss")
+    constants = _lift_tensor_constants(gm, inputs, ep.constants, InputKind, InputSpec,
+                                       TensorArgument)
     with graph.inserting_after(loss):
         one = graph.call_function(torch.ops.aten.full_like.default, (loss, 1),
                                   {"pin_memory": False, "memory_format": torch.preserve_format})
@@ -242,7 +244,42 @@ def export_joint(ep, step, model, train_args, decompose_backward=False):
     signature = ExportGraphSignature(input_specs=inputs, output_specs=[s for _, s in order])
     gm.recompile()
     _remove_detach_pass(gm, signature)
-    return ep._update(gm, signature)
+    return ep._update(gm, signature, constants=constants)
+
+
+def _lift_tensor_constants(gm, inputs, constants, InputKind, InputSpec, TensorArgument):
+    """Tensors AOTAutograd left as attributes of the joint module (a constant made while
+    tracing: Hugging Face Llama's rotary or mask tensors), which torch.export's verifier
+    refuses as ``get_attr``: each becomes a lifted tensor constant, an input placed before
+    the user inputs as torch.export places them, with its spec added to ``inputs``.
+    Returns the program's constants with them."""
+    graph = gm.graph
+    constants = dict(constants)
+    first_user = next((n for n, spec in zip([n for n in graph.nodes if n.op == "placeholder"],
+                                            inputs) if spec.kind == InputKind.USER_INPUT), None)
+    position = sum(1 for spec in inputs if spec.kind != InputKind.USER_INPUT)
+    for node in [n for n in graph.nodes if n.op == "get_attr"]:
+        value = getattr(gm, node.target, None)
+        if not isinstance(value, torch.Tensor):
+            continue
+        target = f"lifted_tensor_{len(constants)}"
+        while target in constants:
+            target += "_"
+        if first_user is not None:
+            with graph.inserting_before(first_user):
+                lifted = graph.placeholder(f"c_{target}")
+        else:
+            with graph.inserting_before(next(n for n in graph.nodes if n.op != "placeholder")):
+                lifted = graph.placeholder(f"c_{target}")
+        lifted.meta.update(node.meta)
+        node.replace_all_uses_with(lifted)
+        graph.erase_node(node)
+        delattr(gm, node.target)
+        constants[target] = value
+        inputs.insert(position, InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(lifted.name),
+                                          target))
+        position += 1
+    return constants
 
 
 def joint_program(step, model, train_args, decompose_backward=False, untie=True):

@@ -47,6 +47,32 @@ def test_export_training_step_keeps_ties(tmp_path):
     assert torch.allclose(ours, model.embed.weight.grad, rtol=1e-5, atol=1e-6)
 
 
+class MadeInForward(torch.nn.Module):
+    """A tensor made while tracing (Hugging Face Llama makes such constants): AOTAutograd
+    leaves it an attribute of the joint module, which torch.export's verifier refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.lin(x) * torch.tensor([1.5, -2.0])
+
+
+def test_a_tensor_made_in_forward_becomes_a_lifted_constant(tmp_path):
+    torch.manual_seed(0)
+    model, x = MadeInForward(), torch.randn(3, 4)
+    path = tmp_path / "made.pt2"
+    graph_opt.export_training_step(model, lambda m, x: m(x).sum(), (x,), str(path))
+    g = graph_opt.Graph.load(str(path))
+    constants = [line for line in g.print().splitlines() if " constant " in line]
+    assert len(constants) == 1 and "f32[2]" in constants[0], g.print()
+    gradients = {o["target"]: i for i, o in enumerate(g.outputs) if o["role"] == "gradient"}
+    model(x).sum().backward()
+    ours = graph_opt.execute(g, inputs=[x])[gradients["model.lin.weight"]]
+    assert torch.allclose(ours, model.lin.weight.grad, rtol=1e-5, atol=1e-6)
+
+
 def test_export_training_step_gives_module_paths_and_unties(tmp_path):
     torch.manual_seed(0)
     model = Tied()
