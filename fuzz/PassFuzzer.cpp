@@ -17,15 +17,42 @@
 #include "graphopt/Testing/PassProperty.h"
 #include "graphopt/Testing/RandomGraph.h"
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 using namespace graphopt;
 using namespace graphopt::testing;
 
+namespace {
+
+constexpr const char *kVerdictNames[] = {"verified", "refused", "budget unreachable",
+                                         "unrunnable", "failed"};
+/// [pipeline][verdict]: graphs, this process's; printed at exit (each fork
+/// mode job prints its own).
+std::vector<std::array<uint64_t, std::size(kVerdictNames)>> verdictCounts;
+uint64_t graphs = 0;
+
+void printVerdicts() {
+  std::fprintf(stderr, "fuzz-passes: %llu graphs, per pipeline:\n",
+               static_cast<unsigned long long>(graphs));
+  for (size_t p = 0; p < verdictCounts.size(); ++p) {
+    std::fprintf(stderr, "fuzz-passes:   %s:", shippedPipelines()[p].pipeline);
+    for (size_t v = 0; v < std::size(kVerdictNames); ++v)
+      std::fprintf(stderr, " %s %llu", kVerdictNames[v],
+                   static_cast<unsigned long long>(verdictCounts[p][v]));
+    std::fprintf(stderr, "\n");
+  }
+}
+
+} // namespace
+
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   fuzz::initialize();
+  verdictCounts.resize(shippedPipelines().size());
+  std::atexit(printVerdicts);
   return 0;
 }
 
@@ -37,6 +64,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::abort();
   }
   PropertyOutcome outcome = checkShippedPipelines(*made->graph, /*seed=*/size);
+  ++graphs;
+  for (size_t p = 0; p < outcome.verdicts.size() && p < verdictCounts.size(); ++p)
+    ++verdictCounts[p][static_cast<size_t>(outcome.verdicts[p])];
   if (outcome.failures.empty())
     return 0;
   for (const std::string &failure : outcome.failures)

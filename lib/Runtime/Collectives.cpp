@@ -69,8 +69,8 @@ absl::StatusOr<int> processGroupRank(const std::string &name) {
 bool holdsInputsUntilWaited(const Node &node) {
   if (!isCollective(node) || isWait(node))
     return false;
-  llvm::StringRef op = node.opName();
-  op = op.substr(op.find("::") + 2);
+  const std::string name = node.opName(); // a StringRef to the returned string would dangle
+  llvm::StringRef op = llvm::StringRef(name).substr(name.find("::") + 2);
   return !op.startswith("all_reduce") && !op.startswith("broadcast");
 }
 
