@@ -96,28 +96,84 @@ llvm::SmallVector<const char *, 3> stateNames(const AddOptimizerPass::Hyperparam
   return {};
 }
 
-/// What to update, or why the graph cannot get an optimizer. Reads only.
-absl::StatusOr<std::vector<Update>> planUpdates(const Graph &g,
-                                                const AddOptimizerPass::Hyperparameters &h) {
-  const std::string where = graphLabel(g);
+/// The graph's inputs by target: the parameters' input indices, and every
+/// input with a target.
+struct InputTargets {
+  llvm::StringMap<unsigned> parameterByTarget;
+  llvm::StringMap<const Value *> inputByTarget;
+};
+
+/// The inputs by target, or why the graph already has an optimizer (an
+/// optimizer phase, or optimizer state).
+absl::StatusOr<InputTargets> inputTargetsOf(const Graph &g, const std::string &where) {
   for (const Node &n : g.nodes())
     if (n.phase() == Phase::Optimizer)
       return absl::FailedPreconditionError(
           absl::StrCat(where, " already has an optimizer phase (node ", n.describe(),
                        "): add-optimizer adds one to a graph that has none"));
-  llvm::StringMap<unsigned> parameterByTarget;
-  llvm::StringMap<const Value *> inputByTarget;
+  InputTargets targets;
   for (const GraphInput &in : g.inputs()) {
     if (in.role == InputRole::OptimizerState)
       return absl::FailedPreconditionError(absl::StrCat(
           where, " already has optimizer state (input %", in.value->name().str(), " \"",
           in.target, "\"): add-optimizer adds it to a graph that has none"));
     if (in.role == InputRole::Parameter)
-      parameterByTarget.try_emplace(in.target, in.value->index());
+      targets.parameterByTarget.try_emplace(in.target, in.value->index());
     if (!in.target.empty())
-      inputByTarget.try_emplace(in.target, in.value);
+      targets.inputByTarget.try_emplace(in.target, in.value);
   }
+  return targets;
+}
 
+/// The value of the input that owns parameter `in`'s storage (`in`'s
+/// unless tied), once `grad` (the gradient output for `target`) and the
+/// parameter are checked to be what the fused kernels update.
+absl::StatusOr<const Value *> checkedOwner(const Graph &g, const std::string &where,
+                                                const std::string &target, const GraphInput &in,
+                                                const Value *grad) {
+  if (!grad->isTensor() || !grad->tensorType().isKnown() || !in.value->isTensor() ||
+      !in.value->tensorType().isKnown())
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": parameter '", target, "' or its gradient %", grad->name().str(),
+        " is not a tensor of known type"));
+  const TensorType &pt = in.value->tensorType(), &gt = grad->tensorType();
+  if (gt.dtype != pt.dtype || gt.sizes != pt.sizes || gt.device != pt.device)
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the gradient %", grad->name().str(), " of parameter '",
+                     target, "' is ", typeText(gt), ", the parameter ", typeText(pt)));
+  if (!at::isFloatingType(pt.dtype))
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": parameter '", target, "' is ", typeText(pt),
+                     ": the fused optimizers update floating-point parameters only"));
+  // A tied input shares its owner's storage: update the owner once, with
+  // every gradient that reaches the storage (autograd sums them into the
+  // shared parameter's .grad).
+  const Value *ownerValue = g.storageOwner(in.value);
+  const GraphInput &owner = g.inputs()[ownerValue->index()];
+  if (owner.role != InputRole::Parameter)
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": parameter '", target, "' is tied to input %", ownerValue->name().str(),
+        ", which is a ", inputRoleName(owner.role).str(), ", not a parameter"));
+  const TensorType &ot = ownerValue->tensorType();
+  if (ot.dtype != pt.dtype || ot.sizes != pt.sizes || ot.device != pt.device)
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": parameter '", target, "' (", typeText(pt), ") is tied to '", owner.target,
+        "' (", typeText(ot), "): their gradients cannot be summed"));
+  if (!isDense(ot))
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": parameter '", owner.target,
+        "' does not cover its memory densely (strides [", absl::StrJoin(ot.strides, ", "),
+        "]): the fused optimizer kernels need dense parameters"));
+  return ownerValue;
+}
+
+/// What to update, or why the graph cannot get an optimizer. Reads only.
+absl::StatusOr<std::vector<Update>> planUpdates(const Graph &g,
+                                                const AddOptimizerPass::Hyperparameters &h) {
+  const std::string where = graphLabel(g);
+  auto targets = inputTargetsOf(g, where);
+  if (!targets.ok())
+    return targets.status();
   std::vector<int> updateOf(g.inputs().size(), -1); // by owner input index
   std::vector<Update> updates;
   llvm::StringSet<> seen;
@@ -126,8 +182,8 @@ absl::StatusOr<std::vector<Update>> planUpdates(const Graph &g,
     if (out.role != OutputRole::Gradient)
       continue;
     ++gradients;
-    auto it = parameterByTarget.find(out.target);
-    if (it == parameterByTarget.end())
+    auto it = targets->parameterByTarget.find(out.target);
+    if (it == targets->parameterByTarget.end())
       return absl::NotFoundError(absl::StrCat(where, ": gradient output %",
                                               out.value->name().str(), " is for parameter '",
                                               out.target, "', which is no parameter input"));
@@ -138,40 +194,11 @@ absl::StatusOr<std::vector<Update>> planUpdates(const Graph &g,
     Value *grad = out.value;
     if (!grad->isTensor() && grad->type().kind == ValueKind::None)
       continue; // no gradient this step: torch.optim skips a parameter whose .grad is None
-    if (!grad->isTensor() || !grad->tensorType().isKnown() || !in.value->isTensor() ||
-        !in.value->tensorType().isKnown())
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": parameter '", out.target, "' or its gradient %", grad->name().str(),
-          " is not a tensor of known type"));
-    const TensorType &pt = in.value->tensorType(), &gt = grad->tensorType();
-    if (gt.dtype != pt.dtype || gt.sizes != pt.sizes || gt.device != pt.device)
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": the gradient %", grad->name().str(), " of parameter '",
-                       out.target, "' is ", typeText(gt), ", the parameter ", typeText(pt)));
-    if (!at::isFloatingType(pt.dtype))
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": parameter '", out.target, "' is ", typeText(pt),
-                       ": the fused optimizers update floating-point parameters only"));
-    // A tied input shares its owner's storage: update the owner once, with
-    // every gradient that reaches the storage (autograd sums them into the
-    // shared parameter's .grad).
-    const Value *ownerValue = g.storageOwner(in.value);
-    const GraphInput &owner = g.inputs()[ownerValue->index()];
-    if (owner.role != InputRole::Parameter)
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": parameter '", out.target, "' is tied to input %", ownerValue->name().str(),
-          ", which is a ", inputRoleName(owner.role).str(), ", not a parameter"));
-    const TensorType &ot = ownerValue->tensorType();
-    if (ot.dtype != pt.dtype || ot.sizes != pt.sizes || ot.device != pt.device)
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": parameter '", out.target, "' (", typeText(pt), ") is tied to '", owner.target,
-          "' (", typeText(ot), "): their gradients cannot be summed"));
-    if (!isDense(ot))
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": parameter '", owner.target,
-          "' does not cover its memory densely (strides [", absl::StrJoin(ot.strides, ", "),
-          "]): the fused optimizer kernels need dense parameters"));
-    int &u = updateOf[ownerValue->index()];
+    auto ownerValue = checkedOwner(g, where, out.target, in, grad);
+    if (!ownerValue.ok())
+      return ownerValue.status();
+    const GraphInput &owner = g.inputs()[(*ownerValue)->index()];
+    int &u = updateOf[(*ownerValue)->index()];
     if (u < 0) {
       u = static_cast<int>(updates.size());
       updates.push_back({owner.value, owner.target, {}});
@@ -189,7 +216,7 @@ absl::StatusOr<std::vector<Update>> planUpdates(const Graph &g,
   for (const Update &u : updates)
     for (const char *state : stateNames(h)) {
       std::string target = absl::StrCat(u.target, ".", state);
-      if (const Value *taken = inputByTarget.lookup(target))
+      if (const Value *taken = targets->inputByTarget.lookup(target))
         return absl::FailedPreconditionError(absl::StrCat(where, ": the optimizer state '", target,
                                                           "' is already the target of input %",
                                                           taken->name().str()));

@@ -521,6 +521,49 @@ CheckpointPass::planAndApplyOffloads(Graph &graph, const RecomputeModel &origina
   return done;
 }
 
+absl::StatusOr<double> CheckpointPass::preferOffloadsIfFaster(
+    Graph &graph, AnalysisManager &analyses, const RecomputeModel &built, const NodeCosts &costs,
+    BoundedMemory bounded, int64_t peakBudget, absl::StatusOr<Planned> &planned,
+    Offloaded &offloaded, Outcome &out) const {
+  double alsoPlanned = 0; // the seconds of the plan not taken
+  Outcome withOffloads = out;
+  auto made = planAndApplyOffloads(graph, built, costs, bounded, withOffloads);
+  if (!made.ok())
+    return made.status();
+  out.offloadBandwidth = withOffloads.offloadBandwidth;
+  out.offloadPlanSeconds = withOffloads.offloadPlanSeconds;
+  if (!made->model)
+    return alsoPlanned;
+  auto both = planWithinBudget(graph, *made->model, analyses, peakBudget, withOffloads);
+  const bool better =
+      both.ok() && both->plan.meetsBudget &&
+      (!planned.ok() || !planned->plan.meetsBudget ||
+       both->plan.predictedExtraSeconds + withOffloads.offloadStallSeconds <
+           planned->plan.predictedExtraSeconds);
+  // Both plans' time is planning time.
+  alsoPlanned = better ? (planned.ok() ? planned->plan.solveSeconds : 0)
+                       : (both.ok() ? both->plan.solveSeconds : 0);
+  if (better) {
+    out = std::move(withOffloads);
+    planned = std::move(both);
+    offloaded = std::move(*made);
+    return alsoPlanned;
+  }
+  if (absl::Status undone = removeOffloads(made->applied, graph); !undone.ok())
+    return undone;
+  out.offloadRejected = absl::StrCat(
+      made->rows.size(), " offloads tried, not used: ",
+      both.ok() && both->plan.meetsBudget
+          ? llvm::formatv("with them, {0:F2} ms predicted against {1:F2} ms by "
+                          "recomputation alone",
+                          (both->plan.predictedExtraSeconds +
+                           withOffloads.offloadStallSeconds) * 1e3,
+                          planned->plan.predictedExtraSeconds * 1e3)
+                .str()
+          : std::string("with them, the budget was not met"));
+  return alsoPlanned;
+}
+
 absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &analyses) {
   Outcome out;
   out.graph = graph.name().str();
@@ -539,7 +582,6 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
 
   // Plan; with measurement, check the measured peak and tighten while it is over.
   auto planned = planWithinBudget(graph, *built, analyses, peakBudget, out);
-  const RecomputeModel *model = &*built;
   // offload-bandwidth=: offloads first, then recomputation for the rest, on
   // the graph with the offloads in it; kept only where that is predicted
   // faster than recomputation alone (recomputing around offloaded values can
@@ -547,43 +589,13 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   Offloaded offloaded;
   double alsoPlanned = 0; // the seconds of the plan not taken
   if (offloadBandwidth_.get()) {
-    Outcome withOffloads = out;
-    auto made = planAndApplyOffloads(graph, *built, *costs, bounded, withOffloads);
-    if (!made.ok())
-      return made.status();
-    out.offloadBandwidth = withOffloads.offloadBandwidth;
-    out.offloadPlanSeconds = withOffloads.offloadPlanSeconds;
-    if (made->model) {
-      auto both = planWithinBudget(graph, *made->model, analyses, peakBudget, withOffloads);
-      const bool better =
-          both.ok() && both->plan.meetsBudget &&
-          (!planned.ok() || !planned->plan.meetsBudget ||
-           both->plan.predictedExtraSeconds + withOffloads.offloadStallSeconds <
-               planned->plan.predictedExtraSeconds);
-      // Both plans' time is planning time.
-      alsoPlanned = better ? (planned.ok() ? planned->plan.solveSeconds : 0)
-                           : (both.ok() ? both->plan.solveSeconds : 0);
-      if (better) {
-        out = std::move(withOffloads);
-        planned = std::move(both);
-        offloaded = std::move(*made);
-        model = &*offloaded.model;
-      } else {
-        if (absl::Status undone = removeOffloads(made->applied, graph); !undone.ok())
-          return undone;
-        out.offloadRejected = absl::StrCat(
-            made->rows.size(), " offloads tried, not used: ",
-            both.ok() && both->plan.meetsBudget
-                ? llvm::formatv("with them, {0:F2} ms predicted against {1:F2} ms by "
-                                "recomputation alone",
-                                (both->plan.predictedExtraSeconds +
-                                 withOffloads.offloadStallSeconds) * 1e3,
-                                planned->plan.predictedExtraSeconds * 1e3)
-                      .str()
-                : std::string("with them, the budget was not met"));
-      }
-    }
+    auto also = preferOffloadsIfFaster(graph, analyses, *built, *costs, bounded, peakBudget,
+                                       planned, offloaded, out);
+    if (!also.ok())
+      return also.status();
+    alsoPlanned = *also;
   }
+  const RecomputeModel *model = offloaded.model ? &*offloaded.model : &*built;
   if (!planned.ok())
     return planned.status();
   const CheckpointPlan &plan = planned->plan;
@@ -624,11 +636,15 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   return out.changed;
 }
 
-void CheckpointPass::printReport(llvm::raw_ostream &os) const {
-  if (!outcome_)
-    return;
-  const Outcome &o = *outcome_;
-  auto share = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
+namespace {
+
+using Outcome = CheckpointPass::Outcome;
+using Activation = CheckpointPass::Activation;
+
+double shareOf(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+/// The budget, the planner and how the plan was reached.
+void printPlanning(llvm::raw_ostream &os, const Outcome &o) {
   os << "checkpoint @" << o.graph << ": " << o.budgetText << " = " << formatMiB(o.budgetBytes)
      << " of " << o.boundedName;
   if (o.peakCapBytes >= 0)
@@ -649,43 +665,55 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
           "rises there (checkpoint.json, budget_ladder)\n";
   if (!o.budgetUnmet.empty())
     os << "  budget not met (unmet=closest applied the closest plan): " << o.budgetUnmet << "\n";
+}
+
+/// Memory and time, unoptimised against predicted (and measured, where they were).
+void printPredictions(llvm::raw_ostream &os, const Outcome &o) {
   os << "  activations saved for backward: unoptimised " << formatMiB(o.activationBytes)
      << ", predicted " << formatMiB(o.predictedActivations)
-     << llvm::format(" (%.2fx)", share(o.predictedActivations, o.activationBytes));
+     << llvm::format(" (%.2fx)", shareOf(o.predictedActivations, o.activationBytes));
   if (o.measuredAtBackward >= 0)
     os << "; measured live at backward start " << formatMiB(o.measuredAtBackward) << " against "
        << formatMiB(o.measuredBaselineAtBackward)
-       << llvm::format(" (%.2fx)", share(o.measuredAtBackward, o.measuredBaselineAtBackward));
+       << llvm::format(" (%.2fx)", shareOf(o.measuredAtBackward, o.measuredBaselineAtBackward));
   os << "\n";
   os << "  peak above weights and inputs: unoptimised " << formatMiB(o.baselinePeak)
      << ", predicted " << formatMiB(o.predictedPeak)
-     << llvm::format(" (%.2fx)", share(o.predictedPeak, o.baselinePeak));
+     << llvm::format(" (%.2fx)", shareOf(o.predictedPeak, o.baselinePeak));
   if (o.measuredPeak >= 0)
     os << ", measured " << formatMiB(o.measuredPeak) << " against " << formatMiB(o.measuredBaselinePeak)
-       << llvm::format(" unoptimised (%.2fx)", share(o.measuredPeak, o.measuredBaselinePeak));
+       << llvm::format(" unoptimised (%.2fx)", shareOf(o.measuredPeak, o.measuredBaselinePeak));
   os << "\n";
   os << llvm::format("  extra step time: predicted %.2f ms (+%.1f%%)", o.predictedExtraSeconds * 1e3,
-                     100 * share(o.predictedExtraSeconds, o.baselineStepSeconds));
+                     100 * shareOf(o.predictedExtraSeconds, o.baselineStepSeconds));
   if (o.greedyExtraSeconds >= 0) // the oracle against the default planner, same costs
     os << llvm::format(" (the greedy's plan: %.2f ms, +%.1f%%)", o.greedyExtraSeconds * 1e3,
-                       100 * share(o.greedyExtraSeconds, o.baselineStepSeconds));
+                       100 * shareOf(o.greedyExtraSeconds, o.baselineStepSeconds));
   if (o.gap >= 0 || o.lowerBoundSeconds > 0) // what no plan within the budget can beat
     os << llvm::format("; no plan needs less than %.2f ms", o.lowerBoundSeconds * 1e3);
   if (o.measuredSeconds >= 0)
     os << llvm::format(", measured %.2f ms against %.2f ms (%.3fx)", o.measuredSeconds * 1e3,
-                       o.measuredBaselineSeconds * 1e3, share(o.measuredSeconds, o.measuredBaselineSeconds));
+                       o.measuredBaselineSeconds * 1e3, shareOf(o.measuredSeconds, o.measuredBaselineSeconds));
   os << "\n";
-  if (o.offloadBandwidth > 0) {
-    unsigned n = 0;
-    for (const Activation &a : o.activations)
-      n += a.decision == "offloaded";
-    os << llvm::format("  offload at %.1f GB/s each way: ", o.offloadBandwidth / 1e9) << n
-       << " activations (" << formatMiB(o.offloadedBytes) << ") to host memory and back"
-       << llvm::format(", the step predicted to wait %.2f ms for copies", o.offloadStallSeconds * 1e3)
-       << "; predicted, not measured: an offload plan runs on CUDA only\n";
-    if (!o.offloadRejected.empty())
-      os << "  offload: " << o.offloadRejected << "\n";
-  }
+}
+
+/// offload-bandwidth=: what was offloaded, or why offloads were not used.
+void printOffloads(llvm::raw_ostream &os, const Outcome &o) {
+  if (o.offloadBandwidth <= 0)
+    return;
+  unsigned n = 0;
+  for (const Activation &a : o.activations)
+    n += a.decision == "offloaded";
+  os << llvm::format("  offload at %.1f GB/s each way: ", o.offloadBandwidth / 1e9) << n
+     << " activations (" << formatMiB(o.offloadedBytes) << ") to host memory and back"
+     << llvm::format(", the step predicted to wait %.2f ms for copies", o.offloadStallSeconds * 1e3)
+     << "; predicted, not measured: an offload plan runs on CUDA only\n";
+  if (!o.offloadRejected.empty())
+    os << "  offload: " << o.offloadRejected << "\n";
+}
+
+/// The activations by decision, and the first 20 recomputed or offloaded.
+void printActivations(llvm::raw_ostream &os, const Outcome &o) {
   unsigned recomputed = 0, never = 0, held = 0;
   int64_t recomputedBytes = 0;
   for (const Activation &a : o.activations) {
@@ -726,6 +754,18 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
                        a.module.empty() ? "-" : a.module.c_str(), formatBytes(a.bytes).c_str(),
                        a.recomputeSeconds * 1e3, a.reason.c_str());
   }
+}
+
+} // namespace
+
+void CheckpointPass::printReport(llvm::raw_ostream &os) const {
+  if (!outcome_)
+    return;
+  const Outcome &o = *outcome_;
+  printPlanning(os, o);
+  printPredictions(os, o);
+  printOffloads(os, o);
+  printActivations(os, o);
 }
 
 GRAPHOPT_REGISTER_PASS(CheckpointPass);

@@ -208,6 +208,16 @@ private:
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,
                                            AnalysisManager &analyses, int64_t peakBudget,
                                            Outcome &out) const;
+  /// offload-bandwidth=: the offloads' plan (planAndApplyOffloads, then
+  /// planWithinBudget on the graph with them) taken in place of `planned`
+  /// and `out` where predicted faster, else the offloads taken out again
+  /// (out.offloadRejected says why); the seconds of the plan not taken.
+  absl::StatusOr<double> preferOffloadsIfFaster(Graph &graph, AnalysisManager &analyses,
+                                                const RecomputeModel &built,
+                                                const NodeCosts &costs, BoundedMemory bounded,
+                                                int64_t peakBudget,
+                                                absl::StatusOr<Planned> &planned,
+                                                Offloaded &offloaded, Outcome &out) const;
 };
 
 } // namespace graphopt

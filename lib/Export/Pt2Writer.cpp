@@ -113,6 +113,139 @@ nlohmann::json customValue(const Constant &c) {
   return printConstantToString(c);
 }
 
+/// The spec of graph input `in` (a tensor, `v`) in the graph signature.
+ts::InputSpec inputSpecOf(const GraphInput &in) {
+  const Value *v = in.value;
+  ts::InputSpec spec;
+  switch (in.role) {
+  case InputRole::Parameter: {
+    ts::InputToParameterSpec p;
+    p.set_arg(tensorArg(v));
+    p.set_parameter_name(in.target);
+    spec.set_parameter(std::move(p));
+    break;
+  }
+  case InputRole::Buffer:
+  case InputRole::OptimizerState: { // a persistent buffer, listed in the graph's custom
+    ts::InputToBufferSpec b;
+    b.set_arg(tensorArg(v));
+    b.set_buffer_name(in.target);
+    b.set_persistent(true);
+    spec.set_buffer(std::move(b));
+    break;
+  }
+  case InputRole::Constant: {
+    ts::InputToTensorConstantSpec c;
+    c.set_arg(tensorArg(v));
+    c.set_tensor_constant_name(in.target);
+    spec.set_tensor_constant(std::move(c));
+    break;
+  }
+  case InputRole::UserInput: {
+    ts::UserInputSpec u;
+    u.set_arg(asTensor(v));
+    spec.set_user_input(std::move(u));
+    break;
+  }
+  }
+  return spec;
+}
+
+/// The spec of graph output `out` (a tensor) in the graph signature.
+ts::OutputSpec outputSpecOf(const GraphOutput &out) {
+  const Value *v = out.value;
+  ts::OutputSpec spec;
+  switch (out.role) {
+  case OutputRole::UserOutput: {
+    ts::UserOutputSpec u;
+    u.set_arg(asTensor(v));
+    spec.set_user_output(std::move(u));
+    break;
+  }
+  case OutputRole::Loss: {
+    ts::LossOutputSpec l;
+    l.set_arg(tensorArg(v));
+    spec.set_loss_output(std::move(l));
+    break;
+  }
+  case OutputRole::BufferMutation: {
+    ts::BufferMutationSpec b;
+    b.set_arg(tensorArg(v));
+    b.set_buffer_name(out.target);
+    spec.set_buffer_mutation(std::move(b));
+    break;
+  }
+  case OutputRole::Gradient: {
+    ts::GradientToParameterSpec p;
+    p.set_arg(tensorArg(v));
+    p.set_parameter_name(out.target);
+    spec.set_gradient_to_parameter(std::move(p));
+    break;
+  }
+  case OutputRole::InputGradient: {
+    ts::GradientToUserInputSpec u;
+    u.set_arg(tensorArg(v));
+    u.set_user_input_name(out.target);
+    spec.set_gradient_to_user_input(std::move(u));
+    break;
+  }
+  }
+  return spec;
+}
+
+ts::F64 f64(double d) {
+  ts::F64 f;
+  f.set(d);
+  return f;
+}
+
+/// A list argument of `n` (for `schemaArg`): tensors, or optional ones.
+absl::StatusOr<ts::Argument> listArgument(const Node &n, const Argument &arg,
+                                          const c10::Argument &schemaArg) {
+  ts::Argument out;
+  if (argFormOf(schemaArg.real_type()) == ArgForm::OptionalTensorList) {
+    std::vector<ts::OptionalTensorArgument> elems;
+    for (const Value *v : arg.getList()) {
+      ts::OptionalTensorArgument o;
+      if (v)
+        o.set_as_tensor(tensorArg(v));
+      else
+        o.set_as_none(true);
+      elems.push_back(std::move(o));
+    }
+    out.set_as_optional_tensors(std::move(elems));
+  } else {
+    std::vector<ts::TensorArgument> elems;
+    for (const Value *v : arg.getList()) {
+      if (!v)
+        return unsupported(n, absl::StrCat("argument '", schemaArg.name(),
+                                           "' holds None in a list of tensors"));
+      elems.push_back(tensorArg(v));
+    }
+    out.set_as_tensors(std::move(elems));
+  }
+  return out;
+}
+
+/// An argument of `n` (for `schemaArg`) that is the value `v`: a tensor, or
+/// a symbolic int.
+absl::StatusOr<ts::Argument> valueArgument(const Node &n, const Value *v,
+                                           const c10::Argument &schemaArg) {
+  ts::Argument out;
+  if (v->isTensor()) {
+    out.set_as_tensor(tensorArg(v));
+  } else if (v->type().kind == ValueKind::Int) {
+    ts::SymIntArgument s;
+    s.set_as_name(v->name().str());
+    out.set_as_sym_int(std::move(s));
+  } else {
+    return unsupported(n, absl::StrCat("argument '", schemaArg.name(), "' is the value %",
+                                       v->name().str(), " of type ",
+                                       printTypeToString(v->type())));
+  }
+  return out;
+}
+
 class ProgramWriter {
 public:
   ProgramWriter(const Graph &g, llvm::ArrayRef<std::string> zeroFilled)
@@ -122,6 +255,8 @@ public:
 private:
   absl::Status addTensorValue(const Value *v, bool requiresGrad = false);
   absl::StatusOr<ts::Argument> argument(const Node &n, unsigned i);
+  /// argument() where the argument is the constant `c`.
+  absl::StatusOr<ts::Argument> constantArgument(const Node &n, unsigned i, const Constant &c);
   absl::StatusOr<ts::Node> node(const Node &n);
   std::string nodeName(const Node &n);
   absl::Status signature(ts::GraphSignature &sig, std::vector<ts::Argument> &inputs,
@@ -156,55 +291,16 @@ absl::Status ProgramWriter::addTensorValue(const Value *v, bool requiresGrad) {
 absl::StatusOr<ts::Argument> ProgramWriter::argument(const Node &n, unsigned i) {
   const Argument &arg = n.arg(i);
   const c10::Argument &schemaArg = n.schema().arguments()[i];
-  ArgForm form = argFormOf(schemaArg.real_type());
+  if (arg.isList())
+    return listArgument(n, arg, schemaArg);
+  if (arg.isValue())
+    return valueArgument(n, arg.getValue(), schemaArg);
+  return constantArgument(n, i, arg.getConstant());
+}
+
+absl::StatusOr<ts::Argument> ProgramWriter::constantArgument(const Node &n, unsigned i,
+                                                             const Constant &c) {
   ts::Argument out;
-  auto optionalTensor = [](const Value *v) {
-    ts::OptionalTensorArgument o;
-    if (v)
-      o.set_as_tensor(tensorArg(v));
-    else
-      o.set_as_none(true);
-    return o;
-  };
-  if (arg.isList()) {
-    if (form == ArgForm::OptionalTensorList) {
-      std::vector<ts::OptionalTensorArgument> elems;
-      for (const Value *v : arg.getList())
-        elems.push_back(optionalTensor(v));
-      out.set_as_optional_tensors(std::move(elems));
-    } else {
-      std::vector<ts::TensorArgument> elems;
-      for (const Value *v : arg.getList()) {
-        if (!v)
-          return unsupported(n, absl::StrCat("argument '", schemaArg.name(),
-                                             "' holds None in a list of tensors"));
-        elems.push_back(tensorArg(v));
-      }
-      out.set_as_tensors(std::move(elems));
-    }
-    return out;
-  }
-  if (arg.isValue()) {
-    const Value *v = arg.getValue();
-    if (v->isTensor()) {
-      out.set_as_tensor(tensorArg(v));
-    } else if (v->type().kind == ValueKind::Int) {
-      ts::SymIntArgument s;
-      s.set_as_name(v->name().str());
-      out.set_as_sym_int(std::move(s));
-    } else {
-      return unsupported(n, absl::StrCat("argument '", schemaArg.name(), "' is the value %",
-                                         v->name().str(), " of type ",
-                                         printTypeToString(v->type())));
-    }
-    return out;
-  }
-  const Constant &c = arg.getConstant();
-  auto f64 = [](double d) {
-    ts::F64 f;
-    f.set(d);
-    return f;
-  };
   switch (c.kind()) {
   case ConstantKind::None: out.set_as_none(true); break;
   case ConstantKind::Bool: out.set_as_bool(c.asBool()); break;
@@ -362,39 +458,7 @@ absl::Status ProgramWriter::signature(ts::GraphSignature &sig, std::vector<ts::A
     if (absl::Status st = addTensorValue(v, in.role == InputRole::Parameter); !st.ok())
       return st;
     inputs.push_back(asTensor(v));
-    ts::InputSpec spec;
-    switch (in.role) {
-    case InputRole::Parameter: {
-      ts::InputToParameterSpec p;
-      p.set_arg(tensorArg(v));
-      p.set_parameter_name(in.target);
-      spec.set_parameter(std::move(p));
-      break;
-    }
-    case InputRole::Buffer:
-    case InputRole::OptimizerState: { // a persistent buffer, listed in the graph's custom
-      ts::InputToBufferSpec b;
-      b.set_arg(tensorArg(v));
-      b.set_buffer_name(in.target);
-      b.set_persistent(true);
-      spec.set_buffer(std::move(b));
-      break;
-    }
-    case InputRole::Constant: {
-      ts::InputToTensorConstantSpec c;
-      c.set_arg(tensorArg(v));
-      c.set_tensor_constant_name(in.target);
-      spec.set_tensor_constant(std::move(c));
-      break;
-    }
-    case InputRole::UserInput: {
-      ts::UserInputSpec u;
-      u.set_arg(asTensor(v));
-      spec.set_user_input(std::move(u));
-      break;
-    }
-    }
-    inputSpecs.push_back(std::move(spec));
+    inputSpecs.push_back(inputSpecOf(in));
   }
 
   // torch's verifier wants mutations first, then the other outputs; within
@@ -414,43 +478,7 @@ absl::Status ProgramWriter::signature(ts::GraphSignature &sig, std::vector<ts::A
           absl::StrCat("cannot write graph output %", v->name().str(), " of type ",
                        printTypeToString(v->type()), " to a .pt2 archive: only tensor outputs"));
     outputs.push_back(asTensor(v));
-    ts::OutputSpec spec;
-    switch (out->role) {
-    case OutputRole::UserOutput: {
-      ts::UserOutputSpec u;
-      u.set_arg(asTensor(v));
-      spec.set_user_output(std::move(u));
-      break;
-    }
-    case OutputRole::Loss: {
-      ts::LossOutputSpec l;
-      l.set_arg(tensorArg(v));
-      spec.set_loss_output(std::move(l));
-      break;
-    }
-    case OutputRole::BufferMutation: {
-      ts::BufferMutationSpec b;
-      b.set_arg(tensorArg(v));
-      b.set_buffer_name(out->target);
-      spec.set_buffer_mutation(std::move(b));
-      break;
-    }
-    case OutputRole::Gradient: {
-      ts::GradientToParameterSpec p;
-      p.set_arg(tensorArg(v));
-      p.set_parameter_name(out->target);
-      spec.set_gradient_to_parameter(std::move(p));
-      break;
-    }
-    case OutputRole::InputGradient: {
-      ts::GradientToUserInputSpec u;
-      u.set_arg(tensorArg(v));
-      u.set_user_input_name(out->target);
-      spec.set_gradient_to_user_input(std::move(u));
-      break;
-    }
-    }
-    outputSpecs.push_back(std::move(spec));
+    outputSpecs.push_back(outputSpecOf(*out));
   }
   sig.set_input_specs(std::move(inputSpecs));
   sig.set_output_specs(std::move(outputSpecs));

@@ -62,6 +62,16 @@ private:
   absl::Status parseInput();
   absl::Status parseOutput();
   absl::Status parseNode();
+  // parseNode's steps.
+  /// `%a, %b =` before an operator (none without it).
+  absl::StatusOr<std::vector<Token>> parseResultNames();
+  /// `(positional, name=value)`, into `slots` (of `schema`); stops at the ')'.
+  absl::Status parseArguments(const c10::FunctionSchema &schema, ArgumentSlots &slots);
+  /// `: type, type` after the call, or the schema's return kinds; checks
+  /// that `numResults` names fit what `opTok`'s `schema` returns.
+  absl::StatusOr<std::vector<ValueType>> parseResultTypes(const Token &opTok,
+                                                          const c10::FunctionSchema &schema,
+                                                          size_t numResults);
   absl::StatusOr<ValueType> parseType();
   absl::StatusOr<std::vector<int64_t>> parseIntList();
   absl::StatusOr<int64_t> parseIntToken();
@@ -572,23 +582,7 @@ absl::StatusOr<std::vector<Node::Attribute>> Parser::parseAttrDict() {
 }
 
 absl::Status Parser::parseNode() {
-  std::vector<Token> outNames;
-  if (tok_.kind == Token::ValueRef) {
-    for (;;) {
-      if (tok_.kind != Token::ValueRef)
-        return expected("a value name");
-      GRAPHOPT_RETURN_IF_ERROR(checkNewName(tok_));
-      for (const Token &prev : outNames)
-        if (prev.text == tok_.text)
-          return errorAt(tok_, absl::StrCat("redefinition of value %", tok_.text));
-      outNames.push_back(tok_);
-      consume();
-      if (tok_.kind != Token::Comma)
-        break;
-      consume();
-    }
-    GRAPHOPT_RETURN_IF_ERROR(expect(Token::Equal, "'=' after the node's results"));
-  }
+  GRAPHOPT_ASSIGN_OR_RETURN(outNames, parseResultNames());
   Token opTok = tok_;
   if (opTok.kind != Token::Ident || !llvm::StringRef(opTok.text).contains("::"))
     return expected("an operator name like 'aten::add.Tensor'");
@@ -597,11 +591,58 @@ absl::Status Parser::parseNode() {
     return errorAt(opTok, std::string(op.status().message()));
   consume();
   const c10::FunctionSchema &schema = op->schema();
-  const auto &schemaArgs = schema.arguments();
 
-  // Arguments: positional ones first, then name=value.
-  GRAPHOPT_RETURN_IF_ERROR(expect(Token::LParen, "'(' after the operator name"));
   ArgumentSlots slots(schema);
+  GRAPHOPT_RETURN_IF_ERROR(parseArguments(schema, slots));
+  Token closeParen = tok_;
+  consume();
+  std::vector<Node::Attribute> attrs;
+  if (tok_.kind == Token::LBrace) {
+    GRAPHOPT_ASSIGN_OR_RETURN(parsedAttrs, parseAttrDict());
+    attrs = std::move(parsedAttrs);
+  }
+  auto filled = slots.finish();
+  if (!filled.ok())
+    return errorAt(closeParen, std::string(filled.status().message()));
+  std::vector<Argument> args = std::move(*filled);
+
+  GRAPHOPT_ASSIGN_OR_RETURN(types, parseResultTypes(opTok, schema, outNames.size()));
+  std::vector<std::string> names;
+  for (const Token &t : outNames)
+    names.push_back(t.text);
+  Node *node = graph_->createNode(*op, args, types, phase_, names);
+  for (auto &[key, value] : attrs)
+    node->setAttr(key, std::move(value));
+  for (unsigned i = 0; i < node->numOutputs(); ++i)
+    values_[names[i]] = node->output(i);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Token>> Parser::parseResultNames() {
+  std::vector<Token> outNames;
+  if (tok_.kind != Token::ValueRef)
+    return outNames;
+  for (;;) {
+    if (tok_.kind != Token::ValueRef)
+      return expected("a value name");
+    GRAPHOPT_RETURN_IF_ERROR(checkNewName(tok_));
+    for (const Token &prev : outNames)
+      if (prev.text == tok_.text)
+        return errorAt(tok_, absl::StrCat("redefinition of value %", tok_.text));
+    outNames.push_back(tok_);
+    consume();
+    if (tok_.kind != Token::Comma)
+      break;
+    consume();
+  }
+  GRAPHOPT_RETURN_IF_ERROR(expect(Token::Equal, "'=' after the node's results"));
+  return outNames;
+}
+
+// Arguments: positional ones first, then name=value.
+absl::Status Parser::parseArguments(const c10::FunctionSchema &schema, ArgumentSlots &slots) {
+  const auto &schemaArgs = schema.arguments();
+  GRAPHOPT_RETURN_IF_ERROR(expect(Token::LParen, "'(' after the operator name"));
   bool sawKeyword = false, first = true;
   while (tok_.kind != Token::RParen) {
     if (!first) {
@@ -633,52 +674,38 @@ absl::Status Parser::parseNode() {
     GRAPHOPT_ASSIGN_OR_RETURN(a, toArgument(std::move(parsed), schemaArgs[*slot]));
     slots.set(*slot, std::move(a));
   }
-  Token closeParen = tok_;
-  consume();
-  std::vector<Node::Attribute> attrs;
-  if (tok_.kind == Token::LBrace) {
-    GRAPHOPT_ASSIGN_OR_RETURN(parsedAttrs, parseAttrDict());
-    attrs = std::move(parsedAttrs);
-  }
-  auto filled = slots.finish();
-  if (!filled.ok())
-    return errorAt(closeParen, std::string(filled.status().message()));
-  std::vector<Argument> args = std::move(*filled);
+  return absl::OkStatus();
+}
 
-  // Results: their count must fit the schema; types are optional.
+// Results: their count must fit the schema; types are optional.
+absl::StatusOr<std::vector<ValueType>> Parser::parseResultTypes(const Token &opTok,
+                                                                const c10::FunctionSchema &schema,
+                                                                size_t numResults) {
   const auto &returns = schema.returns();
   bool listReturn = returnsTensorList(schema);
-  if (!listReturn && outNames.size() != returns.size())
+  if (!listReturn && numResults != returns.size())
     return errorAt(opTok, absl::StrCat(opTok.text, " returns ", returns.size(), " value",
-                                       returns.size() == 1 ? "" : "s", ", but ", outNames.size(),
-                                       " result name", outNames.size() == 1 ? " is" : "s are",
+                                       returns.size() == 1 ? "" : "s", ", but ", numResults,
+                                       " result name", numResults == 1 ? " is" : "s are",
                                        " given"));
   std::vector<ValueType> types;
   if (tok_.kind == Token::Colon) {
     consume();
-    for (size_t i = 0; i < outNames.size(); ++i) {
+    for (size_t i = 0; i < numResults; ++i) {
       if (i)
         GRAPHOPT_RETURN_IF_ERROR(expect(Token::Comma, "',' and the next result type"));
       GRAPHOPT_ASSIGN_OR_RETURN(t, parseType());
       types.push_back(std::move(t));
     }
   } else {
-    for (size_t i = 0; i < outNames.size(); ++i) {
+    for (size_t i = 0; i < numResults; ++i) {
       auto kind = returnValueKind(returns[listReturn ? 0 : i]);
       types.push_back(kind ? ValueType::ofScalar(*kind) : ValueType::unknownTensor());
       if (types.back().isTensor())
         types.back() = ValueType::unknownTensor();
     }
   }
-  std::vector<std::string> names;
-  for (const Token &t : outNames)
-    names.push_back(t.text);
-  Node *node = graph_->createNode(*op, args, types, phase_, names);
-  for (auto &[key, value] : attrs)
-    node->setAttr(key, std::move(value));
-  for (unsigned i = 0; i < node->numOutputs(); ++i)
-    values_[names[i]] = node->output(i);
-  return absl::OkStatus();
+  return types;
 }
 
 } // namespace

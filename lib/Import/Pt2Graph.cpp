@@ -31,6 +31,9 @@ namespace {
 
 using Tag = ts::Argument::Tag;
 
+struct InlinedWrapper;
+struct InlinedCall;
+
 class GraphBuilder {
 public:
   GraphBuilder(const ts::ExportedProgram &ep, llvm::StringRef where)
@@ -51,10 +54,30 @@ private:
   absl::Status addInputs();
   absl::Status addNode(const ts::Node &n);
   absl::Status inlineHigherOrder(const ts::Node &n);
+  // inlineHigherOrder's steps.
+  absl::StatusOr<InlinedCall> inlinedCallOf(const ts::Node &n);
+  /// What autocast_ is inside the call's body (none: no enabled autocast).
+  absl::StatusOr<std::optional<std::string>> autocastInside(const InlinedCall &call) const;
+  /// Binds, in `scope`, the body's inputs to the call's operands (also
+  /// gathered in `operands`).
+  absl::Status bindOperands(const InlinedCall &call, llvm::StringMap<Value *> &scope,
+                            llvm::DenseSet<Value *> &operands);
+  /// Adds the body's nodes in `scope`, `autocast` in force; the body's outputs.
+  absl::StatusOr<std::vector<Value *>> addBody(const InlinedCall &call,
+                                               llvm::StringMap<Value *> &scope,
+                                               std::optional<std::string> autocast);
+  /// Binds the call's results to the body's outputs `results`.
+  absl::Status bindResults(const InlinedCall &call, const std::vector<Value *> &results,
+                           const llvm::DenseSet<Value *> &operands);
   absl::Status checkNoImplicitCast(const ts::Node &n, Node &node);
   void countDefinitions(const ts::Graph &g, bool top);
   absl::StatusOr<Argument> convertArgument(const ts::Node &n, const ts::Argument &a,
                                            const c10::Argument &schemaArg);
+  /// convertArgument of a tensor, an optional one, or a list of either.
+  absl::StatusOr<Argument> convertTensorArgument(const ts::Node &n, const ts::Argument &a);
+  /// convertArgument of a dtype, layout, memory format or device.
+  absl::StatusOr<Argument> convertEnumArgument(const ts::Node &n, const ts::Argument &a,
+                                               const c10::Argument &schemaArg);
   absl::StatusOr<Value *> lookup(const ts::Node *n, const std::string &name) const;
   absl::Status addOutputs();
   void assignPhases();
@@ -96,6 +119,17 @@ const InlinedWrapper kInlinedWrappers[] = {
     {"wrap_with_set_grad_enabled", 1},
     // (device_type, dtype, enabled, cache_enabled, body, *operands)
     {"wrap_with_autocast", 4},
+};
+
+/// A call of an inlined wrapper, its body checked to be there.
+struct InlinedCall {
+  const ts::Node &n;
+  const InlinedWrapper &wrapper;
+  llvm::StringRef hop; ///< the wrapper's name
+  std::string hopName; ///< the call's node name
+  const ts::Graph &body;
+  std::string bodyName;
+  const std::vector<ts::NamedArgument> &inputs() const { return n.get_inputs(); }
 };
 
 absl::StatusOr<ValueType> GraphBuilder::tensorType(const std::string &name) const {
@@ -368,15 +402,21 @@ std::optional<std::string> operatorName(llvm::StringRef target) {
   return out;
 }
 
+/// A constant for `schemaArg`: coerced to its scalar type where it takes a
+/// scalar, else as it is (the verifier names a mismatch).
+Argument constantFor(Constant c, const c10::Argument &schemaArg) {
+  if (argFormOf(schemaArg.real_type()) == ArgForm::Scalar) {
+    auto coerced = coerceConstant(c, schemaArg.real_type());
+    if (coerced.ok())
+      return Argument::constant(*coerced);
+  }
+  return Argument::constant(std::move(c)); // the verifier names a mismatch
+}
+
 absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const ts::Argument &a,
                                                        const c10::Argument &schemaArg) {
   auto constant = [&](Constant c) -> absl::StatusOr<Argument> {
-    if (argFormOf(schemaArg.real_type()) == ArgForm::Scalar) {
-      auto coerced = coerceConstant(c, schemaArg.real_type());
-      if (coerced.ok())
-        return Argument::constant(*coerced);
-    }
-    return Argument::constant(std::move(c)); // the verifier names a mismatch
+    return constantFor(std::move(c), schemaArg);
   };
   auto symInt = [&](const ts::SymIntArgument &s) -> absl::StatusOr<std::optional<int64_t>> {
     if (s.tag() == ts::SymIntArgument::Tag::AS_INT)
@@ -386,45 +426,11 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
   switch (a.tag()) {
   case Tag::AS_NONE:
     return Argument::constant(Constant::none());
-  case Tag::AS_TENSOR: {
-    auto v = lookup(&n, a.get_as_tensor().get_name());
-    if (!v.ok())
-      return v.status();
-    return Argument::value(*v);
-  }
-  case Tag::AS_OPTIONAL_TENSOR: {
-    const auto &o = a.get_as_optional_tensor();
-    if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE)
-      return Argument::constant(Constant::none());
-    auto v = lookup(&n, o.get_as_tensor().get_name());
-    if (!v.ok())
-      return v.status();
-    return Argument::value(*v);
-  }
-  case Tag::AS_TENSORS: {
-    std::vector<Value *> elems;
-    for (const auto &t : a.get_as_tensors()) {
-      auto v = lookup(&n, t.get_name());
-      if (!v.ok())
-        return v.status();
-      elems.push_back(*v);
-    }
-    return Argument::list(elems);
-  }
-  case Tag::AS_OPTIONAL_TENSORS: {
-    std::vector<Value *> elems;
-    for (const auto &o : a.get_as_optional_tensors()) {
-      if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE) {
-        elems.push_back(nullptr);
-        continue;
-      }
-      auto v = lookup(&n, o.get_as_tensor().get_name());
-      if (!v.ok())
-        return v.status();
-      elems.push_back(*v);
-    }
-    return Argument::list(elems);
-  }
+  case Tag::AS_TENSOR:
+  case Tag::AS_OPTIONAL_TENSOR:
+  case Tag::AS_TENSORS:
+  case Tag::AS_OPTIONAL_TENSORS:
+    return convertTensorArgument(n, a);
   case Tag::AS_INT:
     return constant(Constant::ofInt(a.get_as_int()));
   case Tag::AS_INTS:
@@ -443,30 +449,11 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
     return constant(Constant::ofBool(a.get_as_bool()));
   case Tag::AS_BOOLS:
     return constant(Constant::ofBoolList(a.get_as_bools()));
-  case Tag::AS_SCALAR_TYPE: {
-    auto t = toScalarType(a.get_as_scalar_type());
-    if (!t)
-      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown dtype"));
-    return constant(Constant::ofDtype(*t));
-  }
-  case Tag::AS_LAYOUT: {
-    auto l = toLayout(a.get_as_layout());
-    if (!l)
-      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown layout"));
-    return constant(Constant::ofLayout(*l));
-  }
-  case Tag::AS_MEMORY_FORMAT: {
-    auto m = toMemoryFormat(a.get_as_memory_format());
-    if (!m)
-      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown memory format"));
-    return constant(Constant::ofMemoryFormat(*m));
-  }
-  case Tag::AS_DEVICE: {
-    auto d = toDevice(a.get_as_device());
-    if (!d)
-      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown device"));
-    return constant(importedDeviceConstant(*d, modelDevice_));
-  }
+  case Tag::AS_SCALAR_TYPE:
+  case Tag::AS_LAYOUT:
+  case Tag::AS_MEMORY_FORMAT:
+  case Tag::AS_DEVICE:
+    return convertEnumArgument(n, a, schemaArg);
   case Tag::AS_SYM_INT: {
     const auto &s = a.get_as_sym_int();
     if (s.tag() == ts::SymIntArgument::Tag::AS_INT)
@@ -492,6 +479,84 @@ absl::StatusOr<Argument> GraphBuilder::convertArgument(const ts::Node &n, const 
   default:
     return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' is of a kind graph-opt does not support (serde tag ",
                                      static_cast<int>(a.tag()), ")"));
+  }
+}
+
+absl::StatusOr<Argument> GraphBuilder::convertTensorArgument(const ts::Node &n,
+                                                             const ts::Argument &a) {
+  switch (a.tag()) {
+  case Tag::AS_TENSOR: {
+    auto v = lookup(&n, a.get_as_tensor().get_name());
+    if (!v.ok())
+      return v.status();
+    return Argument::value(*v);
+  }
+  case Tag::AS_OPTIONAL_TENSOR: {
+    const auto &o = a.get_as_optional_tensor();
+    if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE)
+      return Argument::constant(Constant::none());
+    auto v = lookup(&n, o.get_as_tensor().get_name());
+    if (!v.ok())
+      return v.status();
+    return Argument::value(*v);
+  }
+  case Tag::AS_TENSORS: {
+    std::vector<Value *> elems;
+    for (const auto &t : a.get_as_tensors()) {
+      auto v = lookup(&n, t.get_name());
+      if (!v.ok())
+        return v.status();
+      elems.push_back(*v);
+    }
+    return Argument::list(elems);
+  }
+  case Tag::AS_OPTIONAL_TENSORS:
+  default: { // convertArgument passes only the tensors' tags
+    std::vector<Value *> elems;
+    for (const auto &o : a.get_as_optional_tensors()) {
+      if (o.tag() == ts::OptionalTensorArgument::Tag::AS_NONE) {
+        elems.push_back(nullptr);
+        continue;
+      }
+      auto v = lookup(&n, o.get_as_tensor().get_name());
+      if (!v.ok())
+        return v.status();
+      elems.push_back(*v);
+    }
+    return Argument::list(elems);
+  }
+  }
+}
+
+absl::StatusOr<Argument> GraphBuilder::convertEnumArgument(const ts::Node &n,
+                                                           const ts::Argument &a,
+                                                           const c10::Argument &schemaArg) {
+  switch (a.tag()) {
+  case Tag::AS_SCALAR_TYPE: {
+    auto t = toScalarType(a.get_as_scalar_type());
+    if (!t)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown dtype"));
+    return constantFor(Constant::ofDtype(*t), schemaArg);
+  }
+  case Tag::AS_LAYOUT: {
+    auto l = toLayout(a.get_as_layout());
+    if (!l)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown layout"));
+    return constantFor(Constant::ofLayout(*l), schemaArg);
+  }
+  case Tag::AS_MEMORY_FORMAT: {
+    auto m = toMemoryFormat(a.get_as_memory_format());
+    if (!m)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown memory format"));
+    return constantFor(Constant::ofMemoryFormat(*m), schemaArg);
+  }
+  case Tag::AS_DEVICE:
+  default: { // convertArgument passes only the enums' tags
+    auto d = toDevice(a.get_as_device());
+    if (!d)
+      return nodeError(n, absl::StrCat("argument '", schemaArg.name(), "' has an unknown device"));
+    return constantFor(importedDeviceConstant(*d, modelDevice_), schemaArg);
+  }
   }
 }
 
@@ -635,6 +700,25 @@ absl::Status GraphBuilder::checkNoImplicitCast(const ts::Node &n, Node &node) {
 /// nothing in an explicit graph; autocast is inlined when it is disabled or when
 /// its casts are explicit in the body (checkNoImplicitCast).
 absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
+  auto call = inlinedCallOf(n);
+  if (!call.ok())
+    return call.status();
+  auto autocast = autocastInside(*call);
+  if (!autocast.ok())
+    return autocast.status();
+  llvm::StringMap<Value *> scope;
+  llvm::DenseSet<Value *> operands;
+  if (absl::Status st = bindOperands(*call, scope, operands); !st.ok())
+    return st;
+  auto results = addBody(*call, scope, std::move(*autocast));
+  if (!results.ok())
+    return results.status();
+  return bindResults(*call, *results, operands);
+}
+
+/// The wrapper `n` calls, its body found (an error for any other
+/// higher-order op, or a call of the wrong shape).
+absl::StatusOr<InlinedCall> GraphBuilder::inlinedCallOf(const ts::Node &n) {
   llvm::StringRef hop = llvm::StringRef(n.get_target()).drop_front(kHigherOrderPrefix.size());
   const InlinedWrapper *wrapper = nullptr;
   for (const InlinedWrapper &w : kInlinedWrappers)
@@ -656,10 +740,16 @@ absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
     return nodeError(n, absl::StrCat("expected the body graph as argument ", wrapper->bodyIndex));
   const ts::Graph &body = *inputs[wrapper->bodyIndex].get_arg().get_as_graph().get_graph();
   std::string bodyName = inputs[wrapper->bodyIndex].get_arg().get_as_graph().get_name();
+  return InlinedCall{n, *wrapper, hop, std::move(hopName), body, std::move(bodyName)};
+}
 
-  // An enabled autocast region: its body must hold its casts explicitly.
+// An enabled autocast region: its body must hold its casts explicitly.
+absl::StatusOr<std::optional<std::string>>
+GraphBuilder::autocastInside(const InlinedCall &call) const {
+  const ts::Node &n = call.n;
+  const std::vector<ts::NamedArgument> &inputs = call.inputs();
   std::optional<std::string> autocast = autocast_;
-  if (hop == "wrap_with_autocast") {
+  if (call.hop == "wrap_with_autocast") {
     const ts::Argument &enabled = inputs[2].get_arg();
     if (enabled.tag() != Tag::AS_BOOL)
       return nodeError(n, "argument 2 (enabled) is not a bool");
@@ -673,23 +763,28 @@ absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
       if (inputs[1].get_arg().tag() == Tag::AS_SCALAR_TYPE)
         if (auto t = toScalarType(inputs[1].get_arg().get_as_scalar_type()))
           dtype = c10::toString(*t);
-      autocast = absl::StrCat("wrap_with_autocast node '", hopName, "' (device '", device,
+      autocast = absl::StrCat("wrap_with_autocast node '", call.hopName, "' (device '", device,
                               "', ", dtype, ")");
     }
   } else if (inputs[0].get_arg().tag() != Tag::AS_BOOL) {
     return nodeError(n, "argument 0 (enabled) is not a bool");
   }
+  return autocast;
+}
 
-  // Bind the body's inputs to the call's operands.
-  size_t numOperands = inputs.size() - wrapper->bodyIndex - 1;
-  if (body.get_inputs().size() != numOperands)
-    return nodeError(n, absl::StrCat("the body '", bodyName, "' has ", body.get_inputs().size(),
-                                     " inputs for ", numOperands, " operands"));
-  llvm::StringMap<Value *> scope;
-  llvm::DenseSet<Value *> operands;
+absl::Status GraphBuilder::bindOperands(const InlinedCall &call, llvm::StringMap<Value *> &scope,
+                                        llvm::DenseSet<Value *> &operands) {
+  const ts::Node &n = call.n;
+  const std::vector<ts::NamedArgument> &inputs = call.inputs();
+  const unsigned bodyIndex = call.wrapper.bodyIndex;
+  size_t numOperands = inputs.size() - bodyIndex - 1;
+  if (call.body.get_inputs().size() != numOperands)
+    return nodeError(n, absl::StrCat("the body '", call.bodyName, "' has ",
+                                     call.body.get_inputs().size(), " inputs for ", numOperands,
+                                     " operands"));
   for (size_t i = 0; i < numOperands; ++i) {
-    const ts::Argument &operand = inputs[wrapper->bodyIndex + 1 + i].get_arg();
-    const ts::Argument &param = body.get_inputs()[i];
+    const ts::Argument &operand = inputs[bodyIndex + 1 + i].get_arg();
+    const ts::Argument &param = call.body.get_inputs()[i];
     if (operand.tag() != Tag::AS_TENSOR || param.tag() != Tag::AS_TENSOR)
       return nodeError(n, absl::StrCat("operand ", i, " is not a tensor (serde tag ",
                                        static_cast<int>(operand.tag()), ")"));
@@ -699,17 +794,23 @@ absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
     scope[param.get_as_tensor().get_name()] = *v;
     operands.insert(*v);
   }
+  return absl::OkStatus();
+}
 
-  // Add the body's nodes in the body's scope.
+absl::StatusOr<std::vector<Value *>> GraphBuilder::addBody(const InlinedCall &call,
+                                                           llvm::StringMap<Value *> &scope,
+                                                           std::optional<std::string> autocast) {
+  const ts::Node &n = call.n;
+  const ts::Graph &body = call.body;
   const ts::Graph *savedGraph = graph_;
   llvm::StringMap<Value *> *savedValues = values_;
   std::string savedPrefix = prefix_, savedContext = context_;
   std::optional<std::string> savedAutocast = autocast_;
   graph_ = &body;
   values_ = &scope;
-  prefix_ = absl::StrCat(prefix_, hopName, ".");
-  context_ = absl::StrCat(", in the body '", bodyName, "' of ", hop.str(), " node '", hopName,
-                          "'", context_);
+  prefix_ = absl::StrCat(prefix_, call.hopName, ".");
+  context_ = absl::StrCat(", in the body '", call.bodyName, "' of ", call.hop.str(), " node '",
+                          call.hopName, "'", context_);
   autocast_ = autocast;
   absl::Status st;
   for (const ts::Node &inner : body.get_nodes())
@@ -736,9 +837,15 @@ absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
   autocast_ = savedAutocast;
   if (!st.ok())
     return st;
+  return results;
+}
 
-  // Bind the call's results to the body's outputs. A body value gets the call's
-  // result name (what the rest of the graph, and the signature, call it).
+// A body value gets the call's result name (what the rest of the graph, and
+// the signature, call it).
+absl::Status GraphBuilder::bindResults(const InlinedCall &call,
+                                       const std::vector<Value *> &results,
+                                       const llvm::DenseSet<Value *> &operands) {
+  const ts::Node &n = call.n;
   std::vector<std::string> resultNames;
   for (const ts::Argument &out : n.get_outputs()) {
     if (out.tag() == Tag::AS_TENSOR) {
@@ -753,7 +860,7 @@ absl::Status GraphBuilder::inlineHigherOrder(const ts::Node &n) {
   }
   if (resultNames.size() != results.size())
     return nodeError(n, absl::StrCat("the call has ", resultNames.size(), " results, its body '",
-                                     bodyName, "' returns ", results.size()));
+                                     call.bodyName, "' returns ", results.size()));
   llvm::DenseSet<Value *> renamed;
   for (size_t i = 0; i < results.size(); ++i) {
     Value *v = results[i];

@@ -83,6 +83,19 @@ private:
   Value *sameSizes(const std::vector<Value *> &pool, const Value *v);
   /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
   void step(std::vector<Value *> &pool, Phase phase);
+  // step's kinds of node, each reading `x` (drawn from `pool`) and drawing
+  // its own choices after step's.
+  /// Adds `n`'s float tensor outputs (if `n`) to `pool`.
+  void keep(std::vector<Value *> &pool, Node *n);
+  /// keep, and `n` is one a repeated call may copy.
+  void keepPure(std::vector<Value *> &pool, Node *n);
+  void addView(std::vector<Value *> &pool, Value *x, Phase phase);
+  void addInPlace(std::vector<Value *> &pool, Value *x, Phase phase);
+  void addInPlaceInput(std::vector<Value *> &pool, Phase phase);
+  void addRandom(std::vector<Value *> &pool, Value *x, Phase phase);
+  void addMultiOutput(std::vector<Value *> &pool, Value *x, Phase phase);
+  void addNoOpCopy(std::vector<Value *> &pool, Value *x, Phase phase);
+  void addRepeatedCall(std::vector<Value *> &pool, Phase phase);
   void addOutputs(const std::vector<Value *> &forward, const std::vector<Value *> &backward);
   /// The forward as a block of random steps from `pool`'s first value, then
   /// one to three copies of it, each reading the block before's last value of
@@ -130,24 +143,26 @@ Value *Generator::sameSizes(const std::vector<Value *> &pool, const Value *v) {
   return matches.empty() ? nullptr : pick(matches);
 }
 
+void Generator::keep(std::vector<Value *> &pool, Node *n) {
+  if (!n)
+    return;
+  for (Value *out : n->outputs())
+    if (isFloatTensor(out))
+      pool.push_back(out);
+}
+
+void Generator::keepPure(std::vector<Value *> &pool, Node *n) {
+  if (n)
+    pure_.push_back(n);
+  keep(pool, n);
+}
+
 void Generator::step(std::vector<Value *> &pool, Phase phase) {
   static const char *kUnary[] = {"aten::exp", "aten::sin", "aten::cos", "aten::neg",
                                  "aten::relu", "aten::sigmoid", "aten::tanh"};
   static const char *kBinary[] = {"aten::add.Tensor", "aten::mul.Tensor", "aten::sub.Tensor",
                                   "aten::atan2", "aten::maximum"};
   Value *x = pick(pool);
-  auto keep = [&](Node *n) {
-    if (!n)
-      return;
-    for (Value *out : n->outputs())
-      if (isFloatTensor(out))
-        pool.push_back(out);
-  };
-  auto keepPure = [&](Node *n) {
-    if (n)
-      pure_.push_back(n);
-    keep(n);
-  };
   // Weights out of 40: mostly pure arithmetic, as real steps are; random
   // ops and in-place writes rarer (each makes the values it touches
   // impossible to recompute, so checkpointing may not reach its budget).
@@ -160,117 +175,145 @@ void Generator::step(std::vector<Value *> &pool, Phase phase) {
                                        Scale,  Scale,  Scale,  Scale,  Scale,  Scale};
   switch (kKindOfRoll[c_.below(40)]) {
   case Unary:
-    keepPure(call(kUnary[c_.below(7)], {val(x)}, phase));
+    keepPure(pool, call(kUnary[c_.below(7)], {val(x)}, phase));
     return;
   case Binary:
     if (Value *y = sameSizes(pool, x))
-      keepPure(call(kBinary[c_.below(5)], {val(x), val(y)}, phase));
+      keepPure(pool, call(kBinary[c_.below(5)], {val(x), val(y)}, phase));
     return;
-  case View: { // views, and views of views
-    Node *n = nullptr;
-    switch (c_.below(5)) {
-    case 0: n = call("aten::view", {val(x), ints({x->tensorType().numel()})}, phase); break;
-    case 1: n = x->tensorType().rank() == 2 ? call("aten::t", {val(x)}, phase) : nullptr; break;
-    case 2: n = call("aten::alias", {val(x)}, phase); break;
-    case 3:
-      n = x->tensorType().rank() >= 1 && x->tensorType().sizes[0] > 1
-              ? call("aten::slice.Tensor", {val(x), i64(0), i64(0), i64(1)}, phase)
-              : nullptr;
-      break;
-    default:
-      n = x->tensorType().rank() == 1
-              ? call("aten::view", {val(x), ints({rows_, cols_})}, phase)
-              : call("aten::expand", {val(x), ints(x->tensorType().sizes)}, phase);
-    }
-    if (n) {
-      count(Feature::View);
-      if (x->definingNode() && opEffects(*x->definingNode()).isView())
-        count(Feature::ViewChain);
-    }
-    keepPure(n);
+  case View:
+    addView(pool, x, phase);
     return;
-  }
-  case InPlace: { // an in-place write to an activation, or through a view of one
-    // Of this phase's values: a backward that writes what the forward saved
-    // is not what autograd makes.
-    if (!x->definingNode() || x->definingNode()->phase() != phase)
-      return;
-    Value *y = sameSizes(pool, x);
-    if (!y || x->tensorType().dtype != y->tensorType().dtype)
-      return;
-    Node *def = x->definingNode();
-    bool throughView = opEffects(*def).isView();
-    if (def->opName() == "aten::expand")
-      return; // writing an expanded view overlaps itself
-    Node *n = c_.chance(50) ? call("aten::add_.Tensor", {val(x), val(y)}, phase)
-                            : call("aten::mul_.Tensor", {val(x), val(y)}, phase);
-    if (n)
-      count(throughView ? Feature::InPlaceThroughView : Feature::InPlaceActivation);
-    keep(n);
+  case InPlace:
+    addInPlace(pool, x, phase);
     return;
-  }
-  case InPlaceInput: { // an in-place write to a graph input (a buffer, as BN statistics are)
-    Value *y = sameSizes(pool, buffer_);
-    if (!y || phase != Phase::Forward)
-      return;
-    Node *n = call("aten::add_.Tensor", {val(buffer_), val(y)}, phase);
-    if (n)
-      count(Feature::InPlaceInput);
+  case InPlaceInput:
+    addInPlaceInput(pool, phase);
     return;
-  }
-  case Rand: { // random operators
-    Node *n = nullptr;
-    switch (c_.below(3)) {
-    case 0: n = call("aten::rand_like", {val(x)}, phase); break;
-    case 1: n = call("aten::bernoulli.p", {val(x), f64(0.5)}, phase); break;
-    default:
-      n = call("aten::native_dropout", {val(x), f64(0.5), Argument::constant(Constant::ofBool(true))},
-               phase);
-      if (n)
-        count(Feature::MultiOutput);
-    }
-    if (n)
-      count(Feature::Random);
-    keep(n);
+  case Rand:
+    addRandom(pool, x, phase);
     return;
-  }
-  case Multi: { // multi-output, reductions
-    Node *n = x->tensorType().rank() == 2 ? call("aten::max.dim", {val(x), i64(1)}, phase)
-                                          : call("aten::sum.dim_IntList", {val(x), ints({0})}, phase);
-    if (n && n->numOutputs() > 1)
-      count(Feature::MultiOutput);
-    keepPure(n);
+  case Multi:
+    addMultiOutput(pool, x, phase);
     return;
-  }
-  case Copy: { // copies that change nothing
-    Node *n = nullptr;
-    switch (c_.below(3)) {
-    case 0: n = call("aten::clone", {val(x)}, phase); break;
-    case 1: n = call("aten::mul.Tensor", {val(x), f64(1.0)}, phase); break;
-    default: n = call("aten::add.Tensor", {val(x), f64(0.0)}, phase);
-    }
-    if (n)
-      count(Feature::NoOpCopy);
-    keepPure(n);
+  case Copy:
+    addNoOpCopy(pool, x, phase);
     return;
-  }
-  case Repeat: { // the same call again (what cse merges)
-    if (pure_.empty())
-      return;
-    const Node *original = pure_[c_.below(pure_.size())];
-    std::vector<Argument> args(original->args().begin(), original->args().end());
-    std::vector<ValueType> types;
-    for (Value *out : original->outputs())
-      types.push_back(out->type());
-    Node *n = g_.createNode(original->op(), args, types, phase);
-    count(Feature::RepeatedCall);
-    count(phase == Phase::Forward ? Feature::Forward : Feature::Backward);
-    keep(n);
+  case Repeat:
+    addRepeatedCall(pool, phase);
     return;
-  }
   case Scale:
-    keepPure(call("aten::mul.Tensor", {val(x), f64(0.5 + c_.below(4))}, phase));
+    keepPure(pool, call("aten::mul.Tensor", {val(x), f64(0.5 + c_.below(4))}, phase));
   }
+}
+
+// Views, and views of views.
+void Generator::addView(std::vector<Value *> &pool, Value *x, Phase phase) {
+  Node *n = nullptr;
+  switch (c_.below(5)) {
+  case 0: n = call("aten::view", {val(x), ints({x->tensorType().numel()})}, phase); break;
+  case 1: n = x->tensorType().rank() == 2 ? call("aten::t", {val(x)}, phase) : nullptr; break;
+  case 2: n = call("aten::alias", {val(x)}, phase); break;
+  case 3:
+    n = x->tensorType().rank() >= 1 && x->tensorType().sizes[0] > 1
+            ? call("aten::slice.Tensor", {val(x), i64(0), i64(0), i64(1)}, phase)
+            : nullptr;
+    break;
+  default:
+    n = x->tensorType().rank() == 1
+            ? call("aten::view", {val(x), ints({rows_, cols_})}, phase)
+            : call("aten::expand", {val(x), ints(x->tensorType().sizes)}, phase);
+  }
+  if (n) {
+    count(Feature::View);
+    if (x->definingNode() && opEffects(*x->definingNode()).isView())
+      count(Feature::ViewChain);
+  }
+  keepPure(pool, n);
+}
+
+// An in-place write to an activation, or through a view of one.
+void Generator::addInPlace(std::vector<Value *> &pool, Value *x, Phase phase) {
+  // Of this phase's values: a backward that writes what the forward saved
+  // is not what autograd makes.
+  if (!x->definingNode() || x->definingNode()->phase() != phase)
+    return;
+  Value *y = sameSizes(pool, x);
+  if (!y || x->tensorType().dtype != y->tensorType().dtype)
+    return;
+  Node *def = x->definingNode();
+  bool throughView = opEffects(*def).isView();
+  if (def->opName() == "aten::expand")
+    return; // writing an expanded view overlaps itself
+  Node *n = c_.chance(50) ? call("aten::add_.Tensor", {val(x), val(y)}, phase)
+                          : call("aten::mul_.Tensor", {val(x), val(y)}, phase);
+  if (n)
+    count(throughView ? Feature::InPlaceThroughView : Feature::InPlaceActivation);
+  keep(pool, n);
+}
+
+// An in-place write to a graph input (a buffer, as BN statistics are).
+void Generator::addInPlaceInput(std::vector<Value *> &pool, Phase phase) {
+  Value *y = sameSizes(pool, buffer_);
+  if (!y || phase != Phase::Forward)
+    return;
+  Node *n = call("aten::add_.Tensor", {val(buffer_), val(y)}, phase);
+  if (n)
+    count(Feature::InPlaceInput);
+}
+
+// Random operators.
+void Generator::addRandom(std::vector<Value *> &pool, Value *x, Phase phase) {
+  Node *n = nullptr;
+  switch (c_.below(3)) {
+  case 0: n = call("aten::rand_like", {val(x)}, phase); break;
+  case 1: n = call("aten::bernoulli.p", {val(x), f64(0.5)}, phase); break;
+  default:
+    n = call("aten::native_dropout", {val(x), f64(0.5), Argument::constant(Constant::ofBool(true))},
+             phase);
+    if (n)
+      count(Feature::MultiOutput);
+  }
+  if (n)
+    count(Feature::Random);
+  keep(pool, n);
+}
+
+// Multi-output, reductions.
+void Generator::addMultiOutput(std::vector<Value *> &pool, Value *x, Phase phase) {
+  Node *n = x->tensorType().rank() == 2 ? call("aten::max.dim", {val(x), i64(1)}, phase)
+                                        : call("aten::sum.dim_IntList", {val(x), ints({0})}, phase);
+  if (n && n->numOutputs() > 1)
+    count(Feature::MultiOutput);
+  keepPure(pool, n);
+}
+
+// Copies that change nothing.
+void Generator::addNoOpCopy(std::vector<Value *> &pool, Value *x, Phase phase) {
+  Node *n = nullptr;
+  switch (c_.below(3)) {
+  case 0: n = call("aten::clone", {val(x)}, phase); break;
+  case 1: n = call("aten::mul.Tensor", {val(x), f64(1.0)}, phase); break;
+  default: n = call("aten::add.Tensor", {val(x), f64(0.0)}, phase);
+  }
+  if (n)
+    count(Feature::NoOpCopy);
+  keepPure(pool, n);
+}
+
+// The same call again (what cse merges).
+void Generator::addRepeatedCall(std::vector<Value *> &pool, Phase phase) {
+  if (pure_.empty())
+    return;
+  const Node *original = pure_[c_.below(pure_.size())];
+  std::vector<Argument> args(original->args().begin(), original->args().end());
+  std::vector<ValueType> types;
+  for (Value *out : original->outputs())
+    types.push_back(out->type());
+  Node *n = g_.createNode(original->op(), args, types, phase);
+  count(Feature::RepeatedCall);
+  count(phase == Phase::Forward ? Feature::Forward : Feature::Backward);
+  keep(pool, n);
 }
 
 void Generator::addOutputs(const std::vector<Value *> &forward,

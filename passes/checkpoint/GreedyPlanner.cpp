@@ -821,6 +821,219 @@ bool better(const CheckpointPlan &a, const CheckpointPlan &b) {
   return a.predictedPeak < b.predictedPeak;
 }
 
+/// One start planGreedy tries (greedyFrom's arguments), and the plan it made.
+struct Tried {
+  Start start;
+  const char *status;
+  std::optional<CheckpointPlan> plan;
+  std::vector<const Value *> held = {};
+  bool shareFirst = false; ///< greedyFrom's
+  bool cutChains = false;  ///< greedyFrom's
+  bool sharedOver = false; ///< greedyFrom's answer
+};
+
+/// The starts of one planGreedy call, each run through greedyFrom, and the
+/// pick among their plans. Four starts: nothing dropped (the ratio order from
+/// the first drop), the knapsack's choice at the peak, the relaxation's
+/// solution (drops and held values chosen together), and the model's block
+/// interiors (per-block checkpointing, where the model has blocks).
+/// planner=structured starts from its choices alone.
+class GreedyTrials {
+public:
+  GreedyTrials(const RecomputeModel &model, int64_t budget, int64_t peakCap, GreedyStarts starts)
+      : model_(model), budget_(budget), peakCap_(peakCap),
+        bounds_(boundsOf(model, budget, peakCap)),
+        structuredOnly_(starts == GreedyStarts::Structured && !findBlocks(model).names.empty()),
+        peakFree_(model.boundedMemory() == BoundedMemory::SavedActivations &&
+                  peakCap == kNoPeakCap) {}
+
+  /// The first starts (nothing dropped and the knapsack's, or the structured
+  /// choices), run; the flat greedy where every structured choice is given up.
+  absl::Status runFirstStarts();
+  /// The relaxation's start, and the same with its chains cut first.
+  absl::Status runRelaxedStarts();
+  /// The per-block start, unless a plan is already within kSameTime of the bound.
+  absl::Status runBlockStart();
+  /// The starts that met the bound above the lowest peak, again capped at it.
+  absl::Status rerunCappedAtLowestPeak();
+  /// The best plan tried, its totals filled in.
+  CheckpointPlan pick(GreedyStarts starts);
+
+private:
+  /// Runs `t`'s start with `cap` as the peak cap; `t.plan` stays empty when
+  /// the start is given up.
+  absl::Status run(Tried &t, int64_t cap);
+  /// Adds `t` to the starts tried and runs it.
+  absl::Status runNext(Tried t) {
+    tried_.push_back(std::move(t));
+    return run(tried_.back(), peakCap_);
+  }
+  const CheckpointPlan *bestTried() const;
+  /// Whether the best plan so far is within kSameTime of the lower bound.
+  bool withinBound() const;
+  bool overBounds() { return overBound(bounds_) != nullptr; }
+
+  const RecomputeModel &model_;
+  const int64_t budget_;
+  const int64_t peakCap_;
+  std::vector<Bound> bounds_;
+  const bool structuredOnly_;
+  // Nothing bounds the peak above the inputs (activations= alone).
+  const bool peakFree_;
+  std::vector<Tried> tried_;
+  unsigned simulations_ = 0;
+  double lowerBound_ = 0;
+};
+
+absl::Status GreedyTrials::run(Tried &t, int64_t cap) {
+  auto made = greedyFrom(model_, budget_, cap, t.start, t.held, t.shareFirst, t.cutChains,
+                         &t.sharedOver);
+  if (!made.ok())
+    return made.status();
+  if (!*made)
+    return absl::OkStatus(); // given up
+  (*made)->solverStatus = t.status;
+  simulations_ += (*made)->simulations;
+  t.plan = std::move(*made);
+  return absl::OkStatus();
+}
+
+const CheckpointPlan *GreedyTrials::bestTried() const {
+  const CheckpointPlan *best = nullptr;
+  for (const Tried &t : tried_)
+    if (t.plan && (!best || better(*t.plan, *best)))
+      best = &*t.plan;
+  return best;
+}
+
+bool GreedyTrials::withinBound() const {
+  const CheckpointPlan *best = bestTried();
+  return best && best->meetsBudget &&
+         best->predictedExtraSeconds <= lowerBound_ * (1 + kSameTime);
+}
+
+absl::Status GreedyTrials::runFirstStarts() {
+  if (structuredOnly_) {
+    if (overBounds())
+      for (Start &start : structuredStartsOf(model_, bounds_[0]))
+        tried_.push_back({std::move(start), "from the structured choice", std::nullopt});
+    if (tried_.empty())
+      tried_.push_back({Start{}, "", std::nullopt});
+  } else {
+    tried_.push_back({Start{}, "", std::nullopt});
+    // The others where the graph has them (an empty start is the first again).
+    if (Start knapsack = knapsackStartOf(model_, bounds_[0]); !knapsack.empty())
+      tried_.push_back({std::move(knapsack), "from a knapsack start", std::nullopt});
+  }
+  for (Tried &t : tried_)
+    if (absl::Status st = run(t, peakCap_); !st.ok())
+      return st;
+  // The structured choices given up (kMaxStartClonesPerNode): the flat greedy.
+  if (llvm::none_of(tried_, [](const Tried &t) { return t.plan.has_value(); }))
+    return runNext({Start{}, "the structured choice given up: the flat greedy", std::nullopt});
+  return absl::OkStatus();
+}
+
+// The relaxation's start: its program solved by priced cuts, aiming below
+// the best plan so far (its bound is kept with the plan).
+absl::Status GreedyTrials::runRelaxedStarts() {
+  if (structuredOnly_ || !overBounds())
+    return absl::OkStatus();
+  RelaxedStart relaxed = relaxedStartOf(model_, budget_, bestTried());
+  lowerBound_ = relaxed.boundSeconds;
+  if (!relaxed.found)
+    return absl::OkStatus();
+  if (absl::Status st = runNext({relaxed.drops, "from the relaxation's cut", std::nullopt,
+                                 relaxed.held, /*shareFirst=*/true});
+      !st.ok())
+    return st;
+  // Shared, it was over a bound, and its plan is far from the bound
+  // (more than kSameTime): the same start with the chains its shared
+  // clones reach through cut first, as a second try rather than the
+  // rule (on BERT-base and ResNet-50 making the shared clones later did
+  // better; on GPT-2 at activations=10% the cut came to +21.2% where
+  // the first try ended at +33.8%).
+  if (tried_.back().sharedOver && !withinBound())
+    return runNext({std::move(relaxed.drops), "from the relaxation's cut, a chain kept",
+                    std::nullopt, std::move(relaxed.held), /*shareFirst=*/true,
+                    /*cutChains=*/true});
+  return absl::OkStatus();
+}
+
+// Unless a plan is already within kSameTime of the bound (then no start can
+// be faster by more than that: BERT-base's and ResNet-50's budgets, where it
+// was a tenth of the planning time).
+absl::Status GreedyTrials::runBlockStart() {
+  if (!structuredOnly_ && overBounds() && !withinBound())
+    if (Start blocks = blockStartOf(model_); !blocks.empty())
+      return runNext({std::move(blocks), "from a per-block start", std::nullopt});
+  return absl::OkStatus();
+}
+
+// Where nothing bounds the peak above the inputs (activations= alone),
+// sharing clones can lift it back towards the unoptimised one for little
+// time (ResNet-50 at activations=10%: +38.4% at a peak of 0.88x, +38.6% at
+// 0.67x with the peak held there). So each start whose plan met the bound
+// above the lowest peak any reached, and is faster than every plan at that
+// peak, runs again with that peak as a cap; better() then takes the lower
+// peak where the times are within 1%.
+absl::Status GreedyTrials::rerunCappedAtLowestPeak() {
+  if (!peakFree_)
+    return absl::OkStatus();
+  int64_t lowest = kNoPeakCap;
+  for (const Tried &t : tried_)
+    if (t.plan && t.plan->meetsBudget)
+      lowest = std::min(lowest, t.plan->predictedPeak);
+  double fastestAtLowest = std::numeric_limits<double>::infinity();
+  for (const Tried &t : tried_)
+    if (t.plan && t.plan->meetsBudget && t.plan->predictedPeak == lowest)
+      fastestAtLowest = std::min(fastestAtLowest, t.plan->predictedExtraSeconds);
+  const size_t uncapped = tried_.size();
+  for (size_t i = 0; i < uncapped; ++i) {
+    const std::optional<CheckpointPlan> &p = tried_[i].plan;
+    if (!p || !p->meetsBudget || p->predictedPeak == lowest ||
+        p->predictedExtraSeconds >= fastestAtLowest)
+      continue;
+    Tried capped{tried_[i].start, tried_[i].status, std::nullopt, tried_[i].held,
+                 tried_[i].shareFirst, tried_[i].cutChains};
+    if (absl::Status st = run(capped, lowest); !st.ok())
+      return st;
+    if (capped.plan && capped.plan->meetsBudget)
+      tried_.push_back(std::move(capped));
+  }
+  return absl::OkStatus();
+}
+
+// A plan that does not lower the peak above the inputs at all is kept only
+// when no plan meeting the bound does (BERT-base at activations=5%: +28.8%
+// at 1.00x, where another start reaches +31.5% at 0.54x).
+CheckpointPlan GreedyTrials::pick(GreedyStarts starts) {
+  const int64_t unoptimisedPeak = model_.baseline().peakBytes - model_.baseline().inputBytes;
+  auto lowers = [&](const CheckpointPlan &p) {
+    return p.meetsBudget && p.predictedPeak < unoptimisedPeak;
+  };
+  std::optional<CheckpointPlan> plan;
+  for (Tried &t : tried_) {
+    if (!t.plan)
+      continue;
+    bool wins = !plan;
+    if (plan && peakFree_ && lowers(*t.plan) != lowers(*plan))
+      wins = lowers(*t.plan);
+    else if (plan)
+      wins = better(*t.plan, *plan);
+    if (wins)
+      plan = std::move(t.plan);
+  }
+  plan->simulations = simulations_;
+  plan->lowerBoundSeconds = std::max(plan->lowerBoundSeconds, lowerBound_);
+  if (starts == GreedyStarts::Structured) {
+    plan->planner = "structured";
+    if (!structuredOnly_)
+      plan->solverStatus = "no repeated blocks: the flat greedy";
+  }
+  return std::move(*plan);
+}
+
 } // namespace
 
 double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
@@ -864,166 +1077,19 @@ double relaxedLowerBound(const RecomputeModel &model, int64_t budget) {
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
                                           int64_t peakCap, GreedyStarts starts) {
   auto begin = std::chrono::steady_clock::now();
-  // Four starts: nothing dropped (the ratio order from the first drop), the
-  // knapsack's choice at the peak, the relaxation's solution (drops and held
-  // values chosen together), and the model's block interiors (per-block
-  // checkpointing, where the model has blocks). planner=structured starts
-  // from its choices alone.
-  std::vector<Bound> bounds = boundsOf(model, budget, peakCap);
-  struct Tried {
-    Start start;
-    const char *status;
-    std::optional<CheckpointPlan> plan;
-    std::vector<const Value *> held = {};
-    bool shareFirst = false; ///< greedyFrom's
-    bool cutChains = false;  ///< greedyFrom's
-    bool sharedOver = false; ///< greedyFrom's answer
-  };
-  std::vector<Tried> tried;
-  const bool structuredOnly =
-      starts == GreedyStarts::Structured && !findBlocks(model).names.empty();
-  if (structuredOnly) {
-    if (overBound(bounds))
-      for (Start &start : structuredStartsOf(model, bounds[0]))
-        tried.push_back({std::move(start), "from the structured choice", std::nullopt});
-    if (tried.empty())
-      tried.push_back({Start{}, "", std::nullopt});
-  } else {
-    tried.push_back({Start{}, "", std::nullopt});
-    // The others where the graph has them (an empty start is the first again).
-    if (Start knapsack = knapsackStartOf(model, bounds[0]); !knapsack.empty())
-      tried.push_back({std::move(knapsack), "from a knapsack start", std::nullopt});
-  }
-  unsigned simulations = 0;
-  auto run = [&](Tried &t, int64_t cap) -> absl::Status {
-    auto made = greedyFrom(model, budget, cap, t.start, t.held, t.shareFirst, t.cutChains,
-                           &t.sharedOver);
-    if (!made.ok())
-      return made.status();
-    if (!*made)
-      return absl::OkStatus(); // given up
-    (*made)->solverStatus = t.status;
-    simulations += (*made)->simulations;
-    t.plan = std::move(*made);
-    return absl::OkStatus();
-  };
-  for (Tried &t : tried)
-    if (absl::Status st = run(t, peakCap); !st.ok())
-      return st;
-  // The structured choices given up (kMaxStartClonesPerNode): the flat greedy.
-  if (llvm::none_of(tried, [](const Tried &t) { return t.plan.has_value(); })) {
-    tried.push_back({Start{}, "the structured choice given up: the flat greedy", std::nullopt});
-    if (absl::Status st = run(tried.back(), peakCap); !st.ok())
-      return st;
-  }
-  auto bestTried = [&]() -> const CheckpointPlan * {
-    const CheckpointPlan *best = nullptr;
-    for (const Tried &t : tried)
-      if (t.plan && (!best || better(*t.plan, *best)))
-        best = &*t.plan;
-    return best;
-  };
-  // The relaxation's start: its program solved by priced cuts, aiming below
-  // the best plan so far (its bound is kept with the plan).
-  double lowerBound = 0;
-  auto withinBound = [&] {
-    const CheckpointPlan *best = bestTried();
-    return best && best->meetsBudget &&
-           best->predictedExtraSeconds <= lowerBound * (1 + kSameTime);
-  };
-  if (!structuredOnly && overBound(bounds)) {
-    RelaxedStart relaxed = relaxedStartOf(model, budget, bestTried());
-    lowerBound = relaxed.boundSeconds;
-    if (relaxed.found) {
-      tried.push_back({relaxed.drops, "from the relaxation's cut", std::nullopt, relaxed.held,
-                       /*shareFirst=*/true});
-      if (absl::Status st = run(tried.back(), peakCap); !st.ok())
-        return st;
-      // Shared, it was over a bound, and its plan is far from the bound
-      // (more than kSameTime): the same start with the chains its shared
-      // clones reach through cut first, as a second try rather than the
-      // rule (on BERT-base and ResNet-50 making the shared clones later did
-      // better; on GPT-2 at activations=10% the cut came to +21.2% where
-      // the first try ended at +33.8%).
-      if (tried.back().sharedOver && !withinBound()) {
-        tried.push_back({std::move(relaxed.drops), "from the relaxation's cut, a chain kept",
-                         std::nullopt, std::move(relaxed.held), /*shareFirst=*/true,
-                         /*cutChains=*/true});
-        if (absl::Status st = run(tried.back(), peakCap); !st.ok())
-          return st;
-      }
-    }
-  }
-  // The per-block start, unless a plan is already within kSameTime of the
-  // bound (then no start can be faster by more than that: BERT-base's and
-  // ResNet-50's budgets, where it was a tenth of the planning time).
-  if (!structuredOnly && overBound(bounds) && !withinBound())
-    if (Start blocks = blockStartOf(model); !blocks.empty()) {
-      tried.push_back({std::move(blocks), "from a per-block start", std::nullopt});
-      if (absl::Status st = run(tried.back(), peakCap); !st.ok())
-        return st;
-    }
-  // Where nothing bounds the peak above the inputs (activations= alone),
-  // sharing clones can lift it back towards the unoptimised one for little
-  // time (ResNet-50 at activations=10%: +38.4% at a peak of 0.88x, +38.6% at
-  // 0.67x with the peak held there). So each start whose plan met the bound
-  // above the lowest peak any reached, and is faster than every plan at that
-  // peak, runs again with that peak as a cap; better() then takes the lower
-  // peak where the times are within 1%.
-  const bool peakFree =
-      model.boundedMemory() == BoundedMemory::SavedActivations && peakCap == kNoPeakCap;
-  if (peakFree) {
-    int64_t lowest = kNoPeakCap;
-    for (const Tried &t : tried)
-      if (t.plan && t.plan->meetsBudget)
-        lowest = std::min(lowest, t.plan->predictedPeak);
-    double fastestAtLowest = std::numeric_limits<double>::infinity();
-    for (const Tried &t : tried)
-      if (t.plan && t.plan->meetsBudget && t.plan->predictedPeak == lowest)
-        fastestAtLowest = std::min(fastestAtLowest, t.plan->predictedExtraSeconds);
-    const size_t uncapped = tried.size();
-    for (size_t i = 0; i < uncapped; ++i) {
-      const std::optional<CheckpointPlan> &p = tried[i].plan;
-      if (!p || !p->meetsBudget || p->predictedPeak == lowest ||
-          p->predictedExtraSeconds >= fastestAtLowest)
-        continue;
-      Tried capped{tried[i].start, tried[i].status, std::nullopt, tried[i].held,
-                   tried[i].shareFirst, tried[i].cutChains};
-      if (absl::Status st = run(capped, lowest); !st.ok())
-        return st;
-      if (capped.plan && capped.plan->meetsBudget)
-        tried.push_back(std::move(capped));
-    }
-  }
-  // A plan that does not lower the peak above the inputs at all is kept only
-  // when no plan meeting the bound does (BERT-base at activations=5%: +28.8%
-  // at 1.00x, where another start reaches +31.5% at 0.54x).
-  const int64_t unoptimisedPeak = model.baseline().peakBytes - model.baseline().inputBytes;
-  auto lowers = [&](const CheckpointPlan &p) {
-    return p.meetsBudget && p.predictedPeak < unoptimisedPeak;
-  };
-  std::optional<CheckpointPlan> plan;
-  for (Tried &t : tried) {
-    if (!t.plan)
-      continue;
-    bool wins = !plan;
-    if (plan && peakFree && lowers(*t.plan) != lowers(*plan))
-      wins = lowers(*t.plan);
-    else if (plan)
-      wins = better(*t.plan, *plan);
-    if (wins)
-      plan = std::move(t.plan);
-  }
-  plan->simulations = simulations;
-  plan->lowerBoundSeconds = std::max(plan->lowerBoundSeconds, lowerBound);
-  if (starts == GreedyStarts::Structured) {
-    plan->planner = "structured";
-    if (!structuredOnly)
-      plan->solverStatus = "no repeated blocks: the flat greedy";
-  }
-  plan->solveSeconds =
+  GreedyTrials trials(model, budget, peakCap, starts);
+  if (absl::Status st = trials.runFirstStarts(); !st.ok())
+    return st;
+  if (absl::Status st = trials.runRelaxedStarts(); !st.ok())
+    return st;
+  if (absl::Status st = trials.runBlockStart(); !st.ok())
+    return st;
+  if (absl::Status st = trials.rerunCappedAtLowestPeak(); !st.ok())
+    return st;
+  CheckpointPlan plan = trials.pick(starts);
+  plan.solveSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  return std::move(*plan);
+  return plan;
 }
 
 absl::StatusOr<std::optional<CheckpointPlan>>

@@ -273,145 +273,194 @@ struct Structure {
   mutable uint32_t stamp_ = 0;
 };
 
-} // namespace
+/// One solveByLagrangianCuts call: the closure solved at given prices (each a
+/// bound on the program's optimum), and the cheapest point meeting every row
+/// found along the way.
+class PricedCuts {
+public:
+  PricedCuts(const MilpProblem &p, unsigned maxCuts)
+      : p_(p), structure_(p), numColumns_(p.objective.size()),
+        numRows_(structure_.rhs.size()), maxCuts_(maxCuts), cut_(structure_.implied, p.upper),
+        weights_(numColumns_) {}
 
-LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBound,
-                                            unsigned maxCuts) {
-  LagrangianCutSolution out;
-  const Structure structure(p);
-  const size_t numColumns = p.objective.size();
-  const size_t numRows = structure.rhs.size();
-  ClosureCut cut(structure.implied, p.upper);
-  std::vector<double> weights(numColumns);
-  std::vector<uint8_t> chosen;
-  std::vector<double> shortBy;
-  // A point that meets every row: kept when the cheapest so far.
-  auto offer = [&](const std::vector<uint8_t> &point) {
-    if (double cost = structure.cost(point); cost < out.objective) {
-      out.objective = cost;
-      out.columns.assign(point.begin(), point.end());
-    }
-  };
-  // Solves the closure at `prices`; fills `chosen` and shortBy; returns the
-  // Lagrangian value (a bound on the program's optimum).
-  auto priced = [&](const std::vector<double> &prices, bool &meetsRows) {
-    for (size_t j = 0; j < numColumns; ++j) {
-      double w = p.objective[j];
-      for (auto [r, a] : structure.inRows[j])
-        w -= prices[r] * a;
-      weights[j] = w;
-    }
-    double value = -cut.solve(weights, chosen);
-    ++out.cuts;
-    for (size_t r = 0; r < numRows; ++r)
-      value += prices[r] * structure.rhs[r];
-    for (size_t j = 0; j < numColumns; ++j)
-      if (chosen[j])
-        value += weights[j];
-    shortBy = structure.shortfall(chosen);
-    meetsRows = std::all_of(shortBy.begin(), shortBy.end(),
-                            [](double s) { return s <= kRowTolerance; });
-    if (meetsRows)
-      offer(chosen);
-    return value;
-  };
+  /// With no point known, a first one for the step to aim below: the
+  /// column-by-column completion of the empty closure.
+  void offerCompletedEmpty();
+  /// The subgradient search for the best bound (Polyak's steps), with
+  /// the cuts left after it to the repairs; the best prices found.
+  std::vector<double> searchPrices(double upperBound);
+  /// Points that meet every row, from the best prices: all of them raised by
+  /// one factor, the least that meets every row found by bisection.
+  void raiseAllPrices(const std::vector<double> &bestPrices);
+  /// The rows still short raised alone, a tenth each round (a row priced at
+  /// zero starts where its cheapest column pays for itself).
+  void raiseShortRows(const std::vector<double> &bestPrices);
+  /// The best prices' own closure completed column by column; then whatever
+  /// the best point holds that no row needs taken out.
+  void completeBest(const std::vector<double> &bestPrices);
 
-  // With no point known, a first one for the step to aim below: the
-  // column-by-column completion of the empty closure.
-  if (!std::isfinite(upperBound)) {
-    std::vector<uint8_t> point(numColumns, 0);
-    if (structure.complete(point)) {
-      structure.prune(point);
-      offer(point);
-    }
+  LagrangianCutSolution take() { return std::move(out_); }
+
+private:
+  /// A point that meets every row: kept when the cheapest so far.
+  void offer(const std::vector<uint8_t> &point);
+  /// Solves the closure at `prices`; fills `chosen_` and `shortBy_`; returns
+  /// the Lagrangian value (a bound on the program's optimum).
+  double priced(const std::vector<double> &prices, bool &meetsRows);
+  /// priced(), its value raising the bound where it is higher.
+  bool pricedRaisingBound(const std::vector<double> &prices) {
+    bool meetsRows = false;
+    out_.bound = std::max(out_.bound, priced(prices, meetsRows));
+    return meetsRows;
   }
 
-  std::vector<double> prices(numRows, 0), bestPrices = prices;
+  const MilpProblem &p_;
+  const Structure structure_;
+  const size_t numColumns_;
+  const size_t numRows_;
+  const unsigned maxCuts_;
+  ClosureCut cut_;
+  std::vector<double> weights_;
+  std::vector<uint8_t> chosen_;
+  std::vector<double> shortBy_;
+  LagrangianCutSolution out_;
+};
+
+void PricedCuts::offer(const std::vector<uint8_t> &point) {
+  if (double cost = structure_.cost(point); cost < out_.objective) {
+    out_.objective = cost;
+    out_.columns.assign(point.begin(), point.end());
+  }
+}
+
+double PricedCuts::priced(const std::vector<double> &prices, bool &meetsRows) {
+  for (size_t j = 0; j < numColumns_; ++j) {
+    double w = p_.objective[j];
+    for (auto [r, a] : structure_.inRows[j])
+      w -= prices[r] * a;
+    weights_[j] = w;
+  }
+  double value = -cut_.solve(weights_, chosen_);
+  ++out_.cuts;
+  for (size_t r = 0; r < numRows_; ++r)
+    value += prices[r] * structure_.rhs[r];
+  for (size_t j = 0; j < numColumns_; ++j)
+    if (chosen_[j])
+      value += weights_[j];
+  shortBy_ = structure_.shortfall(chosen_);
+  meetsRows = std::all_of(shortBy_.begin(), shortBy_.end(),
+                          [](double s) { return s <= kRowTolerance; });
+  if (meetsRows)
+    offer(chosen_);
+  return value;
+}
+
+void PricedCuts::offerCompletedEmpty() {
+  std::vector<uint8_t> point(numColumns_, 0);
+  if (structure_.complete(point)) {
+    structure_.prune(point);
+    offer(point);
+  }
+}
+
+std::vector<double> PricedCuts::searchPrices(double upperBound) {
+  std::vector<double> prices(numRows_, 0), bestPrices = prices;
   double theta = 2;
   unsigned sinceBetter = 0;
-  const unsigned searchCuts = maxCuts - maxCuts / 3; // the rest for points that meet the rows
-  while (out.cuts < searchCuts) {
+  const unsigned searchCuts = maxCuts_ - maxCuts_ / 3; // the rest for points that meet the rows
+  while (out_.cuts < searchCuts) {
     bool meetsRows = false;
     const double value = priced(prices, meetsRows);
-    if (value > out.bound) {
-      out.bound = value;
+    if (value > out_.bound) {
+      out_.bound = value;
       bestPrices = prices;
       sinceBetter = 0;
     } else if (++sinceBetter >= kPatience) {
       theta /= 2;
       sinceBetter = 0;
     }
-    const double upper = std::min(upperBound, out.objective);
-    if (std::isfinite(upper) && upper - out.bound <= 1e-6 * std::max(1.0, std::abs(upper)))
+    const double upper = std::min(upperBound, out_.objective);
+    if (std::isfinite(upper) && upper - out_.bound <= 1e-6 * std::max(1.0, std::abs(upper)))
       break; // the point found is optimal
     double norm = 0;
-    for (size_t r = 0; r < numRows; ++r)
-      if (shortBy[r] > 0 || prices[r] > 0)
-        norm += shortBy[r] * shortBy[r];
+    for (size_t r = 0; r < numRows_; ++r)
+      if (shortBy_[r] > 0 || prices[r] > 0)
+        norm += shortBy_[r] * shortBy_[r];
     if (norm == 0 || theta < 1e-4)
       break;
     // Polyak's step towards the best objective known (or, with none yet, a
     // tenth above this value).
     const double target = std::isfinite(upper) ? upper : value + 0.1 * std::max(1.0, std::abs(value));
     const double step = theta * std::max(target - value, 1e-9) / norm;
-    for (size_t r = 0; r < numRows; ++r)
-      prices[r] = std::max(0.0, prices[r] + step * shortBy[r]);
+    for (size_t r = 0; r < numRows_; ++r)
+      prices[r] = std::max(0.0, prices[r] + step * shortBy_[r]);
   }
+  return bestPrices;
+}
 
-  // Points that meet every row, from the best prices: (1) all of them raised
-  // by one factor, the least that meets every row found by bisection; (2)
-  // the rows still short raised alone, a tenth each round (a row priced at
-  // zero starts where its cheapest column pays for itself).
+void PricedCuts::raiseAllPrices(const std::vector<double> &bestPrices) {
   auto meets = [&](double factor) {
     std::vector<double> raised = bestPrices;
     for (double &price : raised)
       price *= factor;
-    bool meetsRows = false;
-    out.bound = std::max(out.bound, priced(raised, meetsRows));
-    return meetsRows;
+    return pricedRaisingBound(raised);
   };
   double low = 1, high = 1;
   bool found = meets(1);
-  for (unsigned k = 0; !found && k < kRepairCuts / 3 && out.cuts < maxCuts; ++k) {
+  for (unsigned k = 0; !found && k < kRepairCuts / 3 && out_.cuts < maxCuts_; ++k) {
     low = high;
     high *= 2;
     found = meets(high);
   }
-  for (unsigned k = 0; found && k < kRepairCuts / 3 && high - low > 1e-3 * high && out.cuts < maxCuts;
+  for (unsigned k = 0; found && k < kRepairCuts / 3 && high - low > 1e-3 * high && out_.cuts < maxCuts_;
        ++k) {
     const double mid = (low + high) / 2;
     (meets(mid) ? high : low) = mid;
   }
-  std::vector<double> floorPrice(numRows, std::numeric_limits<double>::infinity());
-  for (size_t j = 0; j < numColumns; ++j)
-    for (auto [r, a] : structure.inRows[j])
+}
+
+void PricedCuts::raiseShortRows(const std::vector<double> &bestPrices) {
+  std::vector<double> floorPrice(numRows_, std::numeric_limits<double>::infinity());
+  for (size_t j = 0; j < numColumns_; ++j)
+    for (auto [r, a] : structure_.inRows[j])
       if (a > 0)
-        floorPrice[r] = std::min(floorPrice[r], std::max(p.objective[j], 1e-12) / a);
-  prices = bestPrices;
-  for (unsigned round = 0; round < kRepairCuts && out.cuts < maxCuts; ++round) {
-    bool meetsRows = false;
-    out.bound = std::max(out.bound, priced(prices, meetsRows));
-    if (meetsRows)
+        floorPrice[r] = std::min(floorPrice[r], std::max(p_.objective[j], 1e-12) / a);
+  std::vector<double> prices = bestPrices;
+  for (unsigned round = 0; round < kRepairCuts && out_.cuts < maxCuts_; ++round) {
+    if (pricedRaisingBound(prices))
       break;
-    for (size_t r = 0; r < numRows; ++r)
-      if (shortBy[r] > kRowTolerance)
+    for (size_t r = 0; r < numRows_; ++r)
+      if (shortBy_[r] > kRowTolerance)
         prices[r] = prices[r] > 0 ? prices[r] * 1.1
                                   : (std::isfinite(floorPrice[r]) ? floorPrice[r] : 1.0);
   }
-  // The best prices' own closure completed column by column; then whatever
-  // the best point holds that no row needs taken out.
-  bool meetsRows = false;
-  out.bound = std::max(out.bound, priced(bestPrices, meetsRows));
-  if (std::vector<uint8_t> point = chosen; structure.complete(point)) {
-    structure.prune(point);
+}
+
+void PricedCuts::completeBest(const std::vector<double> &bestPrices) {
+  pricedRaisingBound(bestPrices);
+  if (std::vector<uint8_t> point = chosen_; structure_.complete(point)) {
+    structure_.prune(point);
     offer(point);
   }
-  if (!out.columns.empty()) {
-    std::vector<uint8_t> point(out.columns.begin(), out.columns.end());
-    structure.prune(point);
+  if (!out_.columns.empty()) {
+    std::vector<uint8_t> point(out_.columns.begin(), out_.columns.end());
+    structure_.prune(point);
     offer(point);
   }
-  return out;
+}
+
+} // namespace
+
+LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBound,
+                                            unsigned maxCuts) {
+  PricedCuts cuts(p, maxCuts);
+  if (!std::isfinite(upperBound))
+    cuts.offerCompletedEmpty();
+  const std::vector<double> bestPrices = cuts.searchPrices(upperBound);
+  cuts.raiseAllPrices(bestPrices);
+  cuts.raiseShortRows(bestPrices);
+  cuts.completeBest(bestPrices);
+  return cuts.take();
 }
 
 } // namespace graphopt

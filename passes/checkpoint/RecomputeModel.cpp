@@ -79,13 +79,24 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   // In-place writes, by the storage they land in.
   m.aliases_.emplace(graph);
 
-  // Candidates: activation storages, with the uses of every value in them.
-  m.candidateIndex_ = ValueMap<int32_t>(graph, -1);
-  const int64_t end = static_cast<int64_t>(numNodes);
-  for (const ValueLiveness &l : m.baseline_.values)
+  m.addCandidates();
+  // Keep those that can be made again, each on its own.
+  std::vector<std::string> why(m.candidates_.size());
+  PlanState none(m); // nothing dropped: what each costs alone
+  for (size_t i = 0; i < m.candidates_.size(); ++i)
+    why[i] = m.priceAlone(static_cast<int32_t>(i), none);
+  m.keepDroppable(why);
+  return m;
+}
+
+// Candidates: activation storages, with the uses of every value in them.
+void RecomputeModel::addCandidates() {
+  candidateIndex_ = ValueMap<int32_t>(*graph_, -1);
+  const int64_t end = static_cast<int64_t>(graph_->numNodes());
+  for (const ValueLiveness &l : baseline_.values)
     if (l.kind == MemoryKind::Act && l.storage == l.value && l.created >= 0 && l.bytes > 0) {
       if (l.freedAfter >= end) {
-        m.excluded_.emplace_back(l.value, "a graph output: kept to the end of the step");
+        excluded_.emplace_back(l.value, "a graph output: kept to the end of the step");
         continue;
       }
       CheckpointCandidate c;
@@ -93,14 +104,14 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
       c.bytes = l.bytes;
       c.created = l.created;
       c.lastForwardUse = l.created;
-      m.candidateIndex_[l.value] = static_cast<int32_t>(m.candidates_.size());
-      m.candidates_.push_back(std::move(c));
+      candidateIndex_[l.value] = static_cast<int32_t>(candidates_.size());
+      candidates_.push_back(std::move(c));
     }
-  for (const ValueLiveness &l : m.baseline_.values) {
-    int32_t ci = m.candidateIndex_.lookup(l.storage);
+  for (const ValueLiveness &l : baseline_.values) {
+    int32_t ci = candidateIndex_.lookup(l.storage);
     if (ci < 0)
       continue;
-    CheckpointCandidate &c = m.candidates_[ci];
+    CheckpointCandidate &c = candidates_[ci];
     // Views made in backward are backward's own: made from a forward value
     // (a backward use of it), they follow it to its clone.
     if (l.value->definingNode()->phase() != Phase::Forward)
@@ -114,53 +125,46 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
       c.lastBackwardUse = std::max(c.lastBackwardUse, l.lastBackwardUse);
     }
   }
-  // Keep those that can be made again, each on its own.
-  std::vector<std::string> why(m.candidates_.size());
-  PlanState none(m); // nothing dropped: what each costs alone
-  for (size_t i = 0; i < m.candidates_.size(); ++i) {
-    CheckpointCandidate &c = m.candidates_[i];
-    if (int64_t w = m.aliases_->firstWriteOf(c.storage); w >= 0) {
-      why[i] = absl::StrCat("written in place by ", m.nodes_[w]->describe());
-      continue;
-    }
-    // Dropping a mask saves the generator's state instead (replayed from it).
-    if (const Node *d = c.storage->definingNode();
-        m.replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(1) &&
-        c.bytes <= kRngStateBytes) {
-      why[i] = absl::StrCat("the mask of ", d->describe(), ": no larger than the RNG state (",
-                            kRngStateBytes, " bytes) its replay would keep instead");
-      continue;
-    }
-    // So does dropping an output whose mask backward does not keep.
-    if (const Node *d = c.storage->definingNode();
-        m.replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(0) &&
-        m.baseline_.lookup(d->output(1))->firstBackwardUse < 0 && c.bytes <= kRngStateBytes) {
-      why[i] = absl::StrCat("the output of ", d->describe(), ", whose mask is not kept: no larger "
-                            "than the RNG state (", kRngStateBytes,
-                            " bytes) its replay would keep instead");
-      continue;
-    }
-    auto alone = none.marginal(static_cast<int32_t>(i));
-    if (!alone.ok()) {
-      why[i] = std::string(alone.status().message());
-      continue;
-    }
-    c.standaloneSeconds = alone->first;
-    c.standaloneNodes = alone->second;
-  }
+}
+
+std::string RecomputeModel::priceAlone(int32_t i, PlanState &none) {
+  CheckpointCandidate &c = candidates_[i];
+  if (int64_t w = aliases_->firstWriteOf(c.storage); w >= 0)
+    return absl::StrCat("written in place by ", nodes_[w]->describe());
+  // Dropping a mask saves the generator's state instead (replayed from it).
+  if (const Node *d = c.storage->definingNode();
+      replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(1) &&
+      c.bytes <= kRngStateBytes)
+    return absl::StrCat("the mask of ", d->describe(), ": no larger than the RNG state (",
+                        kRngStateBytes, " bytes) its replay would keep instead");
+  // So does dropping an output whose mask backward does not keep.
+  if (const Node *d = c.storage->definingNode();
+      replayRngStates_ && isReplayableDropout(*d) && c.storage == d->output(0) &&
+      baseline_.lookup(d->output(1))->firstBackwardUse < 0 && c.bytes <= kRngStateBytes)
+    return absl::StrCat("the output of ", d->describe(), ", whose mask is not kept: no larger "
+                        "than the RNG state (", kRngStateBytes,
+                        " bytes) its replay would keep instead");
+  auto alone = none.marginal(i);
+  if (!alone.ok())
+    return std::string(alone.status().message());
+  c.standaloneSeconds = alone->first;
+  c.standaloneNodes = alone->second;
+  return "";
+}
+
+void RecomputeModel::keepDroppable(const std::vector<std::string> &why) {
   std::vector<CheckpointCandidate> kept;
-  for (size_t i = 0; i < m.candidates_.size(); ++i) {
-    const Value *storage = m.candidates_[i].storage;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    const Value *storage = candidates_[i].storage;
     if (!why[i].empty()) {
-      m.candidateIndex_[storage] = -1;
-      m.excluded_.emplace_back(storage, why[i]);
+      candidateIndex_[storage] = -1;
+      excluded_.emplace_back(storage, why[i]);
       continue;
     }
-    m.candidateIndex_[storage] = static_cast<int32_t>(kept.size());
-    kept.push_back(std::move(m.candidates_[i]));
+    candidateIndex_[storage] = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(candidates_[i]));
   }
-  m.candidates_ = std::move(kept);
-  return m;
+  candidates_ = std::move(kept);
 }
 
 int32_t RecomputeModel::candidateOf(const Value *storage) const {
@@ -450,6 +454,168 @@ absl::StatusOr<RecomputeSet> RecomputeModel::closure(llvm::ArrayRef<int32_t> dro
   return state.result();
 }
 
+namespace {
+
+/// RecomputeModel::apply's rewrite of `target`: the clones made so far, by
+/// (value of the model's graph, rank made before), and what each new clone
+/// reads.
+class CloneWriter {
+public:
+  CloneWriter(Graph &target, std::vector<Node *> at, const RecomputeSet &set,
+              const ValueMap<Value *> *cloneMap, NodeMap<int64_t> *sourceRank)
+      : target_(target), at_(std::move(at)), cloneMap_(cloneMap), sourceRank_(sourceRank),
+        operands_(target, nullptr) {
+    for (const RecomputeSet::Redirect &r : set.redirected)
+      own_[r.value] = &r;
+  }
+
+  /// Adds clone `c` of the node of rank `rank`.
+  absl::Status add(const RecomputeSet::Clone &c, int64_t rank);
+  /// Backward reads each dropped value from its own clone.
+  absl::Status redirectBackwardUses(const RecomputeSet &set);
+
+private:
+  Value *inTarget(const Value *v) const {
+    return cloneMap_ ? cloneMap_->lookup(v) : const_cast<Value *>(v);
+  }
+  /// What a clone made before rank `p` reads for `v`: a clone made there, the
+  /// dropped value's own clone while it lives, or (null) `v` itself.
+  Value *source(const Value *v, int64_t p) const;
+  /// The generator's state taken just before a dropout's forward call (one
+  /// per dropout, made on first need), for the clones that replay it.
+  absl::StatusOr<Value *> stateBefore(Node &dropout, int64_t rank);
+  // The three ways of making a clone (RecomputeSet::Dropout).
+  absl::StatusOr<Node *> maskProduct(const RecomputeSet::Clone &c, Node &original,
+                                     InsertionPoint where);
+  absl::StatusOr<Node *> replay(const RecomputeSet::Clone &c, Node &original, int64_t rank,
+                                InsertionPoint where);
+  absl::StatusOr<Node *> copy(const RecomputeSet::Clone &c, Node &original,
+                              InsertionPoint where);
+
+  Graph &target_;
+  const std::vector<Node *> at_; ///< target's node of each rank, before any insertion
+  const ValueMap<Value *> *cloneMap_;
+  NodeMap<int64_t> *sourceRank_;
+  llvm::DenseMap<std::pair<const Value *, int64_t>, Value *> made_;
+  llvm::DenseMap<const Value *, const RecomputeSet::Redirect *> own_;
+  llvm::DenseMap<int64_t, Value *> states_;
+  ValueMap<Value *> operands_; ///< for cloneNode: target operand -> what to read
+};
+
+Value *CloneWriter::source(const Value *v, int64_t p) const {
+  if (auto it = made_.find({v, p}); it != made_.end())
+    return it->second;
+  if (auto it = own_.find(v); it != own_.end() && it->second->before <= p && p <= it->second->until)
+    if (auto m = made_.find({v, it->second->before}); m != made_.end())
+      return m->second;
+  return nullptr;
+}
+
+absl::StatusOr<Value *> CloneWriter::stateBefore(Node &dropout, int64_t rank) {
+  if (auto it = states_.find(rank); it != states_.end())
+    return it->second;
+  auto made = target_.createNode(
+      kRngStateOp, {Argument::value(dropout.arg(0).getValue())},
+      {ValueType::ofTensor(TensorType::contiguous(at::kByte, {kRngStateBytes}, c10::Device(c10::kCPU)))},
+      InsertionPoint::before(&dropout), {absl::StrCat(dropout.output(1)->name().str(), "_rng")});
+  if (!made.ok())
+    return made.status();
+  if (sourceRank_)
+    (*sourceRank_)[*made] = rank; // charged as the dropout: no original of its own
+  states_[rank] = (*made)->output(0);
+  return (*made)->output(0);
+}
+
+// output = input * mask * scale: native_dropout_cpu's arithmetic, with
+// the mask its forward call drew (kept, or its own clone).
+absl::StatusOr<Node *> CloneWriter::maskProduct(const RecomputeSet::Clone &c, Node &original,
+                                                InsertionPoint where) {
+  Value *input = source(c.original->arg(0).getValue(), c.before);
+  Value *mask = source(c.original->output(1), c.before);
+  auto madeNode = target_.createNode(
+      "aten::native_dropout_backward",
+      {Argument::value(input ? input : original.arg(0).getValue()),
+       Argument::value(mask ? mask : original.output(1)),
+       Argument::constant(Constant::ofFloat(dropoutScale(original)))},
+      {original.output(0)->type()}, where, {original.output(0)->name().str()});
+  if (!madeNode.ok())
+    return madeNode.status();
+  Node *clone = *madeNode;
+  made_[{c.original->output(0), c.before}] = clone->output(0);
+  return clone;
+}
+
+// Drawn again from the generator's state just before the forward call.
+absl::StatusOr<Node *> CloneWriter::replay(const RecomputeSet::Clone &c, Node &original,
+                                           int64_t rank, InsertionPoint where) {
+  auto state = stateBefore(original, rank);
+  if (!state.ok())
+    return state.status();
+  Value *input = source(c.original->arg(0).getValue(), c.before);
+  auto madeNode = target_.createNode(
+      "graphopt::native_dropout_replay",
+      {Argument::value(input ? input : original.arg(0).getValue()), original.arg(1),
+       original.arg(2), Argument::value(*state)},
+      {original.output(0)->type(), original.output(1)->type()}, where,
+      {original.output(0)->name().str(), original.output(1)->name().str()});
+  if (!madeNode.ok())
+    return madeNode.status();
+  Node *clone = *madeNode;
+  for (unsigned i = 0; i < 2; ++i)
+    made_[{c.original->output(i), c.before}] = clone->output(i);
+  return clone;
+}
+
+absl::StatusOr<Node *> CloneWriter::copy(const RecomputeSet::Clone &c, Node &original,
+                                         InsertionPoint where) {
+  llvm::SmallVector<Value *, 4> set;
+  for (const Value *o : c.original->operandValues())
+    if (Value *src = source(o, c.before)) {
+      operands_[inTarget(o)] = src;
+      set.push_back(inTarget(o));
+    }
+  auto madeNode = target_.cloneNode(original, operands_, where);
+  for (Value *v : set)
+    operands_[v] = nullptr;
+  if (!madeNode.ok())
+    return madeNode.status();
+  Node *clone = *madeNode;
+  for (unsigned i = 0; i < clone->numOutputs(); ++i) {
+    made_[{c.original->output(i), c.before}] = clone->output(i);
+    operands_[original.output(i)] = nullptr; // cloneNode recorded it: forget it
+  }
+  return clone;
+}
+
+absl::Status CloneWriter::add(const RecomputeSet::Clone &c, int64_t rank) {
+  Node &original = *at_[rank];
+  InsertionPoint where = InsertionPoint::before(at_[c.before]);
+  absl::StatusOr<Node *> clone =
+      c.dropout == RecomputeSet::Dropout::Mask       ? maskProduct(c, original, where)
+      : c.dropout == RecomputeSet::Dropout::RngState ? replay(c, original, rank, where)
+                                                     : copy(c, original, where);
+  if (!clone.ok())
+    return clone.status();
+  markRecomputeOf(**clone, *original.output(0));
+  if (sourceRank_)
+    (*sourceRank_)[*clone] = rank;
+  return absl::OkStatus();
+}
+
+absl::Status CloneWriter::redirectBackwardUses(const RecomputeSet &set) {
+  for (const RecomputeSet::Redirect &r : set.redirected) {
+    auto it = made_.find({r.value, r.before});
+    if (it == made_.end())
+      return absl::InternalError(absl::StrCat("checkpoint: %", r.value->name().str(),
+                                              " is dropped but never recomputed"));
+    inTarget(r.value)->replaceUsesWithIf(
+        it->second, [](const Use &u) { return u.user && u.user->phase() != Phase::Forward; });
+  }
+  return absl::OkStatus();
+}
+
+} // namespace
+
 absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &target,
                                                const ValueMap<Value *> *cloneMap,
                                                NodeMap<int64_t> *sourceRank) const {
@@ -464,111 +630,15 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
     for (size_t r = 0; r < at.size(); ++r)
       (*sourceRank)[at[r]] = static_cast<int64_t>(r);
   }
-  auto inTarget = [&](const Value *v) {
-    return cloneMap ? cloneMap->lookup(v) : const_cast<Value *>(v);
-  };
-  // Clones made so far, by (value of this model's graph, rank made before).
-  llvm::DenseMap<std::pair<const Value *, int64_t>, Value *> made;
-  llvm::DenseMap<const Value *, const RecomputeSet::Redirect *> own;
-  for (const RecomputeSet::Redirect &r : set.redirected)
-    own[r.value] = &r;
-  // What a clone made before rank `p` reads for `v`: a clone made there, the
-  // dropped value's own clone while it lives, or `v` itself.
-  auto source = [&](const Value *v, int64_t p) -> Value * {
-    if (auto it = made.find({v, p}); it != made.end())
-      return it->second;
-    if (auto it = own.find(v); it != own.end() && it->second->before <= p && p <= it->second->until)
-      if (auto m = made.find({v, it->second->before}); m != made.end())
-        return m->second;
-    return nullptr;
-  };
-  // The generator's state taken just before a dropout's forward call (one
-  // per dropout, made on first need), for the clones that replay it.
-  llvm::DenseMap<int64_t, Value *> states;
-  auto stateBefore = [&](Node &dropout, int64_t rank) -> absl::StatusOr<Value *> {
-    if (auto it = states.find(rank); it != states.end())
-      return it->second;
-    auto made = target.createNode(
-        kRngStateOp, {Argument::value(dropout.arg(0).getValue())},
-        {ValueType::ofTensor(TensorType::contiguous(at::kByte, {kRngStateBytes}, c10::Device(c10::kCPU)))},
-        InsertionPoint::before(&dropout), {absl::StrCat(dropout.output(1)->name().str(), "_rng")});
-    if (!made.ok())
-      return made.status();
-    if (sourceRank)
-      (*sourceRank)[*made] = rank; // charged as the dropout: no original of its own
-    states[rank] = (*made)->output(0);
-    return (*made)->output(0);
-  };
-  ValueMap<Value *> operands(target, nullptr); // for cloneNode: target operand -> what to read
+  CloneWriter writer(target, std::move(at), set, cloneMap, sourceRank);
   unsigned added = 0;
   for (const RecomputeSet::Clone &c : set.clones) {
-    int64_t rank = baseline_.rank.lookup(c.original);
-    Node &original = *at[rank];
-    InsertionPoint where = InsertionPoint::before(at[c.before]);
-    Node *clone = nullptr;
-    if (c.dropout == RecomputeSet::Dropout::Mask) {
-      // output = input * mask * scale: native_dropout_cpu's arithmetic, with
-      // the mask its forward call drew (kept, or its own clone).
-      Value *input = source(c.original->arg(0).getValue(), c.before);
-      Value *mask = source(c.original->output(1), c.before);
-      auto madeNode = target.createNode(
-          "aten::native_dropout_backward",
-          {Argument::value(input ? input : original.arg(0).getValue()),
-           Argument::value(mask ? mask : original.output(1)),
-           Argument::constant(Constant::ofFloat(dropoutScale(original)))},
-          {original.output(0)->type()}, where, {original.output(0)->name().str()});
-      if (!madeNode.ok())
-        return madeNode.status();
-      clone = *madeNode;
-      made[{c.original->output(0), c.before}] = clone->output(0);
-    } else if (c.dropout == RecomputeSet::Dropout::RngState) {
-      // Drawn again from the generator's state just before the forward call.
-      auto state = stateBefore(original, rank);
-      if (!state.ok())
-        return state.status();
-      Value *input = source(c.original->arg(0).getValue(), c.before);
-      auto madeNode = target.createNode(
-          "graphopt::native_dropout_replay",
-          {Argument::value(input ? input : original.arg(0).getValue()), original.arg(1),
-           original.arg(2), Argument::value(*state)},
-          {original.output(0)->type(), original.output(1)->type()}, where,
-          {original.output(0)->name().str(), original.output(1)->name().str()});
-      if (!madeNode.ok())
-        return madeNode.status();
-      clone = *madeNode;
-      for (unsigned i = 0; i < 2; ++i)
-        made[{c.original->output(i), c.before}] = clone->output(i);
-    } else {
-      llvm::SmallVector<Value *, 4> set;
-      for (const Value *o : c.original->operandValues())
-        if (Value *src = source(o, c.before)) {
-          operands[inTarget(o)] = src;
-          set.push_back(inTarget(o));
-        }
-      auto madeNode = target.cloneNode(original, operands, where);
-      for (Value *v : set)
-        operands[v] = nullptr;
-      if (!madeNode.ok())
-        return madeNode.status();
-      clone = *madeNode;
-      for (unsigned i = 0; i < clone->numOutputs(); ++i) {
-        made[{c.original->output(i), c.before}] = clone->output(i);
-        operands[original.output(i)] = nullptr; // cloneNode recorded it: forget it
-      }
-    }
-    markRecomputeOf(*clone, *original.output(0));
-    if (sourceRank)
-      (*sourceRank)[clone] = rank;
+    if (absl::Status st = writer.add(c, baseline_.rank.lookup(c.original)); !st.ok())
+      return st;
     ++added;
   }
-  for (const RecomputeSet::Redirect &r : set.redirected) {
-    auto it = made.find({r.value, r.before});
-    if (it == made.end())
-      return absl::InternalError(absl::StrCat("checkpoint: %", r.value->name().str(),
-                                              " is dropped but never recomputed"));
-    inTarget(r.value)->replaceUsesWithIf(
-        it->second, [](const Use &u) { return u.user && u.user->phase() != Phase::Forward; });
-  }
+  if (absl::Status st = writer.redirectBackwardUses(set); !st.ok())
+    return st;
   return added;
 }
 

@@ -55,6 +55,7 @@
 namespace graphopt {
 
 struct ModelBlocks;
+class PlanState;
 
 /// An activation storage that a plan may drop.
 struct CheckpointCandidate {
@@ -183,6 +184,15 @@ private:
   friend class PlanState;
   friend const ModelBlocks &findBlocks(const RecomputeModel &model);
   RecomputeModel() = default;
+  // build()'s steps, after the liveness and the aliases.
+  /// The candidates and their values' uses (candidates_, candidateIndex_).
+  void addCandidates();
+  /// Prices candidate `i` alone (its standalone seconds and nodes, with
+  /// nothing else dropped: `none`); why it cannot be dropped where it cannot,
+  /// else empty.
+  std::string priceAlone(int32_t i, PlanState &none);
+  /// Keeps the candidates `why` has no reason against; the others excluded.
+  void keepDroppable(const std::vector<std::string> &why);
   /// findBlocks' result, found on first use (ModelBlocks.h). Like every
   /// other member it assumes the graph does not change after build().
   mutable std::shared_ptr<const ModelBlocks> blocks_;

@@ -20,23 +20,41 @@ namespace {
 /// time that matters.
 constexpr double kTieBreak = 1e-7;
 
+/// The rank of the first node not in forward (the number of nodes if none).
+int64_t backwardStartOf(const RecomputeModel &model) {
+  const int64_t numNodes = static_cast<int64_t>(model.baseline().timeline.size());
+  for (int64_t r = 0; r < numNodes; ++r)
+    if (model.nodeAt(r)->phase() != Phase::Forward)
+      return r;
+  return numNodes;
+}
+
+/// `n`'s X column in `nodeColumn`, or -1.
+int columnOfNode(const llvm::DenseMap<const Node *, int> &nodeColumn, const Node *n) {
+  auto it = nodeColumn.find(n);
+  return it == nodeColumn.end() ? -1 : it->second;
+}
+
 } // namespace
 
 RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(model) {
-  const LivenessResult &live = model.baseline();
-  const int64_t numNodes = static_cast<int64_t>(live.timeline.size());
-  int64_t backwardStart = numNodes;
-  for (int64_t r = 0; r < numNodes; ++r)
-    if (model.nodeAt(r)->phase() != Phase::Forward) {
-      backwardStart = r;
-      break;
-    }
+  const int64_t numNodes = static_cast<int64_t>(model.baseline().timeline.size());
+  const int64_t backwardStart = backwardStartOf(model);
+  const NodeColumns nodeColumn = addNodeColumns(backwardStart);
+  addStorageColumns(backwardStart);
+  addCandidateIntervals(nodeColumn, backwardStart);
+  addStorageIntervals(nodeColumn, backwardStart);
+  addCuts(numNodes);
+  chooseUnits();
+}
 
-  // X columns: forward nodes that own a storage and may run again.
-  llvm::DenseMap<const Node *, int> nodeColumn;
+// X columns: forward nodes that own a storage and may run again.
+RecomputeRelaxation::NodeColumns RecomputeRelaxation::addNodeColumns(int64_t backwardStart) {
+  const LivenessResult &live = model_.baseline();
+  NodeColumns nodeColumn;
   for (int64_t r = 0; r < backwardStart; ++r) {
-    const Node *n = model.nodeAt(r);
-    if (n->phase() != Phase::Forward || !model.whyNotRecomputable(*n).empty())
+    const Node *n = model_.nodeAt(r);
+    if (n->phase() != Phase::Forward || !model_.whyNotRecomputable(*n).empty())
       continue;
     bool owns = false;
     for (const Value *v : n->outputs())
@@ -46,15 +64,15 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
       continue; // views: free, and there when their storage is
     nodeColumn[n] = static_cast<int>(nodes_.size());
     nodes_.push_back(n);
-    objective_.push_back(model.seconds()[r]);
+    objective_.push_back(model_.seconds()[r]);
   }
-  auto columnOfNode = [&](const Node *n) {
-    auto it = nodeColumn.find(n);
-    return it == nodeColumn.end() ? -1 : it->second;
-  };
+  return nodeColumn;
+}
 
-  // Z columns: the forward storages that are gone by backward, backward does
-  // not read, and some node that may run again reads.
+// Z columns: the forward storages that are gone by backward, backward does
+// not read, and some node that may run again reads.
+void RecomputeRelaxation::addStorageColumns(int64_t backwardStart) {
+  const LivenessResult &live = model_.baseline();
   const int numX = static_cast<int>(nodes_.size());
   llvm::DenseMap<const Value *, int> storageColumn;
   for (int x = 0; x < numX; ++x)
@@ -62,7 +80,7 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
       const ValueLiveness *l = live.lookup(o);
       const ValueLiveness *s = l ? live.lookup(l->storage) : nullptr;
       if (!s || s->created < 0 || s->freedAfter >= backwardStart ||
-          model.candidateOf(s->value) >= 0)
+          model_.candidateOf(s->value) >= 0)
         continue; // a graph input, live into backward anyway, or a candidate: always there
       auto [it, inserted] =
           storageColumn.try_emplace(s->value, numX + static_cast<int>(storages_.size()));
@@ -72,14 +90,14 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
       }
       structural_.push_back({{it->second, x}, {1, -1}, 0}); // Z_s >= X_n
     }
+}
 
-  // Memory: dropped candidates free their bytes where any plan could; a held
-  // storage costs its bytes from where it was freed (the saved activations:
-  // from where it was made, as it is one now) to the start of backward.
-  const bool peakBound = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
-  for (const CheckpointCandidate &c : model.candidates())
-    if (int x = columnOfNode(c.storage->definingNode()); x >= 0) {
-      auto [first, last] = freedRanksOf(model, model.boundedMemory(), c);
+// Memory: dropped candidates free their bytes where any plan could.
+void RecomputeRelaxation::addCandidateIntervals(const NodeColumns &nodeColumn,
+                                                int64_t backwardStart) {
+  for (const CheckpointCandidate &c : model_.candidates())
+    if (int x = columnOfNode(nodeColumn, c.storage->definingNode()); x >= 0) {
+      auto [first, last] = freedRanksOf(model_, model_.boundedMemory(), c);
       if (first > last)
         continue;
       intervals_.push_back({first, last, x, c.bytes});
@@ -87,16 +105,26 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
       // place (replayed from it), from the dropout through forward at least;
       // a plan that keeps the mask saves less still (the mask is larger).
       const Node *def = c.storage->definingNode();
-      if (model.replaysRngStates() && isReplayableDropout(*def) && c.storage == def->output(1)) {
+      if (model_.replaysRngStates() && isReplayableDropout(*def) && c.storage == def->output(1)) {
         const int64_t from = std::max(first, c.created), to = std::min(last, backwardStart - 1);
         if (from <= to)
           intervals_.push_back({from, to, x, -kRngStateBytes});
       }
     }
+}
+
+// A held storage costs its bytes from where it was freed (the saved
+// activations: from where it was made, as it is one now) to the start of
+// backward.
+void RecomputeRelaxation::addStorageIntervals(const NodeColumns &nodeColumn,
+                                              int64_t backwardStart) {
+  const LivenessResult &live = model_.baseline();
+  const int numX = static_cast<int>(nodes_.size());
+  const bool peakBound = model_.boundedMemory() == BoundedMemory::PeakAboveInputs;
   for (size_t k = 0; k < storages_.size(); ++k) {
     const ValueLiveness *s = live.lookup(storages_[k]);
     const int z = numX + static_cast<int>(k);
-    const int x = columnOfNode(storages_[k]->definingNode());
+    const int x = columnOfNode(nodeColumn, storages_[k]->definingNode());
     if (x >= 0)
       structural_.push_back({{z, x}, {1, -1}, 0}); // Z_s >= X_owner(s)
     const int64_t first = peakBound ? s->freedAfter + 1 : s->created, last = backwardStart - 1;
@@ -106,6 +134,9 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
     if (x >= 0) // made again rather than held: no bytes kept
       intervals_.push_back({first, last, x, s->bytes});
   }
+}
+
+void RecomputeRelaxation::addCuts(int64_t numNodes) {
   cuts_ = {0, numNodes};
   for (const Interval &i : intervals_) {
     cuts_.push_back(i.first);
@@ -120,9 +151,11 @@ RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(m
     auto to = std::upper_bound(cuts_.begin(), cuts_.end(), i.last);
     memoryNonzeros_ += static_cast<size_t>(to - from);
   }
+}
 
-  // Units: the costliest node's seconds, the largest interval's bytes (CBC's
-  // tolerances then mean the same for microseconds as for seconds).
+// Units: the costliest node's seconds, the largest interval's bytes (CBC's
+// tolerances then mean the same for microseconds as for seconds).
+void RecomputeRelaxation::chooseUnits() {
   double maxSeconds = 0;
   for (double s : objective_)
     maxSeconds = std::max(maxSeconds, s);

@@ -51,6 +51,7 @@
 #include "checkpoint/RecomputeModel.h"
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/DenseMap.h>
 
 #include <optional>
 #include <vector>
@@ -96,6 +97,18 @@ private:
     int column;
     int64_t bytes;
   };
+  /// Forward node -> its X column.
+  using NodeColumns = llvm::DenseMap<const Node *, int>;
+
+  // The constructor's steps, in order.
+  NodeColumns addNodeColumns(int64_t backwardStart);
+  void addStorageColumns(int64_t backwardStart);
+  void addCandidateIntervals(const NodeColumns &nodeColumn, int64_t backwardStart);
+  void addStorageIntervals(const NodeColumns &nodeColumn, int64_t backwardStart);
+  /// cuts_ and memoryNonzeros_, from the intervals.
+  void addCuts(int64_t numNodes);
+  /// The objective's and the memory rows' units; the tie-breaks.
+  void chooseUnits();
 
   const RecomputeModel &model_;
   std::vector<const Node *> nodes_;      ///< per X column

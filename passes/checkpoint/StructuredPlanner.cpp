@@ -9,6 +9,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace graphopt {
 namespace {
@@ -188,23 +189,26 @@ std::vector<size_t> chooseRungs(const std::vector<Block> &blocks,
   return chosen;
 }
 
-} // namespace
-
-std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, BoundedMemory kind,
-                                               int64_t peakRank, int64_t need,
-                                               size_t maxClones) {
-  StructuredChoice common; // what the choices have in common
-  const ModelBlocks &found = findBlocks(model);
-  if (found.names.empty() || need <= 0)
-    return {};
-  const int32_t outside = static_cast<int32_t>(found.names.size());
+/// The bytes each candidate frees of memory `kind` live across `peakRank`
+/// when dropped (0 where it does not free any there).
+std::vector<int64_t> bytesAtPeakOf(const RecomputeModel &model, BoundedMemory kind,
+                                   int64_t peakRank) {
   auto candidates = model.candidates();
   std::vector<int64_t> bytesAtPeak(candidates.size(), 0);
   for (size_t c = 0; c < candidates.size(); ++c)
     if (auto [first, last] = freedRanksOf(model, kind, candidates[c]);
         first <= peakRank && peakRank <= last)
       bytesAtPeak[c] = candidates[c].bytes;
+  return bytesAtPeak;
+}
 
+/// The model's blocks and the group outside them, each with its forward
+/// nodes and the candidates it makes that free bytes at the peak; groups
+/// without such candidates are left out.
+std::vector<Block> blocksOf(const RecomputeModel &model, const ModelBlocks &found,
+                            const std::vector<int64_t> &bytesAtPeak) {
+  const int32_t outside = static_cast<int32_t>(found.names.size());
+  auto candidates = model.candidates();
   std::vector<Block> blocks(found.names.size() + 1);
   for (size_t b = 0; b < found.names.size(); ++b)
     blocks[b].name = found.names[b];
@@ -222,25 +226,46 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
   blocks.erase(std::remove_if(blocks.begin(), blocks.end(),
                               [](const Block &b) { return b.members.empty(); }),
                blocks.end());
-  if (blocks.empty())
-    return {};
+  return blocks;
+}
 
-  std::vector<uint8_t> interior(candidates.size(), 0);
-  for (int32_t c : blockInteriors(model, found))
-    interior[c] = 1;
+/// The order a class of identical blocks was given, on its first block.
+struct ClassOrder {
+  std::vector<Slot> slots;
+  std::array<std::vector<double>, 2> seconds; ///< its first block's rungs' prices
+};
 
-  // Two ladders per block: over all its members, and over its interiors
-  // alone (what keeps every boundary). Each class of identical blocks is
-  // ordered once, on its first block; the others take the order slot by slot
-  // (a block whose slots do not all match is ordered on its own).
-  // ladders[shared][interiorsOnly]: priced shared or not (ladderOf), over
-  // all members or the interiors.
-  std::array<std::array<std::vector<Ladder>, 2>, 2> ladders;
+/// `part`'s members in `known`'s order, slot by slot; empty when a slot of
+/// the order has no member in `part`.
+std::vector<int32_t> orderLike(const RecomputeModel &model, const Block &part,
+                               const ClassOrder &known) {
+  std::map<Slot, int32_t> bySlot;
+  for (int32_t c : part.members)
+    bySlot[slotOf(model, part, c)] = c;
+  std::vector<int32_t> order;
+  for (const Slot &s : known.slots) {
+    auto it = bySlot.find(s);
+    if (it == bySlot.end())
+      return {};
+    order.push_back(it->second);
+  }
+  return order;
+}
+
+/// ladders[shared][interiorsOnly]: priced shared or not (ladderOf), over
+/// all members or the interiors.
+using Ladders = std::array<std::array<std::vector<Ladder>, 2>, 2>;
+
+/// Two ladders per block: over all its members, and over its interiors
+/// alone (what keeps every boundary). Each class of identical blocks is
+/// ordered once, on its first block; the others take the order slot by slot
+/// (a block whose slots do not all match is ordered on its own). `classes`
+/// counts the classes ordered over all members.
+Ladders laddersOf(const RecomputeModel &model, const std::vector<Block> &blocks,
+                  const std::vector<int64_t> &bytesAtPeak, const std::vector<uint8_t> &interior,
+                  unsigned &classes) {
+  Ladders ladders;
   for (int interiorsOnly = 0; interiorsOnly < 2; ++interiorsOnly) {
-    struct ClassOrder {
-      std::vector<Slot> slots;
-      std::array<std::vector<double>, 2> seconds; ///< its first block's rungs' prices
-    };
     std::map<std::string, ClassOrder> orderOfClass;
     for (const Block &block : blocks) {
       Block part = block;
@@ -251,19 +276,8 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
       std::string signature = block.outside ? "" : signatureOf(model, part);
       std::vector<int32_t> order;
       auto known = block.outside ? orderOfClass.end() : orderOfClass.find(signature);
-      if (known != orderOfClass.end()) {
-        std::map<Slot, int32_t> bySlot;
-        for (int32_t c : part.members)
-          bySlot[slotOf(model, part, c)] = c;
-        for (const Slot &s : known->second.slots) {
-          auto it = bySlot.find(s);
-          if (it == bySlot.end()) {
-            order.clear();
-            break;
-          }
-          order.push_back(it->second);
-        }
-      }
+      if (known != orderOfClass.end())
+        order = orderLike(model, part, known->second);
       if (!order.empty()) { // priced as the class's first block
         for (int priced = 0; priced < 2; ++priced)
           ladders[priced][interiorsOnly].push_back(ladderOf(
@@ -272,7 +286,7 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
       }
       order = ladderOrder(model, part, bytesAtPeak);
       if (!interiorsOnly)
-        ++common.classes;
+        ++classes;
       ClassOrder first;
       for (int32_t c : order)
         first.slots.push_back(slotOf(model, part, c));
@@ -286,6 +300,58 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
         orderOfClass.emplace(std::move(signature), std::move(first));
     }
   }
+  return ladders;
+}
+
+/// The choice dropping, in each block, the rungs `chosen` of its ladder in
+/// `from`, starting from `common`; none when it needs more than `maxClones`.
+std::optional<StructuredChoice> choiceOf(const RecomputeModel &model,
+                                         const std::vector<Block> &blocks,
+                                         const std::vector<Ladder> &from,
+                                         const std::vector<size_t> &chosen,
+                                         const StructuredChoice &common, BoundaryRule rule,
+                                         size_t maxClones) {
+  StructuredChoice made = common;
+  made.boundaries = rule;
+  PlanState state(model);
+  bool overLimit = false;
+  for (size_t b = 0; b < blocks.size() && !overLimit; ++b) {
+    const Ladder &ladder = from[b];
+    const size_t k = chosen[b];
+    made.freedAtPeak += ladder.rungs[k].bytes;
+    for (size_t i = 0; i < k && !overLimit; ++i) {
+      if (!state.add(ladder.taken[i]).ok())
+        continue;
+      made.drops.push_back(
+          {ladder.taken[i], absl::StrCat("structured: rung ", k, " of ", ladder.rungs.size() - 1,
+                                         blocks[b].outside ? " " : " inside ", blocks[b].name)});
+      overLimit = state.cloneCount() > maxClones;
+    }
+  }
+  if (overLimit)
+    return std::nullopt;
+  made.seconds = state.result().seconds;
+  return made;
+}
+
+} // namespace
+
+std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, BoundedMemory kind,
+                                               int64_t peakRank, int64_t need,
+                                               size_t maxClones) {
+  StructuredChoice common; // what the choices have in common
+  const ModelBlocks &found = findBlocks(model);
+  if (found.names.empty() || need <= 0)
+    return {};
+  const std::vector<int64_t> bytesAtPeak = bytesAtPeakOf(model, kind, peakRank);
+  const std::vector<Block> blocks = blocksOf(model, found, bytesAtPeak);
+  if (blocks.empty())
+    return {};
+
+  std::vector<uint8_t> interior(model.candidates().size(), 0);
+  for (int32_t c : blockInteriors(model, found))
+    interior[c] = 1;
+  const Ladders ladders = laddersOf(model, blocks, bytesAtPeak, interior, common.classes);
   common.blocks = static_cast<unsigned>(blocks.size());
 
   // Where a rung drops a block's boundary (a value later blocks read in
@@ -304,31 +370,15 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
     const std::vector<Ladder> &from = ladders[priced][rule == BoundaryRule::Kept];
     std::vector<size_t> chosen =
         chooseRungs(blocks, from, need, rule == BoundaryRule::NotNeighbours);
-    StructuredChoice made = common;
-    made.boundaries = rule;
-    PlanState state(model);
-    bool overLimit = false;
-    for (size_t b = 0; b < blocks.size() && !overLimit; ++b) {
-      const Ladder &ladder = from[b];
-      const size_t k = chosen[b];
-      made.freedAtPeak += ladder.rungs[k].bytes;
-      for (size_t i = 0; i < k && !overLimit; ++i) {
-        if (!state.add(ladder.taken[i]).ok())
-          continue;
-        made.drops.push_back(
-            {ladder.taken[i], absl::StrCat("structured: rung ", k, " of ", ladder.rungs.size() - 1,
-                                           blocks[b].outside ? " " : " inside ", blocks[b].name)});
-        overLimit = state.cloneCount() > maxClones;
-      }
-    }
-    if (overLimit)
+    std::optional<StructuredChoice> made =
+        choiceOf(model, blocks, from, chosen, common, rule, maxClones);
+    if (!made)
       continue;
-    made.seconds = state.result().seconds;
     bool same = false;
     for (const StructuredChoice &c : choices)
-      same = same || c.drops == made.drops;
+      same = same || c.drops == made->drops;
     if (!same)
-      choices.push_back(std::move(made));
+      choices.push_back(std::move(*made));
   }
   return choices;
 }
