@@ -8,6 +8,7 @@
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Testing/SimulatedWorld.h"
 
+#include <ATen/Functions.h>
 #include <ATen/core/Tensor.h>
 
 #include <cmath>
@@ -73,7 +74,10 @@ absl::StatusOr<std::map<std::string, at::Tensor>> adamwFirstStep(
     for (const GraphInput &in : original.inputs())
       if (in.target == out.target && in.tiedTo)
         target = original.inputs()[in.tiedTo->index()].target;
-    at::Tensor g = run->outputs[i].to(at::kDouble);
+    // In the parameter's dtype, as torch.optim computes: a gradient whose
+    // square overflows float32 makes exp_avg_sq inf there (no update), which
+    // a double-precision reference would not reproduce.
+    at::Tensor g = run->outputs[i];
     grads[target] = grads.count(target) ? grads[target].add(g) : g;
   }
   std::map<std::string, at::Tensor> after;
@@ -83,9 +87,11 @@ absl::StatusOr<std::map<std::string, at::Tensor>> adamwFirstStep(
       return absl::InternalError(absl::StrCat("no weight for parameter '", target, "'"));
     auto written = leftBy.find(target);
     at::Tensor start = written != leftBy.end() ? written->second : *p;
-    at::Tensor param = start.to(at::kDouble).mul(1 - kLr * kWeightDecay);
-    at::Tensor expAvg = g.mul(1 - kBeta1);
-    at::Tensor expAvgSq = g.mul(g).mul(1 - kBeta2);
+    at::Tensor param = start.mul(1 - kLr * kWeightDecay);
+    // torch.optim's own calls from zero state (lerp_, addcmul_), so a square
+    // overflows where it overflows there.
+    at::Tensor expAvg = at::zeros_like(g).lerp_(g, 1 - kBeta1);
+    at::Tensor expAvgSq = at::zeros_like(g).addcmul_(g, g, 1 - kBeta2);
     const double biasCorrection1 = 1 - kBeta1, biasCorrection2 = 1 - kBeta2;
     at::Tensor denom = expAvgSq.sqrt().div(std::sqrt(biasCorrection2)).add(kEps);
     after[target] = param.sub(expAvg.div(denom).mul(kLr / biasCorrection1));
@@ -120,7 +126,7 @@ std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer,
     ++compared;
     // Equal values (infinities included) and NaN on both sides agree: a
     // gradient that overflows makes both updates NaN.
-    const at::Tensor &want = it->second;
+    const at::Tensor want = it->second.to(at::kDouble);
     at::Tensor got = value.to(at::kDouble);
     at::Tensor agree = got.eq(want).logical_or(got.isnan().logical_and(want.isnan()));
     at::Tensor diff = got.sub(want).abs().masked_fill(agree, 0.0).nan_to_num(INFINITY, INFINITY);

@@ -188,6 +188,37 @@ backward:
   }
 }
 
+// A gradient whose square overflows float32 (inputs of 1e24): torch.optim's
+// exp_avg_sq is inf there and the parameter only decays; the reference does
+// the same in the parameter's dtype (it once worked in double and expected a
+// full step: fuzz-passes under ASan reported the correct pass as wrong).
+TEST(PassFuzzTest, TheOptimizerReferenceOverflowsWhereTorchOptimDoes) {
+  auto g = parseGraph(R"(graph @step {
+  input %w : f32[4, 4] parameter "w"
+  input %x : f32[4, 4] user_input
+forward:
+  %h = aten::mm(%x, %w) : f32[4, 4]
+  %loss = aten::sum(%h) : f32[]
+backward:
+  %one = aten::ones_like(%loss) : f32[]
+  %gh = aten::expand(%one, [4, 4]) : f32[4, 4]{strides=[0, 0]}
+  %xt = aten::t(%x) : f32[4, 4]{strides=[1, 4]}
+  %gw = aten::mm(%xt, %gh) : f32[4, 4]
+  output %loss loss
+  output %gw gradient "w"
+})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  WeightStore weights;
+  ASSERT_TRUE(fillMissingWeights(**g, weights, 0).ok());
+  std::vector<at::Tensor> inputs = makeExampleInputs(**g, 0).value();
+  inputs[0].fill_(1e24);
+  std::unique_ptr<Graph> step = (*g)->clone();
+  GraphOptimizer optimizer;
+  ASSERT_TRUE(optimizer.addPipeline("add-optimizer").ok());
+  ASSERT_TRUE(optimizer.run(*step).ok());
+  EXPECT_EQ(checkAdamWStep(**g, *step, weights, inputs), "");
+}
+
 // Replays an input of the libFuzzer target fuzz-passes in this (uninstrumented)
 // build: GRAPHOPT_PASS_FUZZ_INPUT=<crash file> prints the graph its bytes make
 // and checks it as fuzz-passes does, so that a failure can become a lit test.
