@@ -14,6 +14,9 @@
 //===----------------------------------------------------------------------===//
 #include "Driver.h"
 
+#include <llvm/Config/llvm-config.h>
+#include <torch/headeronly/version.h>
+
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Export/Pt2Writer.h"
 #include "graphopt/Import/Importer.h"
@@ -664,8 +667,22 @@ int writeOutputs(const Session &s, bool writeGraph, const std::string &out) {
   return kOk;
 }
 
+/// --version: graph-opt's own, and the LibTorch and LLVM it was built against
+/// (LLVM's printer would name only LLVM and the host CPU).
+void printVersion(llvm::raw_ostream &os) {
+  os << "graph-opt " << GRAPHOPT_VERSION << "\n"
+     << "  built against LibTorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "."
+     << TORCH_VERSION_PATCH << " and LLVM " << LLVM_VERSION_STRING << "\n"
+#ifdef GRAPHOPT_WITH_CUDA
+     << "  CUDA kernels: built in (used where a GPU is present)\n";
+#else
+     << "  CUDA kernels: not built\n";
+#endif
+}
+
 int runDriver(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
+  cl::SetVersionPrinter(printVersion);
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "graph-opt: a compiler-style optimizer for PyTorch graphs\n\n"
                                    "Reads a model, verifies its graph and writes it back as .gir.\n",
