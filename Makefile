@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -30,6 +30,12 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Where the suite's time goes (issue 52): make test's ctest with every runner's per-test times
+# kept, then the slowest 30 tests across lit, gtest and pytest, each ctest entry, and the
+# suite's wall and CPU time (scripts/test-times.py).
+test-times: build
+	@scripts/test-times.py --build $(BUILD_DIR) --jobs $(JOBS)
 
 # `pip install --no-build-isolation .` into a fresh venv that has the project's torch (a .pth
 # in the new venv names the project venv's site-packages: torch is not downloaded again, and
