@@ -144,16 +144,6 @@ absl::StatusOr<at::Tensor> referenceFor(const at::Tensor &original, const GraphO
   return shardOf(original, *world, *rank);
 }
 
-/// Outputs keyed by role and target (gradients, buffer mutations) or by role and
-/// position among that role's outputs (losses, user outputs).
-std::map<std::string, unsigned> outputKeys(const Graph &g) {
-  std::map<std::string, unsigned> keys;
-  std::map<OutputRole, unsigned> ordinals;
-  for (unsigned i = 0; i < g.outputs().size(); ++i)
-    keys[outputLabel(g.outputs()[i], ordinals[g.outputs()[i].role]++)] = i;
-  return keys;
-}
-
 /// How a graph input is named in the report once a step wrote it: by role and
 /// target (parameters, buffers, optimizer state), by name for user inputs.
 std::string stateLabel(const GraphInput &in) {
@@ -221,6 +211,14 @@ void compareWrittenInputs(const Graph &original, const ExecutionResult &a,
 }
 
 } // namespace
+
+std::map<std::string, unsigned> outputKeys(const Graph &g) {
+  std::map<std::string, unsigned> keys;
+  std::map<OutputRole, unsigned> ordinals;
+  for (unsigned i = 0; i < g.outputs().size(); ++i)
+    keys[outputLabel(g.outputs()[i], ordinals[g.outputs()[i].role]++)] = i;
+  return keys;
+}
 
 absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Graph &rewritten,
                                                  WeightStore &weights,

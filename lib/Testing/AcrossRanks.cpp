@@ -15,23 +15,6 @@ namespace graphopt::testing {
 
 namespace {
 
-/// An output's key, the same in both graphs: role and target where it has
-/// one (a shard's gradient answers for its parameter's), else role and
-/// position among that role's outputs.
-std::vector<std::string> outputKeys(const Graph &g) {
-  std::vector<std::string> keys;
-  std::map<OutputRole, unsigned> ordinals;
-  for (const GraphOutput &out : g.outputs()) {
-    unsigned ordinal = ordinals[out.role]++;
-    std::string target = out.target;
-    if (std::optional<ShardTarget> shard = parseShardTarget(out.target))
-      target = shard->parameter;
-    keys.push_back(target.empty() ? absl::StrCat(static_cast<int>(out.role), "#", ordinal)
-                                  : absl::StrCat(static_cast<int>(out.role), " ", target));
-  }
-  return keys;
-}
-
 std::string describe(const GraphOutput &out) {
   return out.target.empty() ? absl::StrCat("output %", out.value->name().str())
                             : absl::StrCat("output %", out.value->name().str(), " ('",
@@ -62,14 +45,11 @@ std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint
   if (!got.ok())
     return absl::StrCat("rank ", rank, " on its own inputs: the rewritten graph could not run: ",
                         got.status().message());
-  std::map<std::string, size_t> originalIndex;
-  std::vector<std::string> before = outputKeys(original), after = outputKeys(rewritten);
-  for (size_t i = 0; i < before.size(); ++i)
-    originalIndex.try_emplace(before[i], i);
-  for (size_t i = 0; i < after.size(); ++i) {
+  const std::map<std::string, unsigned> before = outputKeys(original);
+  for (const auto &[label, i] : outputKeys(rewritten)) {
     const GraphOutput &out = rewritten.outputs()[i];
-    auto it = originalIndex.find(after[i]);
-    if (it == originalIndex.end())
+    auto it = before.find(label);
+    if (it == before.end())
       return absl::StrCat(describe(out), " has no counterpart in the original graph");
     at::Tensor want = reference[rank][it->second];
     if (out.role == OutputRole::Gradient) {

@@ -69,6 +69,8 @@ private:
   /// Plans one point from the rung just looser than it (`looser`, if any).
   absl::StatusOr<LadderStep> planPoint(const BudgetRung &rung, bool asked,
                                        const CheckpointPlan *looser);
+  /// The greedy's plan for `target` under `cap`, its simulations counted.
+  absl::StatusOr<CheckpointPlan> greedy(int64_t target, int64_t cap);
   /// Where the greedy finds no plan for `target` under `cap` (the looser
   /// rung's peak): one it finds for a tighter rung's budget under that cap
   /// (the greedy is not monotone in its budget; a tighter plan meets a looser
@@ -115,10 +117,9 @@ absl::StatusOr<LadderStep> Ladder::planPoint(const BudgetRung &rung, bool asked,
   int64_t cap = peakCap_;
   if (capPeaks_ && looser)
     cap = std::min(cap, looser->predictedPeak);
-  auto made = planGreedy(model_, rung.target, cap, starts_);
+  auto made = greedy(rung.target, cap);
   if (!made.ok())
     return made.status();
-  simulations_ += made->simulations;
   step.how = cap != peakCap_ ? How::CappedAtLooserPeak : How::Planned;
   if (!made->meetsBudget && cap != peakCap_) {
     auto tighter = planForTighterRung(rung.target, cap);
@@ -144,6 +145,13 @@ absl::StatusOr<LadderStep> Ladder::planPoint(const BudgetRung &rung, bool asked,
   return step;
 }
 
+absl::StatusOr<CheckpointPlan> Ladder::greedy(int64_t target, int64_t cap) {
+  auto made = planGreedy(model_, target, cap, starts_);
+  if (made.ok())
+    simulations_ += made->simulations;
+  return made;
+}
+
 absl::StatusOr<bool> Ladder::ensureRung(size_t i) {
   while (rungSteps_.size() <= i && reachable_) {
     const CheckpointPlan *looser = rungSteps_.empty() ? nullptr : &rungSteps_.back().plan;
@@ -161,10 +169,9 @@ absl::StatusOr<std::optional<CheckpointPlan>> Ladder::planForTighterRung(int64_t
   for (const BudgetRung &tighter : rungs_) {
     if (tighter.target >= target)
       continue;
-    auto made = planGreedy(model_, tighter.target, cap, starts_);
+    auto made = greedy(tighter.target, cap);
     if (!made.ok())
       return made.status();
-    simulations_ += made->simulations;
     if (made->meetsBudget) {
       // Its lower bound was the tighter budget's: no bound on this one.
       made->lowerBoundSeconds = 0;
@@ -176,13 +183,7 @@ absl::StatusOr<std::optional<CheckpointPlan>> Ladder::planForTighterRung(int64_t
 
 absl::StatusOr<std::optional<CheckpointPlan>> Ladder::leastRaisedCap(int64_t target,
                                                                      int64_t failedCap) {
-  auto plan = [&](int64_t cap) -> absl::StatusOr<CheckpointPlan> {
-    auto made = planGreedy(model_, target, cap, starts_);
-    if (made.ok())
-      simulations_ += made->simulations;
-    return made;
-  };
-  auto uncapped = plan(peakCap_);
+  auto uncapped = greedy(target, peakCap_);
   if (!uncapped.ok())
     return uncapped.status();
   if (!uncapped->meetsBudget)
@@ -195,7 +196,7 @@ absl::StatusOr<std::optional<CheckpointPlan>> Ladder::leastRaisedCap(int64_t tar
   for (unsigned i = 0; i < kCapBisections && best.predictedPeak - lo > std::max<int64_t>(1, lo / 100);
        ++i) {
     int64_t mid = lo + (best.predictedPeak - lo) / 2;
-    auto tried = plan(mid);
+    auto tried = greedy(target, mid);
     if (!tried.ok())
       return tried.status();
     if (tried->meetsBudget && tried->predictedPeak < best.predictedPeak)

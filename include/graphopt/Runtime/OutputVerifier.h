@@ -22,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <map>
 #include <vector>
 
 namespace graphopt {
@@ -93,6 +94,11 @@ struct VerificationReport {
 
   void print(llvm::raw_ostream &os) const;
 };
+
+/// Each output by the label the verifier matches two graphs' outputs on: role
+/// and target (a shard's gradient answers for its parameter's), or role and
+/// position among that role's outputs (losses, user outputs); its index.
+std::map<std::string, unsigned> outputKeys(const Graph &g);
 
 /// Compares `rewritten` against `original`: each runs kVerifierRuns times,
 /// interleaved. A result the original reproduces bit for bit must match in
