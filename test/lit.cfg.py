@@ -15,6 +15,49 @@ config.test_exec_root = os.path.join(config.graphopt_obj_root, "test")
 
 config.environment["PATH"] = os.pathsep.join(
     [config.graphopt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+
+# One LibTorch load per lit run instead of one per graph-opt command (issue 52): a
+# `graph-opt --fork-server` started here forks a ready copy of itself for each command, and
+# the graph-opt first on PATH is its client (tools/graph-opt/ForkProtocol.h). A command runs
+# as it would alone: its own process, arguments, environment, directory, streams, exit code
+# or signal; one whose environment or limits differ from the server's (`env X=1 graph-opt`)
+# runs the real program. `lit --param fork-server=0` runs every command the plain way (make
+# check does both); `--param fork-server-log=FILE` logs each command, forked or not.
+def start_fork_server():
+    import atexit
+    import subprocess
+    import uuid
+
+    client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
+    real = os.path.join(config.graphopt_tools_dir, "graph-opt")
+    if not (os.path.isfile(os.path.join(client_dir, "graph-opt")) and os.path.isfile(real)):
+        return
+    name = "graph-opt-fork-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
+    config.environment["GRAPHOPT_FORK_SERVER"] = name
+    log = lit_config.params.get("fork-server-log")
+    if log:  # one line a command: forked or not, and why (ForkServer.cpp)
+        config.environment["GRAPHOPT_FORK_SERVER_LOG"] = os.path.abspath(log)
+    config.environment["PATH"] = client_dir + os.pathsep + config.environment["PATH"]
+    server = subprocess.Popen([real, "--fork-server", name], env=dict(config.environment),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    atexit.register(server.terminate)
+    if server.stdout.readline() != b"ready\n":
+        # Every client then runs the real program: slower, never wrong.
+        lit_config.warning("graph-opt --fork-server did not start; every command loads LibTorch")
+    server.stdout.close()
+
+
+# The fork server's own test (test/graph-opt/fork-server.test) starts a server of its own.
+fork_client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
+if os.path.isfile(os.path.join(fork_client_dir, "graph-opt")):
+    config.available_features.add("fork-server")
+    config.substitutions.append(("%fork-client-dir", fork_client_dir))
+    config.substitutions.append(("%graph-opt-real",
+                                 os.path.join(config.graphopt_tools_dir, "graph-opt")))
+
+if lit_config.params.get("fork-server", "1") not in ("0", "", "off", "false"):
+    start_fork_server()
+
 config.substitutions.append(("%examples", os.path.join(config.graphopt_src_root, "examples")))
 # The tiny model zoo and the broken inputs made from it (ctest fixtures export them).
 config.substitutions.append(("%zoo", config.graphopt_zoo_dir))
@@ -26,13 +69,14 @@ config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
 config.substitutions.append(("%python", config.graphopt_python))
 config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
 config.substitutions.append(("%srcroot", config.graphopt_src_root))
-# The batch-size sweep (tools/sweep) with this build's graph-opt, which may not be the
+# The batch-size sweep (tools/sweep) with this build's graph-opt (the fork server's client
+# where there is one), which may not be the
 # checkout's build/bin/graph-opt that it uses by default. A later --graph-opt overrides it.
 config.substitutions.append(
     ("%sweep", " ".join([config.graphopt_python,
                          os.path.join(config.graphopt_src_root, "tools", "sweep",
                                       "graph_opt_sweep.py"),
-                         "--graph-opt", os.path.join(config.graphopt_tools_dir, "graph-opt")])))
+                         "--graph-opt", shutil.which("graph-opt", path=config.environment["PATH"])])))
 
 # Headless Chromium renders the HTML report (REQUIRES: chromium; UNSUPPORTED without it):
 # the one CMake found, else one on PATH now. `lit --param chromium=PATH` picks another, and
