@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -30,6 +30,23 @@ build: configure
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Everything, in CI (.ci/run): make test, then every check it leaves out (scripts/check.sh):
+# the lit tests again without the fork server, the pass fuzzer on 3000 more graphs, the full
+# torch.compile set, every two-rank test, the zoo's .pt2 round trip, the pip install, and each
+# fuzz harness briefly. A table of each step's time and result at the end; exit 1 if any
+# failed. About 30 minutes after the build on 2 cores (docs/Building.md).
+check: build
+	@BUILD_DIR=$(BUILD_DIR) JOBS=$(JOBS) MAKE="$(MAKE)" scripts/check.sh
+
+# The fuzz harnesses (fuzz/) in this build with a standalone driver instead of libFuzzer (no
+# clang, no sanitizers, no coverage: fuzz/StandaloneFuzzMain.cpp), each run briefly by
+# scripts/fuzz.sh from the same seeds as make fuzz. make check runs it; make fuzz is the real
+# thing.
+fuzz-smoke: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target fuzz-smoke
+	@FUZZ_BUILD_DIR=$(BUILD_DIR) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_PASS_RUNS=$(or $(FUZZ_PASS_RUNS),1000) \
+	  FUZZ_ZOO=$(FUZZ_ZOO) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 # Where the suite's time goes (issue 52): make test's ctest with every runner's per-test times
 # kept, then the slowest 30 tests across lit, gtest and pytest, each ctest entry, and the

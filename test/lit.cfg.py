@@ -64,6 +64,8 @@ config.substitutions.append(("%zoo", config.graphopt_zoo_dir))
 config.substitutions.append(("%bad", config.graphopt_bad_inputs_dir))
 # Archives with higher-order ops (test/Inputs/make_hop_inputs.py).
 config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
+# The tiny MLP's sweep exports at batches 2, 4 and 8 (test/Sweep/Inputs/make_sweep_exports.py).
+config.substitutions.append(("%sweep-exports", config.graphopt_sweep_exports_dir))
 
 # The project's Python (tools/report needs its matplotlib) and the tools' sources.
 config.substitutions.append(("%python", config.graphopt_python))

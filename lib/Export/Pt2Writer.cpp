@@ -22,13 +22,21 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/StringSet.h>
 #include <torch/csrc/export/pt2_archive_constants.h>
-#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/utils/generated_serialization_types.h>
 #include <torch/headeronly/version.h>
 
 #include <cmath>
 #include <map>
+
+// torch/csrc/jit/serialization/export.h declares this, and with it the whole
+// TorchScript module API, its IR and ONNX (compile time, issue 52): the one
+// function used here, declared as that header declares it.
+namespace torch::jit {
+TORCH_API void writeArchiveAndTensors(const std::string &archive_name, const char *pickle_bytes,
+                                      size_t size, const std::vector<at::Tensor> &tensors,
+                                      caffe2::serialize::PyTorchStreamWriter &out);
+} // namespace torch::jit
 
 namespace graphopt {
 

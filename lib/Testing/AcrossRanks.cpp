@@ -6,7 +6,8 @@
 #include "graphopt/Runtime/ParameterShards.h"
 #include "graphopt/Testing/SimulatedWorld.h"
 
-#include <ATen/Functions.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/equal.h>
 #include <absl/strings/str_cat.h>
 
 #include <map>

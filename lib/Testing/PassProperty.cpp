@@ -8,7 +8,7 @@
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Testing/SimulatedWorld.h"
 
-#include <ATen/Functions.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/core/Tensor.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 #include "graphopt/Testing/SimulatedWorld.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Functions.h>
+#include <ATen/ops/cat.h>
 #include <absl/strings/str_cat.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>

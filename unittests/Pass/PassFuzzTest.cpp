@@ -7,7 +7,7 @@
 // regression test; the run ends with the graphs per second, the features
 // generated and the refusals by reason.
 //
-// GRAPHOPT_PASS_FUZZ_GRAPHS sets how many graphs (default 400; make test runs 500, make check 5000 more), and
+// GRAPHOPT_PASS_FUZZ_GRAPHS sets how many graphs (default 400; make test runs 500, make check 3000 more), and
 // GRAPHOPT_PASS_FUZZ_SEED the first seed.
 //
 //===----------------------------------------------------------------------===//

@@ -14,7 +14,10 @@
 #include "graphopt/Testing/SimulatedWorld.h"
 #include "../TestSupport.h"
 
-#include <ATen/Functions.h>
+#include <ATen/Context.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/rand.h>
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 
 #include <gtest/gtest.h>
