@@ -50,6 +50,7 @@ make_eager_references.py and export_model.py is kept ("cached").
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import time
@@ -181,12 +182,24 @@ def main(argv=None) -> int:
         print("make_optimizer_references.py: --steps must be at least 1", file=sys.stderr)
         return EXIT_USAGE
 
+    from make_references import stamp_says_done, write_stamp
+
+    names = [a for a in args.archives.split(",") if a]
+    code = [__file__, eager.__file__, export_model.__file__]
+    paths = [os.path.join(args.zoo, name + ".pt2") for name in names]
+    expected = [os.path.join(args.zoo, f"{name}.{kind}.optim.pt")
+                for name in names for kind in HYPER]
+    stamp = os.path.join(args.zoo, f".optimizer-references-{args.steps}-"
+                         f"{hashlib.sha1(','.join(names).encode()).hexdigest()[:12]}.stamp")
+    if stamp_says_done(stamp, paths, code):
+        print(f"every reference cached ({stamp})")
+        return EXIT_OK
+
     import torch
 
-    code = [__file__, eager.__file__, export_model.__file__]
     newest_code = max(os.path.getmtime(f) for f in code)
     print(f"{'archive':<24} {'kind':<6} {'params':>6} {'secs':>6}  losses")
-    for name in [a for a in args.archives.split(",") if a]:
+    for name in names:
         path = os.path.join(args.zoo, name + ".pt2")
         if not os.path.exists(path):
             print(f"make_optimizer_references.py: {path}: no such archive", file=sys.stderr)
@@ -219,6 +232,7 @@ def main(argv=None) -> int:
             losses = " ".join(f"{s['loss'].item():.6f}" for s in eager_run)
             print(f"{name:<24} {kind:<6} {len(eager_run[0]['parameters']):>6} "
                   f"{time.perf_counter() - start:>6.2f}  {losses}", flush=True)
+    write_stamp(stamp, expected)
     return EXIT_OK
 
 
