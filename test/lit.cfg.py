@@ -71,6 +71,9 @@ config.substitutions.append(("%sweep-exports", config.graphopt_sweep_exports_dir
 config.substitutions.append(("%python", config.graphopt_python))
 config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
 config.substitutions.append(("%srcroot", config.graphopt_src_root))
+# The build's Python package directory (graph_opt and its extension): PYTHONPATH for
+# `python -m graph_opt`.
+config.substitutions.append(("%pypackage", os.path.join(config.graphopt_obj_root, "python")))
 # The batch-size sweep (tools/sweep) with this build's graph-opt (the fork server's client
 # where there is one), which may not be the
 # checkout's build/bin/graph-opt that it uses by default. A later --graph-opt overrides it.
