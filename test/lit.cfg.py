@@ -23,22 +23,24 @@ config.environment["PATH"] = os.pathsep.join(
 # or signal; one whose environment or limits differ from the server's (`env X=1 graph-opt`)
 # runs the real program. `lit --param fork-server=0` runs every command the plain way (make
 # check does both); `--param fork-server-log=FILE` logs each command, forked or not.
+fork_client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
+graph_opt_real = os.path.join(config.graphopt_tools_dir, "graph-opt")
+has_fork_client = os.path.isfile(os.path.join(fork_client_dir, "graph-opt"))
+
+
 def start_fork_server():
     import atexit
     import subprocess
     import uuid
 
-    client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
-    real = os.path.join(config.graphopt_tools_dir, "graph-opt")
-    if not (os.path.isfile(os.path.join(client_dir, "graph-opt")) and os.path.isfile(real)):
-        return
     name = "graph-opt-fork-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
     config.environment["GRAPHOPT_FORK_SERVER"] = name
     log = lit_config.params.get("fork-server-log")
     if log:  # one line a command: forked or not, and why (ForkServer.cpp)
         config.environment["GRAPHOPT_FORK_SERVER_LOG"] = os.path.abspath(log)
-    config.environment["PATH"] = client_dir + os.pathsep + config.environment["PATH"]
-    server = subprocess.Popen([real, "--fork-server", name], env=dict(config.environment),
+    config.environment["PATH"] = fork_client_dir + os.pathsep + config.environment["PATH"]
+    server = subprocess.Popen([graph_opt_real, "--fork-server", name],
+                              env=dict(config.environment),
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
     atexit.register(server.terminate)
     if server.stdout.readline() != b"ready\n":
@@ -48,14 +50,12 @@ def start_fork_server():
 
 
 # The fork server's own test (test/graph-opt/fork-server.test) starts a server of its own.
-fork_client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
-if os.path.isfile(os.path.join(fork_client_dir, "graph-opt")):
+if has_fork_client:
     config.available_features.add("fork-server")
     config.substitutions.append(("%fork-client-dir", fork_client_dir))
-    config.substitutions.append(("%graph-opt-real",
-                                 os.path.join(config.graphopt_tools_dir, "graph-opt")))
+    config.substitutions.append(("%graph-opt-real", graph_opt_real))
 
-if lit_config.params.get("fork-server", "1") not in ("0", "", "off", "false"):
+if has_fork_client and lit_config.params.get("fork-server", "1") not in ("0", "", "off", "false"):
     start_fork_server()
 
 config.substitutions.append(("%examples", os.path.join(config.graphopt_src_root, "examples")))

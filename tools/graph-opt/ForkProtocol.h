@@ -27,9 +27,11 @@
 #include <string>
 #include <vector>
 
+#include <cerrno>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 namespace graphopt::fork {
 
@@ -55,6 +57,38 @@ inline socklen_t abstractAddress(const char *name, struct sockaddr_un &addr) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path + 1, name, length);
   return offsetof(struct sockaddr_un, sun_path) + 1 + length;
+}
+
+/// Reads exactly `size` bytes (retrying where a signal interrupts); false at
+/// the end of the stream or on an error.
+inline bool readAll(int fd, void *to, size_t size) {
+  char *p = static_cast<char *>(to);
+  while (size > 0) {
+    ssize_t n = read(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= n;
+  }
+  return true;
+}
+
+/// Sends exactly `size` bytes on a socket, without SIGPIPE where the peer is
+/// gone; false on an error.
+inline bool writeAll(int fd, const void *from, size_t size) {
+  const char *p = static_cast<const char *>(from);
+  while (size > 0) {
+    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= n;
+  }
+  return true;
 }
 
 inline constexpr char kFallBack = 'F';

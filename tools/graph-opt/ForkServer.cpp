@@ -69,20 +69,6 @@ bool sameLimits(const std::vector<struct rlimit> &a, const std::vector<struct rl
   return true;
 }
 
-bool writeAll(int fd, const void *from, size_t size) {
-  const char *p = static_cast<const char *>(from);
-  while (size > 0) {
-    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= n;
-  }
-  return true;
-}
-
 /// Reads one request and the three descriptors sent with it.
 bool receive(int fd, Request &request, int fds[3]) {
   uint32_t length = 0;
@@ -100,16 +86,7 @@ bool receive(int fd, Request &request, int fds[3]) {
     return false;
   std::memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
   std::string payload(length, '\0');
-  size_t done = 0;
-  while (done < length) {
-    ssize_t got = read(fd, payload.data() + done, length - done);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      return false;
-    done += got;
-  }
-  return decode(payload, request);
+  return readAll(fd, payload.data(), length) && decode(payload, request);
 }
 
 /// In the command's process: become the client's command, then run it.

@@ -63,29 +63,11 @@ bool sendRequest(int fd, const std::string &payload) {
   if (sent < 0)
     return false;
   // The rest, if the kernel took only part (the fds went with the first byte).
-  size_t done = sent, total = sizeof length + payload.size();
-  while (done < total) {
-    size_t at = done - sizeof length;
-    ssize_t n = send(fd, payload.data() + at, payload.size() - at, MSG_NOSIGNAL);
-    if (n <= 0)
-      return false;
-    done += n;
-  }
-  return true;
-}
-
-bool readAll(int fd, void *to, size_t size) {
-  char *p = static_cast<char *>(to);
-  while (size > 0) {
-    ssize_t n = read(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= n;
-  }
-  return true;
+  if (static_cast<size_t>(sent) < sizeof length)
+    return writeAll(fd, reinterpret_cast<char *>(&length) + sent, sizeof length - sent) &&
+           writeAll(fd, payload.data(), payload.size());
+  size_t at = sent - sizeof length;
+  return writeAll(fd, payload.data() + at, payload.size() - at);
 }
 
 /// Runs the command through the server: its exit code, or -1 where the

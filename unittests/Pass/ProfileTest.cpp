@@ -180,7 +180,6 @@ protected:
   /// analyses it was made with (liveness included), kept for the process.
   struct SharedProfile {
     std::unique_ptr<ImportedModel> model;
-    ExecutionContext context;
     AnalysisManager analyses;
     absl::StatusOr<const ProfileResult *> result = absl::UnknownError("not profiled");
   };
@@ -189,9 +188,8 @@ protected:
     std::unique_ptr<SharedProfile> &shared = profiles[GetParam()];
     if (!shared) {
       shared = std::make_unique<SharedProfile>();
-      shared->model = std::move(model_);
-      shared->context = context_;
-      shared->analyses.setExecutionContext(shared->context);
+      shared->model = std::move(model_); // context_ points into it: kept alive here
+      shared->analyses.setExecutionContext(context_);
       shared->result = shared->analyses.getResult<ProfileAnalysis>(*shared->model->graph,
                                                                    ProfileAnalysis::Options{1, 5});
     }
