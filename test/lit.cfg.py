@@ -23,30 +23,53 @@ config.environment["PATH"] = os.pathsep.join(
 # or signal; one whose environment or limits differ from the server's (`env X=1 graph-opt`)
 # runs the real program. `lit --param fork-server=0` runs every command the plain way (make
 # check does both); `--param fork-server-log=FILE` logs each command, forked or not.
+# The same for `%python`: tools/graph-opt/python_fork_server.py imports torch once and forks
+# a copy per command (`python SCRIPT`, `-m MODULE`, `-c CODE`; other options run the real one).
 fork_client_dir = os.path.join(config.graphopt_tools_dir, "fork-client")
 graph_opt_real = os.path.join(config.graphopt_tools_dir, "graph-opt")
 has_fork_client = os.path.isfile(os.path.join(fork_client_dir, "graph-opt"))
 
 
-def start_fork_server():
+python_client = os.path.join(config.graphopt_tools_dir, "python-fork-client", "python")
+python_command = config.graphopt_python  # what %python runs
+
+
+def start_fork_servers():
+    """Starts graph-opt's server and the Python one (python_fork_server.py: torch imported
+    once, `%python` its client) side by side; each runs its commands in forks of itself."""
     import atexit
     import subprocess
     import uuid
 
-    name = "graph-opt-fork-%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
-    config.environment["GRAPHOPT_FORK_SERVER"] = name
+    global python_command
+    tag = "%d-%s" % (os.getpid(), uuid.uuid4().hex[:8])
+    servers = [("graph-opt", "GRAPHOPT_FORK_SERVER", [graph_opt_real, "--fork-server"])]
+    if os.path.isfile(python_client):
+        servers.append(("python", "GRAPHOPT_PYTHON_FORK_SERVER",
+                        [config.graphopt_python, os.path.join(config.graphopt_src_root, "tools",
+                                                              "graph-opt", "python_fork_server.py")]))
+    # Every variable first: a server compares each command's environment with its own.
+    for program, variable, _ in servers:
+        config.environment[variable] = "%s-fork-%s" % (program, tag)
     log = lit_config.params.get("fork-server-log")
     if log:  # one line a command: forked or not, and why (ForkServer.cpp)
         config.environment["GRAPHOPT_FORK_SERVER_LOG"] = os.path.abspath(log)
     config.environment["PATH"] = fork_client_dir + os.pathsep + config.environment["PATH"]
-    server = subprocess.Popen([graph_opt_real, "--fork-server", name],
-                              env=dict(config.environment),
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
-    atexit.register(server.terminate)
-    if server.stdout.readline() != b"ready\n":
-        # Every client then runs the real program: slower, never wrong.
-        lit_config.warning("graph-opt --fork-server did not start; every command loads LibTorch")
-    server.stdout.close()
+    started = []
+    for program, variable, command in servers:
+        server = subprocess.Popen(command + [config.environment[variable]],
+                                  env=dict(config.environment),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        atexit.register(server.terminate)
+        started.append((program, server))
+    for program, server in started:
+        if server.stdout.readline() != b"ready\n":
+            # Every client then runs the real program: slower, never wrong.
+            lit_config.warning("the %s fork server did not start; each command starts afresh"
+                               % program)
+        elif program == "python":
+            python_command = python_client
+        server.stdout.close()
 
 
 # The fork server's own test (test/graph-opt/fork-server.test) starts a server of its own.
@@ -54,9 +77,15 @@ if has_fork_client:
     config.available_features.add("fork-server")
     config.substitutions.append(("%fork-client-dir", fork_client_dir))
     config.substitutions.append(("%graph-opt-real", graph_opt_real))
+if os.path.isfile(python_client):  # and test/graph-opt/python-fork-server.test, the Python one
+    config.available_features.add("python-fork-server")
+    config.substitutions.append(("%python-client-dir", os.path.dirname(python_client)))
+    config.substitutions.append(("%python-real", config.graphopt_python))
+    config.substitutions.append(("%python-fork-server", os.path.join(
+        config.graphopt_src_root, "tools", "graph-opt", "python_fork_server.py")))
 
 if has_fork_client and lit_config.params.get("fork-server", "1") not in ("0", "", "off", "false"):
-    start_fork_server()
+    start_fork_servers()
 
 config.substitutions.append(("%examples", os.path.join(config.graphopt_src_root, "examples")))
 # The tiny model zoo and the broken inputs made from it (ctest fixtures export them).
@@ -68,7 +97,7 @@ config.substitutions.append(("%hop", config.graphopt_hop_inputs_dir))
 config.substitutions.append(("%sweep-exports", config.graphopt_sweep_exports_dir))
 
 # The project's Python (tools/report needs its matplotlib) and the tools' sources.
-config.substitutions.append(("%python", config.graphopt_python))
+config.substitutions.append(("%python", python_command))
 config.substitutions.append(("%tools", os.path.join(config.graphopt_src_root, "tools")))
 config.substitutions.append(("%srcroot", config.graphopt_src_root))
 # The build's Python package directory (graph_opt and its extension): PYTHONPATH for
@@ -78,7 +107,7 @@ config.substitutions.append(("%pypackage", os.path.join(config.graphopt_obj_root
 # where there is one), which may not be the
 # checkout's build/bin/graph-opt that it uses by default. A later --graph-opt overrides it.
 config.substitutions.append(
-    ("%sweep", " ".join([config.graphopt_python,
+    ("%sweep", " ".join([python_command,
                          os.path.join(config.graphopt_src_root, "tools", "sweep",
                                       "graph_opt_sweep.py"),
                          "--graph-opt", shutil.which("graph-opt", path=config.environment["PATH"])])))

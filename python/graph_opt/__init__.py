@@ -30,8 +30,11 @@ __version__ = "0.1.0"  # pyproject.toml's
 
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
-from .export import export_inference, export_training_step
-from .fx import from_fx, to_exported_program, to_fx
+
+# Loaded on first use (__getattr__ below): both import torch.export's serializer, and with it
+# torch._dynamo, 1.2 s of every `import graph_opt` otherwise (a torchrun worker, the driver).
+_LAZY = {"export_inference": "export", "export_training_step": "export", "from_fx": "fx",
+         "to_exported_program": "fx", "to_fx": "fx"}
 
 __all__ = ["Error", "Graph", "backend", "compile", "execute", "export_inference", "export_training_step", "from_fx",
            "partitioner", "profiler", "run_pipeline", "to_exported_program", "to_fx",
@@ -73,6 +76,9 @@ def __getattr__(name):
     """graph_opt.compile, graph_opt.partitioner and graph_opt.backend load on first use:
     they import torch's Inductor and partitioner modules, which would add a second and a half
     to every `import graph_opt` (docs/TorchCompile.md)."""
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
     if name in ("compile", "partitioner", "backend"):
         import importlib
         module = importlib.import_module(".compile", __name__)

@@ -18,6 +18,9 @@ import torch.distributed as dist
 
 from inputs import zoo_archive
 
+# Python subprocesses: the fork server's client under ctest (conftest.py), else this interpreter.
+PYTHON = os.environ.get("GRAPHOPT_TEST_PYTHON", sys.executable)
+
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
 
@@ -65,7 +68,7 @@ def run_session(cmd, cwd, env=None, timeout=LAUNCH_TIMEOUT):
 
 
 def torchrun(args, cwd):
-    return run_session([sys.executable, "-m", "torch.distributed.run", "--standalone",
+    return run_session([PYTHON, "-m", "torch.distributed.run", "--standalone",
                         "--nproc-per-node", "2", *args], cwd)
 
 
@@ -102,7 +105,7 @@ def test_driver_on_two_ranks(tmp_path):
 def test_driver_refuses_one_path_for_every_rank(tmp_path):
     """Checked before joining the group (so one process, as a rank of two, shows it)."""
     (tmp_path / "g.gir").write_text(GRAPH)
-    rc, out = run_session([sys.executable, "-m", "graph_opt", "g.gir", "-o", "out.gir"],
+    rc, out = run_session([PYTHON, "-m", "graph_opt", "g.gir", "-o", "out.gir"],
                           tmp_path, env=dict(os.environ, WORLD_SIZE="2", RANK="0"))
     assert rc == 2, out
     assert "-o out.gir: with 2 ranks every rank would write it" in out, out
@@ -192,11 +195,11 @@ def test_a_peer_that_fails_is_an_error_not_a_hang(tmp_path, peer):
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
     then = "" if peer == "exits" else "; import time; time.sleep(60)"
     other = subprocess.Popen(
-        [sys.executable, "-c", "import datetime, torch.distributed as d; "
+        [PYTHON, "-c", "import datetime, torch.distributed as d; "
          "d.init_process_group('gloo', timeout=datetime.timedelta(seconds=60))" + then],
         env=dict(env, RANK="1"), cwd=tmp_path, start_new_session=True)
     try:
-        rc, out = run_session([sys.executable, "-m", "graph_opt", "g.gir", "--run", "1",
+        rc, out = run_session([PYTHON, "-m", "graph_opt", "g.gir", "--run", "1",
                                "--dist-timeout", "3" if peer == "hangs" else DIST_TIMEOUT],
                               tmp_path, env=dict(env, RANK="0"))
     finally:

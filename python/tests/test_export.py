@@ -9,6 +9,9 @@ import torch
 
 import graph_opt
 
+# Python subprocesses: the fork server's client under ctest (conftest.py), else this interpreter.
+PYTHON = os.environ.get("GRAPHOPT_TEST_PYTHON", sys.executable)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -105,14 +108,14 @@ def test_export_training_step_errors_are_graph_opt_errors(tmp_path):
 def test_command_line_exports_a_users_factory(tmp_path):
     out = tmp_path / "user.pt2"
     env = dict(os.environ)
-    run = subprocess.run([sys.executable, "-m", "graph_opt", "export",
+    run = subprocess.run([PYTHON, "-m", "graph_opt", "export",
                           "examples.user_model:training_step", "-o", str(out)],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     g = graph_opt.Graph.load(str(out))
     assert {'"features.0"', '"features.1"', '"head"'} <= \
         {n["attributes"].get("module") for n in g.nodes}
-    bad = subprocess.run([sys.executable, "-m", "graph_opt", "export", "examples.user_model:nope",
+    bad = subprocess.run([PYTHON, "-m", "graph_opt", "export", "examples.user_model:nope",
                           "-o", str(tmp_path / "x.pt2")], cwd=ROOT, env=env, capture_output=True,
                          text=True)
     assert bad.returncode == 2

@@ -10,6 +10,11 @@
 // a command means the same with or without a server. ForkProtocol.h has the
 // protocol; this program links neither LibTorch nor LLVM.
 //
+// Built twice: as graph-opt, and as the suite's `python` (GRAPHOPT_FORK_VARIABLE
+// names GRAPHOPT_PYTHON_FORK_SERVER, served by python_fork_server.py, which
+// imports torch once). Where the client runs the real program itself it passes
+// that program's path as argv[0]: Python finds its virtual environment from it.
+//
 //===----------------------------------------------------------------------===//
 #include "ForkProtocol.h"
 
@@ -25,6 +30,13 @@
 extern char **environ;
 
 using namespace graphopt::fork;
+
+#ifndef GRAPHOPT_FORK_VARIABLE
+#define GRAPHOPT_FORK_VARIABLE kSocketVariable
+#endif
+#ifndef GRAPHOPT_PROGRAM_NAME
+#define GRAPHOPT_PROGRAM_NAME "graph-opt"
+#endif
 
 namespace {
 
@@ -96,8 +108,8 @@ int runForked(const char *name, int argc, char **argv) {
   if (!readAll(fd, &status, sizeof status)) {
     // The command may have run in part: running it again could repeat its
     // writes, so say what happened instead.
-    std::fprintf(stderr, "graph-opt: the fork server (%s=%s) ended before the command did\n",
-                 kSocketVariable, name);
+    std::fprintf(stderr, "%s: the fork server (%s=%s) ended before the command did\n",
+                 GRAPHOPT_PROGRAM_NAME, GRAPHOPT_FORK_VARIABLE, name);
     return 125;
   }
   close(fd);
@@ -116,13 +128,14 @@ int runForked(const char *name, int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (const char *name = std::getenv(kSocketVariable); name && *name) {
+  if (const char *name = std::getenv(GRAPHOPT_FORK_VARIABLE); name && *name) {
     int rc = runForked(name, argc, argv);
     if (rc >= 0)
       return rc;
   }
+  argv[0] = const_cast<char *>(GRAPHOPT_REAL_PROGRAM);
   execv(GRAPHOPT_REAL_PROGRAM, argv);
-  std::fprintf(stderr, "graph-opt: cannot run %s: %s\n", GRAPHOPT_REAL_PROGRAM,
+  std::fprintf(stderr, "%s: cannot run %s: %s\n", GRAPHOPT_PROGRAM_NAME, GRAPHOPT_REAL_PROGRAM,
                std::strerror(errno));
   return 127;
 }
