@@ -15,6 +15,11 @@ config.test_exec_root = os.path.join(config.graphopt_obj_root, "test")
 
 config.environment["PATH"] = os.pathsep.join(
     [config.graphopt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# ctest's OMP_WAIT_POLICY (the root CMakeLists.txt's GRAPHOPT_TEST_ENVIRONMENT: OpenMP threads
+# that wait passively, on a machine every test shares), which lit would otherwise drop.
+for name in ("OMP_WAIT_POLICY",):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
 
 # One LibTorch load per lit run instead of one per graph-opt command (issue 52): a
 # `graph-opt --fork-server` started here forks a ready copy of itself for each command, and
