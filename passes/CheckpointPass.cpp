@@ -152,6 +152,9 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"budget_unmet", out.budgetUnmet.empty() ? llvm::json::Value(nullptr)
                                                : llvm::json::Value(out.budgetUnmet)},
       {"unoptimised_peak_bytes", out.baselinePeak},
+      // The *_peak_bytes figures are above the inputs; these add up to the whole step's.
+      {"input_bytes", out.inputBytes},
+      {"step_peak_bound_bytes", bytesOrNull(out.stepPeakBound)},
       {"bounded", out.boundedName},
       {"unoptimised_saved_activation_bytes", out.activationBytes},
       {"predicted_saved_activation_bytes", out.predictedActivations},
@@ -188,20 +191,28 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
 } // namespace
 
 absl::Status CheckpointPass::validateOptions() {
-  if (!budget_.get() && !activations_.get())
+  if (budget_.get() && peak_.get())
     return absl::InvalidArgumentError(
-        "give budget= (bytes or a share of the peak, e.g. budget=60%), activations= (bytes or a "
-        "share of the activation memory, e.g. activations=50%), or both");
-  if (budget_.get() && activations_.get() && planner_.get() == Planner::Milp)
+        "give peak= (the whole step's peak) or budget= (the peak above weights and inputs), not "
+        "both: they bound the same peak");
+  const bool peakBound = budget_.get() || peak_.get();
+  if (!peakBound && !activations_.get())
     return absl::InvalidArgumentError(
-        "planner=milp plans for one bound: give budget= or activations=, not both");
+        "give peak= (the whole step's peak: bytes, e.g. peak=6GiB, or a share of it, e.g. "
+        "peak=80%), budget= (bytes or a share of the peak above weights and inputs, e.g. "
+        "budget=60%), activations= (bytes or a share of the activation memory, e.g. "
+        "activations=50%), or activations= with one of the others");
+  if (peakBound && activations_.get() && planner_.get() == Planner::Milp)
+    return absl::InvalidArgumentError(absl::StrCat(
+        "planner=milp plans for one bound: give ", peak_.get() ? "peak=" : "budget=",
+        " or activations=, not both"));
   if (planner_.get() == Planner::Torch &&
-      (budget_.get() || !activations_.get() || !activations_.get()->isPercent() ||
+      (peakBound || !activations_.get() || !activations_.get()->isPercent() ||
        activations_.get()->percentValue() > 100))
     return absl::InvalidArgumentError(
         "planner=torch runs torch.compile's partitioner, whose one bound is its "
         "activation_memory_budget: give activations= as a share up to 100% (activations=30%), "
-        "without budget=");
+        "without budget= or peak=");
   if (!db_.get().empty() && cost_.get() != Cost::Db)
     return absl::InvalidArgumentError("db= names the cost database of cost=db; give cost=db too");
   if (timeLimit_.get() <= 0)
@@ -308,17 +319,39 @@ CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome
   return costs;
 }
 
+std::string CheckpointPass::peakOptionText() const {
+  if (peak_.get())
+    return absl::StrCat("peak=", peak_.get()->str());
+  if (budget_.get())
+    return absl::StrCat("budget=", budget_.get()->str());
+  return "";
+}
+
+int64_t CheckpointPass::asStated(const Outcome &out, int64_t aboveInputs) const {
+  return peak_.get() ? aboveInputs + out.inputBytes : aboveInputs;
+}
+
 int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out) {
   const LivenessResult &base = model.baseline();
   out.baselinePeak = base.peakBytes - base.inputBytes;
+  out.inputBytes = base.inputBytes;
   for (const auto &kinds : liveBytesByKind(base))
     out.activationBytes = std::max(out.activationBytes, kinds[static_cast<int>(MemoryKind::Act)]);
-  // What budget= allows the peak above the inputs (-1: no budget=); the
-  // bound itself, or with activations= a cap beside it.
-  const int64_t peakBudget = budget_.get() ? budget_.get()->resolve(out.baselinePeak) : -1;
+  // What budget= or peak= allows the peak above the inputs (-1: neither);
+  // the bound itself, or with activations= a cap beside it. peak= states the
+  // whole step's peak: what the inputs hold throughout is taken off (below
+  // them nothing is reachable: 0 above them, refused as unmet with the least
+  // peak the planner reaches).
+  int64_t peakBudget = -1;
+  if (budget_.get())
+    peakBudget = budget_.get()->resolve(out.baselinePeak);
+  if (peak_.get()) {
+    out.stepPeakBound = peak_.get()->resolve(base.peakBytes);
+    peakBudget = std::max<int64_t>(0, out.stepPeakBound - base.inputBytes);
+  }
   if (model.boundedMemory() == BoundedMemory::PeakAboveInputs) {
     out.budgetBytes = peakBudget;
-    out.budgetText = absl::StrCat("budget=", budget_.get()->str());
+    out.budgetText = peakOptionText();
     out.boundedName = "peak above weights and inputs";
   } else {
     out.budgetBytes = activations_.get()->resolve(out.activationBytes);
@@ -331,6 +364,8 @@ int64_t CheckpointPass::resolveBudgets(const RecomputeModel &model, Outcome &out
                 : planner_.get() == Planner::Milp       ? "milp"
                                                         : "torch";
   setStatistic("budget bytes", out.budgetBytes);
+  if (out.stepPeakBound >= 0)
+    setStatistic("step peak bound bytes", out.stepPeakBound);
   setStatistic("unoptimised peak bytes", out.baselinePeak);
   return peakBudget;
 }
@@ -387,10 +422,15 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
                                  AnalysisManager &analyses, int64_t peakBudget,
                                  Outcome &out) const {
   const std::string peakCapText =
-      out.peakCapBytes < 0 ? ""
-                           : absl::StrCat("budget=", budget_.get()->str(), " (",
-                                          formatBytes(out.peakCapBytes),
-                                          " of peak above weights and inputs)");
+      out.peakCapBytes < 0
+          ? ""
+          : absl::StrCat(peakOptionText(), " (", formatBytes(asStated(out, out.peakCapBytes)),
+                         peak_.get() ? " of the whole step's peak)"
+                                     : " of peak above weights and inputs)");
+  // The bounded memory as the option states it (peak=: the whole step's).
+  const bool statedWhole = peak_.get() && model.boundedMemory() == BoundedMemory::PeakAboveInputs;
+  auto bounded = [&](int64_t b) { return statedWhole ? b + out.inputBytes : b; };
+  const char *boundedName = statedWhole ? "the whole step's peak" : out.boundedName.c_str();
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   // An offload plan runs on CUDA only (GraphoptOps.h): it is not measured.
@@ -415,16 +455,18 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
       unmet = absl::OutOfRangeError(absl::StrCat(
           out.budgetText, " and ", peakCapText, " cannot both be met: the least peak the ",
           out.planner, " planner reaches within ", out.budgetText, " is ",
-          formatBytes(plan.predictedPeak), " (", plan.predictedPeak, " bytes)",
+          formatBytes(asStated(out, plan.predictedPeak)), " (", asStated(out, plan.predictedPeak),
+          " bytes", peak_.get() ? ", the whole step's" : "", ")",
           attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
                                      " time(s)")
                       : ""));
     else if (!plan.meetsBudget)
       unmet = absl::OutOfRangeError(absl::StrCat(
-          out.budgetText, " (", formatBytes(out.budgetBytes), " of ", out.boundedName, "; ",
-          formatBytes(model.boundedPeak()), " unoptimised) cannot be met: the least the ",
-          out.planner, " planner reaches is ", formatBytes(plan.predictedBounded), " (",
-          plan.predictedBounded, " bytes)",
+          out.budgetText, " (",
+          formatBytes(statedWhole ? out.stepPeakBound : out.budgetBytes), " of ", boundedName, "; ",
+          formatBytes(bounded(model.boundedPeak())), " unoptimised) cannot be met: the least the ",
+          out.planner, " planner reaches is ", formatBytes(bounded(plan.predictedBounded)), " (",
+          bounded(plan.predictedBounded), " bytes)",
           attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
                                      " time(s)")
                       : ""));
@@ -445,9 +487,9 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
       break;
     if (attempt == kMaxPlanAttempts)
       return absl::OutOfRangeError(absl::StrCat(
-          "budget=", budget_.get()->str(), " (", formatBytes(peakBudget),
+          peakOptionText(), " (", formatBytes(asStated(out, peakBudget)),
           ") cannot be met as measured: the rewritten step still peaks at ",
-          formatBytes(m->optimized.peakBytes), " after ", attempt,
+          formatBytes(asStated(out, m->optimized.peakBytes)), " after ", attempt,
           " plans, each tightened by the last one's excess over the simulation"));
     // Plan for the excess the simulation misses.
     int64_t excess = m->optimized.peakBytes - peakBudget;
@@ -571,8 +613,9 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   auto costs = nodeCosts(graph, analyses, out);
   if (!costs.ok())
     return costs.status();
-  // budget= bounds the peak above the inputs; activations= the saved activations.
-  // Both given: the saved activations are bounded, and the peak capped.
+  // budget= (peak=) bounds the peak above the inputs (with them); activations=
+  // the saved activations. Both given: the saved activations are bounded, and
+  // the peak capped.
   BoundedMemory bounded =
       activations_.get() ? BoundedMemory::SavedActivations : BoundedMemory::PeakAboveInputs;
   auto built = RecomputeModel::build(graph, costs->seconds, costs->scratch, bounded);
@@ -645,8 +688,10 @@ double shareOf(double part, double whole) { return whole > 0 ? part / whole : 0.
 
 /// The budget, the planner and how the plan was reached.
 void printPlanning(llvm::raw_ostream &os, const Outcome &o) {
-  os << "checkpoint @" << o.graph << ": " << o.budgetText << " = " << formatMiB(o.budgetBytes)
-     << " of " << o.boundedName;
+  os << "checkpoint @" << o.graph << ": " << o.budgetText << " = ";
+  if (o.stepPeakBound >= 0 && o.peakCapBytes < 0) // peak= alone: stated with the inputs
+    os << formatMiB(o.stepPeakBound) << " of the whole step's peak, ";
+  os << formatMiB(o.budgetBytes) << " of " << o.boundedName;
   if (o.peakCapBytes >= 0)
     os << ", peak above weights and inputs at most " << formatMiB(o.peakCapBytes);
   os << "; planner " << o.planner
@@ -684,6 +729,14 @@ void printPredictions(llvm::raw_ostream &os, const Outcome &o) {
     os << ", measured " << formatMiB(o.measuredPeak) << " against " << formatMiB(o.measuredBaselinePeak)
        << llvm::format(" unoptimised (%.2fx)", shareOf(o.measuredPeak, o.measuredBaselinePeak));
   os << "\n";
+  if (o.stepPeakBound >= 0) { // peak=: the same, with the inputs, against the bound
+    os << "  whole step's peak (inputs " << formatMiB(o.inputBytes) << " included): bound "
+       << formatMiB(o.stepPeakBound) << ", unoptimised " << formatMiB(o.baselinePeak + o.inputBytes)
+       << ", predicted " << formatMiB(o.predictedPeak + o.inputBytes);
+    if (o.measuredPeak >= 0)
+      os << ", measured " << formatMiB(o.measuredPeak + o.inputBytes);
+    os << "\n";
+  }
   os << llvm::format("  extra step time: predicted %.2f ms (+%.1f%%)", o.predictedExtraSeconds * 1e3,
                      100 * shareOf(o.predictedExtraSeconds, o.baselineStepSeconds));
   if (o.greedyExtraSeconds >= 0) // the oracle against the default planner, same costs

@@ -7,6 +7,8 @@
 // recomputation time (docs/Checkpointing.md).
 //
 //   budget=1.5GiB | budget=60%   bytes, or a share of the unoptimised peak above the inputs
+//   peak=6GiB | peak=80%         the whole step's peak instead: weights, gradients, optimizer
+//                                state and the batch included, as the allocator sees them
 //   activations=50%              the activations saved for backward: half the unoptimised;
 //                                with budget= as well, the peak is bounded too
 //   planner=greedy|milp|torch    μ-TWO's greedy (default), the best of it and CBC's
@@ -72,6 +74,11 @@ public:
     int64_t budgetBytes = 0;     ///< of the bounded memory
     /// activations= with budget= too: the peak above the inputs allowed; -1 otherwise.
     int64_t peakCapBytes = -1;
+    /// What the step's inputs hold (weights, optimizer state, the batch): the
+    /// peak above them plus this is the whole step's.
+    int64_t inputBytes = 0;
+    /// peak=: the whole step's peak allowed; -1 without peak=.
+    int64_t stepPeakBound = -1;
     int64_t baselinePeak = 0;    ///< unoptimised, above weights and inputs (simulated)
     int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
     int64_t predictedPeak = 0, predictedActivations = 0;
@@ -127,6 +134,11 @@ private:
       this, "budget",
       "peak memory above weights and inputs allowed: bytes (1.5GiB) or a share of the "
       "unoptimised peak (60%)",
+      std::nullopt};
+  PassOption<std::optional<MemoryAmount>> peak_{
+      this, "peak",
+      "the whole step's peak allowed instead, weights, gradients, optimizer state and the batch "
+      "included: bytes (6GiB) or a share of the unoptimised step's peak (80%)",
       std::nullopt};
   PassOption<std::optional<MemoryAmount>> activations_{
       this, "activations",
@@ -188,9 +200,15 @@ private:
   absl::StatusOr<std::vector<double>> databaseNodeSeconds(const Graph &graph, Outcome &out) const;
   absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
                                       Outcome &out) const;
-  /// Resolves budget= and activations= against the unoptimised step, into
-  /// `out`; returns what budget= allows the peak above the inputs (-1: none).
+  /// Resolves budget= (or peak=) and activations= against the unoptimised
+  /// step, into `out`; returns what budget= or peak= allows the peak above
+  /// the inputs (-1: neither given).
   int64_t resolveBudgets(const RecomputeModel &model, Outcome &out);
+  /// budget= or peak=, whichever bounds the peak ("" neither), as written.
+  std::string peakOptionText() const;
+  /// A peak above the inputs as the option states it: itself for budget=,
+  /// with the inputs' bytes for peak=.
+  int64_t asStated(const Outcome &out, int64_t aboveInputs) const;
   /// The greedy's plan, on the budget ladder where monotone=true (the
   /// ladder into `out`).
   /// planner=milp from the default planner's plan.

@@ -23,6 +23,7 @@
 #include "graphopt/Analysis/PeakTracker.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/Parser.h"
+#include "graphopt/IR/Printer.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"
@@ -37,6 +38,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -913,8 +915,15 @@ TEST(CheckpointPassTest, OptionsNeedABudget) {
     const char *message; // "" when valid
   };
   for (const Case &c : std::initializer_list<Case>{
-           {{}, "give budget= (bytes or a share of the peak"},
-           {{{"cost", "flops"}}, "give budget= (bytes or a share of the peak"},
+           {{}, "give peak= (the whole step's peak"},
+           {{{"cost", "flops"}}, "give peak= (the whole step's peak"},
+           {{{"peak", "6GiB"}}, ""},
+           {{{"peak", "80%"}, {"activations", "50%"}}, ""},
+           {{{"peak", "6GiB"}, {"budget", "50%"}}, "give peak= (the whole step's peak) or budget="},
+           {{{"peak", "6GiB"}, {"activations", "50%"}, {"planner", "milp"}},
+            "planner=milp plans for one bound: give peak= or activations=, not both"},
+           {{{"activations", "30%"}, {"peak", "6GiB"}, {"planner", "torch"}},
+            "without budget= or peak="},
            {{{"budget", "50%"}, {"activations", "50%"}}, ""},
            {{{"budget", "50%"}, {"activations", "50%"}, {"planner", "milp"}},
             "planner=milp plans for one bound: give budget= or activations=, not both"},
@@ -990,6 +999,45 @@ TEST(CheckpointPassTest, AnUnmeetableBudgetLeavesTheGraphAsItWas) {
   EXPECT_EQ(g->numNodes(), 17u);
   for (const Node &n : g->nodes())
     EXPECT_FALSE(n.attr(kRecomputeOfAttr));
+}
+
+// peak= is budget= with the inputs' bytes added: the same plan, and a
+// refusal that states the least reachable peak with the inputs.
+TEST(CheckpointPassTest, PeakIsTheBudgetWithTheInputs) {
+  auto run = [](const PassOptions &options) {
+    auto g = parse(kChain);
+    EXPECT_TRUE(g);
+    absl::Status st;
+    auto pass = checkpointPass(options, &st);
+    EXPECT_TRUE(st.ok()) << st.message();
+    AnalysisManager analyses;
+    auto changed = pass->transform(*g, analyses);
+    return std::make_tuple(std::move(g), std::move(pass), changed.status());
+  };
+  auto [byBudget, budgetPass, budgetStatus] =
+      run({{"budget", "8204"}, {"cost", "flops"}, {"measure", "false"}});
+  ASSERT_TRUE(budgetStatus.ok()) << budgetStatus.message();
+  const CheckpointPass::Outcome &b = *budgetPass->outcome();
+  EXPECT_GT(b.inputBytes, 0);
+  EXPECT_EQ(b.stepPeakBound, -1);
+  const int64_t whole = 8204 + b.inputBytes;
+  auto [byPeak, peakPass, peakStatus] =
+      run({{"peak", std::to_string(whole)}, {"cost", "flops"}, {"measure", "false"}});
+  ASSERT_TRUE(peakStatus.ok()) << peakStatus.message();
+  const CheckpointPass::Outcome &p = *peakPass->outcome();
+  EXPECT_EQ(p.stepPeakBound, whole);
+  EXPECT_EQ(p.budgetBytes, 8204);
+  EXPECT_EQ(p.predictedPeak, b.predictedPeak);
+  EXPECT_EQ(p.inputBytes, b.inputBytes);
+  EXPECT_EQ(printGraphToString(*byPeak), printGraphToString(*byBudget));
+  EXPECT_EQ(p.budgetText, "peak=" + std::to_string(whole));
+
+  auto [unmet, unmetPass, unmetStatus] =
+      run({{"peak", std::to_string(8000 + b.inputBytes)}, {"cost", "flops"}, {"measure", "false"}});
+  EXPECT_EQ(unmetStatus.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_CONTAINS(unmetStatus.message(), "of the whole step's peak");
+  EXPECT_CONTAINS(unmetStatus.message(), "(" + std::to_string(whole) + " bytes)");
+  EXPECT_EQ(unmet->numNodes(), 17u);
 }
 
 // cost=profile and measure=true on a zoo training graph (dropout active):
