@@ -44,7 +44,8 @@ from ._C import Error
 from .fx import from_fx
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
-                    check_memory_budget, check_saved, compile_pipeline, is_rng_state, nbytes,
+                    check_memory_budget, check_peak, check_saved, compile_pipeline,
+                    is_rng_state, nbytes,
                     no_dispatch_modes, output_nodes, plan_joint, replacements,
                     rng_state_bytes, saved_by_torch, tag_joint, torch_saved)
 
@@ -106,9 +107,9 @@ def _implementation_hash():
     return h.hexdigest()
 
 
-def _warn_fallback(reason):
+def _warn_fallback(reason, instead="torch's default partitioner"):
     _STATS.reasons.append(reason)
-    warnings.warn(f"graph-opt: {reason}; torch's default partitioner partitions this graph "
+    warnings.warn(f"graph-opt: {reason}; {instead} partitions this graph "
                   "instead (graph_opt.compile.stats() counts these)", RuntimeWarning,
                   stacklevel=3)
 
@@ -129,21 +130,39 @@ class GraphOptPartitioner(CustomPartitionerFn):
     See the module's docstring and docs/TorchCompile.md."""
 
     def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None,
-                 check_saved=True, verify=None):
+                 check_saved=True, verify=None, peak=None):
         if memory_budget is not None:
             check_memory_budget(memory_budget)
         self.pipeline = pipeline
         self.strict = strict
         self.verify = _verify_default() if verify is None else bool(verify)
         self.memory_budget = memory_budget
+        self.peak = None if peak is None else check_peak(peak)
         self.check_saved = check_saved
         # a bad pipeline is an error now, not at the first compile
-        compile_pipeline(pipeline, activations=None if memory_budget is None else 0)
+        compile_pipeline(pipeline, activations=None if memory_budget is None else 0,
+                         peak=self.peak)
 
     def uuid(self):
         from . import __version__
         return ("graph-opt", __version__, _implementation_hash(), self.pipeline, self.strict,
-                self.memory_budget, self.check_saved, self.verify)
+                self.memory_budget, self.peak, self.check_saved, self.verify)
+
+    def _fallback(self, gm, joint_inputs, kwargs, reason):
+        """torch's partitioner in graph-opt's place, held to the user's bound where one was
+        given: at memory_budget=B the knapsack at activation_memory_budget=B; under peak=,
+        which the knapsack cannot take, at 0 (the least it saves). Never unbudgeted where
+        the user asked for a budget."""
+        budget = self.memory_budget if self.memory_budget is not None else (
+            0.0 if self.peak is not None else None)
+        if budget is None:
+            _warn_fallback(reason)
+            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        _warn_fallback(reason, f"torch's partitioner at activation_memory_budget={budget}"
+                       + (f" (the least it saves: it takes no peak={self.peak})"
+                          if self.memory_budget is None else ""))
+        with _functorch_config.patch(activation_memory_budget=budget):
+            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
 
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
@@ -156,10 +175,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
             if self.strict:
                 raise
             reason = f"{type(e).__name__}: {e}".splitlines()[0]
-            _warn_fallback(f"graph-opt could not partition a joint graph of "
-                           f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} "
-                           f"nodes ({reason})")
-            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+            return self._fallback(gm, joint_inputs, kwargs, (
+                f"graph-opt could not partition a joint graph of "
+                f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} nodes ({reason})"))
         if self.verify:
             # Outside the fallback: a partition that computes something else is an error,
             # never a warning.
@@ -200,7 +218,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         if self.memory_budget is not None:
             activations = int(self.memory_budget * self._torch_saved_bytes(
                 gm, joint_inputs, kwargs))
-        plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations)
+        plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations,
+                          peak=self.peak)
         by_name = {n.name: n for n in work.graph.nodes}
         apply_replacements(work, {by_name[a]: by_name[b] for a, b in plan.replaced.items()})
         tag_joint(work, plan)
@@ -230,7 +249,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
             "activations_bound": activations,
             "recomputed": sorted(plan.recomputed),
             "checkpoint": {k: plan.report.get(k) for k in (
-                "budget_unmet", "predicted_peak_bytes", "nodes_added")
+                "budget_unmet", "predicted_peak_bytes", "nodes_added", "input_bytes",
+                "unoptimised_peak_bytes",
+                "step_peak_bound_bytes")
                 if k in plan.report},
         }
         return fw, bw, record
@@ -259,7 +280,8 @@ def _verify_default():
     return os.environ.get("GRAPHOPT_VERIFY", "") not in ("", "0")
 
 
-def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, verify=None):
+def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, verify=None,
+                peak=None):
     """A torch._inductor CustomPartitionerFn running `pipeline`; set it as
     torch._inductor.config.custom_partitioner_fn. With `memory_budget` (a share,
     as torch._functorch.config.activation_memory_budget), every checkpoint
@@ -267,9 +289,14 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     partition of the graph saves, the reference torch's budget has: at the
     same share both systems are held to the same bytes. `verify` (default: on where
     GRAPHOPT_VERIFY=1) checks each partition against torch's own when it is compiled
-    (verify_partition.py)."""
+    (verify_partition.py). With `peak` (bytes: 6 * 2**30, "6GiB", "700MiB"), every
+    checkpoint entry bounds the joint graph's whole peak, its inputs (parameters,
+    buffers, the batch) included, as graph-opt simulates it (checkpoint{peak=}; what is
+    and is not counted: docs/TorchCompile.md). A graph graph-opt cannot plan falls back to
+    torch's partitioner held to the bound where it can be: memory_budget=B's knapsack at B,
+    peak='s at 0, the least torch saves."""
     return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,
-                               verify=verify)
+                               verify=verify, peak=peak)
 
 
 def _boxed_nop(gm, example_inputs):
@@ -318,11 +345,12 @@ def _eager_compiler(kind):
 class _Backend:
     """torch.compile(model, backend=graph_opt.backend(...))."""
 
-    def __init__(self, pipeline, inner, strict, memory_budget, verify):
+    def __init__(self, pipeline, inner, strict, memory_budget, verify, peak):
         if inner not in ("inductor", "eager"):
             raise Error(f"backend: inner={inner!r}; one of 'inductor', 'eager'")
         self.partitioner = GraphOptPartitioner(pipeline, strict=strict,
-                                               memory_budget=memory_budget, verify=verify)
+                                               memory_budget=memory_budget, verify=verify,
+                                               peak=peak)
         self.inner = inner
 
     def _inference(self, gm):
@@ -363,10 +391,10 @@ class _Backend:
 
 
 def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False, memory_budget=None,
-            verify=None):
+            verify=None, peak=None):
     """A torch.compile backend: AOTAutograd, graph-opt's partitioner running
-    `pipeline` (memory_budget as partitioner()'s), then Inductor
+    `pipeline` (memory_budget and peak as partitioner()'s), then Inductor
     (inner="inductor") or the graphs as they are (inner="eager", torch's
     aot_eager with graph-opt's partition). Inference graphs go through the
     pipeline (rewrite_inference) and the inner compiler. `verify` as partitioner()'s."""
-    return _Backend(pipeline, inner, strict, memory_budget, verify)
+    return _Backend(pipeline, inner, strict, memory_budget, verify, peak)

@@ -70,14 +70,39 @@ def _entry(text):
     return m.group(1), m.group(2)
 
 
-def compile_pipeline(text, inference=False, activations=None):
+_PEAK_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+               "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+
+
+def check_peak(peak):
+    """`peak` (bytes: an int, or a string with a unit, "6GiB", "700MiB", "8GB") as the text
+    checkpoint{peak=} takes; Error naming it where it is not one. graph-opt's MemoryAmount
+    units: binary KiB..TiB, decimal KB..TB."""
+    import re
+
+    if isinstance(peak, bool):
+        raise Error(f"peak={peak!r}: bytes, as an int or a string with a unit (\"6GiB\")")
+    if isinstance(peak, int):
+        if peak <= 0:
+            raise Error(f"peak={peak}: a positive number of bytes")
+        return str(peak)
+    if isinstance(peak, str):
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*", peak)
+        if m and float(m.group(1)) * _PEAK_UNITS[m.group(2) or ""] >= 1:
+            return f"{m.group(1)}{m.group(2) or ''}"
+    raise Error(f"peak={peak!r}: bytes, as an int or a string with a unit (\"6GiB\", "
+                "\"700MiB\", \"8GB\")")
+
+
+def compile_pipeline(text, inference=False, activations=None, peak=None):
     """The pipeline as it runs inside torch.compile, where the joint graph's
     inputs are fake tensors: checkpoint plans from FLOP counts
     (cost=flops,measure=false, added where not given), and passes that run
     the graph or change what it computes are refused, naming the entry. For
     an inference graph (`inference`), checkpoint entries are left out:
     without backward there is nothing to recompute. `activations` (bytes),
-    where given, replaces every checkpoint entry's activations= bound."""
+    where given, replaces every checkpoint entry's activations= bound; `peak`
+    (check_peak's text), where given, every entry's budget= or peak=."""
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
@@ -91,7 +116,7 @@ def compile_pipeline(text, inference=False, activations=None):
                         f"reaches torch's partitioner); allowed: "
                         f"{', '.join(sorted(_PLANNING_PASSES))}")
         if name == "repeat":
-            nested = compile_pipeline(options or "", inference, activations)
+            nested = compile_pipeline(options or "", inference, activations, peak)
             if nested:
                 out.append(f"repeat{{{nested}}}")
             continue
@@ -110,6 +135,13 @@ def compile_pipeline(text, inference=False, activations=None):
             if activations is not None:
                 opts = [o for o in opts if o.split("=", 1)[0].strip() != "activations"]
                 opts.append(f"activations={int(activations)}")
+            if peak is not None:
+                if keys.get("planner") == "torch":
+                    raise Error(f"pipeline entry '{part}': planner=torch has no peak bound "
+                                "(its one bound is activation_memory_budget); peak= goes with "
+                                "graph-opt's planners")
+                opts = [o for o in opts if o.split("=", 1)[0].strip() not in ("budget", "peak")]
+                opts.append(f"peak={peak}")
             if inference:
                 continue
         if name == "liveness" and keys.get("scratch", "none") != "none":
@@ -279,7 +311,8 @@ def apply_replacements(gm, found):
         old.replace_all_uses_with(new)
 
 
-def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None):
+def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None,
+               peak=None):
     """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
     AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
     is not changed."""
@@ -290,8 +323,8 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
     # it (every tensor it makes would go through Python's fake dispatch, slowly).
     with no_dispatch_modes():
         graph = from_fx(gm, phases=phases, name=name)
-        result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline,
-                                                                activations=activations))
+        result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline, activations=activations,
+                                                                peak=peak))
     nodes = graph.nodes
     recompute_of = _recomputed_values(nodes)
     defined_forward = {s["name"] for s in graph.inputs}

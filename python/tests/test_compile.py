@@ -262,6 +262,81 @@ def test_falls_back_with_one_warning_and_strict_raises(case):
                       backend=graph_opt.backend(pipeline, inner="eager", strict=True))(x)
 
 
+class Wide(torch.nn.Module):
+    """Four residual GELU blocks, 32 -> 256 -> 32 on 256 rows: the activations (the
+    256-wide ones, 256 KiB each) dominate the step's peak."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.ModuleList(torch.nn.Linear(32, 256) for _ in range(4))
+        self.down = torch.nn.ModuleList(torch.nn.Linear(256, 32) for _ in range(4))
+
+    def forward(self, x):
+        for u, d in zip(self.up, self.down):
+            x = x + d(torch.nn.functional.gelu(u(x)))
+        return x.square().mean()
+
+
+def compiled_plan(model, x, **options):
+    """One compiled training step with graph_opt.backend(inner="eager", **options): its
+    plan record, and the loss and gradients, against eager's."""
+    torch._dynamo.reset()
+    goc.reset_stats()
+    want = model(x)
+    want_grads = torch.autograd.grad(want, list(model.parameters()))
+    got = torch.compile(model, backend=graph_opt.backend(inner="eager", **options))(x)
+    got_grads = torch.autograd.grad(got, list(model.parameters()))
+    assert torch.equal(got, want)
+    for g, w in zip(got_grads, want_grads):
+        assert torch.allclose(g, w, rtol=1e-5, atol=1e-6)
+    (plan,) = expect_plans()
+    return plan
+
+
+def test_peak_bounds_the_joint_graphs_whole_peak():
+    """peak= (bytes, or a string with a unit) bounds the joint graph's peak with its
+    inputs (parameters and the batch) as graph-opt plans it: a loose peak recomputes
+    nothing, one between the unoptimised and the least reachable is met, the gradients
+    are eager's either way."""
+    torch.manual_seed(0)
+    model, x = Wide(), torch.randn(256, 32)
+    loose = compiled_plan(model, x, pipeline="checkpoint{activations=100%}", peak="1GiB")
+    report = loose["checkpoint"]
+    assert report["step_peak_bound_bytes"] == 2**30
+    assert not loose["recomputed"]
+    whole = report["input_bytes"] + report["unoptimised_peak_bytes"]
+    bound = report["input_bytes"] + int(0.7 * report["unoptimised_peak_bytes"])
+    tight = compiled_plan(model, x, pipeline="checkpoint{budget=90%}", peak=bound)
+    report = tight["checkpoint"]
+    assert report["step_peak_bound_bytes"] == bound < whole
+    assert report["predicted_peak_bytes"] + report["input_bytes"] <= bound
+    assert tight["recomputed"]
+
+
+def test_peak_that_is_not_bytes_or_goes_with_the_torch_planner_is_refused():
+    for bad in (0, -5, True, "lots", "6 parsecs", "80%", 1.5):
+        with pytest.raises(graph_opt.Error, match="peak="):
+            graph_opt.partitioner(peak=bad)
+    with pytest.raises(graph_opt.Error, match="planner=torch has no peak bound"):
+        graph_opt.backend("checkpoint{activations=30%,planner=torch}", peak="6GiB")
+    assert graph_opt.partitioner(peak="700 MiB").peak == "700MiB"
+
+
+@pytest.mark.parametrize("bound", [{"memory_budget": 0.3}, {"peak": "1GiB"}])
+def test_a_fallback_keeps_the_users_bound(bound):
+    """A graph graph-opt cannot take (symbolic shapes) under a budget goes to torch's
+    knapsack held to it: at memory_budget=B, B; under peak=, 0 (the least torch saves)."""
+    torch.manual_seed(0)
+    model, x = Small(), torch.randn(4, 8)
+    share = bound.get("memory_budget", 0.0)
+    with pytest.warns(RuntimeWarning, match=f"activation_memory_budget={share}"):
+        got = torch.compile(model, dynamic=True,
+                            backend=graph_opt.backend(inner="eager", **bound))(x)
+        got.backward()
+    assert torch.equal(got, model(x))
+    assert graph_opt.compile.stats()["fallbacks"] == 1
+
+
 def test_inference_graph_goes_through_the_pipeline():
     """No backward: the pipeline's merges and folds reach the graph (here a
     duplicate relu), checkpoint is left out, the result is unchanged."""
