@@ -734,7 +734,10 @@ void printPredictions(llvm::raw_ostream &os, const Outcome &o) {
        << formatMiB(o.stepPeakBound) << ", unoptimised " << formatMiB(o.baselinePeak + o.inputBytes)
        << ", predicted " << formatMiB(o.predictedPeak + o.inputBytes);
     if (o.measuredPeak >= 0)
-      os << ", measured " << formatMiB(o.measuredPeak + o.inputBytes);
+      os << ", measured " << formatMiB(o.measuredPeak + o.inputBytes) << " against "
+         << formatMiB(o.measuredBaselinePeak + o.inputBytes) << " unoptimised: "
+         << (o.measuredPeak + o.inputBytes <= o.stepPeakBound ? "within" : "OVER")
+         << " the bound";
     os << "\n";
   }
   os << llvm::format("  extra step time: predicted %.2f ms (+%.1f%%)", o.predictedExtraSeconds * 1e3,
