@@ -34,9 +34,10 @@ from ._C import Error, Graph, execute, verify_rewrite
 # Loaded on first use (__getattr__ below): both import torch.export's serializer, and with it
 # torch._dynamo, 1.2 s of every `import graph_opt` otherwise (a torchrun worker, the driver).
 _LAZY = {"export_inference": "export", "export_training_step": "export", "from_fx": "fx",
-         "to_exported_program": "fx", "to_fx": "fx"}
+         "to_exported_program": "fx", "to_fx": "fx", "auto_checkpoint": "eager"}
 
-__all__ = ["Error", "Graph", "backend", "compile", "execute", "export_inference", "export_training_step", "from_fx",
+__all__ = ["Error", "Graph", "auto_checkpoint", "backend", "compile", "execute", "export_inference",
+           "export_training_step", "from_fx",
            "partitioner", "profiler", "run_pipeline", "to_exported_program", "to_fx",
            "verify_rewrite"]
 

@@ -1,0 +1,125 @@
+"""graph_opt.auto_checkpoint: graph-opt's plan for eager PyTorch through
+torch.utils.checkpoint's selective-checkpoint policies (python/graph_opt/eager.py)."""
+import copy
+
+import pytest
+import torch
+
+import graph_opt
+from graph_opt import _C
+
+
+class Block(torch.nn.Module):
+    """32 -> 256 -> 32 with GELU and dropout, residual: the 256-wide activations dominate."""
+
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(32, 256), torch.nn.Linear(256, 32)
+        self.drop = torch.nn.Dropout(0.1)
+
+    def forward(self, x):
+        return x + self.drop(self.down(torch.nn.functional.gelu(self.up(x))))
+
+
+class Wide(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Block() for _ in range(4))
+        self.head = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def loss_fn(model, x, y):
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def whole_peak(model, x, y, input_bytes):
+    """One step's whole peak as the allocator sees it: the inputs graph-opt counts, and
+    what forward and backward allocate above them (graph-opt's tracking CPU allocator)."""
+    model.zero_grad(set_to_none=True)
+    with _C._CpuMemoryTracker() as tracker:
+        loss_fn(model, x, y).backward()
+    model.zero_grad(set_to_none=True)
+    return input_bytes + tracker.peak_bytes
+
+
+def train(model, x, y, steps=3, seed=7):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.manual_seed(seed)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model, x, y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+def test_the_plan_fits_the_peak_and_training_is_unchanged():
+    """At peak=2MiB (the unoptimised step: about 2.9 MB): modules under checkpoint, the
+    measured whole peak within the bound and below the plain model's, and three SGD steps
+    (dropout on) with the same losses and weights, bitwise."""
+    torch.manual_seed(0)
+    x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
+    plain = Wide()
+    fitted = graph_opt.auto_checkpoint(copy.deepcopy(plain), (x, y), peak="2MiB",
+                                       loss_fn=loss_fn)
+    plan = fitted.graph_opt_plan
+    assert fitted.graph_opt_regions and all(r.startswith("blocks.")
+                                            for r in fitted.graph_opt_regions)
+    assert any(a["decision"] == "recomputed" for a in plan["activations"])
+    assert plan["eager_peak_bound_bytes"] == 2 * 2**20
+    assert plan["eager_measured_peak_bytes"] <= 2 * 2**20
+    before = whole_peak(plain, x, y, plan["input_bytes"])
+    after = whole_peak(fitted, x, y, plan["input_bytes"])
+    assert after <= 2 * 2**20 < before, (after, before)
+    want_losses, want_weights = train(copy.deepcopy(plain), x, y)
+    got_losses, got_weights = train(copy.deepcopy(fitted), x, y)
+    assert got_losses == want_losses
+    assert all(torch.equal(g, w) for g, w in zip(got_weights, want_weights))
+
+
+def test_a_peak_no_plan_reaches_is_refused():
+    torch.manual_seed(0)
+    x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
+    model = Wide()
+    with pytest.raises(graph_opt.Error, match="cannot be met: the least the greedy planner"):
+        graph_opt.auto_checkpoint(model, (x, y), peak="100KiB", loss_fn=loss_fn)
+    assert model.forward.__func__ is Wide.forward  # nothing applied
+    for bad in ("lots", 0):
+        with pytest.raises(graph_opt.Error, match="peak="):
+            graph_opt.auto_checkpoint(model, (x, y), peak=bad, loss_fn=loss_fn)
+
+
+class Flat(torch.nn.Module):
+    """Its own forward makes the activations (tanh between Linear submodules): a region
+    would have to be the whole model, which recomputes all of forward at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.ModuleList(torch.nn.Linear(32, 256) for _ in range(3))
+        self.b = torch.nn.ModuleList(torch.nn.Linear(256, 32) for _ in range(3))
+
+    def forward(self, x):
+        for a, b in zip(self.a, self.b):
+            x = x + b(torch.tanh(a(x)))
+        return x.square().mean()
+
+
+def test_a_peak_eager_cannot_reach_says_so_and_leaves_the_model():
+    """graph-opt's plan recomputes the model's own tanh outputs, which eager cannot without
+    a region of the whole model: the measured peak stays over the bound, the plans tighten,
+    and the error says what eager measured; no module is left under checkpoint."""
+    torch.manual_seed(0)
+    x = torch.randn(256, 32)
+    model = Flat()
+    with pytest.raises(graph_opt.Error, match=r"peak=1300KiB \(1331200 bytes\) is not met in "
+                                              r"eager PyTorch: with the plan for it the step "
+                                              r"measures \d+ bytes"):
+        graph_opt.auto_checkpoint(model, (x,), peak="1300KiB")
+    assert not any("_graph_opt_forward" in m.__dict__ for m in model.modules())
