@@ -30,11 +30,16 @@ __version__ = "0.1.0"  # pyproject.toml's
 
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
+# Imported eagerly, though they cost 1.2 s of `import graph_opt` (torch.export's serializer
+# and torch._dynamo with it): loaded lazily, a torchrun script using graph_opt.execute
+# aborted at exit in 1-2 of 6-12 runs ("terminate called without an active exception": a
+# gloo run-loop thread taking the GIL while the interpreter finalized;
+# test_collectives_compute_across_ranks), never in 20 runs with them imported here.
+from .export import export_inference, export_training_step
+from .fx import from_fx, to_exported_program, to_fx
 
-# Loaded on first use (__getattr__ below): both import torch.export's serializer, and with it
-# torch._dynamo, 1.2 s of every `import graph_opt` otherwise (a torchrun worker, the driver).
-_LAZY = {"export_inference": "export", "export_training_step": "export", "from_fx": "fx",
-         "to_exported_program": "fx", "to_fx": "fx", "auto_checkpoint": "eager"}
+# Loaded on first use (__getattr__ below).
+_LAZY = {"auto_checkpoint": "eager"}
 
 __all__ = ["Error", "Graph", "auto_checkpoint", "backend", "compile", "execute", "export_inference",
            "export_training_step", "from_fx",
