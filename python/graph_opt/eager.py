@@ -49,18 +49,22 @@ def _module_path(node):
     return module.strip('"') if isinstance(module, str) else None
 
 
+# Modules that only hold or chain others: a region is one of their children (a checkpoint of
+# a whole Sequential recomputes all of it at backward's first use of any of it).
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)
+
+
 def _region_of(path, modules):
-    """The shallowest module on `path`'s way down from the root that is called as a whole
-    (not a ModuleList or ModuleDict, which only hold modules): "" (the model itself) for an
-    operator the model's own forward calls."""  # noqa: D401
+    """The shallowest module on `path`'s way down from the root that is not a container
+    (ModuleList, ModuleDict, Sequential: they hold or chain their children): "" (the model
+    itself) for an operator the model's own forward calls."""
     if not path:
         return ""
     parts = path.split(".")
     for i in range(1, len(parts) + 1):
         prefix = ".".join(parts[:i])
         module = modules.get(prefix)
-        if module is not None and not isinstance(module, (torch.nn.ModuleList,
-                                                          torch.nn.ModuleDict)):
+        if module is not None and not isinstance(module, _CONTAINERS):
             return prefix
     return ""
 
