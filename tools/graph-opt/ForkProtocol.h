@@ -59,12 +59,12 @@ inline socklen_t abstractAddress(const char *name, struct sockaddr_un &addr) {
   return offsetof(struct sockaddr_un, sun_path) + 1 + length;
 }
 
-/// Reads exactly `size` bytes (retrying where a signal interrupts); false at
-/// the end of the stream or on an error.
-inline bool readAll(int fd, void *to, size_t size) {
-  char *p = static_cast<char *>(to);
+/// Moves exactly `size` bytes with `transfer` (read, or send), retrying where
+/// a signal interrupts; false at the end of the stream or on an error.
+template <typename Buffer, typename Transfer>
+bool transferAll(Buffer *p, size_t size, Transfer transfer) {
   while (size > 0) {
-    ssize_t n = read(fd, p, size);
+    ssize_t n = transfer(p, size);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -75,20 +75,17 @@ inline bool readAll(int fd, void *to, size_t size) {
   return true;
 }
 
+/// Reads exactly `size` bytes; false at the end of the stream or on an error.
+inline bool readAll(int fd, void *to, size_t size) {
+  return transferAll(static_cast<char *>(to), size,
+                     [fd](char *p, size_t n) { return read(fd, p, n); });
+}
+
 /// Sends exactly `size` bytes on a socket, without SIGPIPE where the peer is
 /// gone; false on an error.
 inline bool writeAll(int fd, const void *from, size_t size) {
-  const char *p = static_cast<const char *>(from);
-  while (size > 0) {
-    ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= n;
-  }
-  return true;
+  return transferAll(static_cast<const char *>(from), size,
+                     [fd](const char *p, size_t n) { return send(fd, p, n, MSG_NOSIGNAL); });
 }
 
 inline constexpr char kFallBack = 'F';
