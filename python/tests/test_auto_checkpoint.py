@@ -7,6 +7,7 @@ import torch
 
 import graph_opt
 from graph_opt import _C
+from models import ResidualMLP
 
 
 class Block(torch.nn.Module):
@@ -96,28 +97,13 @@ def test_a_peak_no_plan_reaches_is_refused():
             graph_opt.auto_checkpoint(model, (x, y), peak=bad, loss_fn=loss_fn)
 
 
-class Flat(torch.nn.Module):
-    """Its own forward makes the activations (tanh between Linear submodules): a region
-    would have to be the whole model, which recomputes all of forward at once."""
-
-    def __init__(self):
-        super().__init__()
-        self.a = torch.nn.ModuleList(torch.nn.Linear(32, 256) for _ in range(3))
-        self.b = torch.nn.ModuleList(torch.nn.Linear(256, 32) for _ in range(3))
-
-    def forward(self, x):
-        for a, b in zip(self.a, self.b):
-            x = x + b(torch.tanh(a(x)))
-        return x.square().mean()
-
-
 def test_a_peak_eager_cannot_reach_says_so_and_leaves_the_model():
     """graph-opt's plan recomputes the model's own tanh outputs, which eager cannot without
     a region of the whole model: the measured peak stays over the bound, the plans tighten,
     and the error says what eager measured; no module is left under checkpoint."""
     torch.manual_seed(0)
     x = torch.randn(256, 32)
-    model = Flat()
+    model = ResidualMLP(3, torch.tanh)  # its own forward makes the activations
     with pytest.raises(graph_opt.Error, match=r"peak=1300KiB \(1331200 bytes\) is not met in "
                                               r"eager PyTorch: with the plan for it the step "
                                               r"measures \d+ bytes"):

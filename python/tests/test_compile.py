@@ -17,6 +17,7 @@ import torch
 import graph_opt
 from graph_opt import compile as goc
 from graph_opt.testing import saved_activation_bytes
+from models import ResidualMLP
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
@@ -262,21 +263,6 @@ def test_falls_back_with_one_warning_and_strict_raises(case):
                       backend=graph_opt.backend(pipeline, inner="eager", strict=True))(x)
 
 
-class Wide(torch.nn.Module):
-    """Four residual GELU blocks, 32 -> 256 -> 32 on 256 rows: the activations (the
-    256-wide ones, 256 KiB each) dominate the step's peak."""
-
-    def __init__(self):
-        super().__init__()
-        self.up = torch.nn.ModuleList(torch.nn.Linear(32, 256) for _ in range(4))
-        self.down = torch.nn.ModuleList(torch.nn.Linear(256, 32) for _ in range(4))
-
-    def forward(self, x):
-        for u, d in zip(self.up, self.down):
-            x = x + d(torch.nn.functional.gelu(u(x)))
-        return x.square().mean()
-
-
 def compiled_plan(model, x, **options):
     """One compiled training step with graph_opt.backend(inner="eager", **options): its
     plan record, and the loss and gradients, against eager's."""
@@ -299,7 +285,7 @@ def test_peak_bounds_the_joint_graphs_whole_peak():
     nothing, one between the unoptimised and the least reachable is met, the gradients
     are eager's either way."""
     torch.manual_seed(0)
-    model, x = Wide(), torch.randn(256, 32)
+    model, x = ResidualMLP(4, torch.nn.functional.gelu), torch.randn(256, 32)
     loose = compiled_plan(model, x, pipeline="checkpoint{activations=100%}", peak="1GiB")
     report = loose["checkpoint"]
     assert report["step_peak_bound_bytes"] == 2**30
