@@ -19,6 +19,7 @@
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Pass/PassOption.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -57,6 +58,18 @@ template <typename T> T orRaise(absl::StatusOr<T> value) {
   if (!value.ok())
     raise(value.status());
   return std::move(*value);
+}
+
+/// The bytes `value` ("6GiB", "700 MiB", "8GB", "4096") is, through the pass
+/// options' own parser; an error naming `option` for a share, a non-positive
+/// amount or anything else.
+int64_t bytesOption(const std::string &option, const std::string &value) {
+  auto amount = MemoryAmount::parse(value);
+  if (!amount.ok() || amount->isPercent() || amount->byteValue() <= 0)
+    raise(absl::InvalidArgumentError(absl::StrCat(
+        option, "='", value, "': bytes, as an int or a string with a unit (\"6GiB\", "
+        "\"700MiB\", \"8GB\")", amount.ok() ? "" : absl::StrCat(": ", amount.status().message()))));
+  return amount->byteValue();
 }
 
 /// A graph with what running it takes: the model as imported, or a parsed
@@ -369,6 +382,9 @@ PYBIND11_MODULE(_C, module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
   // The meta["custom"] key under which graph-opt keeps a node's phase in a program.
   module.attr("PT2_CUSTOM_KEY") = kPt2CustomKey.str();
+  module.def("_bytes_option", &bytesOption, py::arg("option"), py::arg("value"),
+             "The bytes VALUE (\"6GiB\") is, as a pass option of bytes reads it; Error "
+             "naming OPTION where it is not a positive amount of bytes.");
   module.def("declare_random_operator", [](const std::string &name) { declareRandomOperator(name); },
              py::arg("name"),
              "Treat operator NAME (\"prims::inductor_seeds\") as random: its tag exists only "

@@ -70,28 +70,16 @@ def _entry(text):
     return m.group(1), m.group(2)
 
 
-_PEAK_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-               "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-
-
 def check_peak(peak):
     """`peak` (bytes: an int, or a string with a unit, "6GiB", "700MiB", "8GB") as the text
-    checkpoint{peak=} takes; Error naming it where it is not one. graph-opt's MemoryAmount
-    units: binary KiB..TiB, decimal KB..TB."""
-    import re
-
-    if isinstance(peak, bool):
+    checkpoint{peak=} takes; Error naming it where it is not a positive amount of bytes.
+    Strings go through the pass options' own parser (MemoryAmount)."""
+    if isinstance(peak, bool) or not isinstance(peak, (int, str)):
         raise Error(f"peak={peak!r}: bytes, as an int or a string with a unit (\"6GiB\")")
-    if isinstance(peak, int):
-        if peak <= 0:
-            raise Error(f"peak={peak}: a positive number of bytes")
-        return str(peak)
-    if isinstance(peak, str):
-        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*", peak)
-        if m and float(m.group(1)) * _PEAK_UNITS[m.group(2) or ""] >= 1:
-            return f"{m.group(1)}{m.group(2) or ''}"
-    raise Error(f"peak={peak!r}: bytes, as an int or a string with a unit (\"6GiB\", "
-                "\"700MiB\", \"8GB\")")
+    if isinstance(peak, int) and peak <= 0:
+        raise Error(f"peak={peak}: a positive number of bytes")
+    _C._bytes_option("peak", str(peak))  # raises where it is not bytes
+    return "".join(str(peak).split())  # as written, without spaces: "700 MiB" -> "700MiB"
 
 
 def compile_pipeline(text, inference=False, activations=None, peak=None):
