@@ -34,7 +34,7 @@ from ._C import Error, Graph, execute, verify_rewrite
 # and torch._dynamo with it): loaded lazily, a torchrun script using graph_opt.execute
 # aborted at exit in 1-2 of 6-12 runs ("terminate called without an active exception": a
 # gloo run-loop thread taking the GIL while the interpreter finalized;
-# test_collectives_compute_across_ranks), never in 20 runs with them imported here.
+# test_collectives_compute_across_ranks), never in 28 runs with them imported here.
 from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 

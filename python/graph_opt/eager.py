@@ -19,10 +19,11 @@ they are aligned with the export's forward nodes of that region by operator name
 calls a few operators the export fuses), each call taking its node's decision; a call with
 no node is saved, and a call that writes in place, or whose output is written in place
 later, is recomputed (selective checkpoint cannot keep a tensor that changes). At run
-time the policy goes by call index; a call out of line with the recording is saved.
+time the policy goes by call index; a call out of line with the recording is saved (or
+recomputed where it writes in place).
 docs/Python.md.
 """
-import collections
+import contextlib
 import functools
 import os
 import tempfile
@@ -32,8 +33,10 @@ import torch
 from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
                                     create_selective_checkpoint_contexts)
 
+from . import _C, run_pipeline
 from ._C import Error, Graph
-from .joint import check_peak
+from .export import export_training_step
+from .joint import check_peak, with_peak
 
 __all__ = ["auto_checkpoint"]
 
@@ -139,7 +142,8 @@ def _decide(calls, nodes):
 
 def _policy(decisions):
     """A selective-checkpoint policy over one region's calls, by their index in the forward
-    (and again in the recomputation); a call out of line with the recording is saved."""
+    (and again in the recomputation); a call out of line with the recording is saved, or
+    recomputed where it writes in place."""
     counts = {False: 0, True: 0}
 
     def policy(ctx, func, *args, **kwargs):
@@ -167,31 +171,51 @@ def _checkpointed_forward(self, *args, **kwargs):
                       **kwargs)
 
 
-def _own_forward(module):
-    """The function module.forward runs (taking the module first), before any plan."""
-    if "_graph_opt_forward" in module.__dict__:
-        return module._graph_opt_forward
-    forward = module.__dict__.get("forward")
-    if forward is None:
-        return type(module).forward
-    if isinstance(forward, types.MethodType) and forward.__self__ is module:
-        return forward.__func__
-    return lambda _self, *args, **kwargs: forward(*args, **kwargs)
-
-
 def _plan_module(module, decisions):
-    module._graph_opt_forward = _own_forward(module)
+    """Runs `module`'s forward under checkpoint with `decisions`' policy. Its own forward
+    (the class's, or one set on the instance) is kept to put back (_unplan_module)."""
+    own = module.__dict__.get("forward")
+    if own is None:
+        forward = type(module).forward
+    elif isinstance(own, types.MethodType) and own.__self__ is module:
+        forward = own.__func__
+    else:
+        def forward(_self, *args, **kwargs):
+            return own(*args, **kwargs)
+    module._graph_opt_own_forward = own
+    module._graph_opt_forward = forward
     module._graph_opt_decisions = decisions
     module.forward = types.MethodType(_checkpointed_forward, module)
 
 
 def _unplan_module(module):
-    forward = module.__dict__.pop("_graph_opt_forward", None)
-    module.__dict__.pop("_graph_opt_decisions", None)
-    if forward is not None:
-        module.__dict__.pop("forward", None)
-        if forward is not type(module).forward:
-            module.forward = types.MethodType(forward, module)
+    """Puts back the forward _plan_module replaced, if it replaced one."""
+    if "_graph_opt_forward" not in module.__dict__:
+        return
+    own = module.__dict__.pop("_graph_opt_own_forward")
+    del module._graph_opt_forward, module._graph_opt_decisions, module.forward
+    if own is not None:
+        module.forward = own
+
+
+@contextlib.contextmanager
+def _step_undone(model):
+    """Runs the block (a step of the model: an export, a recording, a measurement) and puts
+    back what it changes: the state (buffers such as batch norm's running statistics), the
+    gradients (None inside) and the RNG state."""
+    params = list(model.parameters())
+    grads = [p.grad for p in params]
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    for p in params:
+        p.grad = None
+    try:
+        yield
+    finally:
+        for p, g in zip(params, grads):
+            p.grad = g
+        model.load_state_dict(state)
+        torch.set_rng_state(rng)
 
 
 def _record(model, loss_fn, example_inputs, regions):
@@ -215,35 +239,21 @@ def _record(model, loss_fn, example_inputs, regions):
     for path in regions:
         originals[path] = modules[path].forward
         modules[path].forward = recording(path, originals[path])
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    rng = torch.get_rng_state()
     try:
-        with torch.enable_grad():
+        with _step_undone(model), torch.enable_grad():
             loss_fn(model, *example_inputs)
     finally:
         for path, forward in originals.items():
             modules[path].forward = forward
-        model.load_state_dict(state)
-        torch.set_rng_state(rng)
     return recorded
 
 
 def _measured_peak(model, loss_fn, example_inputs):
     """The bytes one step (forward and backward) allocates above what is live when it
     starts, measured by the allocator: graph-opt's tracking CPU allocator, or CUDA's
-    statistics where the model is on a GPU. The model's state, gradients and the RNG are
-    put back after."""
-    from . import _C
-
-    params = list(model.parameters())
-    grads = [p.grad for p in params]
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    rng = torch.get_rng_state()
-    cuda = any(p.is_cuda for p in params)
-    for p in params:
-        p.grad = None
-    try:
-        if cuda:
+    statistics where the model is on a GPU. What the step changes is put back after."""
+    with _step_undone(model):
+        if any(p.is_cuda for p in model.parameters()):
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
@@ -253,11 +263,6 @@ def _measured_peak(model, loss_fn, example_inputs):
         with _C._CpuMemoryTracker() as tracker:
             loss_fn(model, *example_inputs).backward()
         return tracker.peak_bytes
-    finally:
-        for p, g in zip(params, grads):
-            p.grad = g
-        model.load_state_dict(state)
-        torch.set_rng_state(rng)
 
 
 # Plans tried before auto_checkpoint gives up on a peak eager PyTorch measures over it.
@@ -282,85 +287,59 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     and "eager_rounds" added (its step_peak_bound_bytes is the last round's target). Raises
     graph_opt.Error where the step cannot be exported, no plan reaches the peak (the message
     gives the least reachable) or eager's measured peak stays over it."""
-    from .export import export_training_step
-    import graph_opt
-
     peak_text = check_peak(peak)
+    bound = _C._bytes_option("peak", peak_text)
     if not isinstance(example_inputs, tuple):
         example_inputs = (example_inputs,)
     if loss_fn is None:
         def loss_fn(m, *xs):
             return m(*xs)
-    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    rng = torch.get_rng_state()
     with tempfile.TemporaryDirectory(prefix="graph-opt-auto-checkpoint-") as tmp:
         path = os.path.join(tmp, "step.pt2")
-        export_training_step(model, loss_fn, example_inputs, path)
-        model.load_state_dict(state)  # the export runs the step: buffers as they were
-        torch.set_rng_state(rng)
+        with _step_undone(model):  # the export runs the step
+            export_training_step(model, loss_fn, example_inputs, path)
         original = Graph.load(path)
     modules = dict(model.named_modules())
-    bound = None
-    target = peak_text
-    for rounds in range(1, _MAX_ROUNDS + 1):
-        pipe = _with_peak(pipeline or "checkpoint{}", target)
-        planned = original.clone()
-        try:
-            result = graph_opt.run_pipeline(planned, pipe)
-        except Error as e:
-            for module in modules.values():  # nothing of an earlier round's plan stays
+    target, measured = peak_text, None
+    try:
+        for rounds in range(1, _MAX_ROUNDS + 1):
+            for module in modules.values():  # the last round's plan off
                 _unplan_module(module)
-            if rounds == 1:
-                raise
+            pipe = with_peak(pipeline or "checkpoint{}", target)
+            try:
+                result = run_pipeline(original.clone(), pipe)
+            except Error as e:
+                if rounds == 1:
+                    raise
+                raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in "
+                            f"eager PyTorch: with the plan for it the step measures {measured} "
+                            f"bytes, and planned for {target} bytes to make up the difference: "
+                            f"{e}") from e
+            report = result["reports"].get("checkpoint")
+            if report is None:
+                raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
+            recomputed = {a["name"] for a in report["activations"]
+                          if a["decision"] == "recomputed"}
+            regions = _regions(original, recomputed, model)
+            recorded = _record(model, loss_fn, example_inputs, regions)
+            for path, nodes in regions.items():
+                if path in recorded:  # (one the step does not call is left alone)
+                    _plan_module(modules[path], _decide(recorded[path], nodes))
+            measured = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
+            report["eager_measured_peak_bytes"] = measured
+            report["eager_peak_bound_bytes"] = bound
+            report["eager_rounds"] = rounds
+            if measured <= bound:
+                break
+            target = str(report["step_peak_bound_bytes"] - (measured - bound))
+        else:
             raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
-                        f"PyTorch: with the plan for it the step measures {measured} bytes, "
-                        f"and planned for {target} bytes to make up the difference: {e}") from e
-        report = result["reports"].get("checkpoint")
-        if report is None:
-            raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
-        bound = bound if bound is not None else report["step_peak_bound_bytes"]
-        recomputed = {a["name"] for a in report["activations"] if a["decision"] == "recomputed"}
-        for module in modules.values():  # the last round's plan off
+                        f"PyTorch: the step still measures {measured} bytes after "
+                        f"{_MAX_ROUNDS} plans, each tightened by the last one's excess")
+    except BaseException:
+        for module in modules.values():  # nothing of a plan stays on a failure
             _unplan_module(module)
-        regions = _regions(original, recomputed, model)
-        recorded = _record(model, loss_fn, example_inputs, regions)
-        for path, nodes in regions.items():
-            if path in recorded:  # (one the step does not call is left alone)
-                _plan_module(modules[path], _decide(recorded[path], nodes))
-        measured = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
-        report["eager_measured_peak_bytes"] = measured
-        report["eager_peak_bound_bytes"] = bound
-        report["eager_rounds"] = rounds
-        if measured <= bound:
-            break
-        target = str(int(report["step_peak_bound_bytes"]) - (measured - bound))
-    else:
-        for module in modules.values():
-            _unplan_module(module)
-        raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
-                    f"PyTorch: the step still measures {measured} bytes after {_MAX_ROUNDS} "
-                    "plans, each tightened by the last one's excess")
+        raise
     model.graph_opt_plan = report
     model.graph_opt_regions = sorted(p for p in regions if p in recorded)
     return model
-
-
-def _with_peak(pipeline, peak_text):
-    """`pipeline` with every checkpoint entry bounded by peak= (and nothing else: budget=
-    and peak= dropped), as compile_pipeline does for torch.compile."""
-    from .joint import _entry, _split_top
-
-    out = []
-    for part in _split_top(pipeline):
-        name, options = _entry(part)
-        if name == "repeat":
-            out.append(f"repeat{{{_with_peak(options or '', peak_text)}}}")
-            continue
-        if name != "checkpoint":
-            out.append(part)
-            continue
-        opts = [o for o in (_split_top(options) if options else [])
-                if o.split("=", 1)[0].strip() not in ("budget", "peak")]
-        opts.append(f"peak={peak_text}")
-        out.append(f"checkpoint{{{','.join(opts)}}}")
-    return ",".join(out)

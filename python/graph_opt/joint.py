@@ -82,6 +82,29 @@ def check_peak(peak):
     return "".join(str(peak).split())  # as written, without spaces: "700 MiB" -> "700MiB"
 
 
+def with_peak(pipeline, peak):
+    """`pipeline` with every checkpoint entry (in repeat{} too) bounded by peak=`peak`
+    (check_peak's text) in place of its budget= or peak=; planner=torch, which takes no
+    peak, is refused naming the entry."""
+    out = []
+    for part in _split_top(pipeline):
+        name, options = _entry(part)
+        if name == "repeat":
+            out.append(f"repeat{{{with_peak(options or '', peak)}}}")
+            continue
+        if name != "checkpoint":
+            out.append(part)
+            continue
+        opts = _split_top(options) if options else []
+        if any(o.replace(" ", "") == "planner=torch" for o in opts):
+            raise Error(f"pipeline entry '{part}': planner=torch has no peak bound (its one "
+                        "bound is activation_memory_budget); peak= goes with graph-opt's "
+                        "planners")
+        opts = [o for o in opts if o.split("=", 1)[0].strip() not in ("budget", "peak")]
+        out.append(f"checkpoint{{{','.join(opts + [f'peak={peak}'])}}}")
+    return ",".join(out)
+
+
 def compile_pipeline(text, inference=False, activations=None, peak=None):
     """The pipeline as it runs inside torch.compile, where the joint graph's
     inputs are fake tensors: checkpoint plans from FLOP counts
@@ -90,7 +113,9 @@ def compile_pipeline(text, inference=False, activations=None, peak=None):
     an inference graph (`inference`), checkpoint entries are left out:
     without backward there is nothing to recompute. `activations` (bytes),
     where given, replaces every checkpoint entry's activations= bound; `peak`
-    (check_peak's text), where given, every entry's budget= or peak=."""
+    (check_peak's text), where given, every entry's budget= or peak= (with_peak)."""
+    if peak is not None:
+        text = with_peak(text, peak)
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
@@ -104,7 +129,7 @@ def compile_pipeline(text, inference=False, activations=None, peak=None):
                         f"reaches torch's partitioner); allowed: "
                         f"{', '.join(sorted(_PLANNING_PASSES))}")
         if name == "repeat":
-            nested = compile_pipeline(options or "", inference, activations, peak)
+            nested = compile_pipeline(options or "", inference, activations)
             if nested:
                 out.append(f"repeat{{{nested}}}")
             continue
@@ -123,13 +148,6 @@ def compile_pipeline(text, inference=False, activations=None, peak=None):
             if activations is not None:
                 opts = [o for o in opts if o.split("=", 1)[0].strip() != "activations"]
                 opts.append(f"activations={int(activations)}")
-            if peak is not None:
-                if keys.get("planner") == "torch":
-                    raise Error(f"pipeline entry '{part}': planner=torch has no peak bound "
-                                "(its one bound is activation_memory_budget); peak= goes with "
-                                "graph-opt's planners")
-                opts = [o for o in opts if o.split("=", 1)[0].strip() not in ("budget", "peak")]
-                opts.append(f"peak={peak}")
             if inference:
                 continue
         if name == "liveness" and keys.get("scratch", "none") != "none":
