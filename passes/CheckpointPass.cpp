@@ -429,7 +429,7 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
                                      : " of peak above weights and inputs)");
   // The bounded memory as the option states it (peak=: the whole step's).
   const bool statedWhole = peak_.get() && model.boundedMemory() == BoundedMemory::PeakAboveInputs;
-  auto bounded = [&](int64_t b) { return statedWhole ? b + out.inputBytes : b; };
+  auto bounded = [&](int64_t b) { return statedWhole ? asStated(out, b) : b; };
   const char *boundedName = statedWhole ? "the whole step's peak" : out.boundedName.c_str();
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.

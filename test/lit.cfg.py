@@ -36,6 +36,8 @@ has_fork_client = os.path.isfile(os.path.join(fork_client_dir, "graph-opt"))
 
 
 python_client = os.path.join(config.graphopt_tools_dir, "python-fork-client", "python")
+python_fork_server = os.path.join(config.graphopt_src_root, "tools", "graph-opt",
+                                  "python_fork_server.py")
 python_command = config.graphopt_python  # what %python runs
 
 
@@ -51,8 +53,7 @@ def start_fork_servers():
     servers = [("graph-opt", "GRAPHOPT_FORK_SERVER", [graph_opt_real, "--fork-server"])]
     if os.path.isfile(python_client):
         servers.append(("python", "GRAPHOPT_PYTHON_FORK_SERVER",
-                        [config.graphopt_python, os.path.join(config.graphopt_src_root, "tools",
-                                                              "graph-opt", "python_fork_server.py")]))
+                        [config.graphopt_python, python_fork_server]))
     # Every variable first: a server compares each command's environment with its own.
     for program, variable, _ in servers:
         config.environment[variable] = "%s-fork-%s" % (program, tag)
@@ -86,8 +87,7 @@ if os.path.isfile(python_client):  # and test/graph-opt/python-fork-server.test,
     config.available_features.add("python-fork-server")
     config.substitutions.append(("%python-client-dir", os.path.dirname(python_client)))
     config.substitutions.append(("%python-real", config.graphopt_python))
-    config.substitutions.append(("%python-fork-server", os.path.join(
-        config.graphopt_src_root, "tools", "graph-opt", "python_fork_server.py")))
+    config.substitutions.append(("%python-fork-server", python_fork_server))
 
 if has_fork_client and lit_config.params.get("fork-server", "1") not in ("0", "", "off", "false"):
     start_fork_servers()

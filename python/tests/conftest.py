@@ -2,6 +2,7 @@
 test-times`), each session writes every test's seconds to pytest-<pid>.json there."""
 import json
 import os
+import sys
 
 _times = {}
 
@@ -36,7 +37,6 @@ _server = None
 def _start_python_fork_server():
     import importlib.util
     import subprocess
-    import sys
     import uuid
 
     client = os.environ.get("GRAPHOPT_PYTHON_CLIENT")
@@ -70,7 +70,7 @@ def _start_python_fork_server():
 def pytest_configure(config):
     global _server
     _server = _start_python_fork_server()
-    os.environ.setdefault("GRAPHOPT_TEST_PYTHON", __import__("sys").executable)
+    os.environ.setdefault("GRAPHOPT_TEST_PYTHON", sys.executable)
 
 
 def pytest_unconfigure(config):
