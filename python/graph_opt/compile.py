@@ -39,9 +39,10 @@ from torch._functorch import config as _functorch_config
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
-from . import session
+from . import _C, session
 from ._C import Error
 from .fx import from_fx
+from .halves import halves_peak
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
@@ -63,6 +64,7 @@ class _Stats:
     plans: list = dataclasses.field(default_factory=list)      # one per planned joint graph
     reasons: list = dataclasses.field(default_factory=list)    # one per fallback
     inference: list = dataclasses.field(default_factory=list)  # one per inference graph
+    peak_rounds: int = 0  # plans made again under peak= after the halves missed the bound
     planning_seconds: float = 0.0
     verify_seconds: float = 0.0
 
@@ -78,12 +80,14 @@ def stats():
     "inference": per such graph, its nodes before and after and the values
     the pipeline replaced, "plans": per partitioned graph, its saved and
     recomputed values and bytes and, with verify, "verified": the values compared with
-    torch's partition (or why it could not verify), "planning_seconds": graph-opt's own
+    torch's partition (or why it could not verify), "peak_replans": plans made again under
+    peak= because the halves' peak missed the bound, "planning_seconds": graph-opt's own
     time, "verify_seconds": the time verify took}."""
     return {"graphs": len(_STATS.plans), "fallbacks": len(_STATS.reasons),
             "inference_graphs": len(_STATS.inference),
             "inference": [dict(i) for i in _STATS.inference],
             "reasons": list(_STATS.reasons), "plans": [dict(p) for p in _STATS.plans],
+            "peak_replans": _STATS.peak_rounds,
             "planning_seconds": _STATS.planning_seconds,
             "verify_seconds": _STATS.verify_seconds}
 
@@ -105,6 +109,25 @@ def _implementation_hash():
                 for chunk in iter(lambda: f.read(1 << 20), b""):
                     h.update(chunk)
     return h.hexdigest()
+
+
+# peak=: plans made at most per joint graph (halves.py's peak checked after each), and how far
+# under the bound a plan may land before the next round asks for less recomputation.
+_MAX_PEAK_ROUNDS = 6
+_PEAK_SLACK = 0.03
+# What halves.py's prediction may miss the measured peak by: Inductor's lowering and
+# scheduler decide more than it models (which fused values it copies for an extern kernel,
+# its reordering heuristics). Measured (docs/TorchCompile.md, "The peak of the halves"):
+# exact on a residual MLP and on GPT-2 (default size, 12 layers), 2-5.2% under the measured
+# peak on a two-block transformer with attention; the search aims this far under peak=.
+_PEAK_MARGIN = 0.06
+# peak= below what the halves reach: targets above the planner's own least tried before the
+# peak is refused (a plan for a looser target can fuse into a lower peak).
+_FLOOR_PROBES = (1.1, 1.25, 1.5)
+
+
+def _format_bytes(n):
+    return f"{n / 2**20:.2f} MiB ({n} bytes)"
 
 
 def _warn_fallback(reason, instead="torch's default partitioner"):
@@ -139,6 +162,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         self.memory_budget = memory_budget
         self.peak = None if peak is None else check_peak(peak)
         self.check_saved = check_saved
+        # whose kernels run the halves: Inductor's (fused; torch.compile's default) or the
+        # operators one by one (graph_opt.backend(inner="eager")); halves.py's peak follows
+        self.kernels = "inductor"
         # a bad pipeline is an error now, not at the first compile
         compile_pipeline(pipeline, activations=None if memory_budget is None else 0,
                          peak=self.peak)
@@ -146,7 +172,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def uuid(self):
         from . import __version__
         return ("graph-opt", __version__, _implementation_hash(), self.pipeline, self.strict,
-                self.memory_budget, self.peak, self.check_saved, self.verify)
+                self.memory_budget, self.peak, self.check_saved, self.verify, self.kernels)
 
     def _fallback(self, gm, joint_inputs, kwargs, reason):
         """torch's partitioner in graph-opt's place, held to the user's bound where one was
@@ -211,26 +237,124 @@ class GraphOptPartitioner(CustomPartitionerFn):
         the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
         return torch_saved(_copy_joint(gm), 1.0, joint_inputs, **kwargs)[1]
 
-    def _partition(self, gm, joint_inputs, kwargs):
+    def _attempt(self, gm, joint_inputs, kwargs, activations=None, peak=None, closest=False,
+                 known=None):
+        """One plan of graph-opt's, tagged and partitioned by torch: (work graph, plan,
+        forward, backward, the halves' peak (halves_peak)). `known`: {recomputed values:
+        attempt} of plans partitioned before (the same plan is not partitioned twice)."""
         num_fwd_outputs = kwargs["num_fwd_outputs"]
         work = _copy_joint(gm)
-        activations = None
-        if self.memory_budget is not None:
-            activations = int(self.memory_budget * self._torch_saved_bytes(
-                gm, joint_inputs, kwargs))
         plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations,
-                          peak=self.peak)
+                          peak=peak, closest=closest)
+        key = (frozenset(plan.recomputed), frozenset(plan.replaced.items()))
+        if known is not None and key in known:
+            return known[key]
         by_name = {n.name: n for n in work.graph.nodes}
         apply_replacements(work, {by_name[a]: by_name[b] for a, b in plan.replaced.items()})
         tag_joint(work, plan)
-        joint = {n.name: n for n in work.graph.nodes}
         # graph-opt's plan alone decides: no knapsack on top of it, and no CSE of torch's
         # (fx_graph_cse merges unconditionally, backward's recomputations of forward values
         # included, which makes backward read, and torch save, what graph-opt's plan drops;
         # graph-opt's own cse merged what it found worth merging, applied above).
         with _functorch_config.patch(activation_memory_budget=1.0, cse=False):
             fw, bw = min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
+        attempt = (work, plan, fw, bw, halves_peak(fw, bw, num_fwd_outputs,
+                                                   fused=self.kernels == "inductor"))
+        if known is not None:
+            known[key] = attempt
+        return attempt
+
+    def _attempts_for_peak(self, gm, joint_inputs, kwargs):
+        """Plans for peak=: graph-opt plans on the joint graph in its own executor's
+        order, and the step that runs is the halves torch builds, which Inductor fuses
+        (halves.py). The search aims _PEAK_MARGIN under the bound (what halves.py's
+        prediction may miss Inductor's allocations by). The first round plans at the aim;
+        then the target moves by what the halves' peak missed the aim by (down where it is
+        over, up where it is more than _PEAK_SLACK under: a plan that recomputes more
+        than it must costs time), and, once a target over and one within are known,
+        halves the interval between them. The plan kept is the one within the aim whose
+        halves peak highest (least recomputed); failing that, the lowest within the bound
+        itself. Returns (attempt, plans made, halves peaks seen); Error with the least peak
+        reached where no plan is within the bound."""
+        bound = _C._bytes_option("peak", self.peak)
+        aim = int(bound * (1 - _PEAK_MARGIN))
+        target, seen, known, best, least = aim, [], {}, None, None
+        within, over = None, None  # the highest target within, the lowest over
+        floor = None  # the least peak graph-opt's planner reaches on the joint graph
+
+        def peak_of(attempt):
+            return attempt[4]["peak_bytes"]
+        for _ in range(_MAX_PEAK_ROUNDS):
+            plans = len(known)
+            attempt = self._attempt(gm, joint_inputs, kwargs, peak=target, closest=True,
+                                    known=known)
+            if len(known) == plans:
+                break  # a plan seen before: the targets between give no other
+            got = peak_of(attempt)
+            seen.append(got)
+            least = got if least is None else min(least, got)
+            if got <= aim:
+                if best is None or got > peak_of(best):
+                    best = attempt
+                if aim - got <= _PEAK_SLACK * bound or not attempt[1].recomputed:
+                    break
+                within = target if within is None else max(within, target)
+            else:
+                if attempt[1].report.get("budget_unmet"):
+                    # the planner's least already: nothing lower to ask for
+                    report = attempt[1].report
+                    floor = report["predicted_peak_bytes"] + report["input_bytes"]
+                    break
+                over = target if over is None else min(over, target)
+            if within is not None and over is not None:
+                following = (within + over) // 2
+            else:
+                following = target + (aim - got)
+            if following <= 0 or following in (within, over) or following == target:
+                break
+            target = following
+        if best is None and floor is not None:
+            # Below the joint graph's least (as graph-opt's executor runs it) the halves may
+            # still reach lower with a plan made for a looser target (Inductor fuses what
+            # graph-opt's executor keeps): a few targets above that least, for a plan
+            # within the aim or, failing that, the true least for the message.
+            for factor in _FLOOR_PROBES:
+                plans = len(known)
+                attempt = self._attempt(gm, joint_inputs, kwargs, peak=int(floor * factor),
+                                        closest=True, known=known)
+                if len(known) == plans:
+                    continue
+                got = peak_of(attempt)
+                seen.append(got)
+                least = min(least, got)
+                if got <= aim and (best is None or got > peak_of(best)):
+                    best = attempt
+        if best is None:
+            # nothing within the aim: the lowest plan within the bound itself, if any
+            best = min((a for a in known.values() if peak_of(a) <= bound), key=peak_of,
+                       default=None)
+        if best is None:
+            raise Error(f"peak={self.peak} cannot be met: the least peak of the step "
+                        f"torch.compile runs (forward and backward halves, inputs included) "
+                        f"that graph-opt's plans reached is {_format_bytes(least)} "
+                        f"({len(seen)} plans tried)")
+        return best, len(seen), seen
+
+    def _partition(self, gm, joint_inputs, kwargs):
+        num_fwd_outputs = kwargs["num_fwd_outputs"]
+        activations, rounds, seen = None, 1, None
+        if self.peak is not None:
+            (work, plan, fw, bw, halves), rounds, seen = self._attempts_for_peak(
+                gm, joint_inputs, kwargs)
+        else:
+            if self.memory_budget is not None:
+                activations = int(self.memory_budget * self._torch_saved_bytes(
+                    gm, joint_inputs, kwargs))
+            work, plan, fw, bw, halves = self._attempt(gm, joint_inputs, kwargs,
+                                                       activations=activations)
+        _STATS.peak_rounds += rounds - 1 if self.peak is not None else 0
         saved = saved_by_torch(fw, num_fwd_outputs)
+        joint = {n.name: n for n in work.graph.nodes}
         if self.check_saved:
             check_saved(plan, saved, joint)
         storages = activation_storages(joint[n] for n in saved)
@@ -248,12 +372,20 @@ class GraphOptPartitioner(CustomPartitionerFn):
             "planned_rng_states": len(plan.rng_states),
             "activations_bound": activations,
             "recomputed": sorted(plan.recomputed),
+            # the step torch.compile runs, as halves.py predicts Inductor allocates it
+            "halves_peak_bytes": halves["peak_bytes"],
+            "halves": halves,
             "checkpoint": {k: plan.report.get(k) for k in (
                 "budget_unmet", "predicted_peak_bytes", "nodes_added", "input_bytes",
                 "unoptimised_peak_bytes",
                 "step_peak_bound_bytes")
                 if k in plan.report},
         }
+        if self.peak is not None:
+            record["peak_bound_bytes"] = _C._bytes_option("peak", self.peak)
+            record["peak_aim_bytes"] = int(record["peak_bound_bytes"] * (1 - _PEAK_MARGIN))
+            record["peak_rounds"] = rounds
+            record["peak_rounds_halves_bytes"] = seen
         return fw, bw, record
 
 
@@ -351,6 +483,7 @@ class _Backend:
         self.partitioner = GraphOptPartitioner(pipeline, strict=strict,
                                                memory_budget=memory_budget, verify=verify,
                                                peak=peak)
+        self.partitioner.kernels = inner
         self.inner = inner
 
     def _inference(self, gm):

@@ -82,15 +82,17 @@ def check_peak(peak):
     return "".join(str(peak).split())  # as written, without spaces: "700 MiB" -> "700MiB"
 
 
-def with_peak(pipeline, peak):
+def with_peak(pipeline, peak, closest=False):
     """`pipeline` with every checkpoint entry (in repeat{} too) bounded by peak=`peak`
-    (check_peak's text) in place of its budget= or peak=; planner=torch, which takes no
-    peak, is refused naming the entry."""
+    (check_peak's text) in place of its budget=, peak= and activations= (the default
+    pipeline's activations=30% would otherwise recompute under a peak that needs none);
+    with `closest`, unmet=closest too (the closest plan where the peak is out of reach);
+    planner=torch, which takes no peak, is refused naming the entry."""
     out = []
     for part in _split_top(pipeline):
         name, options = _entry(part)
         if name == "repeat":
-            out.append(f"repeat{{{with_peak(options or '', peak)}}}")
+            out.append(f"repeat{{{with_peak(options or '', peak, closest)}}}")
             continue
         if name != "checkpoint":
             out.append(part)
@@ -100,12 +102,17 @@ def with_peak(pipeline, peak):
             raise Error(f"pipeline entry '{part}': planner=torch has no peak bound (its one "
                         "bound is activation_memory_budget); peak= goes with graph-opt's "
                         "planners")
-        opts = [o for o in opts if o.split("=", 1)[0].strip() not in ("budget", "peak")]
-        out.append(f"checkpoint{{{','.join(opts + [f'peak={peak}'])}}}")
+        # the stated peak is the bound: shares of the activations the entry had go too
+        dropped = ("budget", "peak", "activations") + (("unmet",) if closest else ())
+        opts = [o for o in opts if o.split("=", 1)[0].strip() not in dropped]
+        opts.append(f"peak={peak}")
+        if closest:
+            opts.append("unmet=closest")
+        out.append(f"checkpoint{{{','.join(opts)}}}")
     return ",".join(out)
 
 
-def compile_pipeline(text, inference=False, activations=None, peak=None):
+def compile_pipeline(text, inference=False, activations=None, peak=None, closest=False):
     """The pipeline as it runs inside torch.compile, where the joint graph's
     inputs are fake tensors: checkpoint plans from FLOP counts
     (cost=flops,measure=false, added where not given), and passes that run
@@ -113,9 +120,10 @@ def compile_pipeline(text, inference=False, activations=None, peak=None):
     an inference graph (`inference`), checkpoint entries are left out:
     without backward there is nothing to recompute. `activations` (bytes),
     where given, replaces every checkpoint entry's activations= bound; `peak`
-    (check_peak's text), where given, every entry's budget= or peak= (with_peak)."""
+    (check_peak's text or bytes), where given, every entry's bounds (with_peak, `closest`
+    as there)."""
     if peak is not None:
-        text = with_peak(text, peak)
+        text = with_peak(text, peak, closest)
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
@@ -318,7 +326,7 @@ def apply_replacements(gm, found):
 
 
 def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None,
-               peak=None):
+               peak=None, closest=False):
     """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
     AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
     is not changed."""
@@ -329,8 +337,8 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
     # it (every tensor it makes would go through Python's fake dispatch, slowly).
     with no_dispatch_modes():
         graph = from_fx(gm, phases=phases, name=name)
-        result = graph_opt.run_pipeline(graph, compile_pipeline(pipeline, activations=activations,
-                                                                peak=peak))
+        result = graph_opt.run_pipeline(graph, compile_pipeline(
+            pipeline, activations=activations, peak=peak, closest=closest))
     nodes = graph.nodes
     recompute_of = _recomputed_values(nodes)
     defined_forward = {s["name"] for s in graph.inputs}
@@ -440,24 +448,41 @@ def saved_by_torch(fw_module, num_fwd_outputs):
 # reads only the schema's alias annotations (a view's result aliases one argument without
 # writing it), as AliasInfo does for such nodes; in-place writes cannot occur here (the
 # joint graph is functional, and reinplace is refused inside torch.compile).
-def _viewed(node):
-    """The node a view reads its storage from (its schema says the result
-    aliases that argument without writing it), or None."""
+def _aliased_argument(node):
+    """The argument a view's results alias (its schema's alias annotations: its result,
+    or each of its list of results as unbind's and split's, aliases that argument without
+    writing it), or None."""
     schema = getattr(node.target, "_schema", None)
-    if node.op != "call_function" or schema is None or len(schema.returns) != 1:
+    if node.op != "call_function" or schema is None or not schema.returns:
         return None
-    alias = schema.returns[0].alias_info
-    if alias is None or alias.is_write:
+    aliases = [r.alias_info for r in schema.returns]
+    if any(a is None or a.is_write for a in aliases):
         return None
+    sets = set().union(*(a.before_set for a in aliases))
     for arg, value in zip(schema.arguments, node.args):
-        if arg.alias_info is not None and set(arg.alias_info.before_set) & set(
-                alias.before_set) and isinstance(value, torch.fx.Node):
+        info = arg.alias_info
+        if info is None or info.is_write or not isinstance(value, torch.fx.Node):
+            continue
+        # Tensor(a) -> Tensor(a); Tensor(a -> *) -> Tensor(a)[] (Python sees the list
+        # return's annotation without its set, and the argument's flowing into "*")
+        if set(info.before_set) & sets or (not sets and "*" in info.after_set):
             return value
     return None
 
 
+def alias_source(node):
+    """The node whose storage `node` views: a view's argument, and for one result of a
+    multi-result view (getitem of unbind, split) the argument it views; None for a node
+    with storage of its own (a multi-output operator's results are each their own)."""
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem:
+        return _aliased_argument(node.args[0])
+    return _aliased_argument(node)
+
+
 def storage_root(node):
-    while (base := _viewed(node)) is not None:
+    while (base := alias_source(node)) is not None:
         node = base
     return node
 

@@ -17,3 +17,31 @@ class ResidualMLP(torch.nn.Module):
         for u, d in zip(self.up, self.down):
             x = x + d(self.activation(u(x)))
         return x.square().mean()
+
+
+class TinyTransformer(torch.nn.Module):
+    """`blocks` pre-norm transformer blocks (attention written out: matmuls, a softmax;
+    LayerNorm, a GELU MLP) on a batch of token vectors, the mean square as the loss: the
+    operators a transformer's step runs, Inductor's reductions and extern matmuls among
+    them, at a size whose activations (the [batch, heads, seq, seq] scores) dominate."""
+
+    def __init__(self, blocks=2, dim=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.ModuleList(torch.nn.LayerNorm(dim) for _ in range(blocks))
+        self.qkv = torch.nn.ModuleList(torch.nn.Linear(dim, 3 * dim) for _ in range(blocks))
+        self.proj = torch.nn.ModuleList(torch.nn.Linear(dim, dim) for _ in range(blocks))
+        self.norm2 = torch.nn.ModuleList(torch.nn.LayerNorm(dim) for _ in range(blocks))
+        self.up = torch.nn.ModuleList(torch.nn.Linear(dim, 4 * dim) for _ in range(blocks))
+        self.down = torch.nn.ModuleList(torch.nn.Linear(4 * dim, dim) for _ in range(blocks))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        for i in range(len(self.qkv)):
+            q, k, v = self.qkv[i](self.norm1[i](x)).view(b, s, 3, self.heads, -1).unbind(2)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            scores = (q @ k.transpose(-1, -2)) / (d // self.heads) ** 0.5
+            attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+            x = x + self.proj[i](attended)
+            x = x + self.down[i](torch.nn.functional.gelu(self.up[i](self.norm2[i](x))))
+        return x.square().mean()
