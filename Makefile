@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -163,6 +163,24 @@ bench-compile: build
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  --graph-opt $(BUILD_DIR)/bin/graph-opt --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
 	  -o $(BENCH_DIR)/compile
+
+# peak= under torch.compile against torch's knapsack at equal measured peak
+# (benchmarks/models/peak_bound.py, docs/TorchCompile.md "peak= against the knapsack"): per
+# model, the knapsack at each budget, graph-opt at peak= the knapsack's measured peak (timed
+# interleaved with it, the time ratio with a 95% bootstrap interval), graph-opt at bounds
+# BENCH_PEAK_EXTRA of the way from the inputs to the unbudgeted peak, per-block checkpointing;
+# checks that every graph-opt peak is within its bound and monotone; tables, JSON and Pareto
+# plots in $(BENCH_DIR)/peak. About 20 minutes per default-size model on 2 cores.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+BENCH_PEAK_MODELS ?= gpt2:default,bert:default,resnet50:default,llama:default,t5:default
+BENCH_PEAK_EXTRA ?= 0.9,0.75
+bench-peak: build
+	@$(VENV)/bin/python benchmarks/models/peak_bound.py --models '$(BENCH_PEAK_MODELS)' \
+	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
+	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
+	  -o $(BENCH_DIR)/peak
 
 # checkpoint's planners side by side on graph-opt's executor (benchmarks/models/planners.py,
 # docs/Checkpointing.md): torch.compile's own partitioner (planner=torch) and the default greedy

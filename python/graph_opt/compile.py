@@ -121,9 +121,8 @@ _PEAK_SLACK = 0.03
 # exact on a residual MLP and on GPT-2 (default size, 12 layers), 2-5.2% under the measured
 # peak on a two-block transformer with attention; the search aims this far under peak=.
 _PEAK_MARGIN = 0.06
-# peak= below what the halves reach: targets above the planner's own least tried before the
-# peak is refused (a plan for a looser target can fuse into a lower peak).
-_FLOOR_PROBES = (1.1, 1.25, 1.5)
+# activations= with no bound: more bytes than any graph saves
+_UNBOUNDED = 1 << 62
 
 
 def _format_bytes(n):
@@ -237,15 +236,14 @@ class GraphOptPartitioner(CustomPartitionerFn):
         the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
         return torch_saved(_copy_joint(gm), 1.0, joint_inputs, **kwargs)[1]
 
-    def _attempt(self, gm, joint_inputs, kwargs, activations=None, peak=None, closest=False,
-                 known=None):
+    def _attempt(self, gm, joint_inputs, kwargs, activations=None, closest=False, known=None):
         """One plan of graph-opt's, tagged and partitioned by torch: (work graph, plan,
         forward, backward, the halves' peak (halves_peak)). `known`: {recomputed values:
         attempt} of plans partitioned before (the same plan is not partitioned twice)."""
         num_fwd_outputs = kwargs["num_fwd_outputs"]
         work = _copy_joint(gm)
         plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations,
-                          peak=peak, closest=closest)
+                          closest=closest)
         key = (frozenset(plan.recomputed), frozenset(plan.replaced.items()))
         if known is not None and key in known:
             return known[key]
@@ -267,29 +265,32 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _attempts_for_peak(self, gm, joint_inputs, kwargs):
         """Plans for peak=: graph-opt plans on the joint graph in its own executor's
         order, and the step that runs is the halves torch builds, which Inductor fuses
-        (halves.py). The search aims _PEAK_MARGIN under the bound (what halves.py's
-        prediction may miss Inductor's allocations by). The first round plans at the aim;
-        then the target moves by what the halves' peak missed the aim by (down where it is
-        over, up where it is more than _PEAK_SLACK under: a plan that recomputes more
-        than it must costs time), and, once a target over and one within are known,
-        halves the interval between them. The plan kept is the one within the aim whose
-        halves peak highest (least recomputed); failing that, the lowest within the bound
-        itself. Returns (attempt, plans made, halves peaks seen); Error with the least peak
-        reached where no plan is within the bound."""
+        (halves.py). The knob is the bytes forward saves for backward (checkpoint's
+        activations= bound, in bytes), which reach the halves' peak one for one; the search
+        aims _PEAK_MARGIN under the bound (what halves.py's prediction may miss Inductor's
+        allocations by). The first round saves all (no recomputation); then the bound on the
+        saved bytes moves by what the halves' peak missed the aim by (down where it is
+        over, up where it is more than _PEAK_SLACK under: a plan that recomputes more than
+        it must costs time), and, once a bound over and one within are known, halves the
+        interval between them; activations=0 is the least the planner saves (unmet=closest).
+        The plan kept is the one within the aim whose halves peak highest (least
+        recomputed); failing that, the lowest within the bound itself. Returns (attempt,
+        plans made, halves peaks seen); Error with the least peak reached where no plan
+        is within the bound."""
         bound = _C._bytes_option("peak", self.peak)
         aim = int(bound * (1 - _PEAK_MARGIN))
-        target, seen, known, best, least = aim, [], {}, None, None
-        within, over = None, None  # the highest target within, the lowest over
-        floor = None  # the least peak graph-opt's planner reaches on the joint graph
+        seen, known, best, least = [], {}, None, None
+        within, over = None, None  # the highest saved-bytes bound within, the lowest over
 
         def peak_of(attempt):
             return attempt[4]["peak_bytes"]
+        target = _UNBOUNDED
         for _ in range(_MAX_PEAK_ROUNDS):
             plans = len(known)
-            attempt = self._attempt(gm, joint_inputs, kwargs, peak=target, closest=True,
-                                    known=known)
+            attempt = self._attempt(gm, joint_inputs, kwargs, activations=target,
+                                    closest=True, known=known)
             if len(known) == plans:
-                break  # a plan seen before: the targets between give no other
+                break  # a plan seen before: the bounds between give no other
             got = peak_of(attempt)
             seen.append(got)
             least = got if least is None else min(least, got)
@@ -300,35 +301,16 @@ class GraphOptPartitioner(CustomPartitionerFn):
                     break
                 within = target if within is None else max(within, target)
             else:
-                if attempt[1].report.get("budget_unmet"):
-                    # the planner's least already: nothing lower to ask for
-                    report = attempt[1].report
-                    floor = report["predicted_peak_bytes"] + report["input_bytes"]
-                    break
+                if target == 0:
+                    break  # the least the planner saves
                 over = target if over is None else min(over, target)
             if within is not None and over is not None:
                 following = (within + over) // 2
             else:
-                following = target + (aim - got)
-            if following <= 0 or following in (within, over) or following == target:
+                following = max(0, min(target, attempt[4]["saved_bytes"]) + (aim - got))
+            if following in (within, over, target):
                 break
             target = following
-        if best is None and floor is not None:
-            # Below the joint graph's least (as graph-opt's executor runs it) the halves may
-            # still reach lower with a plan made for a looser target (Inductor fuses what
-            # graph-opt's executor keeps): a few targets above that least, for a plan
-            # within the aim or, failing that, the true least for the message.
-            for factor in _FLOOR_PROBES:
-                plans = len(known)
-                attempt = self._attempt(gm, joint_inputs, kwargs, peak=int(floor * factor),
-                                        closest=True, known=known)
-                if len(known) == plans:
-                    continue
-                got = peak_of(attempt)
-                seen.append(got)
-                least = min(least, got)
-                if got <= aim and (best is None or got > peak_of(best)):
-                    best = attempt
         if best is None:
             # nothing within the aim: the lowest plan within the bound itself, if any
             best = min((a for a in known.values() if peak_of(a) <= bound), key=peak_of,

@@ -11,9 +11,9 @@ saved for backward, which AOTAutograd releases as the compiled backward reads th
 last time: it clears ctx.saved_tensors before the call and donates those buffers). The
 gradients backward produces stay alive to the end of the step.
 
-halves_peak() walks both halves once, with the allocation rules below; it reads fx graphs
-only (meta["val"] for sizes and torch's operator tags and Inductor's lowering tables for
-what fuses), so it costs a few milliseconds on graphs of thousands of nodes.
+halves_peak() walks each half twice (graph order, and Inductor's least-peak-first order),
+with the allocation rules below; it reads fx graphs only (meta["val"] for sizes, torch's
+operator tags and Inductor's lowering tables and thresholds for what fuses).
 
 What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
 - the result of an operator Inductor runs as an extern kernel (matmuls, convolutions,
@@ -21,13 +21,21 @@ What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
   for), and every tensor such a kernel reads (Inductor realizes their inputs);
 - the result of a reduction (a torch Tag.reduction operator, or an operator Inductor
   decomposes that is not pointwise: layer norm, softmax, ... hold reductions);
-- every output of a half (views resolved to the value they view).
+- every output of a half (views resolved to the value they view);
+- a fused value Inductor's lowering realizes after all (_realized_on_reuse: read by several
+  operators and heavy, or reading too many buffers).
 Everything else (pointwise operators, which Inductor inlines into their readers) allocates
 nothing; a view aliases what it views. A realized value lives until the last realized value
 that reads it, through any chain of fused values between them, has been computed. A fused
 kernel (not an extern one) whose realized input dies in it, with the same size, writes over
 that input (Inductor's in-place reuse): no new buffer; graph inputs of the forward half
-(parameters and the batch) are never written over.
+(parameters and the batch) are never written over. The kernels run in graph order or in
+Inductor's least-peak-first order, whichever peaks lower (reorder_for_peak_memory keeps the
+order it estimates lowest).
+
+What it does not model (why compile.py's search keeps a margin under peak=): which fused
+values Inductor copies into a buffer of their own for an extern kernel while other readers
+inline them, its BFS and DFS orders, its fusion of kernels that reuse a buffer freed earlier.
 """
 import functools
 import operator
@@ -103,26 +111,27 @@ def _is_view(node):
     return node.target is operator.getitem or alias_source(node) is not None
 
 
-# Inductor's own thresholds (torch/_inductor/config.py, ir.py StorageBox): a pointwise value
-# read by several operators is computed once into a buffer when its inlined body reads more
-# than realize_reads_threshold buffers or runs more than realize_opcount_threshold
-# operations, or, on the CPU, uses one of the heavy operations; any fused value is realized
-# past realize_acc_reads_threshold reads.
-_REALIZE_READS, _REALIZE_OPS, _REALIZE_ACC_READS = 4, 30, 8
+# Inductor's own thresholds, read from its config as it reads them (ir.py StorageBox,
+# GraphLowering.run_node): a pointwise value read by several operators is computed once
+# into a buffer when its inlined body reads more than realize_reads_threshold buffers or
+# runs more than realize_opcount_threshold operations, or, on the CPU, uses one of the
+# heavy operations; any fused value is realized past realize_acc_reads_threshold reads.
 _HEAVY_ON_CPU = {"exp", "sigmoid"}
 
 
 def _realized_on_reuse(node, reads, ops, count):
-    """Whether Inductor's lowering (GraphLowering.run_node) realizes this fused value:
-    `reads` the buffers its inlined body reads, `ops` the operators in it, `count` their
-    number."""
-    if len(reads) > _REALIZE_ACC_READS or count > _REALIZE_OPS:
+    """Whether Inductor's lowering realizes this fused value: `reads` the buffers its
+    inlined body reads, `ops` the operators in it, `count` their number."""
+    from torch._inductor import config
+    if (len(reads) > config.realize_acc_reads_threshold
+            or count > config.realize_opcount_threshold):
         return True
     if len(set(node.users)) <= 1:
         return False
     val = node.meta.get("val")
     on_cpu = isinstance(val, torch.Tensor) and val.device.type == "cpu"
-    return (on_cpu and bool(ops & _HEAVY_ON_CPU)) or len(reads) > _REALIZE_READS
+    return ((on_cpu and bool(ops & _HEAVY_ON_CPU))
+            or len(reads) > config.realize_reads_threshold)
 
 
 class _Half:
@@ -187,10 +196,19 @@ class _Half:
         self.unread = sum(b for p, b in held.items() if p not in self.readers and p not in
                           self.keep)
 
+    def _reusable(self, d):
+        return d.op != "placeholder" or d in self.donated
+
     def run(self, order, live):
-        """(peak, live after) running the kernels in `order` from `live` bytes."""
-        live -= self.unread
-        peak, left = live, dict(self.readers)
+        """(peak, live after) running the kernels in `order` from `live` bytes.
+
+        Two of Inductor's buffer reuses (its wrapper's memory planning, allow_buffer_reuse):
+        a fused kernel writes over an input of the same size that dies in it; and a buffer
+        that dies goes to a pool, from which a later allocation of the same size takes it
+        (the most recently freed first): it stays allocated until then, and that allocation
+        costs nothing. A pooled buffer no later allocation takes is freed where it dies."""
+        left = dict(self.readers)
+        steps, pool, taken = [], {}, set()
         for n in order:
             size = self.size[n]
             dying = []
@@ -198,15 +216,27 @@ class _Half:
                 left[d] -= 1
                 if left[d] == 0 and d not in self.keep:
                     dying.append(d)
+            inplace = None
             if self.inplace[n]:
-                reuse = next((d for d in dying if (d.op != "placeholder" or d in self.donated)
-                              and self.size.get(d) == size), None)
-                if reuse is not None:  # written in place of an input dying here
-                    dying.remove(reuse)
-                    live -= size
-            live += size
+                inplace = next((d for d in dying if self._reusable(d)
+                                and self.size.get(d) == size), None)
+                if inplace is not None:  # written in place of an input dying here
+                    dying.remove(inplace)
+            pooled = None
+            if inplace is None and pool.get(size):
+                pooled = pool[size].pop()
+                taken.add(pooled)
+            for d in dying:
+                if self._reusable(d):
+                    pool.setdefault(self.size.get(d, 0), []).append(d)
+            steps.append((size, inplace is not None or pooled is not None, dying))
+        live -= self.unread
+        peak = live
+        for size, reused, dying in steps:
+            if not reused:
+                live += size
             peak = max(peak, live)
-            live -= sum(self.size.get(d, 0) for d in dying)
+            live -= sum(self.size.get(d, 0) for d in dying if d not in taken)
         return peak, live
 
     def least_peak_first(self, live):

@@ -88,11 +88,17 @@ def with_peak(pipeline, peak, closest=False):
     pipeline's activations=30% would otherwise recompute under a peak that needs none);
     with `closest`, unmet=closest too (the closest plan where the peak is out of reach);
     planner=torch, which takes no peak, is refused naming the entry."""
+    return with_bound(pipeline, f"peak={peak}", closest)
+
+
+def with_bound(pipeline, bound, closest=False):
+    """with_peak's rewrite with any one bound option (`bound`: "peak=...",
+    "activations=BYTES") in place of the entries' budget=, peak= and activations=."""
     out = []
     for part in _split_top(pipeline):
         name, options = _entry(part)
         if name == "repeat":
-            out.append(f"repeat{{{with_peak(options or '', peak, closest)}}}")
+            out.append(f"repeat{{{with_bound(options or '', bound, closest)}}}")
             continue
         if name != "checkpoint":
             out.append(part)
@@ -102,10 +108,10 @@ def with_peak(pipeline, peak, closest=False):
             raise Error(f"pipeline entry '{part}': planner=torch has no peak bound (its one "
                         "bound is activation_memory_budget); peak= goes with graph-opt's "
                         "planners")
-        # the stated peak is the bound: shares of the activations the entry had go too
+        # the stated bound is the bound: shares of the activations the entry had go too
         dropped = ("budget", "peak", "activations") + (("unmet",) if closest else ())
         opts = [o for o in opts if o.split("=", 1)[0].strip() not in dropped]
-        opts.append(f"peak={peak}")
+        opts.append(bound)
         if closest:
             opts.append("unmet=closest")
         out.append(f"checkpoint{{{','.join(opts)}}}")
@@ -121,9 +127,11 @@ def compile_pipeline(text, inference=False, activations=None, peak=None, closest
     without backward there is nothing to recompute. `activations` (bytes),
     where given, replaces every checkpoint entry's activations= bound; `peak`
     (check_peak's text or bytes), where given, every entry's bounds (with_peak, `closest`
-    as there)."""
+    as there); `activations` with `closest`, every entry's bounds as with_bound."""
     if peak is not None:
         text = with_peak(text, peak, closest)
+    elif closest and activations is not None:  # the one bound, the closest plan past it
+        text, activations = with_bound(text, f"activations={int(activations)}", True), None
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
