@@ -403,10 +403,11 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     partition of the graph saves, the reference torch's budget has: at the
     same share both systems are held to the same bytes. `verify` (default: on where
     GRAPHOPT_VERIFY=1) checks each partition against torch's own when it is compiled
-    (verify_partition.py). With `peak` (bytes: 6 * 2**30, "6GiB", "700MiB"), every
-    checkpoint entry bounds the joint graph's whole peak, its inputs (parameters,
-    buffers, the batch) included, as graph-opt simulates it (checkpoint{peak=}; what is
-    and is not counted: docs/TorchCompile.md). A graph graph-opt cannot plan falls back to
+    (verify_partition.py). With `peak` (bytes: 6 * 2**30, "6GiB", "700MiB"), the plan
+    bounds the whole step's peak, its inputs (parameters, buffers, the batch) included,
+    of the forward and backward halves torch builds, as halves.py predicts Inductor
+    allocates them: planned again until that peak is within `peak` less a margin (what is
+    and is not counted, and the search: docs/TorchCompile.md). A graph graph-opt cannot plan falls back to
     torch's partitioner held to the bound where it can be: memory_budget=B's knapsack at B,
     peak='s at 0, the least torch saves."""
     return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,

@@ -343,6 +343,21 @@ def test_peak_holds_under_inductor(name):
     assert abs(plan["halves_peak_bytes"] - got) <= goc._PEAK_MARGIN * got, (plan["halves"], got)
 
 
+def test_a_stated_bound_replaces_every_bound_of_every_checkpoint_entry():
+    """peak= (and the search's saved-bytes bound) replaces budget=, peak= and activations= in
+    every checkpoint entry, nested ones too; other options stay; with closest, unmet= is
+    unmet=closest."""
+    from graph_opt.joint import with_bound, with_peak
+    pipeline = ("repeat{cse,checkpoint{activations=30%,planner=structured}},"
+                "checkpoint{budget=50%,unmet=error},dce")
+    assert with_peak(pipeline, "1GiB") == (
+        "repeat{cse,checkpoint{planner=structured,peak=1GiB}},"
+        "checkpoint{unmet=error,peak=1GiB},dce")
+    assert with_bound(pipeline, "activations=4096", closest=True) == (
+        "repeat{cse,checkpoint{planner=structured,activations=4096,unmet=closest}},"
+        "checkpoint{activations=4096,unmet=closest},dce")
+
+
 def test_peak_that_is_not_bytes_or_goes_with_the_torch_planner_is_refused():
     for bad in (0, -5, True, "lots", "6 parsecs", "80%", 1.5):
         with pytest.raises(graph_opt.Error, match="peak="):
