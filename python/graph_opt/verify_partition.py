@@ -9,7 +9,8 @@ every gradient must agree (torch.testing's dtype-aware tolerances, NaN where the
 NaN). The first that differs raises PartitionMismatch naming it.
 
 The inputs are made from the joint graph's fake tensors, the user's are not there yet:
-floating-point inputs and tangents drawn from a seeded normal distribution, integer and
+floating-point inputs and tangents drawn from a seeded normal distribution, integer inputs
+that only aten.embedding reads (as indices) drawn over the table's rows, other integer and
 boolean inputs zeros (an index 0 is in range of every embedding and every class list). What
 is checked is the partition, graph-opt's rewrite of the step, on the kernels torch's
 partition runs too; Inductor's code generation for the halves is torch's and not checked
@@ -34,6 +35,23 @@ def _static(val, what):
                     "static shapes (compile with dynamic=False)")
 
 
+def _embedding_rows(node):
+    """The rows of the tables an integer input indexes, where every reader of it is
+    aten.embedding reading it as its indices (the least of their rows), else None. All-zero
+    indices would send every token's gradient to row 0: a sum of thousands of terms, whose
+    rounding depends on the order each partition adds them in, and two correct partitions
+    would differ beyond float32's tolerance (GPT-2's 50257 x 768 table did)."""
+    rows = []
+    for user in node.users:
+        if user.target is not torch.ops.aten.embedding.default or user.args[1] is not node:
+            return None
+        weight = user.args[0].meta.get("val")
+        if not isinstance(weight, torch.Tensor) or not isinstance(weight.shape[0], int):
+            return None
+        rows.append(weight.shape[0])
+    return min(rows) if rows else None
+
+
 def make_inputs(joint, seed=SEED):
     """{placeholder name: real tensor} for the joint graph's placeholders."""
     gen = torch.Generator().manual_seed(seed)
@@ -48,6 +66,8 @@ def make_inputs(joint, seed=SEED):
         _static(val, f"input '{node.name}'")
         if val.dtype.is_floating_point or val.dtype.is_complex:
             data = torch.randn(val.shape, generator=gen, dtype=val.dtype)
+        elif (rows := _embedding_rows(node)) is not None:
+            data = torch.randint(0, rows, val.shape, generator=gen, dtype=val.dtype)
         else:
             data = torch.zeros(val.shape, dtype=val.dtype)
         real = torch.empty_strided(val.shape, val.stride(), dtype=val.dtype, device=val.device)

@@ -212,6 +212,26 @@ def test_verify_names_the_gradient_a_wrong_partition_changes(monkeypatch):
         fn(torch.randn(4, 8)).sum().backward()
 
 
+def test_verify_draws_embedding_indices_over_the_table():
+    """verify_partition's made-up inputs: an integer input only aten.embedding reads is drawn
+    over the table's rows (all zeros would sum every token's gradient into row 0, where two
+    correct partitions round differently); one read by anything else stays zeros."""
+    from graph_opt.verify_partition import make_inputs
+
+    def step(table, ids, labels):
+        return (torch.nn.functional.embedding(ids, table).sum()
+                + torch.nn.functional.embedding(labels, table).sum() + labels.sum())
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+    gm = make_fx(step, tracing_mode="fake")(torch.randn(50, 4), torch.zeros(64, dtype=torch.long),
+                                            torch.zeros(8, dtype=torch.long))
+    made = make_inputs(gm)
+    ids, labels = (made[n.name] for n in gm.graph.nodes if n.op == "placeholder"
+                   and n.meta["val"].dtype == torch.long)
+    assert 0 <= int(ids.min()) and int(ids.max()) < 50 and len(set(ids.tolist())) > 10
+    assert not labels.any()
+
+
 def test_memory_budget_is_torchs_reference():
     """memory_budget=B bounds the saved activations to B of what torch's own partition
     saves (measured here with saved_tensors_hooks under aot_eager), the reference of

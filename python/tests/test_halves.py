@@ -84,3 +84,4 @@ def test_views_of_one_buffer_are_one_buffer():
     bw = aten(lambda q, k, v, t: (q * t, k * t, v * t), (8,), (8,), (8,), ())
     got = halves_peak(fw, bw, num_fwd_outputs=1)
     assert got["saved_bytes"] == 8 * 3 * F32
+
