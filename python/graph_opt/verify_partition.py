@@ -20,7 +20,7 @@ with a reason.
 import torch
 
 from ._C import Error
-from .joint import no_dispatch_modes
+from .joint import alias_source, no_dispatch_modes, storage_root
 
 SEED = 20251128
 
@@ -36,14 +36,20 @@ def _static(val, what):
 
 
 def _embedding_rows(node):
-    """The rows of the tables an integer input indexes, where every reader of it is
-    aten.embedding reading it as its indices (the least of their rows), else None. All-zero
-    indices would send every token's gradient to row 0: a sum of thousands of terms, whose
-    rounding depends on the order each partition adds them in, and two correct partitions
-    would differ beyond float32's tolerance (GPT-2's 50257 x 768 table did)."""
-    rows = []
-    for user in node.users:
-        if user.target is not torch.ops.aten.embedding.default or user.args[1] is not node:
+    """The rows of the tables an integer input indexes, where every reader of it (through
+    views of it: reshapes, slices) is aten.embedding reading it as its indices (the least
+    of their rows), else None. All-zero indices would send every token's gradient to row 0:
+    a sum of thousands of terms, whose rounding depends on the order each partition adds
+    them in, and two correct partitions would differ beyond float32's tolerance (GPT-2's
+    50257 x 768 table did)."""
+    rows, stack = [], list(node.users)
+    while stack:
+        user = stack.pop()
+        if alias_source(user) is not None:  # a view of the indices: its readers count
+            stack.extend(user.users)
+            continue
+        if (user.target is not torch.ops.aten.embedding.default
+                or storage_root(user.args[1]) is not node):
             return None
         weight = user.args[0].meta.get("val")
         if not isinstance(weight, torch.Tensor) or not isinstance(weight.shape[0], int):

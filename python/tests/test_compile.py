@@ -213,13 +213,13 @@ def test_verify_names_the_gradient_a_wrong_partition_changes(monkeypatch):
 
 
 def test_verify_draws_embedding_indices_over_the_table():
-    """verify_partition's made-up inputs: an integer input only aten.embedding reads is drawn
-    over the table's rows (all zeros would sum every token's gradient into row 0, where two
+    """verify_partition's made-up inputs: an integer input only aten.embedding reads (here
+    through a view) is drawn over the table's rows (all zeros would sum every token's gradient into row 0, where two
     correct partitions round differently); one read by anything else stays zeros."""
     from graph_opt.verify_partition import make_inputs
 
     def step(table, ids, labels):
-        return (torch.nn.functional.embedding(ids, table).sum()
+        return (torch.nn.functional.embedding(ids.view(8, 8), table).sum()
                 + torch.nn.functional.embedding(labels, table).sum() + labels.sum())
 
     from torch.fx.experimental.proxy_tensor import make_fx
