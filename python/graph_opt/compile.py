@@ -256,8 +256,10 @@ class GraphOptPartitioner(CustomPartitionerFn):
         # graph-opt's own cse merged what it found worth merging, applied above).
         with _functorch_config.patch(activation_memory_budget=1.0, cse=False):
             fw, bw = min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
-        attempt = (work, plan, fw, bw, halves_peak(fw, bw, num_fwd_outputs,
-                                                   fused=self.kernels == "inductor"))
+        start = time.perf_counter()
+        halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
+        halves["seconds"] = time.perf_counter() - start  # the prediction's own cost
+        attempt = (work, plan, fw, bw, halves)
         if known is not None:
             known[key] = attempt
         return attempt
@@ -334,7 +336,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                     gm, joint_inputs, kwargs))
             work, plan, fw, bw, halves = self._attempt(gm, joint_inputs, kwargs,
                                                        activations=activations)
-        _STATS.peak_rounds += rounds - 1 if self.peak is not None else 0
+        _STATS.peak_rounds += rounds - 1
         saved = saved_by_torch(fw, num_fwd_outputs)
         joint = {n.name: n for n in work.graph.nodes}
         if self.check_saved:

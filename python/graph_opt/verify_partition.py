@@ -35,27 +35,58 @@ def _static(val, what):
                     "static shapes (compile with dynamic=False)")
 
 
-def _embedding_rows(node):
-    """The rows of the tables an integer input indexes, where every reader of it (through
-    views of it: reshapes, slices) is aten.embedding reading it as its indices (the least
-    of their rows), else None. All-zero indices would send every token's gradient to row 0:
-    a sum of thousands of terms, whose rounding depends on the order each partition adds
-    them in, and two correct partitions would differ beyond float32's tolerance (GPT-2's
-    50257 x 768 table did)."""
-    rows, stack = [], list(node.users)
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def _index_bound(user, node):
+    """The exclusive bound `user` puts on the values of `node` it reads as indices (`node`
+    or a view of it): embedding's rows, index_put's and index_select's dimension; 0 for a
+    comparison with a number (padding and ignore checks: any value will do); None for
+    any other reader."""
+    aten = torch.ops.aten
+    packet = getattr(user.target, "overloadpacket", None)
+    name = getattr(packet, "__name__", "")
+
+    def size(tensor_node, dim):
+        val = tensor_node.meta.get("val") if isinstance(tensor_node, torch.fx.Node) else None
+        if not isinstance(val, torch.Tensor) or not isinstance(val.shape[dim], int):
+            return None
+        return val.shape[dim]
+    if user.target is aten.embedding.default and storage_root(user.args[1]) is node:
+        return size(user.args[0], 0)
+    if name in ("index_put", "index_put_", "_unsafe_index_put"):
+        positions = [k for k, i in enumerate(user.args[1])
+                     if isinstance(i, torch.fx.Node) and storage_root(i) is node]
+        if positions and storage_root(user.args[0]) is not node:
+            return min(size(user.args[0], k) or 0 for k in positions) or None
+        return None
+    if name == "index_select" and storage_root(user.args[2]) is node:
+        return size(user.args[0], user.args[1])
+    if name in _COMPARISONS and not isinstance(user.args[1], torch.fx.Node):
+        return 0
+    return None
+
+
+def _index_range(node):
+    """The range an integer input's values may be drawn from, where every reader of it
+    (through views of it: reshapes, slices) reads it as indices of a table (embedding,
+    index_put, index_select; comparisons with a number aside): the least of the tables'
+    sizes, else None. All-zero indices would send every token's gradient to row 0 (the
+    embedding's backward is an index_put that accumulates): a sum of thousands of terms,
+    whose rounding depends on the order each partition adds them in, and two correct
+    partitions would differ beyond float32's tolerance (GPT-2's 50257 x 768 table did)."""
+    bounds, stack = [], list(node.users)
     while stack:
         user = stack.pop()
         if alias_source(user) is not None:  # a view of the indices: its readers count
             stack.extend(user.users)
             continue
-        if (user.target is not torch.ops.aten.embedding.default
-                or storage_root(user.args[1]) is not node):
+        bound = _index_bound(user, node)
+        if bound is None:
             return None
-        weight = user.args[0].meta.get("val")
-        if not isinstance(weight, torch.Tensor) or not isinstance(weight.shape[0], int):
-            return None
-        rows.append(weight.shape[0])
-    return min(rows) if rows else None
+        if bound:
+            bounds.append(bound)
+    return min(bounds) if bounds else None
 
 
 def make_inputs(joint, seed=SEED):
@@ -72,7 +103,7 @@ def make_inputs(joint, seed=SEED):
         _static(val, f"input '{node.name}'")
         if val.dtype.is_floating_point or val.dtype.is_complex:
             data = torch.randn(val.shape, generator=gen, dtype=val.dtype)
-        elif (rows := _embedding_rows(node)) is not None:
+        elif (rows := _index_range(node)) is not None:
             data = torch.randint(0, rows, val.shape, generator=gen, dtype=val.dtype)
         else:
             data = torch.zeros(val.shape, dtype=val.dtype)

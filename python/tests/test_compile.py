@@ -213,13 +213,16 @@ def test_verify_names_the_gradient_a_wrong_partition_changes(monkeypatch):
 
 
 def test_verify_draws_embedding_indices_over_the_table():
-    """verify_partition's made-up inputs: an integer input only aten.embedding reads (here
-    through a view) is drawn over the table's rows (all zeros would sum every token's gradient into row 0, where two
+    """verify_partition's made-up inputs: an integer input read only as indices (embedding,
+    through a view; the index_put of its backward; a padding check) is drawn over the table's
+    rows (all zeros would sum every token's gradient into row 0, where two
     correct partitions round differently); one read by anything else stays zeros."""
     from graph_opt.verify_partition import make_inputs
 
     def step(table, ids, labels):
-        return (torch.nn.functional.embedding(ids.view(8, 8), table).sum()
+        grad = torch.ops.aten.index_put(torch.zeros_like(table), [ids], table[:64], True)
+        return (torch.nn.functional.embedding(ids.view(8, 8), table).sum() + grad.sum()
+                + (ids == -1).sum()
                 + torch.nn.functional.embedding(labels, table).sum() + labels.sum())
 
     from torch.fx.experimental.proxy_tensor import make_fx
