@@ -125,6 +125,16 @@ def verdict(ratio, low, high):
     return "tie"
 
 
+def _reason(error):
+    """The backend's own message inside torch's BackendCompilerFailed: the first non-empty
+    line after "raised:" (torch's hints about TORCHDYNAMO_VERBOSE follow it)."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    for i, line in enumerate(lines):
+        if line.endswith("raised:"):
+            return next((rest for rest in lines[i + 1:] if rest), line)
+    return lines[0] if lines else type(error).__name__
+
+
 def graph_opt_point(step, args, bound, warmup):
     """graph-opt's partitioner at peak=bound: (run, module, row) or (None, None, row) where
     it refused the bound."""
@@ -136,8 +146,7 @@ def graph_opt_point(step, args, bound, warmup):
         run, module, seconds = compiled(step, args, graph_opt.backend(
             peak=bound, strict=True, verify=True), warmup=warmup)
     except torch._dynamo.exc.BackendCompilerFailed as e:
-        return None, None, {"bound": bound, "error": str(e).strip().splitlines()[-3]
-                            if len(str(e).strip().splitlines()) >= 3 else str(e)}
+        return None, None, {"bound": bound, "error": _reason(e)}
     stats = graph_opt.compile.stats()
     plans = stats["plans"]
     row = {"bound": bound, "compile_seconds": seconds,
