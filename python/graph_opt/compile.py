@@ -276,9 +276,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         it must costs time), and, once a bound over and one within are known, halves the
         interval between them; activations=0 is the least the planner saves (unmet=closest).
         The plan kept is the one within the aim whose halves peak highest (least
-        recomputed); failing that, the lowest within the bound itself. Returns (attempt,
-        plans made, halves peaks seen); Error with the least peak reached where no plan
-        is within the bound."""
+        recomputed). Returns (attempt, plans made, halves peaks seen); Error with the least
+        peak reached where no plan is within the aim."""
         bound = _C._bytes_option("peak", self.peak)
         aim = int(bound * (1 - _PEAK_MARGIN))
         seen, known, best, least = [], {}, None, None
@@ -314,14 +313,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 break
             target = following
         if best is None:
-            # nothing within the aim: the lowest plan within the bound itself, if any
-            best = min((a for a in known.values() if peak_of(a) <= bound), key=peak_of,
-                       default=None)
-        if best is None:
+            # A plan predicted between the aim and the bound is not taken: on BERT-base one
+            # measured 0.4% over its bound where its prediction was 2% under it.
             raise Error(f"peak={self.peak} cannot be met: the least peak of the step "
                         f"torch.compile runs (forward and backward halves, inputs included) "
-                        f"that graph-opt's plans reached is {_format_bytes(least)} "
-                        f"({len(seen)} plans tried)")
+                        f"that graph-opt's plans reached is {_format_bytes(least)}, and plans "
+                        f"are held {_PEAK_MARGIN:.0%} under peak= for what that prediction "
+                        f"may miss ({len(seen)} plans tried)")
         return best, len(seen), seen
 
     def _partition(self, gm, joint_inputs, kwargs):
