@@ -42,7 +42,7 @@ import operator
 
 import torch
 
-from .joint import alias_source, output_nodes, storage_root
+from .joint import alias_source, nbytes, output_nodes, storage_root
 
 # Matmul-like operators Inductor lowers to extern kernels or templates (their inputs
 # realized) that are missing from lowering.needs_realized_inputs.
@@ -82,19 +82,12 @@ def kind_of(node):
     return "extern"
 
 
-def _tensor_bytes(node):
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        return val.untyped_storage().nbytes()
-    return 0
-
-
 def _multi_output_bytes(node):
     """A multi-output operator's buffers: the sum of its tensor results."""
     val = node.meta.get("val")
     if isinstance(val, (list, tuple)):
         return sum(v.untyped_storage().nbytes() for v in val if isinstance(v, torch.Tensor))
-    return _tensor_bytes(node)
+    return nbytes(node)
 
 
 def _base(node):
@@ -291,7 +284,7 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     `fused`: Inductor's kernels (the rules above); without it every operator writes a
     buffer of its own, as the halves run node by node (graph_opt.backend(inner="eager"))."""
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
-    inputs = sum(_tensor_bytes(p) for p in fw_placeholders)
+    inputs = sum(nbytes(p) for p in fw_placeholders)
     fw_outs = [o for o in output_nodes(fw) if isinstance(o, torch.fx.Node)]
     keep = {_base(o) for o in fw_outs}
     forward_peak, after_forward = _Half(fw, fused, keep, {}, set()).walk(inputs)
@@ -301,33 +294,22 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     crossing_bytes = sum(_multi_output_bytes(b) for b in crossing if b.op != "placeholder")
     # Backward's placeholders: the saved values (in the forward's output order after its own
     # outputs) and then the tangents, which autograd allocates as backward starts.
-    saved_outs = output_nodes(fw)[num_fwd_outputs:]
-    bw_placeholders = [n for n in bw.graph.nodes if n.op == "placeholder"]
-    saved_count = len(saved_outs)
-    placeholder_bytes, donated = {}, set()
-    tangents = 0
-    for i, p in enumerate(bw_placeholders):
-        if i < saved_count:
-            src = saved_outs[i]
-            b = _base(src) if isinstance(src, torch.fx.Node) else None
-            if b is not None and b.op != "placeholder":
-                placeholder_bytes[p] = _multi_output_bytes(b)
-                donated.add(p)
-        else:
-            tangents += _tensor_bytes(p)
     # A buffer saved as several values (the three heads of one qkv matmul) is one buffer:
     # backward's placeholders for it stand for the first, freed when all are read.
-    same, first = {}, {}
-    for i, p in enumerate(bw_placeholders[:saved_count]):
-        src = saved_outs[i]
+    saved_outs = output_nodes(fw)[num_fwd_outputs:]
+    bw_placeholders = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    placeholder_bytes, donated, same, first = {}, set(), {}, {}
+    for p, src in zip(bw_placeholders, saved_outs):
         b = _base(src) if isinstance(src, torch.fx.Node) else None
-        if p in placeholder_bytes:
-            if b in first:
-                same[p] = first[b]
-                del placeholder_bytes[p]
-                donated.discard(p)
-            else:
-                first[b] = p
+        if b is None or b.op == "placeholder":
+            continue
+        if b in first:
+            same[p] = first[b]
+        else:
+            first[b] = p
+            placeholder_bytes[p] = _multi_output_bytes(b)
+            donated.add(p)
+    tangents = sum(nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
     backward_peak, _ = _Half(bw, fused, {_base(o) for o in bw_outs}, placeholder_bytes,
                              donated, same).walk(after_forward + tangents)
