@@ -433,7 +433,8 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
 } // namespace
 
 absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
-                                                llvm::StringRef graphName, llvm::StringRef where) {
+                                                llvm::StringRef graphName, llvm::StringRef where,
+                                                bool checkTypes) {
   try {
     ImportedModel model;
     auto graph = graphFromJson(json.str(), where.str(), graphName.str());
@@ -446,7 +447,8 @@ absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStor
         !st.ok())
       return st;
     tieSharedWeights(*model.graph, model.weights);
-    model.remarks = checkDeclaredTypes(*model.graph).remarks;
+    if (checkTypes)
+      model.remarks = checkDeclaredTypes(*model.graph).remarks;
     return model;
   } catch (...) {
     return absl::InvalidArgumentError(absl::StrCat(

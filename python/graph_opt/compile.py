@@ -46,7 +46,7 @@ from .halves import halves_peak
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
-                    is_rng_state, nbytes,
+                    import_joint, is_rng_state, nbytes,
                     no_dispatch_modes, output_nodes, plan_joint, replacements,
                     rng_state_bytes, saved_by_torch, tag_joint, torch_saved)
 
@@ -236,14 +236,16 @@ class GraphOptPartitioner(CustomPartitionerFn):
         the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
         return torch_saved(_copy_joint(gm), 1.0, joint_inputs, **kwargs)[1]
 
-    def _attempt(self, gm, joint_inputs, kwargs, activations=None, closest=False, known=None):
+    def _attempt(self, gm, joint_inputs, kwargs, imported, activations=None, closest=False,
+                 known=None):
         """One plan of graph-opt's, tagged and partitioned by torch: (work graph, plan,
-        forward, backward, the halves' peak (halves_peak)). `known`: {recomputed values:
+        forward, backward, the halves' peak (halves_peak)). `imported`: the joint graph's
+        JointImport (each plan starts from a clone of it). `known`: {recomputed values:
         attempt} of plans partitioned before (the same plan is not partitioned twice)."""
         num_fwd_outputs = kwargs["num_fwd_outputs"]
         work = _copy_joint(gm)
         plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations,
-                          closest=closest)
+                          closest=closest, imported=imported)
         key = (frozenset(plan.recomputed), frozenset(plan.replaced.items()))
         if known is not None and key in known:
             return known[key]
@@ -264,7 +266,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             known[key] = attempt
         return attempt
 
-    def _attempts_for_peak(self, gm, joint_inputs, kwargs):
+    def _attempts_for_peak(self, gm, joint_inputs, kwargs, imported):
         """Plans for peak=: graph-opt plans on the joint graph in its own executor's
         order, and the step that runs is the halves torch builds, which Inductor fuses
         (halves.py). The knob is the bytes forward saves for backward (checkpoint's
@@ -288,7 +290,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         target = _UNBOUNDED
         for _ in range(_MAX_PEAK_ROUNDS):
             plans = len(known)
-            attempt = self._attempt(gm, joint_inputs, kwargs, activations=target,
+            attempt = self._attempt(gm, joint_inputs, kwargs, imported, activations=target,
                                     closest=True, known=known)
             if len(known) == plans:
                 break  # a plan seen before: the bounds between give no other
@@ -325,14 +327,15 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
         activations, rounds, seen = None, 1, None
+        imported = import_joint(gm, num_fwd_outputs)
         if self.peak is not None:
             (work, plan, fw, bw, halves), rounds, seen = self._attempts_for_peak(
-                gm, joint_inputs, kwargs)
+                gm, joint_inputs, kwargs, imported)
         else:
             if self.memory_budget is not None:
                 activations = int(self.memory_budget * self._torch_saved_bytes(
                     gm, joint_inputs, kwargs))
-            work, plan, fw, bw, halves = self._attempt(gm, joint_inputs, kwargs,
+            work, plan, fw, bw, halves = self._attempt(gm, joint_inputs, kwargs, imported,
                                                        activations=activations)
         _STATS.peak_rounds += rounds - 1
         saved = saved_by_torch(fw, num_fwd_outputs)
@@ -380,7 +383,7 @@ def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
         return 0
     import graph_opt
     with no_dispatch_modes():
-        graph = from_fx(gm, name="inference")
+        graph = from_fx(gm, name="inference", check_types=False)
         graph_opt.run_pipeline(graph, pipe)
     found = replacements(gm, graph.nodes, graph.outputs)
     apply_replacements(gm, found)

@@ -292,7 +292,8 @@ def replacements(gm, nodes, graph_outputs, recompute_of=None):
     position; checkpoint's recomputations count as reading what they
     recompute. A value read as two different ones is an Error."""
     by_name = {n.name: n for n in gm.graph.nodes}
-    recompute_of = _recomputed_values(nodes)
+    if recompute_of is None:
+        recompute_of = _recomputed_values(nodes)
 
     def original(name):
         while name in recompute_of:
@@ -333,18 +334,41 @@ def apply_replacements(gm, found):
         old.replace_all_uses_with(new)
 
 
-def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None,
-               peak=None, closest=False):
-    """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
-    AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
-    is not changed."""
-    import graph_opt  # the package's run_pipeline (reports loaded)
+@dataclasses.dataclass
+class JointImport:
+    """A joint graph as graph-opt imports it, once per partition: `forward_first`
+    (the GraphModule _forward_first makes; its node names are the joint graph's),
+    `phases` ({name: phase}) and `graph` (the IR graph; plan_joint plans a clone)."""
+    forward_first: torch.fx.GraphModule
+    phases: dict
+    graph: object
 
-    gm, phases = _forward_first(gm, num_fwd_outputs)
+
+def import_joint(gm, num_fwd_outputs, name="joint"):
+    """The joint graph imported forward first (JointImport). Its types are not
+    checked against the CPU kernels (from_fx's check_types): AOTAutograd traced them
+    under FakeTensorMode, they are what Inductor plans with, and nothing runs the graph
+    here."""
+    forward_first, phases = _forward_first(gm, num_fwd_outputs)
     # AOTAutograd partitions under its FakeTensorMode: graph-opt's C++ library must not see
     # it (every tensor it makes would go through Python's fake dispatch, slowly).
     with no_dispatch_modes():
-        graph = from_fx(gm, phases=phases, name=name)
+        graph = from_fx(forward_first, phases=phases, name=name, check_types=False)
+    return JointImport(forward_first, phases, graph)
+
+
+def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", activations=None,
+               peak=None, closest=False, imported=None):
+    """Runs `pipeline` (made fit for fake inputs by compile_pipeline) on
+    AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
+    is not changed. `imported`: the joint graph's JointImport where the caller
+    plans it more than once (a clone of its graph is planned), else it is imported."""
+    import graph_opt  # the package's run_pipeline (reports loaded)
+
+    imported = imported or import_joint(gm, num_fwd_outputs, name)
+    gm, phases = imported.forward_first, imported.phases
+    with no_dispatch_modes():
+        graph = imported.graph.clone()
         result = graph_opt.run_pipeline(graph, compile_pipeline(
             pipeline, activations=activations, peak=peak, closest=closest))
     nodes = graph.nodes
