@@ -433,8 +433,7 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
 } // namespace
 
 absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
-                                                llvm::StringRef graphName, llvm::StringRef where,
-                                                bool checkTypes) {
+                                                llvm::StringRef graphName, llvm::StringRef where) {
   try {
     ImportedModel model;
     auto graph = graphFromJson(json.str(), where.str(), graphName.str());
@@ -447,8 +446,7 @@ absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStor
         !st.ok())
       return st;
     tieSharedWeights(*model.graph, model.weights);
-    if (checkTypes)
-      model.remarks = checkDeclaredTypes(*model.graph).remarks;
+    model.remarks = checkDeclaredTypes(*model.graph).remarks;
     return model;
   } catch (...) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -184,7 +184,7 @@ def _flat_example_inputs(example_inputs):
 
 
 def from_fx(module, input_roles=None, output_roles=None, weights=None, example_inputs=None,
-            name=None, phases=None, check_types=True):
+            name=None, phases=None):
     """An ATen-level GraphModule (or an ExportedProgram) as a graph_opt.Graph.
 
     For an ExportedProgram the roles, weights and example inputs are its own.
@@ -201,10 +201,7 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     input that needs none) is left out. `phases` maps node names to
     "forward", "backward" or "optimizer" (in graph order, phases may only
     advance); by default a joint graph's backward starts after its "loss"
-    output. `check_types=False` skips running the nodes to check their
-    declared types against the CPU kernels' (a graph that will not run here:
-    torch.compile's joint graph, whose FakeTensor types are Inductor's).
-    Unsupported input raises graph_opt.Error naming the node."""
+    output. Unsupported input raises graph_opt.Error naming the node."""
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
         gm, signature = ep.graph_module, ep.graph_signature
@@ -244,7 +241,7 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     text = _serde._to_json_bytes(program).decode("utf-8")
     tensors = {k: v for k, v in weights.items() if isinstance(v, torch.Tensor)}
     return _C.Graph._from_program(text, tensors, name or "fx",
-                                  _flat_example_inputs(example_inputs), check_types)
+                                  _flat_example_inputs(example_inputs))
 
 
 def to_exported_program(graph, stand_in_weights=False):

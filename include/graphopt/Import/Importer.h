@@ -75,14 +75,10 @@ absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path);
 /// its JSON as models/<name>.json holds it, and its weights by target.
 /// Inputs without a weight are allowed (seeded stand-ins where it runs, as
 /// for .gir); a weight of another type than its input's is an error. The
-/// declared types are checked as for a file (Import/TypeCorrection.h) unless
-/// `checkTypes` is false: a graph traced under torch.compile's FakeTensorMode
-/// carries the types Inductor itself plans with, and a planner that never runs
-/// it has no use for the CPU kernels' (checking runs every affordable node:
-/// 1.2 s of GPT-2's 1.3 s import). `where` starts every error message.
+/// declared types are checked as for a file (Import/TypeCorrection.h).
+/// `where` starts every error message.
 absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
-                                                llvm::StringRef graphName, llvm::StringRef where,
-                                                bool checkTypes = true);
+                                                llvm::StringRef graphName, llvm::StringRef where);
 
 /// A TorchScript module's forward method, inlined and lowered to operator
 /// calls, with types inferred on meta tensors from the input types.
