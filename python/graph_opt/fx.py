@@ -18,6 +18,7 @@ from torch.export import graph_signature as _sig
 
 from . import _C
 from ._C import Error
+from .program_json import Unsupported, program_json
 
 __all__ = ["from_fx", "to_fx", "to_exported_program"]
 
@@ -183,6 +184,25 @@ def _flat_example_inputs(example_inputs):
     return [t for t in flat if isinstance(t, torch.Tensor)]
 
 
+def _torch_program_json(gm, signature, module_call_graph, verifiers):
+    """The program JSON through torch's serializer: what program_json leaves to it."""
+    try:
+        serialized = _serde.GraphModuleSerializer(signature, module_call_graph).serialize(gm)
+    except Exception as e:  # the serializer's own errors name the node
+        raise Error(f"from_fx: torch's serializer refused the graph: {e}") from e
+    program = _schema.ExportedProgram(
+        graph_module=serialized,
+        opset_version={"aten": torch._C._get_max_operator_version()},
+        range_constraints={},
+        schema_version=_schema.SchemaVersion(major=_serde.SCHEMA_VERSION[0],
+                                             minor=_serde.SCHEMA_VERSION[1]),
+        verifiers=verifiers,
+        torch_version=torch.__version__,
+        guards_code=[],
+    )
+    return _serde._to_json_bytes(program).decode("utf-8")
+
+
 def from_fx(module, input_roles=None, output_roles=None, weights=None, example_inputs=None,
             name=None, phases=None):
     """An ATen-level GraphModule (or an ExportedProgram) as a graph_opt.Graph.
@@ -223,22 +243,11 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
                     f"got {type(module).__name__}")
     _check_supported(gm)
     _declare_python_tags(gm)
-    try:
-        with _metadata_for_serializer(gm, phases):
-            serialized = _serde.GraphModuleSerializer(signature, module_call_graph).serialize(gm)
-    except Exception as e:  # the serializer's own errors name the node
-        raise Error(f"from_fx: torch's serializer refused the graph: {e}") from e
-    program = _schema.ExportedProgram(
-        graph_module=serialized,
-        opset_version={"aten": torch._C._get_max_operator_version()},
-        range_constraints={},
-        schema_version=_schema.SchemaVersion(major=_serde.SCHEMA_VERSION[0],
-                                             minor=_serde.SCHEMA_VERSION[1]),
-        verifiers=verifiers,
-        torch_version=torch.__version__,
-        guards_code=[],
-    )
-    text = _serde._to_json_bytes(program).decode("utf-8")
+    with _metadata_for_serializer(gm, phases):
+        try:
+            text = program_json(gm, signature, module_call_graph, verifiers)
+        except Unsupported:
+            text = _torch_program_json(gm, signature, module_call_graph, verifiers)
     tensors = {k: v for k, v in weights.items() if isinstance(v, torch.Tensor)}
     return _C.Graph._from_program(text, tensors, name or "fx",
                                   _flat_example_inputs(example_inputs))

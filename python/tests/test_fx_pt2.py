@@ -105,6 +105,68 @@ def test_fx_round_trip_of_a_torch_compile_joint_graph():
     assert bitwise_equal(expected, graph_opt.execute(g1, inputs))
 
 
+def both_program_jsons(gm, signature=None, module_call_graph=(), verifiers=("TRAINING",)):
+    """graph_opt's program_json and torch's serializer on `gm`, as dicts; torch's node
+    metadata without the keys program_json leaves out (the importer reads none of them)."""
+    import json
+    from graph_opt import fx, program_json
+    signature = signature or fx._signature(gm, None, None)
+    with fx._metadata_for_serializer(gm):  # module stacks as from_fx hands them over
+        mine = program_json.program_json(gm, signature, list(module_call_graph),
+                                         list(verifiers))
+        theirs = json.loads(fx._torch_program_json(gm, signature, list(module_call_graph),
+                                                   list(verifiers)))
+    for node in theirs["graph_module"]["graph"]["nodes"]:
+        for key in ("source_fn_stack", "torch_fn", "from_node"):
+            node["metadata"].pop(key, None)
+    return json.loads(mine), theirs
+
+
+def test_program_json_writes_what_torchs_serializer_writes():
+    """from_fx's own writer gives the JSON torch's serializer gives: an exported training
+    step (a CNN's: BatchNorm's results, some unread, and dtypes, devices, layouts and
+    memory formats as arguments), and joint graphs from torch.compile (a transformer
+    block: split's list of results read through getitem, lists of tensors; a LayerNorm
+    and dropout)."""
+    from models import TinyTransformer
+    ep = torch.export.load(zoo("cnn-train.pt2"))
+    mine, theirs = both_program_jsons(ep.graph_module, ep.graph_signature,
+                                      ep.module_call_graph, [v.dialect for v in ep.verifiers])
+    assert mine == theirs
+    torch.manual_seed(0)
+    for model, x in ((TinyTransformer(blocks=1), torch.randn(2, 16, 64)),
+                     (torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16),
+                                          torch.nn.Dropout(0.1)), torch.randn(3, 8))):
+        joint = capture_joint_graph(model, x)
+        ops = {str(n.target) for n in joint.graph.nodes if n.op == "call_function"}
+        mine, theirs = both_program_jsons(joint)
+        assert mine == theirs, ops
+        assert len(mine["graph_module"]["graph"]["nodes"]) > 10
+
+
+def test_program_json_leaves_what_it_does_not_write_to_torchs_serializer(monkeypatch):
+    """An argument the writer does not take (a complex scalar) raises Unsupported; where
+    the writer raises it, from_fx imports the graph through torch's serializer, the same."""
+    from graph_opt import fx, program_json
+    gm = torch.fx.GraphModule(torch.nn.Module(), torch.fx.Graph())
+    x = gm.graph.placeholder("x")
+    x.meta["val"] = torch.empty(2, dtype=torch.complex64)
+    y = gm.graph.call_function(torch.ops.aten.mul.Scalar, (x, 2j))
+    y.meta["val"] = torch.empty(2, dtype=torch.complex64)
+    gm.graph.output((y,))
+    with pytest.raises(program_json.Unsupported, match="complex"):
+        program_json.program_json(gm, fx._signature(gm, None, None), [], ["TRAINING"])
+    torch.manual_seed(0)
+    joint = capture_joint_graph(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU()),
+                                torch.randn(3, 8))
+    written = graph_opt.from_fx(joint, name="joint").print()
+
+    def unsupported(*args):
+        raise program_json.Unsupported("everything")
+    monkeypatch.setattr(fx, "program_json", unsupported)
+    assert graph_opt.from_fx(joint, name="joint").print() == written
+
+
 def test_from_fx_names_the_node_it_cannot_take():
     traced = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(4, 4)))
     with pytest.raises(graph_opt.Error, match=r"node '_0' \(call_module 0\): call_module is not"):
