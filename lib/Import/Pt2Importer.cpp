@@ -433,7 +433,8 @@ absl::StatusOr<ImportedModel> Pt2Reader::read() {
 } // namespace
 
 absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
-                                                llvm::StringRef graphName, llvm::StringRef where) {
+                                                llvm::StringRef graphName, llvm::StringRef where,
+                                                TypeCheckKernels kernels) {
   try {
     ImportedModel model;
     auto graph = graphFromJson(json.str(), where.str(), graphName.str());
@@ -446,7 +447,7 @@ absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStor
         !st.ok())
       return st;
     tieSharedWeights(*model.graph, model.weights);
-    model.remarks = checkDeclaredTypes(*model.graph).remarks;
+    model.remarks = checkDeclaredTypes(*model.graph, kernels).remarks;
     return model;
   } catch (...) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -89,7 +89,9 @@ bool readsCorrected(const Node &node, const llvm::DenseSet<const Value *> &corre
 
 } // namespace
 
-DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
+DeclaredTypeCheck checkDeclaredTypes(Graph &graph, TypeCheckKernels kernels) {
+  const bool onMeta = kernels == TypeCheckKernels::Meta;
+  const char *kernelName = onMeta ? "meta" : "CPU";
   DeclaredTypeCheck check;
   // Results whose declared type was replaced by the kernel's: what their
   // readers' kernels make is checked against those, so a corrected layout
@@ -107,13 +109,13 @@ DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
     // node too large to run at import. Where such a node reads a corrected
     // value, its meta kernel (which runs nothing) says what it makes of it.
     const bool effects = opEffects(node).sideEffects;
-    const bool runs = !effects && affordable(node);
+    const bool runs = !effects && (onMeta || affordable(node));
     if (!effects && !runs)
       ++check.nodesTooLarge;
     if (!runs && !downstream)
       continue;
-    auto made = kernelResultTypes(node, runs ? c10::Device(c10::DeviceType::CPU)
-                                             : c10::Device(at::kMeta));
+    auto made = kernelResultTypes(node, runs && !onMeta ? c10::Device(c10::DeviceType::CPU)
+                                                        : c10::Device(at::kMeta));
     if (runs && made.ok())
       ++check.nodesChecked;
     if (!made.ok()) {
@@ -133,7 +135,8 @@ DeclaredTypeCheck checkDeclaredTypes(Graph &graph) {
         continue;
       std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
                                       " is declared ", printTypeToString(v->type()),
-                                      " but the CPU kernel makes ", printTypeToString(kernel));
+                                      " but the ", kernelName, " kernel makes ",
+                                      printTypeToString(kernel));
       if (!v->uses().empty() && !onlyLayoutDiffers(v->tensorType(), kernel.tensor)) {
         // Its readers were typed from the declared dtype and sizes.
         check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),

@@ -134,12 +134,16 @@ py::tuple program(const Model &m, bool standInWeights) {
 
 /// What graph_opt.from_fx serialized with torch's own serializer.
 ModelPtr fromProgram(const std::string &json, const py::dict &weights, const std::string &name,
-                     const std::vector<at::Tensor> &exampleInputs) {
+                     const std::vector<at::Tensor> &exampleInputs, const std::string &typeCheck) {
+  if (typeCheck != "cpu" && typeCheck != "meta")
+    throw py::value_error(absl::StrCat("from_fx: type_check='", typeCheck,
+                                       "': expected 'cpu' or 'meta'"));
   WeightStore store;
   for (const auto &[key, value] : weights)
     store.set(py::str(key).cast<std::string>(), value.cast<at::Tensor>());
-  ImportedModel m = orRaise(importProgramJson(json, std::move(store), name,
-                                              absl::StrCat("from_fx(", name, ")")));
+  ImportedModel m = orRaise(importProgramJson(
+      json, std::move(store), name, absl::StrCat("from_fx(", name, ")"),
+      typeCheck == "meta" ? TypeCheckKernels::Meta : TypeCheckKernels::Cpu));
   m.exampleInputs = exampleInputs;
   return wrap(std::move(m));
 }
@@ -488,7 +492,7 @@ PYBIND11_MODULE(_C, module) {
            "Writes the graph, its weights and example inputs as a torch.export archive "
            "(torch.export.load reads it; docs/Pt2ArchiveFormat.md), atomically.")
       .def_static("_from_program", &fromProgram, py::arg("json"), py::arg("weights"),
-                  py::arg("name"), py::arg("example_inputs"))
+                  py::arg("name"), py::arg("example_inputs"), py::arg("type_check") = "cpu")
       .def_property_readonly(
           "example_inputs", [](const Model &m) { return m.imported.exampleInputs; },
           "The user inputs the source carried (a .pt2's example inputs), in input order; "

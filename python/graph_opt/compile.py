@@ -383,7 +383,7 @@ def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
         return 0
     import graph_opt
     with no_dispatch_modes():
-        graph = from_fx(gm, name="inference")
+        graph = from_fx(gm, name="inference", type_check="meta")
         graph_opt.run_pipeline(graph, pipe)
     found = replacements(gm, graph.nodes, graph.outputs)
     apply_replacements(gm, found)

@@ -18,7 +18,7 @@ from torch.export import graph_signature as _sig
 
 from . import _C
 from ._C import Error
-from .program_json import Unsupported, program_json
+from .program_json import Unsupported, exported_program, program_json
 
 __all__ = ["from_fx", "to_fx", "to_exported_program"]
 
@@ -190,21 +190,12 @@ def _torch_program_json(gm, signature, module_call_graph, verifiers):
         serialized = _serde.GraphModuleSerializer(signature, module_call_graph).serialize(gm)
     except Exception as e:  # the serializer's own errors name the node
         raise Error(f"from_fx: torch's serializer refused the graph: {e}") from e
-    program = _schema.ExportedProgram(
-        graph_module=serialized,
-        opset_version={"aten": torch._C._get_max_operator_version()},
-        range_constraints={},
-        schema_version=_schema.SchemaVersion(major=_serde.SCHEMA_VERSION[0],
-                                             minor=_serde.SCHEMA_VERSION[1]),
-        verifiers=verifiers,
-        torch_version=torch.__version__,
-        guards_code=[],
-    )
+    program = exported_program(serialized, verifiers)
     return _serde._to_json_bytes(program).decode("utf-8")
 
 
 def from_fx(module, input_roles=None, output_roles=None, weights=None, example_inputs=None,
-            name=None, phases=None):
+            name=None, phases=None, type_check="cpu"):
     """An ATen-level GraphModule (or an ExportedProgram) as a graph_opt.Graph.
 
     For an ExportedProgram the roles, weights and example inputs are its own.
@@ -221,7 +212,11 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     input that needs none) is left out. `phases` maps node names to
     "forward", "backward" or "optimizer" (in graph order, phases may only
     advance); by default a joint graph's backward starts after its "loss"
-    output. Unsupported input raises graph_opt.Error naming the node."""
+    output. `type_check`: the kernels the declared result types are checked
+    against (docs/Importing.md): "cpu" runs each node's CPU kernel on stand-ins
+    (about one unplanned step of the model), "meta" asks the meta kernels
+    (no time; for a graph that is planned, not run: graph_opt's partitioner).
+    Unsupported input raises graph_opt.Error naming the node."""
     if isinstance(module, torch.export.ExportedProgram):
         ep = module
         gm, signature = ep.graph_module, ep.graph_signature
@@ -250,7 +245,7 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
             text = _torch_program_json(gm, signature, module_call_graph, verifiers)
     tensors = {k: v for k, v in weights.items() if isinstance(v, torch.Tensor)}
     return _C.Graph._from_program(text, tensors, name or "fx",
-                                  _flat_example_inputs(example_inputs))
+                                  _flat_example_inputs(example_inputs), type_check)
 
 
 def to_exported_program(graph, stand_in_weights=False):

@@ -345,16 +345,17 @@ class JointImport:
 
 
 def import_joint(gm, num_fwd_outputs, name="joint"):
-    """The joint graph imported forward first (JointImport). The import checks the
-    declared types against the CPU kernels (Import/TypeCorrection.h), most of its time
-    (1.2 of GPT-2's 1.4 s): without the check, the storage offsets and strides of views
-    FakeTensor declared differently stay, and the plans change (a two-block transformer's
-    halves then peaked 7% off halves.py's prediction), so it stays."""
+    """The joint graph imported forward first (JointImport). Its declared types are
+    checked against the meta kernels (from_fx's type_check="meta"), which run nothing:
+    the graph is planned here, never run. The check still mends what FakeTensor declared
+    inconsistently (views of split results without their storage offset, which changed
+    plans when left); the CPU check ran every node of the step (1.2 s of GPT-2's import)
+    and gave the same IR on the zoo's joint graphs (docs/TorchCompile.md)."""
     forward_first, phases = _forward_first(gm, num_fwd_outputs)
     # AOTAutograd partitions under its FakeTensorMode: graph-opt's C++ library must not see
     # it (every tensor it makes would go through Python's fake dispatch, slowly).
     with no_dispatch_modes():
-        graph = from_fx(forward_first, phases=phases, name=name)
+        graph = from_fx(forward_first, phases=phases, name=name, type_check="meta")
     return JointImport(forward_first, phases, graph)
 
 

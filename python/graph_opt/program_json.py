@@ -269,6 +269,21 @@ class _Writer:
                 "custom_obj_values": {}, "sym_float_values": {}}
 
 
+def exported_program(graph_module, verifiers):
+    """torch.export's program around a serialized graph module, as graph-opt's importer
+    reads it (no range constraints: static shapes)."""
+    return _schema.ExportedProgram(
+        graph_module=graph_module,
+        opset_version={"aten": torch._C._get_max_operator_version()},
+        range_constraints={},
+        schema_version=_schema.SchemaVersion(major=_serde.SCHEMA_VERSION[0],
+                                             minor=_serde.SCHEMA_VERSION[1]),
+        verifiers=verifiers,
+        torch_version=torch.__version__,
+        guards_code=[],
+    )
+
+
 def program_json(gm, signature, module_call_graph, verifiers):
     """The torch.export program JSON of `gm` (its signature and module call graph as
     torch's serializer writes them: small, and the same). Raises Unsupported for what this
@@ -283,16 +298,6 @@ def program_json(gm, signature, module_call_graph, verifiers):
         module_call_graph=serializer.serialize_module_call_graph(module_call_graph),
         metadata=serializer.serialize_graph_module_metadata(gm.meta),
         treespec_namedtuple_fields={})
-    program = _schema.ExportedProgram(
-        graph_module=rest,
-        opset_version={"aten": torch._C._get_max_operator_version()},
-        range_constraints={},
-        schema_version=_schema.SchemaVersion(major=_serde.SCHEMA_VERSION[0],
-                                             minor=_serde.SCHEMA_VERSION[1]),
-        verifiers=verifiers,
-        torch_version=torch.__version__,
-        guards_code=[],
-    )
-    as_dict = _serde._dataclass_to_dict(program)
+    as_dict = _serde._dataclass_to_dict(exported_program(rest, verifiers))
     as_dict["graph_module"]["graph"] = graph
     return json.dumps(as_dict, cls=_serde.EnumEncoder, allow_nan=False)

@@ -167,6 +167,20 @@ def test_program_json_leaves_what_it_does_not_write_to_torchs_serializer(monkeyp
     assert graph_opt.from_fx(joint, name="joint").print() == written
 
 
+def test_from_fx_checks_declared_types_on_meta_kernels_where_asked():
+    """type_check="meta" (graph_opt's partitioner) gives a transformer block's joint graph
+    the IR the CPU check gives (ImportTests' TypeCorrectionTest: what the meta check mends
+    on nodes too large to run); another value is refused, naming the option."""
+    from models import TinyTransformer
+    torch.manual_seed(0)
+    joint = capture_joint_graph(TinyTransformer(blocks=1), torch.randn(2, 16, 64))
+    on_cpu = graph_opt.from_fx(joint, name="joint")
+    on_meta = graph_opt.from_fx(joint, name="joint", type_check="meta")
+    assert on_meta.print() == on_cpu.print()
+    with pytest.raises(ValueError, match="type_check='gpu'"):
+        graph_opt.from_fx(joint, type_check="gpu")
+
+
 def test_from_fx_names_the_node_it_cannot_take():
     traced = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(4, 4)))
     with pytest.raises(graph_opt.Error, match=r"node '_0' \(call_module 0\): call_module is not"):

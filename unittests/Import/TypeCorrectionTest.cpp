@@ -86,3 +86,36 @@ TEST(TypeCorrectionTest, LargeNodesAreNotRun) {
   EXPECT_EQ(check.nodesChecked, 1u); // %s
   EXPECT_TRUE(check.conflicts.empty());
 }
+
+// The meta kernels check every node, however large, and run nothing: %p, a
+// transpose of the second half of %x, is declared without the storage offset
+// its operand has (as torch.compile's joint graphs declare some views of split
+// results); the meta kernel makes it with the offset, and the layout is
+// corrected. The CPU check leaves every node unchecked (32 MiB operands).
+TEST(TypeCorrectionTest, MetaKernelsCheckEveryNodeWithoutRunningIt) {
+  const char *text = R"(graph @g {
+  input %x : f32[2048, 4096] user_input
+  %v = aten::slice.Tensor(%x, 0, 1024, 2048) : f32[1024, 4096]{offset=4194304}
+  %p = aten::t(%v) : f32[4096, 1024]{strides=[1, 4096]}
+  %s = aten::sum(%p) : f32[]
+  output %s user_output
+})";
+  auto cpu = parseGraph(text, "test.gir");
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  DeclaredTypeCheck onCpu = checkDeclaredTypes(**cpu);
+  EXPECT_EQ(onCpu.nodesTooLarge, 3u);
+  EXPECT_TRUE(onCpu.remarks.empty());
+
+  auto meta = parseGraph(text, "test.gir");
+  ASSERT_TRUE(meta.ok()) << meta.status().message();
+  DeclaredTypeCheck onMeta = checkDeclaredTypes(**meta, TypeCheckKernels::Meta);
+  EXPECT_EQ(onMeta.nodesTooLarge, 0u);
+  EXPECT_EQ(onMeta.nodesChecked, 3u);
+  ASSERT_EQ(onMeta.remarks.size(), 1u);
+  EXPECT_EQ(onMeta.remarks[0],
+            "node %p = aten::t: result %p is declared f32[4096, 1024]{strides=[1, 4096]} but the "
+            "meta kernel makes f32[4096, 1024]{strides=[1, 4096], offset=4194304}; only the "
+            "layout differs, so graph-opt takes the kernel's and its readers' types follow it");
+  EXPECT_EQ(valueNamed(**meta, "p")->tensorType().storageOffset, 4194304);
+  EXPECT_TRUE(onMeta.conflicts.empty());
+}

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "graphopt/IR/Graph.h"
+#include "graphopt/Import/TypeCorrection.h"
 #include "graphopt/IR/WeightStore.h"
 #include "graphopt/Support/FileIO.h"
 
@@ -75,10 +76,11 @@ absl::StatusOr<ImportedModel> importPt2(llvm::StringRef path);
 /// its JSON as models/<name>.json holds it, and its weights by target.
 /// Inputs without a weight are allowed (seeded stand-ins where it runs, as
 /// for .gir); a weight of another type than its input's is an error. The
-/// declared types are checked as for a file (Import/TypeCorrection.h).
-/// `where` starts every error message.
-absl::StatusOr<ImportedModel> importProgramJson(llvm::StringRef json, WeightStore weights,
-                                                llvm::StringRef graphName, llvm::StringRef where);
+/// declared types are checked as for a file (Import/TypeCorrection.h), against
+/// the `kernels` asked. `where` starts every error message.
+absl::StatusOr<ImportedModel>
+importProgramJson(llvm::StringRef json, WeightStore weights, llvm::StringRef graphName,
+                  llvm::StringRef where, TypeCheckKernels kernels = TypeCheckKernels::Cpu);
 
 /// A TorchScript module's forward method, inlined and lowered to operator
 /// calls, with types inferred on meta tensors from the input types.

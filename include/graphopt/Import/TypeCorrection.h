@@ -52,9 +52,19 @@ struct DeclaredTypeCheck {
   size_t nodesTooLarge = 0;
 };
 
+/// Which kernels the check asks. Cpu runs them (as above). Meta asks every
+/// node's meta kernel, which runs nothing and costs no time: it finds the
+/// declared types that contradict their own operands' (torch.compile's joint
+/// graphs declare some views of split results without their storage offset)
+/// but not where the CPU kernel's layout differs from the meta kernel's. For
+/// graphs that are planned, not run (graph_opt's partitioner: the CPU check
+/// was 1.2 s of GPT-2's import).
+enum class TypeCheckKernels { Cpu, Meta };
+
 /// Checks every node's declared CPU result types against its kernel's, as
 /// above: corrects unread results and layouts (and what derives from them),
 /// records conflicts on read results whose dtype or sizes differ.
-DeclaredTypeCheck checkDeclaredTypes(Graph &graph);
+DeclaredTypeCheck checkDeclaredTypes(Graph &graph,
+                                     TypeCheckKernels kernels = TypeCheckKernels::Cpu);
 
 } // namespace graphopt
