@@ -227,7 +227,10 @@ class _Writer:
                 entries.append(f"{key},{value[0]},{value[1]}")
             out["nn_module_stack"] = _serde.ST_DELIMITER.join(entries)
         if meta.get("custom"):
-            out["custom"] = json.dumps(meta["custom"])
+            try:
+                out["custom"] = json.dumps(meta["custom"])
+            except (TypeError, ValueError) as e:  # torch's serializer says which node
+                raise Unsupported(f"the custom metadata of '{node.name}': {e}") from e
         return out
 
     def call(self, node):

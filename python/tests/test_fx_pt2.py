@@ -156,6 +156,13 @@ def test_program_json_leaves_what_it_does_not_write_to_torchs_serializer(monkeyp
     gm.graph.output((y,))
     with pytest.raises(program_json.Unsupported, match="complex"):
         program_json.program_json(gm, fx._signature(gm, None, None), [], ["TRAINING"])
+    # custom metadata JSON cannot hold: torch's serializer names the node in its error
+    y.args = (x, 2.0)
+    y.meta["custom"] = {"made_by": object()}
+    with pytest.raises(program_json.Unsupported, match="custom metadata of 'mul_scalar'"):
+        program_json.program_json(gm, fx._signature(gm, None, None), [], ["TRAINING"])
+    with pytest.raises(graph_opt.Error, match="torch's serializer refused the graph"):
+        graph_opt.from_fx(gm)
     torch.manual_seed(0)
     joint = capture_joint_graph(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU()),
                                 torch.randn(3, 8))
