@@ -206,18 +206,36 @@ class GraphOptPartitioner(CustomPartitionerFn):
         if self.verify:
             # Outside the fallback: a partition that computes something else is an error,
             # never a warning.
-            record["verified"] = self._verify(gm, joint_inputs, kwargs, fw, bw)
+            record["verified"] = self._verify(gm, joint_inputs, kwargs, fw, bw, record)
         _STATS.plans.append(record)
         return fw, bw
 
-    def _verify(self, gm, joint_inputs, kwargs, fw, bw):
+    def _verify(self, gm, joint_inputs, kwargs, fw, bw, record):
         """verify_partition against torch's default partition of the same joint graph: the
-        number of values compared, or why it could not run (a warning; strict raises)."""
+        number of values compared, or why it could not run (a warning; strict raises).
+        Where a value differs, once more with torch's partition at budget 0 as the measure
+        of how far torch's own partitions differ there; values passed by that go into
+        record["verify_widened"] ({name: {"difference", "torch_spread"}})."""
         start = time.perf_counter()
         try:
             theirs = min_cut_rematerialization_partition(_copy_joint(gm), joint_inputs, **kwargs)
             try:
-                return verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"])
+                try:
+                    return verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"])
+                except PartitionMismatch:
+                    # Learn how far torch's own partitions differ on the values that differ
+                    # (T5's shared relative-attention bias: every layer adds to its gradient,
+                    # and two of torch's partitions sum in another order), from torch's
+                    # partition at activation_memory_budget=0.
+                    with _functorch_config.patch(activation_memory_budget=0.0):
+                        other = min_cut_rematerialization_partition(
+                            _copy_joint(gm), joint_inputs, **kwargs)
+                    widened = {}
+                    count = verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"],
+                                             other=lambda: other, widened=widened)
+                    record["verify_widened"] = {k: {"difference": d, "torch_spread": sp}
+                                                for k, (d, sp) in widened.items()}
+                    return count
             except PartitionMismatch:
                 raise
             except Exception as e:

@@ -235,6 +235,46 @@ def test_verify_draws_embedding_indices_over_the_table():
     assert not labels.any()
 
 
+def _partition_summing(scale, extra=0.0):
+    """A (forward, backward) pair for a joint graph of `p` and `tangents_1`: forward saves p,
+    backward returns ((p * scale + p * 3) - p * scale + extra) * tangents_1 as the gradient
+    of p: 3p where extra is 0, rounded at the precision of p * scale (exact at scale 0)."""
+    class Fw(torch.nn.Module):
+        def forward(self, p):
+            return (p.sum(), p)
+
+    class Bw(torch.nn.Module):
+        def forward(self, p, tangents_1):
+            return (((p * scale + p * 3) - p * scale + extra) * tangents_1,)
+    return torch.fx.symbolic_trace(Fw()), torch.fx.symbolic_trace(Bw())
+
+
+def test_verify_widens_only_where_torchs_own_partitions_differ():
+    """A gradient two of torch's partitions round differently (torch's sums at a precision
+    of 1e7, the other exactly) passes where graph-opt's (at 1e6) is within SPREAD_FACTOR of
+    their difference, named in `widened`; without another partition to learn from it stays
+    a mismatch; a gradient off by far more fails, naming torch's spread."""
+    from graph_opt.verify_partition import PartitionMismatch, verify_partition
+
+    class Joint(torch.nn.Module):
+        def forward(self, p, tangents_1):
+            return p
+    joint = torch.fx.symbolic_trace(Joint())
+    for n in joint.graph.nodes:
+        if n.op == "placeholder":
+            n.meta["val"] = torch.empty(64) if n.name == "p" else torch.empty(())
+    theirs, other, mine = (_partition_summing(s) for s in (1e7, 0.0, 1e6))
+    with pytest.raises(PartitionMismatch, match="the gradient of input 0"):
+        verify_partition(joint, mine, theirs, 1)
+    widened = {}
+    assert verify_partition(joint, mine, theirs, 1, other=lambda: other, widened=widened) == 2
+    ((name, (difference, spread)),) = widened.items()
+    assert "input 0 ('p'" in name and 0 < difference <= 4 * spread
+    with pytest.raises(PartitionMismatch, match="torch's own partitions differ there"):
+        verify_partition(joint, _partition_summing(1e6, extra=100.0), theirs, 1,
+                         other=lambda: other)
+
+
 def test_memory_budget_is_torchs_reference():
     """memory_budget=B bounds the saved activations to B of what torch's own partition
     saves (measured here with saved_tensors_hooks under aot_eager), the reference of
