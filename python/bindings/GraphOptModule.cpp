@@ -132,7 +132,8 @@ py::tuple program(const Model &m, bool standInWeights) {
                         weightsDict(m.graph(), weights, true), m.imported.exampleInputs);
 }
 
-/// What graph_opt.from_fx serialized with torch's own serializer.
+/// The program JSON graph_opt.from_fx wrote (program_json.py, or torch's serializer),
+/// its types checked against the kernels `typeCheck` names ("cpu" or "meta").
 ModelPtr fromProgram(const std::string &json, const py::dict &weights, const std::string &name,
                      const std::vector<at::Tensor> &exampleInputs, const std::string &typeCheck) {
   if (typeCheck != "cpu" && typeCheck != "meta")

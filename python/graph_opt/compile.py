@@ -213,29 +213,27 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _verify(self, gm, joint_inputs, kwargs, fw, bw, record):
         """verify_partition against torch's default partition of the same joint graph: the
         number of values compared, or why it could not run (a warning; strict raises).
-        Where a value differs, once more with torch's partition at budget 0 as the measure
-        of how far torch's own partitions differ there; values passed by that go into
-        record["verify_widened"] ({name: {"difference", "torch_spread"}})."""
+        Where values differ, torch's partition at budget 0 is made and run too, as the
+        measure of how far torch's own partitions differ there; values passed by that go
+        into record["verify_widened"] ({name: {"difference", "torch_spread"}})."""
         start = time.perf_counter()
         try:
             theirs = min_cut_rematerialization_partition(_copy_joint(gm), joint_inputs, **kwargs)
             try:
-                try:
-                    return verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"])
-                except PartitionMismatch:
-                    # Learn how far torch's own partitions differ on the values that differ
-                    # (T5's shared relative-attention bias: every layer adds to its gradient,
-                    # and two of torch's partitions sum in another order), from torch's
-                    # partition at activation_memory_budget=0.
+                # Where values differ: torch's partition at activation_memory_budget=0 shows
+                # how far torch's own partitions differ there (T5's shared relative-attention
+                # bias: every layer adds to its gradient, and partitions sum in other orders).
+                def other():
                     with _functorch_config.patch(activation_memory_budget=0.0):
-                        other = min_cut_rematerialization_partition(
+                        return min_cut_rematerialization_partition(
                             _copy_joint(gm), joint_inputs, **kwargs)
-                    widened = {}
-                    count = verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"],
-                                             other=lambda: other, widened=widened)
+                widened = {}
+                count = verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"],
+                                         other=other, widened=widened)
+                if widened:
                     record["verify_widened"] = {k: {"difference": d, "torch_spread": sp}
                                                 for k, (d, sp) in widened.items()}
-                    return count
+                return count
             except PartitionMismatch:
                 raise
             except Exception as e:

@@ -172,19 +172,9 @@ def _describe(joint, index):
 SPREAD_FACTOR = 4
 
 
-def _values(outs, grads):
-    """[(what, value)] for every forward output and gradient, in order."""
-    return ([(f"forward output {i}", v) for i, v in enumerate(outs)]
-            + [(("gradient", i), g) for i, g in enumerate(grads)])
-
-
-def _name(joint, what):
-    return what if isinstance(what, str) else f"the gradient of {_describe(joint, what[1])}"
-
-
 def _largest_difference(a, b):
-    """The largest absolute elementwise difference of two same-shaped tensors, NaN where
-    only one side has NaN (infinity where their NaNs are not at the same places)."""
+    """The largest absolute elementwise difference of two same-shaped tensors (infinity
+    where their NaNs are not at the same places)."""
     a, b = a.detach().double(), b.detach().double()
     if not torch.equal(a.isnan(), b.isnan()):
         return float("inf")
@@ -192,58 +182,72 @@ def _largest_difference(a, b):
     return float(diff.max()) if diff.numel() else 0.0
 
 
-def _compare(joint, my_outs, my_grads, their_outs, their_grads, other=None, widened=None):
-    """Raises PartitionMismatch on the first forward output or gradient that differs.
-    `other`: a function giving (outputs, gradients) of another of torch's partitions of
-    the same joint graph, called only where a value differs: a value torch's two
-    partitions disagree on too (they sum the same terms in another order) passes where it
-    is within SPREAD_FACTOR times their largest difference of torch's, and goes into
-    `widened` ({name: (largest difference from torch's, the spread)})."""
+def _differing(joint, my_outs, my_grads, their_outs, their_grads):
+    """[(index, name, why)] of the forward outputs and gradients (in that order: the
+    backward half's outputs are the gradients of the joint graph's primal inputs) that
+    differ from torch's."""
     if len(my_outs) != len(their_outs) or len(my_grads) != len(their_grads):
         raise PartitionMismatch(
             f"graph-opt's partition returns {len(my_outs)} outputs and {len(my_grads)} "
             f"gradients, torch's {len(their_outs)} and {len(their_grads)}")
-    theirs_other = None
-    for index, ((what, a), (_, b)) in enumerate(zip(_values(my_outs, my_grads),
-                                                    _values(their_outs, their_grads))):
-        why = _differs(a, b)
-        if not why:
-            continue
-        name = _name(joint, what)
-        spread = None
-        if other is not None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
-                and a.shape == b.shape:
-            if theirs_other is None:
-                theirs_other = _values(*other())
-            c = theirs_other[index][1]
-            if isinstance(c, torch.Tensor) and c.shape == b.shape:
-                spread = _largest_difference(c, b)
-                mine = _largest_difference(a, b)
-                if 0 < spread < float("inf") and mine <= SPREAD_FACTOR * spread:
-                    if widened is not None:
-                        widened[name] = (mine, spread)
-                    continue
-        if spread is not None:
-            why += (f"; torch's own partitions differ there by at most {spread:.3g}, and "
-                    f"graph-opt's by more than {SPREAD_FACTOR}x that")
-        raise PartitionMismatch(f"{name} differs from torch's partition: {why}")
+    found = []
+    for i, (a, b) in enumerate(zip(my_outs + my_grads, their_outs + their_grads)):
+        if why := _differs(a, b):
+            name = (f"forward output {i}" if i < len(my_outs) else
+                    f"the gradient of {_describe(joint, i - len(my_outs))}")
+            found.append((i, name, why))
+    return found
+
+
+def _widen(differing, mine, theirs, other_run, widened):
+    """Passes each differing value torch's other partition (`other_run`: its outputs and
+    gradients) differs on too, where graph-opt's largest difference from torch's is within
+    SPREAD_FACTOR times that spread, into `widened`; raises PartitionMismatch on the first
+    that is not."""
+    others = other_run[0] + other_run[1]
+    for i, name, why in differing:
+        a, b = mine[i], theirs[i]
+        c = others[i] if i < len(others) else None
+        if not all(isinstance(t, torch.Tensor) and t.shape == b.shape for t in (a, c)):
+            raise PartitionMismatch(f"{name} differs from torch's partition: {why}")
+        spread, difference = _largest_difference(c, b), _largest_difference(a, b)
+        if not (0 < spread < float("inf") and difference <= SPREAD_FACTOR * spread):
+            raise PartitionMismatch(
+                f"{name} differs from torch's partition: {why}; torch's own partitions "
+                f"differ there by at most {spread:.3g}, and graph-opt's by more than "
+                f"{SPREAD_FACTOR}x that")
+        if widened is not None:
+            widened[name] = (difference, spread)
 
 
 def verify_partition(joint, mine, theirs, num_fwd_outputs, other=None, widened=None):
     """Runs both partitions ((fw, bw) pairs of the joint graph `joint`) on the same made-up
     inputs and seed and compares every forward output and gradient; raises
     PartitionMismatch on the first that differs. `other`: a function returning another of
-    torch's partitions of the joint graph (another budget), made and run only where a value
-    differs, to learn how far torch's own partitions differ there (_compare); `widened`
-    gets the values passed that way. Returns the number of values compared."""
+    torch's partitions of the joint graph (another budget), called (under the caller's
+    dispatch modes: torch's partitioner needs its FakeTensorMode) and run only where values
+    differ: a value torch's two partitions differ on too (the same terms summed in another
+    order) passes where graph-opt's largest difference from torch's is within
+    SPREAD_FACTOR times theirs, and goes into `widened` ({name: (graph-opt's difference,
+    torch's spread)}). Returns the number of values compared."""
     # AOTAutograd partitions under its FakeTensorMode: real tensors only with it set aside.
     with no_dispatch_modes():
         inputs = make_inputs(joint)
         my_outs, my_grads = run_halves(*mine, inputs, num_fwd_outputs)
         their_outs, their_grads = run_halves(*theirs, inputs, num_fwd_outputs)
-
-        def run_other():
-            return run_halves(*other(), inputs, num_fwd_outputs)
-        _compare(joint, my_outs, my_grads, their_outs, their_grads,
-                 run_other if other is not None else None, widened)
+        differing = _differing(joint, my_outs, my_grads, their_outs, their_grads)
+    if differing and other is not None:
+        try:
+            partition = other()
+        except Exception as e:  # the mismatch stands; say why it could not be weighed
+            _, name, why = differing[0]
+            raise PartitionMismatch(
+                f"{name} differs from torch's partition: {why}; torch's other partition, to "
+                f"weigh it against, could not be made ({type(e).__name__}: {e})") from e
+        with no_dispatch_modes():
+            _widen(differing, my_outs + my_grads, their_outs + their_grads,
+                   run_halves(*partition, inputs, num_fwd_outputs), widened)
+    elif differing:
+        _, name, why = differing[0]
+        raise PartitionMismatch(f"{name} differs from torch's partition: {why}")
     return len(my_outs) + sum(1 for g in my_grads if g is not None)

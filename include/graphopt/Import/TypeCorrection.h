@@ -53,12 +53,12 @@ struct DeclaredTypeCheck {
 };
 
 /// Which kernels the check asks. Cpu runs them (as above). Meta asks every
-/// node's meta kernel, which runs nothing and costs no time: it finds the
+/// node's meta kernel, which runs nothing (no node is too large): it finds the
 /// declared types that contradict their own operands' (torch.compile's joint
 /// graphs declare some views of split results without their storage offset)
 /// but not where the CPU kernel's layout differs from the meta kernel's. For
-/// graphs that are planned, not run (graph_opt's partitioner: the CPU check
-/// was 1.2 s of GPT-2's import).
+/// graphs that are planned, not run (graph_opt's partitioner: on GPT-2's joint
+/// graph, one run each, 0.9 s against the CPU check's 3.2-4.6 s).
 enum class TypeCheckKernels { Cpu, Meta };
 
 /// Checks every node's declared CPU result types against its kernel's, as
