@@ -4,8 +4,8 @@ straight from the fx nodes (graph_opt.from_fx's fast path; issue 53, item 5).
 torch's own serializer (torch._export.serde.serialize.GraphModuleSerializer) builds a
 dataclass per argument, size and stride (each union through SymInt.create, which calls
 dataclasses.fields twice), formats the whole graph as Python code for a debug log that is
-off, and then turns the dataclasses back into dicts: 1.6 s of the 1.8 s GPT-2's joint graph
-(2,360 nodes) took to reach the IR. This writer makes the same JSON from plain dicts for
+off, and then turns the dataclasses back into dicts: 1.6 s of the 1.9 s GPT-2's joint graph
+(2,360 nodes) took to reach the IR without the type check (one run). This writer makes the same JSON from plain dicts for
 the graphs torch.compile and torch.export hand graph-opt: static shapes, OpOverload calls
 (multi-output ones through their getitem users), tensors, scalars, lists, dtypes, devices,
 layouts and memory formats as arguments. Anything else (symbolic sizes, higher-order
