@@ -12,20 +12,23 @@ selective-checkpoint policy (torch.utils.checkpoint.create_selective_checkpoint_
 that saves what graph-opt keeps and recomputes what it drops. Random operators replay the
 same numbers (checkpoint preserves the RNG state), so training computes what it did.
 
-Regions are modules below the model: an activation the model's own forward makes (not a
-submodule's) stays saved, since a checkpoint of the whole model recomputes all of forward at
-once. One step on the example inputs records the operators each region's forward calls in eager;
-they are aligned with the export's forward nodes of that region by operator name (eager
-calls a few operators the export fuses), each call taking its node's decision; a call with
-no node is saved, and a call that writes in place, or whose output is written in place
-later, is recomputed (selective checkpoint cannot keep a tensor that changes). At run
-time the policy goes by call index; a call out of line with the recording is saved (or
-recomputed where it writes in place).
+Regions are modules below the model, or runs of consecutive children of a Sequential
+(_regions): an activation the model's own forward makes (not a submodule's) stays saved,
+since a checkpoint of the whole model recomputes all of forward at once. One step on the
+example inputs records the operators each region's forward calls in eager; they are aligned
+with the export's forward nodes of that region by operator name (eager calls a few operators
+the export fuses), each call taking its node's decision: saved where the plan keeps its
+outputs, recomputed otherwise (a value backward never reads included: selective checkpoint
+holds every saved call's outputs until backward). A call with no node is recomputed, and so
+is a call that writes in place, or whose output is written in place later (selective
+checkpoint cannot keep a tensor that changes). At run time the policy goes by call index; a
+call out of line with the recording is recomputed.
 docs/Python.md.
 """
 import contextlib
 import functools
 import os
+import re
 import tempfile
 import types
 
@@ -52,8 +55,8 @@ def _module_path(node):
     return module.strip('"') if isinstance(module, str) else None
 
 
-# Modules that only hold or chain others: a region is one of their children (a checkpoint of
-# a whole Sequential recomputes all of it at backward's first use of any of it).
+# Modules that only hold or chain others: a region is one of their children, or a run of
+# consecutive children of a Sequential (_Region).
 _CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)
 
 
@@ -72,25 +75,161 @@ def _region_of(path, modules):
     return ""
 
 
-def _regions(graph, recomputed, model):
-    """{module path: [(operator, recomputed?), ...] in forward order}: the modules to run
-    under checkpoint, each the shallowest called module below the model holding a
-    recomputed activation (one forward call of it runs its operators in the export's
-    order)."""
-    modules = dict(model.named_modules())
-    forward = [n for n in graph.nodes if n["phase"] == "forward" and n["op"].startswith("aten::")]
-    # An activation the model's own forward makes (no submodule's) stays saved: a region of
-    # the whole model would recompute all of forward at backward's first use of any of it,
-    # every recomputed activation live at once (measured: a higher peak than no plan).
-    paths = {_region_of(_module_path(n) or "", modules)
-             for n in forward if set(n["outputs"]) & recomputed}
-    paths.discard("")
+def _seat(region, modules):
+    """(the Sequential's path, the child's index) where `region` is a direct child of a
+    Sequential that runs its children with nn.Sequential's own forward, else None."""
+    if not region:
+        return None
+    parent, _, name = region.rpartition(".")
+    sequential = modules.get(parent)
+    if not isinstance(sequential, torch.nn.Sequential) or \
+            type(sequential).forward is not torch.nn.Sequential.forward or \
+            "forward" in sequential.__dict__:
+        return None
+    names = list(sequential._modules)
+    return (parent, names.index(name)) if name in names else None
 
-    def inside(n, region):
-        p = _module_path(n) or ""
-        return not region or p == region or p.startswith(region + ".")
-    return {region: [(_op_key(n["op"]), bool(set(n["outputs"]) & recomputed))
-                     for n in forward if inside(n, region)] for region in sorted(paths)}
+
+_DTYPE_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2,
+                "i8": 1, "u8": 1, "bool": 1, "b8": 1, "c64": 8, "c128": 16}
+
+
+def _type_bytes(text):
+    """The bytes of a value of IR type `text` ("f32[64, 16, 32, 32]"); 0 for a non-tensor."""
+    match = re.fullmatch(r"\s*([a-z]+\d*)\[([^\]]*)\]\s*", text)
+    if match is None:
+        return 0
+    count = 1
+    for size in filter(None, (s.strip() for s in match.group(2).split(","))):
+        count *= int(size) if size.isdigit() else 1
+    return count * _DTYPE_BYTES.get(match.group(1), 4)
+
+
+def _saved_by_plan(node, kept, recomputed):
+    """Whether a forward call is saved in its region (selective checkpoint's MUST_SAVE
+    caches every output of the call until backward): where the plan recomputes none of
+    its outputs and keeps at least as many of its bytes as it leaves (batch norm's
+    statistics are kept, but its output, which backward does not read, is the bulk: the
+    call is recomputed). A value backward never reads is not kept: a region saving it
+    would hold what the plan frees after its last forward use."""
+    if set(node["outputs"]) & recomputed:
+        return False
+    kept_bytes = other = 0
+    for name, type_text in zip(node["outputs"], node["types"]):
+        if name in kept:
+            kept_bytes += max(kept[name], 1)
+        else:
+            other += _type_bytes(type_text)
+    return kept_bytes > 0 and kept_bytes >= other
+
+
+class _Region:
+    """A part of the model run under one checkpoint: the module at `path` (`span` None), or
+    the children span[0]..span[1] of the Sequential at `path`; `nodes` are its forward
+    operators in the export as [(operator, recomputed?)]."""
+
+    def __init__(self, path, span, nodes):
+        self.path, self.span, self.nodes = path, span, nodes
+
+    @property
+    def key(self):
+        """"blocks.2", or "features[1:4]" (a slice of the Sequential's children)."""
+        return self.path if self.span is None else f"{self.path}[{self.span[0]}:{self.span[1] + 1}]"
+
+
+def _merged(spans):
+    """[[lo, hi], ...] with overlapping spans merged, in order."""
+    out = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return out
+
+
+def _regions(graph, report, model):
+    """The regions to run under checkpoint (_Region, in forward order) for the checkpoint
+    pass's `report` on `graph`, the exported step of `model`.
+
+    A region is the shallowest module below the model (not a container) holding an
+    activation the plan recomputes. Where that module is a child of a Sequential, the
+    region is a run of the Sequential's children, grown until it holds what it recomputes:
+    forward to the last child that reads a recomputed value (a later child outside would
+    save it for its own backward), and back while its input is a value the plan does not
+    keep (a checkpoint holds its input until backward: a ReLU alone in a region would keep
+    the batch norm output it is made from, as large as what it drops). An activation the
+    model's own forward makes (no submodule's) stays saved: a region of the whole model
+    would recompute all of forward at backward's first use of any of it, every recomputed
+    activation live at once (measured: a higher peak than no plan)."""
+    modules = dict(model.named_modules())
+    kept = {a["name"]: a["bytes"] for a in report["activations"]
+            if a["decision"] != "recomputed"}
+    recomputed = {a["name"] for a in report["activations"] if a["decision"] == "recomputed"}
+    forward = [n for n in graph.nodes if n["phase"] == "forward" and n["op"].startswith("aten::")]
+    region_of = [_region_of(_module_path(n) or "", modules) for n in forward]
+    seats = {r: _seat(r, modules) for r in set(region_of)}
+    made_by = {v: i for i, n in enumerate(forward) for v in n["outputs"]}
+    users = {}
+    for i, n in enumerate(forward):
+        for v in n["operands"]:
+            users.setdefault(v, []).append(i)
+
+    planned = {region_of[i] for i, n in enumerate(forward) if set(n["outputs"]) & recomputed}
+    planned.discard("")
+    spans = {}  # Sequential's path -> [[lo, hi], ...]
+    for region in planned:
+        seat = seats[region]
+        if seat is not None:
+            spans.setdefault(seat[0], []).append([seat[1], seat[1]])
+
+    def child(i, sequential):
+        seat = seats.get(region_of[i]) if i is not None else None
+        return seat[1] if seat is not None and seat[0] == sequential else None
+
+    for sequential in spans:
+        grown = True
+        while grown:
+            grown = False
+            spans[sequential] = _merged(spans[sequential])
+            for span in spans[sequential]:
+                lo, hi = span
+                for i, n in enumerate(forward):
+                    c = child(i, sequential)
+                    if c is None or not lo <= c <= span[1]:
+                        continue
+                    for v in n["outputs"]:
+                        if v in recomputed:
+                            for u in users.get(v, ()):
+                                cu = child(u, sequential)
+                                if cu is not None and cu > span[1]:
+                                    span[1] = cu
+                    for v in n["operands"]:
+                        cp = child(made_by.get(v), sequential)
+                        if cp is not None and cp < span[0] and v not in kept:
+                            span[0] = cp
+                grown |= [lo, hi] != span
+
+    def decisions(selected):
+        return [(_op_key(forward[i]["op"]),
+                 not _saved_by_plan(forward[i], kept, recomputed)) for i in selected]
+
+    regions = []
+    for sequential, found in spans.items():
+        names = list(modules[sequential]._modules)
+        for lo, hi in found:
+            selected = [i for i in range(len(forward)) if child(i, sequential) is not None
+                        and lo <= child(i, sequential) <= hi]
+            if lo == hi:  # one child: the module itself
+                regions.append(_Region(f"{sequential}.{names[lo]}" if sequential
+                                       else names[lo], None, decisions(selected)))
+            else:
+                regions.append(_Region(sequential, (lo, hi), decisions(selected)))
+    for region in sorted(planned):
+        if seats[region] is None:
+            regions.append(_Region(region, None, decisions(
+                [i for i in range(len(forward)) if region_of[i] == region])))
+    return sorted(regions, key=lambda r: r.key)
 
 
 class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
@@ -126,11 +265,13 @@ def _decide(calls, nodes):
     """Per call of a region's forward, recompute or not: the graph's decision where the call
     lines up with a node (difflib's alignment of operator names: eager calls a few operators
     the export fuses, such as dropout's empty_like, bernoulli_ and div_ for native_dropout),
-    else saved. A call whose output is written in place later, or that writes in place
-    itself, is recomputed: selective checkpoint cannot keep a tensor that changes."""
+    else recomputed (a saved call holds all its outputs until backward: saving one the
+    plan never saw could hold what the plan frees). A call whose output is written in place
+    later, or that writes in place itself, is recomputed: selective checkpoint cannot keep
+    a tensor that changes."""
     import difflib
 
-    decisions = [False] * len(calls)
+    decisions = [True] * len(calls)
     matcher = difflib.SequenceMatcher(a=[c[0] for c in calls], b=[op for op, _ in nodes],
                                       autojunk=False)
     for block in matcher.get_matching_blocks():
@@ -142,38 +283,88 @@ def _decide(calls, nodes):
 
 def _policy(decisions):
     """A selective-checkpoint policy over one region's calls, by their index in the forward
-    (and again in the recomputation); a call out of line with the recording is saved, or
-    recomputed where it writes in place."""
+    (and again in the recomputation); a call out of line with the recording is
+    recomputed."""
     counts = {False: 0, True: 0}
 
     def policy(ctx, func, *args, **kwargs):
         key = _op_key(func._schema.name) if hasattr(func, "_schema") else str(func)
         k = counts[bool(ctx.is_recompute)]
         counts[bool(ctx.is_recompute)] = k + 1
-        if k < len(decisions) and decisions[k][0] == key:
-            recompute = decisions[k][1]
-        else:
-            recompute = bool(getattr(func, "_schema", None) and func._schema.is_mutable)
+        recompute = not (k < len(decisions) and decisions[k][0] == key and not decisions[k][1])
         return CheckpointPolicy.PREFER_RECOMPUTE if recompute else CheckpointPolicy.MUST_SAVE
     return policy
+
+
+def _checkpointed(function, decisions, written, *args, **kwargs):
+    """function(*args, **kwargs) under torch.utils.checkpoint with `decisions`' policy
+    (plainly where no gradient is recorded). The buffers `written` (tensors the forward
+    writes in place, such as batch norm's running statistics) are put back after each
+    recomputation: a recomputed batch norm would update them a second time."""
+    if not torch.is_grad_enabled():
+        return function(*args, **kwargs)
+    runs = []
+
+    def run(*args, **kwargs):
+        if not runs:  # the forward
+            runs.append(True)
+            return function(*args, **kwargs)
+        before = [b.detach().clone() for b in written]
+        try:
+            return function(*args, **kwargs)
+        finally:  # (also where checkpoint stops a recomputation early)
+            with torch.no_grad():
+                for b, value in zip(written, before):
+                    b.copy_(value)
+    return checkpoint(run, *args, use_reentrant=False,
+                      context_fn=lambda: create_selective_checkpoint_contexts(_policy(decisions)),
+                      **kwargs)
 
 
 def _checkpointed_forward(self, *args, **kwargs):
     """A planned module's forward: its own under torch.utils.checkpoint with its policy. A
     method of the module (not a closure over it), so copy.deepcopy of the model gives a copy
     that runs its own parameters."""
-    forward = functools.partial(self._graph_opt_forward, self)
-    if not torch.is_grad_enabled():
-        return forward(*args, **kwargs)
-    decisions = self._graph_opt_decisions
-    return checkpoint(forward, *args, use_reentrant=False,
-                      context_fn=lambda: create_selective_checkpoint_contexts(_policy(decisions)),
-                      **kwargs)
+    return _checkpointed(functools.partial(self._graph_opt_forward, self),
+                         self._graph_opt_decisions,
+                         [self.get_buffer(name) for name in self._graph_opt_written],
+                         *args, **kwargs)
 
 
-def _plan_module(module, decisions):
-    """Runs `module`'s forward under checkpoint with `decisions`' policy. Its own forward
-    (the class's, or one set on the instance) is kept to put back (_unplan_module)."""
+def _chain(children, input):
+    for module in children:
+        input = module(input)
+    return input
+
+
+def _run_sequential(sequential, input, run_span):
+    """nn.Sequential's forward, each planned span of children (lo, hi, what) of
+    sequential._graph_opt_spans run as run_span(children, what, input)."""
+    children = list(sequential._modules.values())
+    spans = {lo: (hi, what) for lo, hi, what in sequential._graph_opt_spans}
+    i = 0
+    while i < len(children):
+        if i in spans:
+            hi, what = spans[i]
+            input = run_span(tuple(children[i:hi + 1]), what, input)
+            i = hi + 1
+        else:
+            input = children[i](input)
+            i += 1
+    return input
+
+
+def _spanned_forward(self, input):
+    """A Sequential's forward with planned spans of its children each under one checkpoint."""
+    return _run_sequential(self, input, lambda children, plan, x: _checkpointed(
+        functools.partial(_chain, children), plan[0],
+        [self.get_buffer(name) for name in plan[1]], x))
+
+
+def _plan_module(module, decisions, written):
+    """Runs `module`'s forward under checkpoint with `decisions`' policy, its buffers named
+    `written` put back after each recomputation. Its own forward (the class's, or one set on
+    the instance) is kept to put back (_unplan_module)."""
     own = module.__dict__.get("forward")
     if own is None:
         forward = type(module).forward
@@ -185,17 +376,46 @@ def _plan_module(module, decisions):
     module._graph_opt_own_forward = own
     module._graph_opt_forward = forward
     module._graph_opt_decisions = decisions
+    module._graph_opt_written = written
     module.forward = types.MethodType(_checkpointed_forward, module)
 
 
+def _plan_spans(sequential, spans):
+    """Runs each span (lo, hi, (decisions, the names of the buffers it writes)) of
+    `sequential`'s children under one checkpoint."""
+    sequential._graph_opt_spans = spans
+    sequential.forward = types.MethodType(_spanned_forward, sequential)
+
+
 def _unplan_module(module):
-    """Puts back the forward _plan_module replaced, if it replaced one."""
+    """Puts back the forward _plan_module or _plan_spans replaced, if one did."""
+    if "_graph_opt_spans" in module.__dict__:
+        del module._graph_opt_spans, module.forward
     if "_graph_opt_forward" not in module.__dict__:
         return
     own = module.__dict__.pop("_graph_opt_own_forward")
-    del module._graph_opt_forward, module._graph_opt_decisions, module.forward
+    del module._graph_opt_forward, module._graph_opt_decisions, module._graph_opt_written
+    del module.forward
     if own is not None:
         module.forward = own
+
+
+def _apply(regions, modules, recorded):
+    """Puts each region's plan on the model (a region the step did not call is left alone);
+    the keys of the regions applied."""
+    spans = {}
+    for region in regions:
+        if region.key not in recorded:
+            continue
+        calls, written = recorded[region.key]
+        decisions = _decide(calls, region.nodes)
+        if region.span is None:
+            _plan_module(modules[region.path], decisions, written)
+        else:
+            spans.setdefault(region.path, []).append((*region.span, (decisions, written)))
+    for path, found in spans.items():
+        _plan_spans(modules[path], found)
+    return sorted(r.key for r in regions if r.key in recorded)
 
 
 @contextlib.contextmanager
@@ -219,32 +439,60 @@ def _step_undone(model):
 
 
 def _record(model, loss_fn, example_inputs, regions):
-    """{region: its calls} from one step of the model on the example inputs (its state, the
-    RNG's included, restored after)."""
+    """{region's key: (its calls, the names of the buffers it writes, relative to the
+    module or Sequential at the region's path)} from one step of the model on the example
+    inputs (its state, the RNG's included, restored after)."""
     modules = dict(model.named_modules())
     recorded = {}
-    originals = {}
 
-    def recording(path, forward):
-        @functools.wraps(forward)
-        def run(*args, **kwargs):
-            if path in recorded:
-                return forward(*args, **kwargs)
-            with _Recorder() as r:
-                out = forward(*args, **kwargs)
-            recorded[path] = r.calls
-            return out
-        return run
+    def recording(key, buffers, function, *args, **kwargs):
+        if key in recorded:
+            return function(*args, **kwargs)
+        # Compared by value: native_batch_norm writes the running statistics with no
+        # write in its schema and no version counter bump.
+        before = [(name, b, b._version, b.detach().clone()) for name, b in buffers]
+        with _Recorder() as r:
+            out = function(*args, **kwargs)
+        recorded[key] = (r.calls, [name for name, b, version, value in before
+                                   if b._version != version or not torch.equal(b, value)])
+        return out
 
-    for path in regions:
-        originals[path] = modules[path].forward
-        modules[path].forward = recording(path, originals[path])
+    def recording_forward(region, forward):
+        buffers = list(modules[region.path].named_buffers())
+        return functools.wraps(forward)(
+            functools.partial(recording, region.key, buffers, forward))
+
+    def recording_spans(path):
+        sequential = modules[path]
+
+        def run_span(children, key, input):
+            inside = {id(b) for c in children for b in c.buffers()}
+            buffers = [(n, b) for n, b in sequential.named_buffers() if id(b) in inside]
+            return recording(key, buffers, functools.partial(_chain, children), input)
+        return lambda input: _run_sequential(sequential, input, run_span)
+
+    originals = {}  # path -> the forward set on the instance, or None
+    spans = {}
+    for region in regions:
+        if region.span is None:
+            module = modules[region.path]
+            originals[region.path] = module.__dict__.get("forward")
+            module.forward = recording_forward(region, module.forward)
+        else:
+            spans.setdefault(region.path, []).append((*region.span, region.key))
+    for path, found in spans.items():
+        originals[path] = modules[path].__dict__.get("forward")
+        modules[path]._graph_opt_spans = found  # (lo, hi, key): run_span gets the key
+        modules[path].forward = recording_spans(path)
     try:
         with _step_undone(model), torch.enable_grad():
             loss_fn(model, *example_inputs)
     finally:
-        for path, forward in originals.items():
-            modules[path].forward = forward
+        for path, own in originals.items():
+            modules[path].__dict__.pop("_graph_opt_spans", None)
+            del modules[path].forward
+            if own is not None:
+                modules[path].forward = own
     return recorded
 
 
@@ -318,13 +566,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             report = result["reports"].get("checkpoint")
             if report is None:
                 raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
-            recomputed = {a["name"] for a in report["activations"]
-                          if a["decision"] == "recomputed"}
-            regions = _regions(original, recomputed, model)
-            recorded = _record(model, loss_fn, example_inputs, regions)
-            for path, nodes in regions.items():
-                if path in recorded:  # (one the step does not call is left alone)
-                    _plan_module(modules[path], _decide(recorded[path], nodes))
+            regions = _regions(original, report, model)
+            applied = _apply(regions, modules, _record(model, loss_fn, example_inputs, regions))
             measured = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
             report["eager_measured_peak_bytes"] = measured
             report["eager_peak_bound_bytes"] = bound
@@ -341,5 +584,5 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             _unplan_module(module)
         raise
     model.graph_opt_plan = report
-    model.graph_opt_regions = sorted(p for p in regions if p in recorded)
+    model.graph_opt_regions = applied
     return model
