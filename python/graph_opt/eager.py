@@ -12,23 +12,21 @@ selective-checkpoint policy (torch.utils.checkpoint.create_selective_checkpoint_
 that saves what graph-opt keeps and recomputes what it drops. Random operators replay the
 same numbers (checkpoint preserves the RNG state), so training computes what it did.
 
-Regions are modules below the model, or runs of consecutive children of a Sequential
-(_regions): an activation the model's own forward makes (not a submodule's) stays saved,
-since a checkpoint of the whole model recomputes all of forward at once. One step on the
-example inputs records the operators each region's forward calls in eager; they are aligned
-with the export's forward nodes of that region by operator name (eager calls a few operators
-the export fuses), each call taking its node's decision: saved where the plan keeps its
-outputs, recomputed otherwise (a value backward never reads included: selective checkpoint
-holds every saved call's outputs until backward). A call with no node is recomputed, and so
-is a call that writes in place, or whose output is written in place later (selective
-checkpoint cannot keep a tensor that changes). At run time the policy goes by call index; a
-call out of line with the recording is recomputed.
+Regions are the smallest modules (or runs of a Sequential's children) holding what the plan
+recomputes and where forward reads it, never the whole model (eager_regions.py). One step on
+the example inputs records the operators each region's forward calls in eager; they are
+aligned with the export's forward nodes of that region by operator name (eager calls a few
+operators the export fuses), each call taking its node's decision: saved where the plan
+keeps its outputs, recomputed otherwise (a value backward never reads included: selective
+checkpoint holds every saved call's outputs until backward). A call with no node is
+recomputed, and so is a call that writes in place, or whose output is written in place later
+(selective checkpoint cannot keep a tensor that changes). At run time the policy goes by
+call index; a call out of line with the recording is recomputed.
 docs/Python.md.
 """
 import contextlib
 import functools
 import os
-import re
 import tempfile
 import types
 
@@ -38,198 +36,11 @@ from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
 
 from . import _C, run_pipeline
 from ._C import Error, Graph
+from .eager_regions import op_key, regions as plan_regions
 from .export import export_training_step
 from .joint import check_peak, with_peak
 
 __all__ = ["auto_checkpoint"]
-
-
-def _op_key(name):
-    """aten::relu_ and aten::relu.default alike: the functional operator's name."""
-    name = name.split(".", 1)[0]
-    return name[:-1] if name.endswith("_") and not name.endswith("__") else name
-
-
-def _module_path(node):
-    module = node["attributes"].get("module")
-    return module.strip('"') if isinstance(module, str) else None
-
-
-# Modules that only hold or chain others: a region is one of their children, or a run of
-# consecutive children of a Sequential (_Region).
-_CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict, torch.nn.Sequential)
-
-
-def _region_of(path, modules):
-    """The shallowest module on `path`'s way down from the root that is not a container
-    (ModuleList, ModuleDict, Sequential: they hold or chain their children): "" (the model
-    itself) for an operator the model's own forward calls."""
-    if not path:
-        return ""
-    parts = path.split(".")
-    for i in range(1, len(parts) + 1):
-        prefix = ".".join(parts[:i])
-        module = modules.get(prefix)
-        if module is not None and not isinstance(module, _CONTAINERS):
-            return prefix
-    return ""
-
-
-def _seat(region, modules):
-    """(the Sequential's path, the child's index) where `region` is a direct child of a
-    Sequential that runs its children with nn.Sequential's own forward, else None."""
-    if not region:
-        return None
-    parent, _, name = region.rpartition(".")
-    sequential = modules.get(parent)
-    if not isinstance(sequential, torch.nn.Sequential) or \
-            type(sequential).forward is not torch.nn.Sequential.forward or \
-            "forward" in sequential.__dict__:
-        return None
-    names = list(sequential._modules)
-    return (parent, names.index(name)) if name in names else None
-
-
-_DTYPE_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2,
-                "i8": 1, "u8": 1, "bool": 1, "b8": 1, "c64": 8, "c128": 16}
-
-
-def _type_bytes(text):
-    """The bytes of a value of IR type `text` ("f32[64, 16, 32, 32]"); 0 for a non-tensor."""
-    match = re.fullmatch(r"\s*([a-z]+\d*)\[([^\]]*)\]\s*", text)
-    if match is None:
-        return 0
-    count = 1
-    for size in filter(None, (s.strip() for s in match.group(2).split(","))):
-        count *= int(size) if size.isdigit() else 1
-    return count * _DTYPE_BYTES.get(match.group(1), 4)
-
-
-def _saved_by_plan(node, kept, recomputed):
-    """Whether a forward call is saved in its region (selective checkpoint's MUST_SAVE
-    caches every output of the call until backward): where the plan recomputes none of
-    its outputs and keeps at least as many of its bytes as it leaves (batch norm's
-    statistics are kept, but its output, which backward does not read, is the bulk: the
-    call is recomputed). A value backward never reads is not kept: a region saving it
-    would hold what the plan frees after its last forward use."""
-    if set(node["outputs"]) & recomputed:
-        return False
-    kept_bytes = other = 0
-    for name, type_text in zip(node["outputs"], node["types"]):
-        if name in kept:
-            kept_bytes += max(kept[name], 1)
-        else:
-            other += _type_bytes(type_text)
-    return kept_bytes > 0 and kept_bytes >= other
-
-
-class _Region:
-    """A part of the model run under one checkpoint: the module at `path` (`span` None), or
-    the children span[0]..span[1] of the Sequential at `path`; `nodes` are its forward
-    operators in the export as [(operator, recomputed?)]."""
-
-    def __init__(self, path, span, nodes):
-        self.path, self.span, self.nodes = path, span, nodes
-
-    @property
-    def key(self):
-        """"blocks.2", or "features[1:4]" (a slice of the Sequential's children)."""
-        return self.path if self.span is None else f"{self.path}[{self.span[0]}:{self.span[1] + 1}]"
-
-
-def _merged(spans):
-    """[[lo, hi], ...] with overlapping spans merged, in order."""
-    out = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return out
-
-
-def _regions(graph, report, model):
-    """The regions to run under checkpoint (_Region, in forward order) for the checkpoint
-    pass's `report` on `graph`, the exported step of `model`.
-
-    A region is the shallowest module below the model (not a container) holding an
-    activation the plan recomputes. Where that module is a child of a Sequential, the
-    region is a run of the Sequential's children, grown until it holds what it recomputes:
-    forward to the last child that reads a recomputed value (a later child outside would
-    save it for its own backward), and back while its input is a value the plan does not
-    keep (a checkpoint holds its input until backward: a ReLU alone in a region would keep
-    the batch norm output it is made from, as large as what it drops). An activation the
-    model's own forward makes (no submodule's) stays saved: a region of the whole model
-    would recompute all of forward at backward's first use of any of it, every recomputed
-    activation live at once (measured: a higher peak than no plan)."""
-    modules = dict(model.named_modules())
-    kept = {a["name"]: a["bytes"] for a in report["activations"]
-            if a["decision"] != "recomputed"}
-    recomputed = {a["name"] for a in report["activations"] if a["decision"] == "recomputed"}
-    forward = [n for n in graph.nodes if n["phase"] == "forward" and n["op"].startswith("aten::")]
-    region_of = [_region_of(_module_path(n) or "", modules) for n in forward]
-    seats = {r: _seat(r, modules) for r in set(region_of)}
-    made_by = {v: i for i, n in enumerate(forward) for v in n["outputs"]}
-    users = {}
-    for i, n in enumerate(forward):
-        for v in n["operands"]:
-            users.setdefault(v, []).append(i)
-
-    planned = {region_of[i] for i, n in enumerate(forward) if set(n["outputs"]) & recomputed}
-    planned.discard("")
-    spans = {}  # Sequential's path -> [[lo, hi], ...]
-    for region in planned:
-        seat = seats[region]
-        if seat is not None:
-            spans.setdefault(seat[0], []).append([seat[1], seat[1]])
-
-    def child(i, sequential):
-        seat = seats.get(region_of[i]) if i is not None else None
-        return seat[1] if seat is not None and seat[0] == sequential else None
-
-    for sequential in spans:
-        grown = True
-        while grown:
-            grown = False
-            spans[sequential] = _merged(spans[sequential])
-            for span in spans[sequential]:
-                lo, hi = span
-                for i, n in enumerate(forward):
-                    c = child(i, sequential)
-                    if c is None or not lo <= c <= span[1]:
-                        continue
-                    for v in n["outputs"]:
-                        if v in recomputed:
-                            for u in users.get(v, ()):
-                                cu = child(u, sequential)
-                                if cu is not None and cu > span[1]:
-                                    span[1] = cu
-                    for v in n["operands"]:
-                        cp = child(made_by.get(v), sequential)
-                        if cp is not None and cp < span[0] and v not in kept:
-                            span[0] = cp
-                grown |= [lo, hi] != span
-
-    def decisions(selected):
-        return [(_op_key(forward[i]["op"]),
-                 not _saved_by_plan(forward[i], kept, recomputed)) for i in selected]
-
-    regions = []
-    for sequential, found in spans.items():
-        names = list(modules[sequential]._modules)
-        for lo, hi in found:
-            selected = [i for i in range(len(forward)) if child(i, sequential) is not None
-                        and lo <= child(i, sequential) <= hi]
-            if lo == hi:  # one child: the module itself
-                regions.append(_Region(f"{sequential}.{names[lo]}" if sequential
-                                       else names[lo], None, decisions(selected)))
-            else:
-                regions.append(_Region(sequential, (lo, hi), decisions(selected)))
-    for region in sorted(planned):
-        if seats[region] is None:
-            regions.append(_Region(region, None, decisions(
-                [i for i in range(len(forward)) if region_of[i] == region])))
-    return sorted(regions, key=lambda r: r.key)
 
 
 class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
@@ -254,7 +65,7 @@ class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
         out = func(*args, **kwargs)
         index = len(self.calls)
         # [operator, its output is written in place later, it writes in place]
-        self.calls.append([_op_key(schema.name), False, schema.is_mutable])
+        self.calls.append([op_key(schema.name), False, schema.is_mutable])
         for t in torch.utils._pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor):
                 self.made_by.setdefault(t.untyped_storage()._cdata, index)
@@ -288,7 +99,7 @@ def _policy(decisions):
     counts = {False: 0, True: 0}
 
     def policy(ctx, func, *args, **kwargs):
-        key = _op_key(func._schema.name) if hasattr(func, "_schema") else str(func)
+        key = op_key(func._schema.name) if hasattr(func, "_schema") else str(func)
         k = counts[bool(ctx.is_recompute)]
         counts[bool(ctx.is_recompute)] = k + 1
         recompute = not (k < len(decisions) and decisions[k][0] == key and not decisions[k][1])
@@ -566,7 +377,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             report = result["reports"].get("checkpoint")
             if report is None:
                 raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
-            regions = _regions(original, report, model)
+            regions = plan_regions(original, report, model)
             applied = _apply(regions, modules, _record(model, loss_fn, example_inputs, regions))
             measured = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
             report["eager_measured_peak_bytes"] = measured
