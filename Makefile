@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-eager bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -181,6 +181,18 @@ bench-peak: build
 	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
 	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  -o $(BENCH_DIR)/peak
+
+# graph_opt.auto_checkpoint in eager PyTorch on the zoo's models (benchmarks/models/eager_peak.py,
+# docs/Checkpointing.md "peak= in eager PyTorch"): per model, bounds BENCH_EAGER_SHARES of the
+# way from the inputs to the plain step's measured peak; the planned step's measured peak
+# against each, its losses against the plain model's (bitwise), the step time ratio over
+# interleaved pairs. Tables and JSON in $(BENCH_DIR)/eager.
+BENCH_EAGER_MODELS ?= resnet50:default,bert:default,gpt2:default,llama:default,t5:default
+BENCH_EAGER_SHARES ?= 0.9,0.75,0.6
+bench-eager: build
+	@$(VENV)/bin/python benchmarks/models/eager_peak.py \
+	  --models '$(BENCH_EAGER_MODELS)' --shares '$(BENCH_EAGER_SHARES)' \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) -o $(BENCH_DIR)/eager
 
 # checkpoint's planners side by side on graph-opt's executor (benchmarks/models/planners.py,
 # docs/Checkpointing.md): torch.compile's own partitioner (planner=torch) and the default greedy

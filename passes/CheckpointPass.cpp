@@ -4,6 +4,7 @@
 #include "checkpoint/BudgetLadder.h"
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/FlopCost.h"
+#include "checkpoint/InductorCost.h"
 #include "checkpoint/OffloadPlanner.h"
 
 #include "graphopt/Analysis/Attribution.h"
@@ -18,6 +19,7 @@
 #include "graphopt/Support/FileIO.h"
 
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_format.h>
 #include <absl/strings/str_join.h>
 #include <llvm/ADT/MapVector.h>
 #include <llvm/Support/Format.h>
@@ -120,6 +122,12 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
                                       {"decision", a.decision},
                                       {"reason", a.reason},
                                       {"recompute_seconds", a.recomputeSeconds}});
+  llvm::json::Array recomputedNodes;
+  for (const CheckpointPass::RecomputedNode &n : out.recomputedNodes)
+    recomputedNodes.push_back(llvm::json::Object{{"value", n.value},
+                                                 {"op", n.op},
+                                                 {"priced_by", n.pricedBy},
+                                                 {"seconds", n.seconds}});
   llvm::json::Array ladder; // empty: monotone=false, or not the greedy
   for (const CheckpointPass::Outcome::Rung &r : out.ladder)
     ladder.push_back(llvm::json::Object{{"budget", r.name},
@@ -144,6 +152,7 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
                                                  : llvm::json::Value(out.peakCapBytes)},
       {"planner", out.planner},
       {"cost", out.costSource},
+      {"recomputed_nodes", std::move(recomputedNodes)},
       {"solve_seconds", out.solveSeconds},
       {"gap", orNull(out.gap)},
       {"solver_status", out.solverStatus},
@@ -213,8 +222,9 @@ absl::Status CheckpointPass::validateOptions() {
         "planner=torch runs torch.compile's partitioner, whose one bound is its "
         "activation_memory_budget: give activations= as a share up to 100% (activations=30%), "
         "without budget= or peak=");
-  if (!db_.get().empty() && cost_.get() != Cost::Db)
-    return absl::InvalidArgumentError("db= names the cost database of cost=db; give cost=db too");
+  if (!db_.get().empty() && cost_.get() != Cost::Db && cost_.get() != Cost::Inductor)
+    return absl::InvalidArgumentError(
+        "db= names the cost database of cost=db or cost=inductor; give one of them too");
   if (timeLimit_.get() <= 0)
     return absl::InvalidArgumentError("time-limit must be positive seconds");
   if (!(gap_.get() >= 0 && gap_.get() < 1))
@@ -230,6 +240,8 @@ absl::Status CheckpointPass::validateOptions() {
 struct CheckpointPass::NodeCosts {
   std::vector<double> seconds;
   std::vector<int64_t> scratch;
+  /// Per rank, what priced the node (a static string).
+  std::vector<llvm::StringRef> pricedBy;
 };
 
 struct CheckpointPass::Planned {
@@ -237,12 +249,18 @@ struct CheckpointPass::Planned {
   std::optional<BenchmarkReport> measured;
 };
 
-absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Graph &graph,
-                                                                      Outcome &out) const {
+std::string CheckpointPass::databasePath() const {
   std::string path = db_.get();
-  if (path.empty())
+  if (path.empty() && cost_.get() == Cost::Db)
     if (const char *env = std::getenv("GRAPHOPT_COSTDB"))
       path = env;
+  return path;
+}
+
+absl::StatusOr<std::vector<double>>
+CheckpointPass::databaseNodeSeconds(const Graph &graph, Outcome &out,
+                                    std::vector<std::optional<double>> *predicted) const {
+  std::string path = databasePath();
   if (path.empty())
     return absl::InvalidArgumentError(
         "cost=db needs the database: db=FILE or $GRAPHOPT_COSTDB (graph-opt-costdb measure makes "
@@ -252,10 +270,14 @@ absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Gr
   auto model = loadCostModel(path, defaultDevice(), {});
   if (!model.ok())
     return model.status();
-  StepAttribution predicted = attributeStep(graph, *model, nullptr);
+  StepAttribution attributed = attributeStep(graph, *model, nullptr);
   std::vector<double> seconds;
   llvm::MapVector<llvm::StringRef, size_t> missing;
-  for (const NodeAttribution &n : predicted.nodes) {
+  for (const NodeAttribution &n : attributed.nodes) {
+    if (predicted)
+      predicted->push_back(n.how != CostModel::How::Missing
+                               ? std::optional<double>(n.predictedSeconds)
+                               : std::nullopt);
     if (n.how != CostModel::How::Missing) {
       seconds.push_back(n.predictedSeconds);
       continue;
@@ -264,8 +286,8 @@ absl::StatusOr<std::vector<double>> CheckpointPass::databaseNodeSeconds(const Gr
     seconds.push_back(estimateFlops(*n.node) / kNominalFlopsPerSecond);
     ++missing[n.op];
   }
-  out.costSource = absl::StrCat("db: ", path, " (", predicted.machine, "): ", predicted.predictedNodes,
-                                " nodes predicted, ", predicted.exactNodes, " measured exactly");
+  out.costSource = absl::StrCat("db: ", path, " (", attributed.machine, "): ", attributed.predictedNodes,
+                                " nodes predicted, ", attributed.exactNodes, " measured exactly");
   if (!missing.empty()) {
     std::vector<std::string> ops;
     for (auto &[op, count] : missing)
@@ -292,19 +314,45 @@ CheckpointPass::nodeCosts(const Graph &graph, AnalysisManager &analyses, Outcome
     out.costSource = absl::StrCat("profile: median of ", (*profile)->measuredRuns, " runs on ",
                                   (*profile)->device);
     out.baselineStepSeconds = (*profile)->stepSeconds;
+    costs.pricedBy.assign(costs.seconds.size(), "profile");
   } else if (cost_.get() == Cost::Db) {
-    auto predicted = databaseNodeSeconds(graph, out);
+    std::vector<std::optional<double>> fromDb;
+    auto predicted = databaseNodeSeconds(graph, out, &fromDb);
     if (!predicted.ok())
       return predicted.status();
     costs.seconds = std::move(*predicted);
-    for (double s : costs.seconds)
-      out.baselineStepSeconds += s;
+    for (const std::optional<double> &s : fromDb)
+      costs.pricedBy.push_back(s ? "db" : "flops (not in the db)");
+  } else if (cost_.get() == Cost::Inductor) {
+    std::vector<std::optional<double>> fromDb;
+    std::string dbSource;
+    if (!databasePath().empty()) {
+      auto predicted = databaseNodeSeconds(graph, out, &fromDb);
+      if (!predicted.ok())
+        return predicted.status();
+      dbSource = std::move(out.costSource);
+    }
+    const MachineRates &rates = measuredCpuRates();
+    InductorPrices prices = inductorNodeSeconds(graph, rates, fromDb.empty() ? nullptr : &fromDb);
+    costs.seconds = std::move(prices.seconds);
+    for (PriceSource source : prices.sources)
+      costs.pricedBy.push_back(priceSourceName(source));
+    out.costSource = absl::StrFormat(
+        "inductor: fusing operators by the bytes they read at %.1f GB/s, matrix products, "
+        "convolutions and attention by %sa roofline at %.1f GFLOP/s (rates measured on this "
+        "machine's CPU)",
+        rates.bytesPerSecond / 1e9, dbSource.empty() ? "" : "the database where it has them, else ",
+        rates.flopsPerSecond / 1e9);
+    if (!dbSource.empty())
+      absl::StrAppend(&out.costSource, "; ", dbSource);
   } else {
     costs.seconds = estimatedNodeSeconds(graph);
     out.costSource = "flops: estimated at a nominal 100 GFLOP/s";
+    costs.pricedBy.assign(costs.seconds.size(), "flops");
+  }
+  if (cost_.get() != Cost::Profile)
     for (double s : costs.seconds)
       out.baselineStepSeconds += s;
-  }
   // Scratch bytes are what a run allocates, not a timing: measured, they are
   // the same in every run, so plans on FLOP costs stay reproducible.
   if (scratch_.get() == Scratch::None) {
@@ -643,6 +691,13 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
     return planned.status();
   const CheckpointPlan &plan = planned->plan;
   recordPlan(*model, plan, planned->measured, out);
+  for (const RecomputeSet::Clone &clone : plan.recompute.clones) {
+    const int64_t r = built->baseline().rank.lookup(clone.original);
+    out.recomputedNodes.push_back(
+        {clone.original->numOutputs() ? clone.original->output(0)->name().str() : "",
+         clone.original->opName(), r < 0 ? "" : costs->pricedBy[r].str(),
+         r < 0 ? 0.0 : costs->seconds[r]});
+  }
   // What no recomputation plan can beat (offloads can): the gap is measured.
   out.lowerBoundSeconds =
       std::max(recomputeLowerBound(*built, out.budgetBytes), plan.lowerBoundSeconds);
@@ -701,6 +756,19 @@ void printPlanning(llvm::raw_ostream &os, const Outcome &o) {
   else if (!o.solverStatus.empty())
     os << " (" << o.solverStatus << ")";
   os << "\n  cost model: " << o.costSource << "\n";
+  if (!o.recomputedNodes.empty()) {
+    llvm::MapVector<llvm::StringRef, std::pair<size_t, double>> bySource;
+    for (const CheckpointPass::RecomputedNode &n : o.recomputedNodes) {
+      auto &[count, seconds] = bySource[n.pricedBy];
+      ++count;
+      seconds += n.seconds;
+    }
+    std::vector<std::string> parts;
+    for (const auto &[source, tally] : bySource)
+      parts.push_back(llvm::formatv("{0} x{1} ({2:F2} ms)", source, tally.first,
+                                    tally.second * 1e3));
+    os << "  recomputed nodes priced by: " << absl::StrJoin(parts, ", ") << "\n";
+  }
   if (!o.ladderFrom.empty())
     os << "  budget ladder: the plan of the tighter " << o.ladderFrom
        << ", no slower than this budget's own (monotone=false plans this budget alone)\n";

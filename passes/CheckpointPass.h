@@ -68,9 +68,15 @@ public:
     int64_t bytes = 0;
     double recomputeSeconds = 0; ///< recomputing it alone
   };
+  /// A node the plan recomputes (one per clone), and what priced it.
+  struct RecomputedNode {
+    std::string value, op, pricedBy; ///< the original's first output, its operator, the cost model
+    double seconds = 0;
+  };
   /// What the last run decided and measured.
   struct Outcome {
     std::string graph, planner, budgetText, boundedName, costSource, solverStatus;
+    std::vector<RecomputedNode> recomputedNodes;
     int64_t budgetBytes = 0;     ///< of the bounded memory
     /// activations= with budget= too: the peak above the inputs allowed; -1 otherwise.
     int64_t peakCapBytes = -1;
@@ -127,7 +133,7 @@ protected:
 
 private:
   enum class Planner { Greedy, Structured, Milp, Torch };
-  enum class Cost { Profile, Flops, Db };
+  enum class Cost { Profile, Flops, Db, Inductor };
   enum class Unmet { Error, Closest };
   enum class Scratch { Auto, Measured, None };
   PassOption<std::optional<MemoryAmount>> budget_{
@@ -151,13 +157,18 @@ private:
                                 {"milp", Planner::Milp},
                                 {"torch", Planner::Torch}}};
   PassOption<Cost> cost_{this, "cost",
-                         "node times: measured by the profile analysis, estimated from FLOPs, or "
-                         "predicted by the operator cost database (db=)",
+                         "node times: measured by the profile analysis, estimated from FLOPs, "
+                         "predicted by the operator cost database (db=), or as Inductor runs "
+                         "them (fusing operators by the bytes they read, kernels by db= or a "
+                         "roofline, at this machine's measured rates)",
                          Cost::Profile,
-                         {{"profile", Cost::Profile}, {"flops", Cost::Flops}, {"db", Cost::Db}}};
+                         {{"profile", Cost::Profile},
+                          {"flops", Cost::Flops},
+                          {"db", Cost::Db},
+                          {"inductor", Cost::Inductor}}};
   PassOption<std::string> db_{this, "db",
-                              "cost=db: the cost database (graph-opt-costdb measure makes it); "
-                              "default $GRAPHOPT_COSTDB",
+                              "cost=db, cost=inductor: the cost database (graph-opt-costdb "
+                              "measure makes it); cost=db's default $GRAPHOPT_COSTDB",
                               ""};
   PassOption<Scratch> scratch_{
       this, "scratch",
@@ -197,7 +208,13 @@ private:
   /// `out` says which, with the unoptimised step time.
   /// cost=db: each node's time predicted by the cost database, the FLOP
   /// model's where it has none (listed in out.costSource).
-  absl::StatusOr<std::vector<double>> databaseNodeSeconds(const Graph &graph, Outcome &out) const;
+  /// `predicted` (optional) gets the database's own prediction per rank (none
+  /// where it has the operator's time from the FLOP model).
+  absl::StatusOr<std::vector<double>>
+  databaseNodeSeconds(const Graph &graph, Outcome &out,
+                      std::vector<std::optional<double>> *predicted = nullptr) const;
+  /// The database named by db= (cost=db: or $GRAPHOPT_COSTDB), "" if none.
+  std::string databasePath() const;
   absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
                                       Outcome &out) const;
   /// Resolves budget= (or peak=) and activations= against the unoptimised

@@ -379,7 +379,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             "checkpoint": {k: plan.report.get(k) for k in (
                 "budget_unmet", "predicted_peak_bytes", "nodes_added", "input_bytes",
                 "unoptimised_peak_bytes",
-                "step_peak_bound_bytes")
+                "step_peak_bound_bytes", "cost")
                 if k in plan.report},
         }
         if self.peak is not None:

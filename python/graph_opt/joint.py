@@ -121,7 +121,8 @@ def with_bound(pipeline, bound, closest=False):
 def compile_pipeline(text, inference=False, activations=None, peak=None, closest=False):
     """The pipeline as it runs inside torch.compile, where the joint graph's
     inputs are fake tensors: checkpoint plans from FLOP counts
-    (cost=flops,measure=false, added where not given), and passes that run
+    (cost=flops,measure=false, added where not given; cost=inductor and cost=db
+    also plan without running the graph), and passes that run
     the graph or change what it computes are refused, naming the entry. For
     an inference graph (`inference`), checkpoint entries are left out:
     without backward there is nothing to recompute. `activations` (bytes),
@@ -153,9 +154,10 @@ def compile_pipeline(text, inference=False, activations=None, peak=None, closest
         keys = {o.split("=", 1)[0].strip(): o.split("=", 1)[1].strip() if "=" in o else ""
                 for o in opts}
         if name == "checkpoint":
-            if keys.get("cost", "flops") != "flops":
+            if keys.get("cost", "flops") not in ("flops", "inductor", "db"):
                 raise Error(f"pipeline entry '{part}': cost={keys['cost']} runs the graph; "
-                            "inside torch.compile checkpoint plans with cost=flops")
+                            "inside torch.compile checkpoint plans with cost=flops (the "
+                            "default), cost=inductor or cost=db")
             if keys.get("measure", "false") not in ("false", "0"):
                 raise Error(f"pipeline entry '{part}': measure={keys['measure']} runs the "
                             "graph; inside torch.compile checkpoint plans with measure=false")

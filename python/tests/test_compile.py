@@ -369,6 +369,19 @@ def test_peak_bounds_the_whole_step_of_the_halves():
                                                        peak=inputs + 1024))(x)
 
 
+def test_peak_with_inductors_costs():
+    """checkpoint{cost=inductor} under torch.compile: a plan within peak= priced as Inductor
+    runs the kernels (fusing operators by the bytes they read), gradients eager's."""
+    torch.manual_seed(0)
+    model, x = ResidualMLP(4, torch.nn.functional.gelu), torch.randn(256, 32)
+    loose = compiled_plan(model, x, pipeline="checkpoint{activations=100%}", peak="1GiB")
+    inputs = loose["halves"]["input_bytes"]
+    bound = inputs + int(0.7 * (loose["halves_peak_bytes"] - inputs))
+    plan = compiled_plan(model, x, pipeline="checkpoint{budget=90%,cost=inductor}", peak=bound)
+    assert plan["recomputed"] and plan["halves_peak_bytes"] <= bound
+    assert plan["checkpoint"]["cost"].startswith("inductor: fusing operators by the bytes")
+
+
 def measured_whole_peak(fn, model, x):
     """The whole step's peak as c10's CPU allocator sees it (graph-opt's tracking
     allocator): what one fn(x).backward() allocates above its start, plus the parameters
@@ -468,6 +481,9 @@ def test_pipeline_inside_compile():
     assert goc.compile_pipeline("repeat{cse,dce},checkpoint{activations=30%}") == \
         "repeat{cse,dce},checkpoint{activations=30%,cost=flops,measure=false}"
     assert goc.compile_pipeline("checkpoint{budget=60%},cse", inference=True) == "cse"
+    # priced as Inductor runs the kernels: no run of the graph either
+    assert goc.compile_pipeline("checkpoint{budget=60%,cost=inductor}") == \
+        "checkpoint{budget=60%,cost=inductor,measure=false}"
     for bad, why in (("profile", "cannot run inside torch.compile"),
                      ("checkpoint{cost=profile}", "cost=profile runs the graph"),
                      ("checkpoint{measure=true}", "measure=true runs the graph"),
