@@ -171,6 +171,7 @@ bench-compile: build
 # BENCH_PEAK_EXTRA of the way from the inputs to the unbudgeted peak, per-block checkpointing;
 # checks that every graph-opt peak is within its bound and monotone; tables, JSON and Pareto
 # plots in $(BENCH_DIR)/peak. About 20 minutes per default-size model on 2 cores.
+# BENCH_PEAK_PIPELINE replaces graph-opt's pipeline (e.g. one with checkpoint{cost=inductor}).
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -180,7 +181,7 @@ bench-peak: build
 	@$(VENV)/bin/python benchmarks/models/peak_bound.py --models '$(BENCH_PEAK_MODELS)' \
 	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
 	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
-	  -o $(BENCH_DIR)/peak
+	  $(if $(BENCH_PEAK_PIPELINE),--pipeline '$(BENCH_PEAK_PIPELINE)') -o $(BENCH_DIR)/peak
 
 # graph_opt.auto_checkpoint in eager PyTorch on the zoo's models (benchmarks/models/eager_peak.py,
 # docs/Checkpointing.md "peak= in eager PyTorch"): per model, bounds BENCH_EAGER_SHARES of the

@@ -3,7 +3,8 @@
 items 2 and 4; docs/TorchCompile.md, "peak= against the knapsack").
 
     peak_bound.py --models gpt2:default[,bert:default,...] [--budgets 0.5,0.3,0.1,0.05]
-                  [--extra 0.9,0.7] [--steps 10] [--warmup 2] [--threads N] [-o DIR]
+                  [--extra 0.9,0.7] [--steps 10] [--warmup 2] [--threads N]
+                  [--pipeline P] [-o DIR]
 
 Per model (built as the harness builds it: peers.build, dropout off so that compiled steps
 are deterministic to compare), in one process:
@@ -13,7 +14,9 @@ are deterministic to compare), in one process:
 2. For each knapsack budget B (`--budgets`): torch.compile at activation_memory_budget=B
    (`knapsack@B`), its peak measured; then graph-opt's partitioner with peak= that measured
    peak (`graph-opt@peak(B)`, graph_opt.backend(peak=..., verify=True): its partition is
-   checked against torch's own on every forward output and gradient when it compiles).
+   checked against torch's own on every forward output and gradient when it compiles;
+   `--pipeline` replaces the partitioner's default pipeline, e.g.
+   "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=inductor}").
    The two steps are timed interleaved (A, B, B, A, ... for --steps pairs after --warmup
    steps each); the ratio of graph-opt's median step time to the knapsack's is printed with
    a 95% interval (bootstrap over the pairs, 2000 resamples): "faster" or "slower" only where
@@ -135,16 +138,17 @@ def _reason(error):
     return lines[0] if lines else type(error).__name__
 
 
-def graph_opt_point(step, args, bound, warmup):
-    """graph-opt's partitioner at peak=bound: (run, module, row) or (None, None, row) where
-    it refused the bound."""
+def graph_opt_point(step, args, bound, warmup, pipeline=None):
+    """graph-opt's partitioner at peak=bound (running `pipeline`, default the partitioner's
+    own): (run, module, row) or (None, None, row) where it refused the bound."""
     import torch._dynamo
 
     graph_opt = peers._graph_opt()  # the installed package or the build tree's
     graph_opt.compile.reset_stats()
     try:
+        options = {"pipeline": pipeline} if pipeline else {}
         run, module, seconds = compiled(step, args, graph_opt.backend(
-            peak=bound, strict=True, verify=True), warmup=warmup)
+            peak=bound, strict=True, verify=True, **options), warmup=warmup)
     except torch._dynamo.exc.BackendCompilerFailed as e:
         return None, None, {"bound": bound, "error": _reason(e)}
     stats = graph_opt.compile.stats()
@@ -159,7 +163,7 @@ def graph_opt_point(step, args, bound, warmup):
     return run, module, row
 
 
-def run_model(spec, budgets, extra, steps, warmup, out):
+def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None):
     import torch
     import torch._dynamo
 
@@ -167,7 +171,7 @@ def run_model(spec, budgets, extra, steps, warmup, out):
     held = sum(p.untyped_storage().nbytes() for p in step.parameters())
     held += sum(a.untyped_storage().nbytes() for a in args if hasattr(a, "untyped_storage"))
     result = {"model": spec, "input_bytes": held, "knapsack": [], "graph_opt": [],
-              "extra": []}
+              "extra": [], "pipeline": pipeline}
     torch._dynamo.reset()
     run, module, seconds = compiled(step, args, warmup=warmup)
     unbudgeted = whole_peak(run, module, args)
@@ -183,7 +187,7 @@ def run_model(spec, budgets, extra, steps, warmup, out):
         kpeak = whole_peak(ka, km, args)
         krow = {"budget": budget, "peak": kpeak, "compile_seconds": kseconds}
         result["knapsack"].append(krow)
-        ga, gm, grow = graph_opt_point(step, args, kpeak, warmup)
+        ga, gm, grow = graph_opt_point(step, args, kpeak, warmup, pipeline)
         if ga is not None:
             grow["peak"] = whole_peak(ga, gm, args)
             ta, tb = interleaved((ka, km), (ga, gm), steps)
@@ -203,7 +207,7 @@ def run_model(spec, budgets, extra, steps, warmup, out):
     for fraction in extra:
         bound = int(held + fraction * (unbudgeted - held))
         torch._dynamo.reset()
-        ga, gm, grow = graph_opt_point(step, args, bound, warmup)
+        ga, gm, grow = graph_opt_point(step, args, bound, warmup, pipeline)
         grow["fraction"] = fraction
         if ga is not None:
             grow["peak"] = whole_peak(ga, gm, args)
@@ -308,6 +312,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--pipeline", help="graph-opt's pipeline (default the partitioner's; "
+                        "peak= replaces its checkpoint bounds)")
     parser.add_argument("-o", "--out", default="build/bench/peak")
     a = parser.parse_args(argv)
     try:
@@ -329,7 +335,7 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     results = []
     for spec in a.models.split(","):
-        results.append(run_model(spec, budgets, extra, a.steps, a.warmup, a.out))
+        results.append(run_model(spec, budgets, extra, a.steps, a.warmup, a.out, a.pipeline))
         name = spec.replace(":", "-")
         plot(results[-1], os.path.join(a.out, f"pareto-{name}.png"))
         c = results[-1]["checks"]
