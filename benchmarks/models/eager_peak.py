@@ -183,14 +183,16 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(a.threads)
-    results = [run_model(m, shares, a.steps, a.timed) for m in a.models.split(",") if m]
     os.makedirs(a.out, exist_ok=True)
-    for name, text in (("eager_peak.json", json.dumps(results, indent=1)),
-                       ("eager_peak.md", markdown(results))):
-        tmp = os.path.join(a.out, name + ".tmp")
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, os.path.join(a.out, name))
+    results = []
+    for model in filter(None, a.models.split(",")):
+        results.append(run_model(model, shares, a.steps, a.timed))
+        for name, text in (("eager_peak.json", json.dumps(results, indent=1)),
+                           ("eager_peak.md", markdown(results))):  # after each model
+            tmp = os.path.join(a.out, name + ".tmp")
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, os.path.join(a.out, name))
     print(markdown(results))
     ok = all(all(r["checks"].values()) for r in results)
     print("all checks hold" if ok else "a check FAILED")
