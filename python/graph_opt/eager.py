@@ -324,8 +324,10 @@ def _measured_peak(model, loss_fn, example_inputs):
         return tracker.peak_bytes
 
 
-# Plans tried before auto_checkpoint gives up on a peak eager PyTorch measures over it.
+# Plans tried: tightened while eager measures over the bound, loosened while it measures more
+# than _WITHIN under it (recomputing less is faster).
 _MAX_ROUNDS = 4
+_WITHIN = 0.10
 
 
 def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
@@ -340,10 +342,13 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     the batch) plus what one step on the example inputs allocates above them, measured
     by the allocator once the plan is applied; where that is over `peak` (eager keeps a
     little more than the exported graph: dropout's mask as floats, for one), the plan is
-    made again for a peak lower by the excess, at most four times. model.graph_opt_plan is
-    the checkpoint pass's report of the plan applied (docs/Checkpointing.md#the-report),
-    with "eager_measured_peak_bytes" (the whole step's), "eager_peak_bound_bytes" (`peak`)
-    and "eager_rounds" added (its step_peak_bound_bytes is the last round's target). Raises
+    made again for a peak lower by the excess, and where it is more than 10% under, for a
+    peak higher by the room left (eager often frees more than the plan counted on, and
+    recomputing less is faster); at most four plans, and the loosest that measured within
+    the bound is applied. model.graph_opt_plan is the checkpoint pass's report of the plan
+    applied (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole
+    step's), "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans made) added (its
+    step_peak_bound_bytes is the target it was planned for). Raises
     graph_opt.Error where the step cannot be exported, no plan reaches the peak (the message
     gives the least reachable) or eager's measured peak stays over it."""
     peak_text = check_peak(peak)
@@ -360,14 +365,20 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
         original = Graph.load(path)
     modules = dict(model.named_modules())
     target, measured = peak_text, None
+    fitting = None  # the loosest plan measured within the bound: (measured, report, regions, recorded)
+
+    def unplan():
+        for module in modules.values():
+            _unplan_module(module)
     try:
         for rounds in range(1, _MAX_ROUNDS + 1):
-            for module in modules.values():  # the last round's plan off
-                _unplan_module(module)
+            unplan()  # the last round's plan off
             pipe = with_peak(pipeline or "checkpoint{}", target)
             try:
                 result = run_pipeline(original.clone(), pipe)
             except Error as e:
+                if fitting is not None:
+                    break
                 if rounds == 1:
                     raise
                 raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in "
@@ -378,21 +389,34 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             if report is None:
                 raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
             regions = plan_regions(original, report, model)
-            applied = _apply(regions, modules, _record(model, loss_fn, example_inputs, regions))
+            recorded = _record(model, loss_fn, example_inputs, regions)
+            _apply(regions, modules, recorded)
             measured = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
             report["eager_measured_peak_bytes"] = measured
             report["eager_peak_bound_bytes"] = bound
             report["eager_rounds"] = rounds
             if measured <= bound:
-                break
-            target = str(report["step_peak_bound_bytes"] - (measured - bound))
-        else:
+                if fitting is None or measured > fitting[0]:
+                    fitting = (measured, report, regions, recorded)
+                if measured >= bound * (1 - _WITHIN) or not report["activations"] or \
+                        not any(a["decision"] == "recomputed" for a in report["activations"]):
+                    break
+                # far under: plan for a peak higher by the room left (recomputing less)
+                target = str(report["step_peak_bound_bytes"] + (bound - measured))
+            elif fitting is not None:
+                break  # loosened past the bound: the last plan that fitted
+            else:
+                target = str(report["step_peak_bound_bytes"] - (measured - bound))
+        if fitting is None:
             raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
                         f"PyTorch: the step still measures {measured} bytes after "
                         f"{_MAX_ROUNDS} plans, each tightened by the last one's excess")
+        measured, report, regions, recorded = fitting
+        report["eager_rounds"] = rounds
+        unplan()
+        applied = _apply(regions, modules, recorded)
     except BaseException:
-        for module in modules.values():  # nothing of a plan stays on a failure
-            _unplan_module(module)
+        unplan()  # nothing of a plan stays on a failure
         raise
     model.graph_opt_plan = report
     model.graph_opt_regions = applied
