@@ -344,7 +344,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     little more than the exported graph: dropout's mask as floats, for one), the plan is
     made again for a peak lower by the excess, and where it is more than 10% under, for a
     peak higher by the room left (eager often frees more than the plan counted on, and
-    recomputing less is faster); at most four plans, and the loosest that measured within
+    recomputing less is faster); once one plan has fitted and one has not, the next is made
+    halfway between their targets. At most four plans, and the loosest that measured within
     the bound is applied. model.graph_opt_plan is the checkpoint pass's report of the plan
     applied (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole
     step's), "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans made) added (its
@@ -366,6 +367,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     modules = dict(model.named_modules())
     target, measured = peak_text, None
     fitting = None  # the loosest plan measured within the bound: (measured, report, regions, recorded)
+    fits = over = None  # the highest target whose plan fitted, the lowest whose plan did not
 
     def unplan():
         for module in modules.values():
@@ -395,18 +397,24 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             report["eager_measured_peak_bytes"] = measured
             report["eager_peak_bound_bytes"] = bound
             report["eager_rounds"] = rounds
+            planned_for = report["step_peak_bound_bytes"]
             if measured <= bound:
                 if fitting is None or measured > fitting[0]:
                     fitting = (measured, report, regions, recorded)
-                if measured >= bound * (1 - _WITHIN) or not report["activations"] or \
+                fits = max(fits, planned_for) if fits is not None else planned_for
+                if measured >= bound * (1 - _WITHIN) or \
                         not any(a["decision"] == "recomputed" for a in report["activations"]):
                     break
-                # far under: plan for a peak higher by the room left (recomputing less)
-                target = str(report["step_peak_bound_bytes"] + (bound - measured))
-            elif fitting is not None:
-                break  # loosened past the bound: the last plan that fitted
             else:
-                target = str(report["step_peak_bound_bytes"] - (measured - bound))
+                over = min(over, planned_for) if over is not None else planned_for
+            # The next target: between the loosest that fitted and the tightest that did
+            # not, once both are known; else moved by the excess or the room left.
+            if fits is not None and over is not None:
+                if over - fits <= 1:
+                    break
+                target = str((fits + over) // 2)
+            else:
+                target = str(planned_for + (bound - measured))
         if fitting is None:
             raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
                         f"PyTorch: the step still measures {measured} bytes after "
