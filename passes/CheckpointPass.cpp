@@ -756,19 +756,6 @@ void printPlanning(llvm::raw_ostream &os, const Outcome &o) {
   else if (!o.solverStatus.empty())
     os << " (" << o.solverStatus << ")";
   os << "\n  cost model: " << o.costSource << "\n";
-  if (!o.recomputedNodes.empty()) {
-    llvm::MapVector<llvm::StringRef, std::pair<size_t, double>> bySource;
-    for (const CheckpointPass::RecomputedNode &n : o.recomputedNodes) {
-      auto &[count, seconds] = bySource[n.pricedBy];
-      ++count;
-      seconds += n.seconds;
-    }
-    std::vector<std::string> parts;
-    for (const auto &[source, tally] : bySource)
-      parts.push_back(llvm::formatv("{0} x{1} ({2:F2} ms)", source, tally.first,
-                                    tally.second * 1e3));
-    os << "  recomputed nodes priced by: " << absl::StrJoin(parts, ", ") << "\n";
-  }
   if (!o.ladderFrom.empty())
     os << "  budget ladder: the plan of the tighter " << o.ladderFrom
        << ", no slower than this budget's own (monotone=false plans this budget alone)\n";
@@ -882,6 +869,24 @@ void printActivations(llvm::raw_ostream &os, const Outcome &o) {
 
 } // namespace
 
+/// What priced the recomputed nodes, by cost model (the last line of the report:
+/// checkpoint.json's recomputed_nodes has them one by one).
+void printPricing(llvm::raw_ostream &os, const Outcome &o) {
+  if (o.recomputedNodes.empty())
+    return;
+  llvm::MapVector<llvm::StringRef, std::pair<size_t, double>> bySource;
+  for (const CheckpointPass::RecomputedNode &n : o.recomputedNodes) {
+    auto &[count, seconds] = bySource[n.pricedBy];
+    ++count;
+    seconds += n.seconds;
+  }
+  std::vector<std::string> parts;
+  for (const auto &[source, tally] : bySource)
+    parts.push_back(
+        llvm::formatv("{0} x{1} ({2:F2} ms)", source, tally.first, tally.second * 1e3));
+  os << "  recomputed nodes priced by: " << absl::StrJoin(parts, ", ") << "\n";
+}
+
 void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (!outcome_)
     return;
@@ -890,6 +895,7 @@ void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   printPredictions(os, o);
   printOffloads(os, o);
   printActivations(os, o);
+  printPricing(os, o);
 }
 
 GRAPHOPT_REGISTER_PASS(CheckpointPass);
