@@ -867,8 +867,6 @@ void printActivations(llvm::raw_ostream &os, const Outcome &o) {
   }
 }
 
-} // namespace
-
 /// What priced the recomputed nodes, by cost model (the last line of the report:
 /// checkpoint.json's recomputed_nodes has them one by one).
 void printPricing(llvm::raw_ostream &os, const Outcome &o) {
@@ -886,6 +884,8 @@ void printPricing(llvm::raw_ostream &os, const Outcome &o) {
         llvm::formatv("{0} x{1} ({2:F2} ms)", source, tally.first, tally.second * 1e3));
   os << "  recomputed nodes priced by: " << absl::StrJoin(parts, ", ") << "\n";
 }
+
+} // namespace
 
 void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (!outcome_)
