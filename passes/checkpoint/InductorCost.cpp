@@ -53,17 +53,24 @@ bool readByBackward(const Value *v) {
 
 /// Whether `v` exists in memory when a fused kernel reads it: a graph input,
 /// made by a kernel of its own, or saved for backward (backward reads it, so
-/// it is written out); a view is its base (the operand its schema aliases).
+/// it is written out); a view is its base, taken as its first tensor operand
+/// (an approximation for pricing: AliasInfo, the one place alias walks live,
+/// is not built for it).
 bool inMemory(const Value *v) {
   while (const Node *def = v->definingNode()) {
     if (readByBackward(v))
       return true;
     if (!opEffects(*def).isView())
       return isExternKernel(*def);
-    llvm::SmallVector<Value *, 2> bases = aliasedOperands(*def, v->index());
-    if (bases.empty())
+    const Value *base = nullptr;
+    for (const Value *operand : def->operandValues())
+      if (operand->isTensor()) {
+        base = operand;
+        break;
+      }
+    if (!base)
       return true;
-    v = bases.front();
+    v = base;
   }
   return true;
 }
