@@ -22,6 +22,12 @@
 // results in reverse. Goal: at most 200 ms at 100k nodes, near-linear
 // (ns_per_node roughly flat from 10k to 1M).
 //
+// BM_DefaultPipeline: the pipeline graph_opt's partitioner runs inside
+// torch.compile (`repeat{cse,canonicalize,dce},checkpoint{activations=30%,
+// cost=flops,measure=false}`) on the redundant graph; counters split the time
+// by pass (repeat's includes the passes it runs) and the verifier. Goal
+// (issue 53): under 0.5 s at 100k nodes.
+//
 // BM_CheckpointGreedy: checkpoint's planning on the training chain of N nodes
 // (every forward activation a candidate): the recompute model (liveness,
 // candidates, each one's cost alone) and the greedy planner at half the saved
@@ -38,6 +44,7 @@
 #include "graphopt/Pass/GraphOptimizer.h"
 
 #include <chrono>
+#include <map>
 
 #include "BenchmarkSizes.h"
 
@@ -239,6 +246,48 @@ BENCHMARK_CAPTURE(BM_RedundantOps, canonicalize, "canonicalize")
     ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_RedundantOps, dce, "dce")
     ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
+
+/// The pipeline graph_opt's partitioner runs inside torch.compile
+/// (python/graph_opt/joint.py's DEFAULT_PIPELINE with the options it adds
+/// there), on the redundant graph: what planning costs a compile, per node.
+void BM_DefaultPipeline(benchmark::State &state) {
+  auto original = makeRedundantGraph(state.range(0));
+  const char *pipeline =
+      "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,measure=false}";
+  double verifySeconds = 0;
+  std::map<std::string, double> passSeconds;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Graph> g = original->clone();
+    GraphOptimizer optimizer;
+    absl::Status added = optimizer.addPipeline(pipeline);
+    state.ResumeTiming();
+    if (!added.ok()) {
+      state.SkipWithError(std::string(added.message()).c_str());
+      break;
+    }
+    auto changed = optimizer.run(*g);
+    if (!changed.ok()) {
+      state.SkipWithError(std::string(changed.status().message()).c_str());
+      break;
+    }
+    for (const PassTiming &t : optimizer.timings()) {
+      verifySeconds += t.verifySeconds;
+      passSeconds[t.pass] += t.seconds; // repeat's includes the passes it runs
+    }
+    state.PauseTiming();
+    g.reset();
+    state.ResumeTiming();
+  }
+  double n = static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  state.counters["verify_ms"] = 1e3 * verifySeconds / n;
+  for (const auto &[pass, seconds] : passSeconds)
+    state.counters[pass + "_ms"] = 1e3 * seconds / n;
+  state.counters["ns_per_node"] = benchmark::Counter(
+      static_cast<double>(original->numNodes()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_DefaultPipeline)->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 
 void BM_CheckpointGreedy(benchmark::State &state) {
   auto g = makeTrainingChain(state.range(0));

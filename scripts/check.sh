@@ -20,7 +20,7 @@ python3=${python3:-python3}
 # name | what it checks | command
 steps=(
   "test|make test: lit (fork server), unit tests, Python tests|cd $build && ctest --output-on-failure -j ${JOBS:-2}"
-  "lit-plain|every lit test again, each graph-opt command its own process (no fork server)|cd $build && $python3 $lit -s --no-progress-bar --param fork-server=0 test"
+  "lit-plain|every lit test again, each graph-opt command its own process (no fork server), and the full tier's (REQUIRES: full-tier)|cd $build && $python3 $lit -s --no-progress-bar --param fork-server=0 --param tier=full test"
   "pass-fuzz|the pass fuzzer's property test on ${CHECK_PASS_FUZZ_GRAPHS:-3000} more graphs (seeds after make test's 500)|cd $build && GRAPHOPT_PASS_FUZZ_GRAPHS=${CHECK_PASS_FUZZ_GRAPHS:-3000} GRAPHOPT_PASS_FUZZ_SEED=501 bin/PassTests --gtest_color=no --gtest_brief=1 --gtest_filter='PassFuzzTest.*'"
   "compile|the full torch.compile set (make test-compile)|$make --no-print-directory test-compile"
   "distributed|every two-rank test (make test-distributed)|$make --no-print-directory test-distributed"

@@ -128,3 +128,11 @@ if chromium is None:
 if chromium:
     config.available_features.add("chromium")
     config.substitutions.append(("%chromium", chromium))
+
+# The full tier (REQUIRES: full-tier): end-to-end runs of the benchmark harness, the batch-size
+# sweep and the peers, tens of seconds each, that test the tools around the optimizer rather
+# than its passes. make check's lit-plain step runs them (`--param tier=full`); make test leaves
+# them out (UNSUPPORTED) to stay under five minutes on two cores. Their quick error-path tests
+# stay in make test.
+if lit_config.params.get("tier", "") == "full":
+    config.available_features.add("full-tier")

@@ -38,8 +38,10 @@ std::pair<int64_t, int64_t> joined(std::pair<int64_t, int64_t> a, std::pair<int6
 
 AliasInfo::AliasInfo(const Graph &graph, AliasFacts facts)
     : graph_(&graph), facts_(facts), rank_(graph, -1), roots_(graph), analysed_(graph, 0),
-      writtenThrough_(graph, 0) {
+      writtenThrough_(graph, 0), valueOfId_(graph.valueIdBound(), nullptr) {
   const bool all = facts == AliasFacts::All;
+  if (all)
+    storages_.resize(graph.valueIdBound());
   for (const GraphInput &in : graph.inputs()) {
     const Value *owner = graph.storageOwner(in.value);
     roots_[in.value] = {owner->id()};
@@ -54,14 +56,14 @@ AliasInfo::AliasInfo(const Graph &graph, AliasFacts facts)
     if (all)
       for (Value *v : n.operandValues())
         for (unsigned root : roots_.lookup(v))
-          storages_[root].lastReader = {n.id(), rank};
+          storage(root).lastReader = {n.id(), rank};
     // Writes: each storage written, at this rank; each value on the chain
     // of views from the written value back to its roots is written through.
     if (all) {
       for (Value *w : writtenValues(n)) {
         std::pair<int64_t, int64_t> bytes = byteRange(w);
         for (unsigned root : roots_.lookup(w)) {
-          std::vector<StorageFacts::Write> &writes = storages_[root].writes;
+          std::vector<StorageFacts::Write> &writes = storage(root).writes;
           if (writes.empty() || writes.back().rank != rank)
             writes.push_back({rank, bytes});
           else
@@ -96,7 +98,7 @@ AliasInfo::AliasInfo(const Graph &graph, AliasFacts facts)
   if (all)
     for (const GraphOutput &o : graph.outputs())
       for (unsigned root : roots_.lookup(o.value))
-        storages_[root].escapes = true;
+        storage(root).escapes = true;
 }
 
 // --- storage ------------------------------------------------------------------
@@ -145,7 +147,7 @@ AliasInfo::Roots AliasInfo::rootIds(const Value *v) const {
 llvm::SmallVector<const Value *, 2> AliasInfo::roots(const Value *v) const {
   llvm::SmallVector<const Value *, 2> out;
   for (unsigned id : rootIds(v))
-    out.push_back(valueOfId_.lookup(id));
+    out.push_back(valueOfId(id));
   return out;
 }
 
@@ -222,8 +224,7 @@ llvm::SmallVector<unsigned, 4> AliasInfo::writtenGraphInputs() const {
 
 const AliasInfo::StorageFacts *AliasInfo::factsOf(unsigned rootId) const {
   assert(facts_ == AliasFacts::All && "a roots-only AliasInfo has no reads, writes or escapes");
-  auto it = storages_.find(rootId);
-  return it == storages_.end() ? nullptr : &it->second;
+  return rootId < storages_.size() ? &storages_[rootId] : nullptr;
 }
 
 std::pair<int64_t, int64_t> AliasInfo::byteRange(const Value *v) {
@@ -326,12 +327,10 @@ void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
   llvm::erase_value(into, old->id());
   if (into.empty())
     return;
-  auto it = storages_.find(old->id());
-  if (it != storages_.end()) {
-    StorageFacts moved = std::move(it->second);
-    storages_.erase(it);
+  if (old->id() < storages_.size()) {
+    StorageFacts moved = std::exchange(storages_[old->id()], StorageFacts());
     for (unsigned id : into) {
-      StorageFacts &f = storages_[id];
+      StorageFacts &f = storage(id);
       f.escapes |= moved.escapes;
       if (moved.lastReader.rank > f.lastReader.rank)
         f.lastReader = moved.lastReader;
@@ -357,7 +356,7 @@ void AliasInfo::noteReplaced(const Value *old, const Value *replacement) {
 }
 
 void AliasInfo::noteReaderReplaced(const Node *from, const Node *to) {
-  for (auto &[id, facts] : storages_)
+  for (StorageFacts &facts : storages_)
     if (facts.lastReader.nodeId == from->id())
       facts.lastReader.nodeId = to->id();
 }

@@ -473,6 +473,7 @@ Node *Graph::createNode(const c10::OperatorHandle &op, llvm::ArrayRef<Argument> 
   }
   node->insertInto(insertBefore);
   ++numNodes_;
+  numNodeOutputs_ += node->outputs_.size();
   return node;
 }
 
@@ -597,6 +598,7 @@ absl::Status Graph::eraseNode(Node *node) {
     node->dropUses(i);
   nodes_.remove(*node);
   --numNodes_;
+  numNodeOutputs_ -= node->outputs_.size();
   delete node;
   return absl::OkStatus();
 }
@@ -612,12 +614,7 @@ std::vector<Value *> Graph::allValues() const {
   return vals;
 }
 
-size_t Graph::numValues() const {
-  size_t n = inputValues_.size();
-  for (const Node &node : nodes_)
-    n += node.outputs_.size();
-  return n;
-}
+size_t Graph::numValues() const { return inputValues_.size() + numNodeOutputs_; }
 
 std::unique_ptr<Graph> Graph::clone(ValueMap<Value *> *valueMap) const {
   auto g = std::make_unique<Graph>(name_);

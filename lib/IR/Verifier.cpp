@@ -20,6 +20,7 @@ public:
   explicit Verifier(const Graph &g) : graph_(g) {}
 
   std::vector<VerifierDiagnostic> run() {
+    seenNames_.reserve(allValues_.size());
     checkInputs();
     for (const Node &n : graph_.nodes())
       checkNode(n);
@@ -35,7 +36,7 @@ private:
   void checkTotalBytes() {
     constexpr int64_t kLimit = int64_t(1) << 62;
     int64_t total = 0;
-    for (const Value *v : graph_.allValues())
+    for (const Value *v : allValues_)
       if (v->isTensor() && v->type().isKnown() &&
           (__builtin_add_overflow(total, v->tensorType().storageBytes(), &total) || total > kLimit)) {
         report(nullptr, absl::StrCat("the graph's tensors together take more than 2^62 bytes (%",
@@ -51,7 +52,7 @@ private:
   void checkName(const Node *n, const Value *v, llvm::StringRef what) {
     if (v->name().empty())
       report(n, absl::StrCat(what.str(), " has an empty name"));
-    else if (!seenNames_.insert(v->name().str()).second)
+    else if (!seenNames_.insert(v->name()).second)
       report(n, absl::StrCat(what.str(), " %", v->name().str(), ": value name is not unique"));
   }
 
@@ -280,7 +281,8 @@ private:
       is[v] = 1;
     return is;
   }();
-  llvm::StringSet<> seenNames_;
+  /// Names of the values checked so far (the values own them: no copies).
+  llvm::DenseSet<llvm::StringRef> seenNames_;
   llvm::StringMap<const GraphInput *> inputsByTarget_;
   llvm::StringMap<const GraphInput *> inputsByName_;
   Phase maxPhase_ = Phase::Forward;

@@ -158,7 +158,14 @@ private:
   void resolve(unsigned id, Roots &out, unsigned depth = 0) const;
   Roots rootIds(const Value *v) const;
   const StorageFacts *factsOf(unsigned rootId) const;
-  void remember(const Value *v) const { valueOfId_[v->id()] = v; }
+  void remember(const Value *v) const {
+    if (v->id() >= valueOfId_.size())
+      valueOfId_.resize(std::max<size_t>(v->id() + 1, 2 * valueOfId_.size()), nullptr);
+    valueOfId_[v->id()] = v;
+  }
+  const Value *valueOfId(unsigned id) const {
+    return id < valueOfId_.size() ? valueOfId_[id] : nullptr;
+  }
 
   const Graph *graph_;
   AliasFacts facts_;
@@ -166,9 +173,18 @@ private:
   ValueMap<Roots> roots_;
   ValueMap<uint8_t> analysed_; ///< 1: roots_ holds the value's roots
   ValueMap<uint8_t> writtenThrough_;
-  /// The value of each id seen (roots are looked up by id).
-  mutable llvm::DenseMap<unsigned, const Value *> valueOfId_;
-  llvm::DenseMap<unsigned, StorageFacts> storages_;
+  /// The value of each id seen (roots are looked up by id), indexed by id:
+  /// ids are dense, so a vector answers without hashing.
+  mutable std::vector<const Value *> valueOfId_;
+  /// Facts of each storage, indexed by its root's id (a default entry: no
+  /// reader, write or escape), so that the walk over the nodes reaches them
+  /// in id order instead of hashing into a table larger than the cache.
+  std::vector<StorageFacts> storages_;
+  StorageFacts &storage(unsigned rootId) {
+    if (rootId >= storages_.size())
+      storages_.resize(std::max<size_t>(rootId + 1, 2 * storages_.size()));
+    return storages_[rootId];
+  }
   /// Storage roots merged into others' (noteReplaced), and where they went.
   llvm::DenseMap<unsigned, Roots> redirects_;
 };

@@ -455,6 +455,8 @@ private:
   std::vector<GraphOutput> outputs_;
   NodeList nodes_;
   size_t numNodes_ = 0;
+  /// Outputs of the nodes in nodes_ (numValues without walking the list).
+  size_t numNodeOutputs_ = 0;
   llvm::StringMap<unsigned> nameCounts_;
   llvm::StringMap<unsigned> nextSuffix_;
   unsigned nextValueId_ = 0;
