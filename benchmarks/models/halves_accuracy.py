@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""How far halves.py's peak prediction is from the measured peak of the step torch.compile
+runs, per half (issue 53, item 2; docs/TorchCompile.md, "The peak of the halves").
+
+    halves_accuracy.py --models resnet50:default[,bert:default] [--budgets 1.0,0.5,0.1]
+                       [--activations 100,0] [--threads N]
+
+graph-opt's peak= search (compile.py) plans against halves.py's prediction, so a bound is
+refused where the prediction, not the step, cannot get under it. Per model (built as the
+harness builds it, dropout off) this prints, for torch's partition at each knapsack budget:
+
+  predicted  halves.py on torch's forward and backward: the whole peak, the forward's, the
+             backward's, and what crosses (saved), the parameters and the batch included;
+  measured   the same step compiled (Inductor) at that budget and profiled (c10's CPU
+             allocator events, as peak_bound.py measures): the whole peak, the forward's, the
+             bytes live when backward starts, the backward's;
+
+and, for graph-opt's plans at each `--activations` bound (MiB of saved activations, checkpoint's
+activations= in bytes, unmet=closest as the peak= search plans), the predicted figures alone
+(the peak= search's own view of them; peak_bound.py measures the plans it accepts).
+Diagnostic output only: nothing is written. Exit 0, or 2 on bad arguments.
+"""
+import argparse
+import copy
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peers  # noqa: E402
+
+MiB = 2 ** 20
+
+
+def measured(step, args, budget, held):
+    """(whole, forward, at backward start, backward) peaks of one profiled compiled step."""
+    import torch
+    import torch._functorch.config as functorch_config
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    torch._dynamo.reset()
+    mine = copy.deepcopy(step)
+    run = peers.training_step(torch.compile(mine), args)
+    with functorch_config.patch(activation_memory_budget=budget):
+        for _ in range(3):  # compile, then warm up
+            peers.clear_grads(list(mine.parameters()))
+            run()
+    peers.clear_grads(list(mine.parameters()))
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run(mark_backward=True)
+    cpu = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
+    events, backward_ns = [], None
+    for e in prof.profiler.kineto_results.events():
+        if e.name() == "[memory]" and e.device_type() in cpu:
+            events.append(e)
+        elif e.name() == peers.BACKWARD_REGION:
+            backward_ns = e.start_ns() if backward_ns is None else min(backward_ns, e.start_ns())
+    events.sort(key=lambda e: e.start_ns())
+    total = whole = forward = backward = at_backward = 0
+    for e in events:
+        total += e.nbytes()
+        whole = max(whole, total)
+        if backward_ns is None or e.start_ns() < backward_ns:
+            forward, at_backward = max(forward, total), total
+        else:
+            backward = max(backward, total)
+    return tuple(x + held for x in (whole, forward, at_backward, backward))
+
+
+def predicted_rows(step, args, budgets, activations):
+    """halves.py on torch's partitions at `budgets` and graph-opt's plans at `activations`,
+    from the joint graph torch.compile hands the partitioner (the step is compiled once with
+    a partitioner that records and then returns torch's default partition)."""
+    import torch
+    import torch._functorch.config as functorch_config
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    graph_opt = peers._graph_opt()
+    from graph_opt import compile as go_compile
+    from graph_opt.halves import halves_peak
+    from graph_opt.joint import import_joint
+
+    rows = []
+
+    class Recorder(CustomPartitionerFn):
+        def __call__(self, gm, joint_inputs, **kwargs):
+            n = kwargs["num_fwd_outputs"]
+            for b in budgets:
+                with functorch_config.patch(activation_memory_budget=b):
+                    fw, bw = min_cut_rematerialization_partition(
+                        go_compile._copy_joint(gm), joint_inputs, **kwargs)
+                rows.append((f"knapsack@{b}", b, halves_peak(fw, bw, n)))
+            partitioner = graph_opt.partitioner(peak=1 << 50, strict=True, verify=False)
+            imported = import_joint(gm, n)
+            for a in activations:
+                _, plan, fw, bw, halves = partitioner._attempt(
+                    gm, joint_inputs, kwargs, imported, activations=int(a * MiB), closest=True)
+                rows.append((f"graph-opt activations={a:g}MiB", None, halves))
+            with functorch_config.patch(activation_memory_budget=1.0):
+                return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+
+        def uuid(self):
+            return None  # never cached: it must see the joint graph
+
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(custom_partitioner_fn=Recorder(), fx_graph_cache=False), \
+            functorch_config.patch(enable_autograd_cache=False):
+        mine = copy.deepcopy(step)
+        run = peers.training_step(torch.compile(mine), args)
+        peers.clear_grads(list(mine.parameters()))
+        run()
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--budgets", default="1.0,0.5,0.3,0.1")
+    parser.add_argument("--activations", default="100,0",
+                        help="graph-opt plans' saved-activation bounds, MiB")
+    parser.add_argument("--threads", type=int)
+    args = parser.parse_args(argv)
+    try:
+        budgets = [float(b) for b in args.budgets.split(",") if b]
+        activations = [float(a) for a in args.activations.split(",") if a]
+    except ValueError as e:
+        parser.error(f"--budgets/--activations: {e}")
+    import torch
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    for spec in args.models.split(","):
+        step, inputs, _ = peers.build(spec, None, dropout=False)
+        held = sum(p.untyped_storage().nbytes() for p in step.parameters())
+        held += sum(a.untyped_storage().nbytes() for a in inputs
+                    if hasattr(a, "untyped_storage"))
+        print(f"{spec}: parameters and batch {held / MiB:.1f} MiB (MiB below; each figure "
+              "includes them)", flush=True)
+        for name, budget, h in predicted_rows(step, inputs, budgets, activations):
+            line = (f"  {name:34s} predicted whole {h['peak_bytes'] / MiB:7.1f} forward "
+                    f"{h['forward_peak_bytes'] / MiB:7.1f} backward "
+                    f"{h['backward_peak_bytes'] / MiB:7.1f} saved {h['saved_bytes'] / MiB:7.1f}")
+            if budget is not None:
+                whole, forward, at_backward, backward = measured(step, inputs, budget, held)
+                line += (f" | measured whole {whole / MiB:7.1f} forward {forward / MiB:7.1f} "
+                         f"at backward start {at_backward / MiB:7.1f} backward "
+                         f"{backward / MiB:7.1f}")
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
