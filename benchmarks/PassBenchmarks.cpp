@@ -205,9 +205,16 @@ std::unique_ptr<Graph> makeRedundantGraph(int64_t numNodes) {
   return g;
 }
 
-void BM_RedundantOps(benchmark::State &state, const char *pipeline) {
+/// Runs `pipeline` on a fresh copy of the redundant graph of state.range(0)
+/// nodes per iteration (copying and freeing the graph untimed). Counters: the
+/// structural verifier's share (it runs after each pass that changed the
+/// graph), each pass's own time (`<pass>_ms`; a group's includes the passes it
+/// runs) and ns per node. `mustChange`: a pipeline that changes nothing is an
+/// error (the graph is built to give each pass work).
+void runPipelineBenchmark(benchmark::State &state, const char *pipeline, bool mustChange) {
   auto original = makeRedundantGraph(state.range(0));
   double verifySeconds = 0;
+  std::map<std::string, double> passSeconds;
   for (auto _ : state) {
     state.PauseTiming();
     std::unique_ptr<Graph> g = original->clone();
@@ -219,24 +226,31 @@ void BM_RedundantOps(benchmark::State &state, const char *pipeline) {
       break;
     }
     auto changed = optimizer.run(*g);
-    if (!changed.ok() || !*changed) {
+    if (!changed.ok() || (mustChange && !*changed)) {
       state.SkipWithError(changed.ok() ? "the pipeline changed nothing"
                                        : std::string(changed.status().message()).c_str());
       break;
     }
-    for (const PassTiming &t : optimizer.timings())
+    for (const PassTiming &t : optimizer.timings()) {
       verifySeconds += t.verifySeconds;
+      passSeconds[t.pass] += t.seconds;
+    }
     state.PauseTiming();
     g.reset(); // freeing the graph is not the passes' time
     state.ResumeTiming();
   }
-  // The structural verifier runs after each pass that changed the graph; its
-  // share of the time is reported apart.
-  state.counters["verify_ms"] = 1e3 * verifySeconds / std::max<int64_t>(state.iterations(), 1);
+  double n = static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  state.counters["verify_ms"] = 1e3 * verifySeconds / n;
+  for (const auto &[pass, seconds] : passSeconds)
+    state.counters[pass + "_ms"] = 1e3 * seconds / n;
   state.counters["nodes"] = static_cast<double>(original->numNodes());
   state.counters["ns_per_node"] = benchmark::Counter(
       static_cast<double>(original->numNodes()),
       benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_RedundantOps(benchmark::State &state, const char *pipeline) {
+  runPipelineBenchmark(state, pipeline, /*mustChange=*/true);
 }
 BENCHMARK_CAPTURE(BM_RedundantOps, cse_canonicalize_dce, "cse,canonicalize,dce")
     ->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
@@ -251,41 +265,9 @@ BENCHMARK_CAPTURE(BM_RedundantOps, dce, "dce")
 /// (python/graph_opt/joint.py's DEFAULT_PIPELINE with the options it adds
 /// there), on the redundant graph: what planning costs a compile, per node.
 void BM_DefaultPipeline(benchmark::State &state) {
-  auto original = makeRedundantGraph(state.range(0));
-  const char *pipeline =
-      "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,measure=false}";
-  double verifySeconds = 0;
-  std::map<std::string, double> passSeconds;
-  for (auto _ : state) {
-    state.PauseTiming();
-    std::unique_ptr<Graph> g = original->clone();
-    GraphOptimizer optimizer;
-    absl::Status added = optimizer.addPipeline(pipeline);
-    state.ResumeTiming();
-    if (!added.ok()) {
-      state.SkipWithError(std::string(added.message()).c_str());
-      break;
-    }
-    auto changed = optimizer.run(*g);
-    if (!changed.ok()) {
-      state.SkipWithError(std::string(changed.status().message()).c_str());
-      break;
-    }
-    for (const PassTiming &t : optimizer.timings()) {
-      verifySeconds += t.verifySeconds;
-      passSeconds[t.pass] += t.seconds; // repeat's includes the passes it runs
-    }
-    state.PauseTiming();
-    g.reset();
-    state.ResumeTiming();
-  }
-  double n = static_cast<double>(std::max<int64_t>(state.iterations(), 1));
-  state.counters["verify_ms"] = 1e3 * verifySeconds / n;
-  for (const auto &[pass, seconds] : passSeconds)
-    state.counters[pass + "_ms"] = 1e3 * seconds / n;
-  state.counters["ns_per_node"] = benchmark::Counter(
-      static_cast<double>(original->numNodes()),
-      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  runPipelineBenchmark(
+      state, "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,measure=false}",
+      /*mustChange=*/false);
 }
 BENCHMARK(BM_DefaultPipeline)->Apply(bench::sizes<10000, 100000, 1000000>)->Unit(benchmark::kMillisecond);
 

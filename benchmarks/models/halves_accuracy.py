@@ -36,8 +36,6 @@ def measured(step, args, budget, held):
     """(whole, forward, at backward start, backward) peaks of one profiled compiled step."""
     import torch
     import torch._functorch.config as functorch_config
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
 
     torch._dynamo.reset()
     mine = copy.deepcopy(step)
@@ -47,25 +45,8 @@ def measured(step, args, budget, held):
             peers.clear_grads(list(mine.parameters()))
             run()
     peers.clear_grads(list(mine.parameters()))
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        run(mark_backward=True)
-    cpu = (DeviceType.CPU, DeviceType.MKLDNN, DeviceType.IDEEP)
-    events, backward_ns = [], None
-    for e in prof.profiler.kineto_results.events():
-        if e.name() == "[memory]" and e.device_type() in cpu:
-            events.append(e)
-        elif e.name() == peers.BACKWARD_REGION:
-            backward_ns = e.start_ns() if backward_ns is None else min(backward_ns, e.start_ns())
-    events.sort(key=lambda e: e.start_ns())
-    total = whole = forward = backward = at_backward = 0
-    for e in events:
-        total += e.nbytes()
-        whole = max(whole, total)
-        if backward_ns is None or e.start_ns() < backward_ns:
-            forward, at_backward = max(forward, total), total
-        else:
-            backward = max(backward, total)
-    return tuple(x + held for x in (whole, forward, at_backward, backward))
+    m = peers.step_memory(run)
+    return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
 
 
 def predicted_rows(step, args, budgets, activations):
@@ -132,9 +113,7 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     for spec in args.models.split(","):
         step, inputs, _ = peers.build(spec, None, dropout=False)
-        held = sum(p.untyped_storage().nbytes() for p in step.parameters())
-        held += sum(a.untyped_storage().nbytes() for a in inputs
-                    if hasattr(a, "untyped_storage"))
+        held = peers.held_bytes(step, inputs)
         print(f"{spec}: parameters and batch {held / MiB:.1f} MiB (MiB below; each figure "
               "includes them)", flush=True)
         for name, budget, h in predicted_rows(step, inputs, budgets, activations):

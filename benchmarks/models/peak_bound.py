@@ -62,9 +62,7 @@ def whole_peak(run_step, step, args):
     peers.clear_grads(list(step.parameters()))
     above, _, _ = peers.peak_bytes_of(run_step)
     peers.clear_grads(list(step.parameters()))
-    held = sum(p.untyped_storage().nbytes() for p in step.parameters())
-    held += sum(a.untyped_storage().nbytes() for a in args if hasattr(a, "untyped_storage"))
-    return above + held
+    return above + peers.held_bytes(step, args)
 
 
 def compiled(step, args, backend="inductor", budget=None, warmup=2):
@@ -168,8 +166,7 @@ def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None):
     import torch._dynamo
 
     step, args, _ = peers.build(spec, None, dropout=False)
-    held = sum(p.untyped_storage().nbytes() for p in step.parameters())
-    held += sum(a.untyped_storage().nbytes() for a in args if hasattr(a, "untyped_storage"))
+    held = peers.held_bytes(step, args)
     result = {"model": spec, "input_bytes": held, "knapsack": [], "graph_opt": [],
               "extra": [], "pipeline": pipeline}
     torch._dynamo.reset()

@@ -394,11 +394,12 @@ def verify(kind, pristine, args, got):
     return f"passed (float64: {factor:.2g}x eager's error)", details
 
 
-def peak_bytes_of(run_step):
-    """One profiled step (see the module's docstring): the peak of its live allocations above
-    its start, and their total when backward starts (the events that start before the region
-    BACKWARD_REGION around loss.backward() does): (peak bytes, backward-start bytes or None
-    when the region was not seen, number of allocation events)."""
+def step_memory(run_step):
+    """One profiled step (see the module's docstring), its live allocations above its start:
+    {"peak", "forward_peak" (before the region BACKWARD_REGION around loss.backward()
+    starts), "at_backward" (their total when it starts), "backward_peak" (from then on),
+    "events" (number of allocation events)}; the last three None when the region was not
+    seen."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -412,14 +413,32 @@ def peak_bytes_of(run_step):
         elif e.name() == BACKWARD_REGION:
             backward_ns = e.start_ns() if backward_ns is None else min(backward_ns, e.start_ns())
     events.sort(key=lambda e: e.start_ns())
-    total = peak = 0
-    at_backward = None if backward_ns is None else 0
+    total = peak = forward = 0
+    at_backward = backward = None if backward_ns is None else 0
     for e in events:
         total += e.nbytes()
         peak = max(peak, total)
-        if backward_ns is not None and e.start_ns() < backward_ns:
-            at_backward = total
-    return peak, at_backward, len(events)
+        if backward_ns is None or e.start_ns() < backward_ns:
+            forward = max(forward, total)
+            if backward_ns is not None:
+                at_backward = total
+        else:
+            backward = max(backward, total)
+    return {"peak": peak, "forward_peak": forward if backward_ns is not None else None,
+            "at_backward": at_backward, "backward_peak": backward, "events": len(events)}
+
+
+def peak_bytes_of(run_step):
+    """One profiled step (step_memory): (peak bytes above its start, backward-start bytes or
+    None when the backward region was not seen, number of allocation events)."""
+    m = step_memory(run_step)
+    return m["peak"], m["at_backward"], m["events"]
+
+
+def held_bytes(step, args):
+    """What the step holds before it runs: its parameters and the batch (storages)."""
+    held = sum(p.untyped_storage().nbytes() for p in step.parameters())
+    return held + sum(a.untyped_storage().nbytes() for a in args if hasattr(a, "untyped_storage"))
 
 
 def first_steps(kind, budget, step, args, model, model_config, result, time_failed=False):
