@@ -22,6 +22,9 @@ What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
 - the result of a reduction (a torch Tag.reduction operator, or an operator Inductor
   decomposes that is not pointwise: layer norm, softmax, ... hold reductions);
 - every output of a half (views resolved to the value they view);
+- each result of a multi-output operator that runs as a kernel: a buffer of its own, made
+  by that kernel and freed after its own last reader (a result nothing reads is freed as
+  the kernel ends), as Inductor's wrapper holds the results apart;
 - a fused value Inductor's lowering realizes after all (_realized_on_reuse: read by several
   operators and heavy, or reading too many buffers).
 Everything else (pointwise operators, which Inductor inlines into their readers) allocates
@@ -33,9 +36,14 @@ that input (Inductor's in-place reuse): no new buffer; graph inputs of the forwa
 Inductor's least-peak-first order, whichever peaks lower (reorder_for_peak_memory keeps the
 order it estimates lowest).
 
+Where Inductor's layout optimization takes the forward (convolutions on the CPU), the graph
+inputs a convolution reads are copied to channels-last as the forward starts, and saved in
+that copy where backward reads them (_channels_last_copies).
+
 What it does not model (why compile.py's search keeps a margin under peak=): which fused
 values Inductor copies into a buffer of their own for an extern kernel while other readers
-inline them, its BFS and DFS orders, its fusion of kernels that reuse a buffer freed earlier.
+inline them, its BFS and DFS orders, its fusion of kernels that reuse a buffer freed earlier,
+and the temporaries of extern kernels (oneDNN's convolutions on the CPU).
 """
 import functools
 import operator
@@ -82,22 +90,48 @@ def kind_of(node):
     return "extern"
 
 
+def _concrete(size):
+    """A byte count as a number: a symbolic one (an RNG state's, whose fake tensor has a
+    symbolic length) by the value it was traced with."""
+    if isinstance(size, torch.SymInt):
+        return int(size.node.hint) if size.node.has_hint() else 0
+    return size
+
+
+def _nbytes(node):
+    return _concrete(nbytes(node))
+
+
 def _multi_output_bytes(node):
-    """A multi-output operator's buffers: the sum of its tensor results."""
+    """What a kernel allocates when it runs: the sum of a multi-output operator's tensor
+    results, or the bytes of a single result."""
     val = node.meta.get("val")
     if isinstance(val, (list, tuple)):
-        return sum(v.untyped_storage().nbytes() for v in val if isinstance(v, torch.Tensor))
-    return nbytes(node)
+        return sum(_concrete(v.untyped_storage().nbytes()) for v in val
+                   if isinstance(v, torch.Tensor))
+    return _nbytes(node)
+
+
+def _result_of(node):
+    """The multi-output operator `node` is a result of (a getitem that views nothing), or
+    None. Each such result is a buffer of its own: allocated with its operator's kernel and
+    freed after its own last reader, as Inductor's wrapper holds them apart (a
+    convolution_backward's input gradient dies in the next kernel while its weight gradient
+    lives to the end of the step)."""
+    if node.op != "call_function" or node.target is not operator.getitem:
+        return None
+    owner, index = node.args[0], node.args[1]
+    vals = owner.meta.get("val") if isinstance(owner, torch.fx.Node) else None
+    if (type(index) is int and isinstance(vals, (list, tuple)) and -len(vals) <= index < len(vals)
+            and isinstance(vals[index], torch.Tensor) and alias_source(node) is None):
+        return owner
+    return None
 
 
 def _base(node):
-    """The value whose buffer `node` reads: views resolved (joint.storage_root), and a
-    result of a multi-output operator to the operator, which Inductor runs as one kernel
-    (_multi_output_bytes: one allocation for all its results)."""
-    node = storage_root(node)
-    if node.op == "call_function" and node.target is operator.getitem:
-        return node.args[0]
-    return node
+    """The value whose buffer `node` reads: views resolved (joint.storage_root); a result
+    of a multi-output operator is its own buffer (_result_of)."""
+    return storage_root(node)
 
 
 def _is_view(node):
@@ -141,8 +175,16 @@ class _Half:
         out = next(n for n in reversed(nodes) if n.op == "output")
         kinds = {n: kind_of(n) if fused else ("view" if _is_view(n) else "extern")
                  for n in nodes if n.op == "call_function"}
+        # each multi-output operator's results by index (a second getitem of one index
+        # reads the first's buffer)
+        results, first_of = {}, {}
+        for n in nodes:
+            if (owner := _result_of(n)) is not None:
+                first_of[n] = results.setdefault(owner, {}).setdefault(n.args[1], n)
+
         def base(n):
             b = _base(n)
+            b = first_of.get(b, b)
             return same.get(b, b)
         realized = {n for n in nodes if n.op == "placeholder"}
         for n, k in kinds.items():
@@ -151,6 +193,12 @@ class _Half:
             if k == "extern":
                 realized.update(base(a) for a in n.all_input_nodes)
         realized |= set(keep_alive)
+        # a result read as a buffer makes its operator a kernel, and a kernel's results
+        # are buffers
+        for owner, rs in results.items():
+            if owner in realized or any(r in realized for r in rs.values()):
+                realized.add(owner)
+                realized.update(rs.values())
         # which realized buffers each node reads, fused values seen through; a fused
         # value Inductor realizes after all (_realized_on_reuse) reads as a buffer
         reads, inlined = {}, {}
@@ -165,17 +213,30 @@ class _Half:
                     ops |= inlined[b][0]
                     count += inlined[b][1]
             reads[n] = deps
-            if fused and kinds.get(n) == "pointwise" and n not in realized:
+            if (owner := _result_of(n)) is not None:
+                if owner in realized:
+                    realized.add(base(n))
+                else:  # a result of a fused operator: read through, as the operator
+                    inlined[n] = (ops, count)
+            elif fused and kinds.get(n) == "pointwise" and n not in realized:
                 ops.add(n.target.overloadpacket.__name__)
                 count += 1
                 if _realized_on_reuse(n, deps, ops, count):
                     realized.add(n)
                 else:
                     inlined[n] = (ops, count)
-        self.kernels = [n for n in nodes if n.op == "call_function" and n in realized]
+        self.kernels = [n for n in nodes if n.op == "call_function" and n in realized
+                        and _result_of(n) is None]
         self.reads = {n: reads[n] for n in self.kernels}
         self.inplace = {n: fused and kinds[n] != "extern" for n in self.kernels}
         self.size = {n: _multi_output_bytes(n) for n in self.kernels}
+        # the results' buffers: each its own size, made by its operator's kernel
+        self.producer = {}
+        for owner, rs in results.items():
+            if owner in realized:
+                for r in rs.values():
+                    self.size[r] = _nbytes(r)
+                    self.producer[r] = owner
         self.size.update(held)
         self.readers = {}
         for n in self.kernels:
@@ -185,6 +246,13 @@ class _Half:
                                        and n not in held}
         self.keep |= reads[out] & {n for n in nodes if n.op == "placeholder"}
         self.donated = donated
+        # bytes a kernel frees as soon as it has run: results nothing reads or keeps
+        self.loose = {n: 0 for n in self.kernels}
+        for owner, rs in results.items():
+            if owner in self.loose:
+                self.loose[owner] = self.size[owner] - sum(
+                    self.size[r] for r in set(rs.values())
+                    if r in self.readers or r in self.keep)
         # inputs no kernel reads are freed as the half starts
         self.unread = sum(b for p, b in held.items() if p not in self.readers and p not in
                           self.keep)
@@ -222,14 +290,15 @@ class _Half:
             for d in dying:
                 if self._reusable(d):
                     pool.setdefault(self.size.get(d, 0), []).append(d)
-            steps.append((size, inplace is not None or pooled is not None, dying))
+            steps.append((size, inplace is not None or pooled is not None, dying,
+                          self.loose[n]))
         live -= self.unread
         peak = live
-        for size, reused, dying in steps:
+        for size, reused, dying, loose in steps:
             if not reused:
                 live += size
             peak = max(peak, live)
-            live -= sum(self.size.get(d, 0) for d in dying if d not in taken)
+            live -= loose + sum(self.size.get(d, 0) for d in dying if d not in taken)
         return peak, live
 
     def least_peak_first(self, live):
@@ -237,12 +306,15 @@ class _Half:
         among the kernels whose inputs are ready, while one fits under the peak so far the
         one leaving the least live, else the one that peaks least; ties in graph order."""
         position = {n: i for i, n in enumerate(self.kernels)}
-        waiting = {n: len({d for d in self.reads[n] if d in position}) for n in self.kernels}
+
+        def made_by(d):  # the kernel that makes buffer d (a result's operator), or None
+            d = self.producer.get(d, d)
+            return d if d in position else None
+        waiting = {n: len({made_by(d) for d in self.reads[n]} - {None}) for n in self.kernels}
         users = {}
         for n in self.kernels:
-            for d in self.reads[n]:
-                if d in position:
-                    users.setdefault(d, []).append(n)
+            for k in {made_by(d) for d in self.reads[n]} - {None}:
+                users.setdefault(k, []).append(n)
         left = dict(self.readers)
         ready = {n for n, w in waiting.items() if w == 0}
         order, peak = [], live
@@ -253,12 +325,13 @@ class _Half:
         while ready:
             gap = peak - live
             n = min(ready, key=lambda n: (self.size[n] if self.size[n] > gap else 0,
-                                          self.size[n] - frees(n), position[n]))
+                                          self.size[n] - frees(n) - self.loose[n],
+                                          position[n]))
             ready.remove(n)
             order.append(n)
             live += self.size[n]
             peak = max(peak, live)
-            live -= frees(n)
+            live -= frees(n) + self.loose[n]
             for d in self.reads[n]:
                 left[d] -= 1
             for u in users.get(n, ()):
@@ -275,6 +348,36 @@ class _Half:
         return min(baseline, reordered)
 
 
+def _channels_last_copies(fw):
+    """{placeholder: bytes} for the forward's inputs Inductor copies to channels-last.
+
+    Where Inductor's layout optimization takes the forward (GraphLowering.decide_layout_opt:
+    on the CPU with oneDNN, any graph with a convolution), a convolution's input and weight
+    are read in channels-last: a graph input (the batch, a 3x3 weight) that is not already
+    channels-last is copied into a buffer of its own as the forward starts, and where the
+    input is saved for backward that copy is what is saved (the backward frees it after its
+    last read). ResNet-50 at batch 8: its 3x3 and 7x7 weights and the batch, 47.8 MiB live
+    from the forward's start to the backward's, beside the parameters themselves."""
+    from torch._inductor.graph import GraphLowering
+    convolution = torch.ops.aten.convolution.default
+    try:
+        if not GraphLowering.decide_layout_opt(fw, is_inference=False):
+            return {}
+    except Exception:  # a graph its heuristics cannot read: no copies assumed
+        return {}
+    copies = {}
+    for n in fw.graph.nodes:
+        if n.op != "call_function" or n.target is not convolution:
+            continue
+        for a in n.args[:2]:
+            val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+            if (a.op == "placeholder" and isinstance(val, torch.Tensor) and val.dim() in (4, 5)
+                    and not val.is_contiguous(memory_format=torch.channels_last
+                                              if val.dim() == 4 else torch.channels_last_3d)):
+                copies[a] = _nbytes(a)
+    return copies
+
+
 def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     """The bytes allocated at the step's highest point when torch.compile runs forward `fw`
     and backward `bw` (fx GraphModules from torch's partitioner, meta["val"] set), with the
@@ -284,14 +387,19 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     `fused`: Inductor's kernels (the rules above); without it every operator writes a
     buffer of its own, as the halves run node by node (graph_opt.backend(inner="eager"))."""
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
-    inputs = sum(nbytes(p) for p in fw_placeholders)
+    inputs = sum(_nbytes(p) for p in fw_placeholders)
     fw_outs = [o for o in output_nodes(fw) if isinstance(o, torch.fx.Node)]
     keep = {_base(o) for o in fw_outs}
-    forward_peak, after_forward = _Half(fw, fused, keep, {}, set()).walk(inputs)
     # What forward keeps for backward beyond its inputs
     crossing = {_base(o) for o in output_nodes(fw)[num_fwd_outputs:]
                 if isinstance(o, torch.fx.Node)}
+    copies = _channels_last_copies(fw) if fused else {}
+    # a copy no backward reads is freed after its last forward read
+    forward_peak, after_forward = _Half(
+        fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
+        set()).walk(inputs + sum(copies.values()))
     crossing_bytes = sum(_multi_output_bytes(b) for b in crossing if b.op != "placeholder")
+    crossing_bytes += sum(b for p, b in copies.items() if p in crossing)
     # Backward's placeholders: the saved values (in the forward's output order after its own
     # outputs) and then the tangents, which autograd allocates as backward starts.
     # A buffer saved as several values (the three heads of one qkv matmul) is one buffer:
@@ -301,15 +409,15 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     placeholder_bytes, donated, same, first = {}, set(), {}, {}
     for p, src in zip(bw_placeholders, saved_outs):
         b = _base(src) if isinstance(src, torch.fx.Node) else None
-        if b is None or b.op == "placeholder":
-            continue
+        if b is None or (b.op == "placeholder" and b not in copies):
+            continue  # a forward input: held by the caller all along
         if b in first:
             same[p] = first[b]
         else:
             first[b] = p
-            placeholder_bytes[p] = _multi_output_bytes(b)
+            placeholder_bytes[p] = copies[b] if b in copies else _multi_output_bytes(b)
             donated.add(p)
-    tangents = sum(nbytes(p) for p in bw_placeholders[len(saved_outs):])
+    tangents = sum(_nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
     backward_peak, _ = _Half(bw, fused, {_base(o) for o in bw_outs}, placeholder_bytes,
                              donated, same).walk(after_forward + tangents)

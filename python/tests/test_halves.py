@@ -1,6 +1,7 @@
 """halves.py: the peak of the forward and backward halves as Inductor's kernels allocate
 them (docs/TorchCompile.md, "The peak of the halves"), on small aten graphs made by
 make_fx, where every buffer is counted by hand."""
+import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -85,3 +86,73 @@ def test_views_of_one_buffer_are_one_buffer():
     got = halves_peak(fw, bw, num_fwd_outputs=1)
     assert got["saved_bytes"] == 8 * 3 * F32
 
+
+
+def test_each_result_of_a_multi_output_kernel_is_its_own_buffer():
+    """convolution_backward (an extern kernel) makes three results: its input gradient
+    dies in the next kernel while its weight gradient lives to the end of the step, and
+    its bias gradient, read by nothing, is freed as it ends. Held as one buffer, the
+    input gradient would stay allocated beside the later matmul."""
+    N, C, H = 2, 4, 8
+
+    def backward(grad_out, x, weight, p, q):
+        gi, gw, gb = torch.ops.aten.convolution_backward(
+            grad_out, x, weight, [C], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+            [True, True, True])
+        s = (gi * 2).sum()          # gi's last reader
+        return gw, torch.mm(p * s, q)  # a large buffer after gi has died
+
+    shapes = [(N, C, H, H), (N, C, H, H), (C, C, 3, 3), (64, 64), (64, 64)]
+    fw = aten(lambda x: (x.sum(), x), (N, C, H, H))
+    bw = aten(backward, *shapes)
+    # forward: its input and its loss; saved: the input itself (a placeholder)
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    act = N * C * H * H * F32
+    gw, gb, mm = C * C * 9 * F32, C * F32, 64 * 64 * F32
+    loss = F32
+    # backward starts with the forward's input, its loss, and the tangent-like inputs
+    # (grad_out, weight, p, q are placeholders here, held to the end)
+    start = act + loss + act + gw + 2 * mm
+    # the kernel: all three results at once, then gb (unread) is freed
+    at_conv = start + act + gw + gb
+    # the sum: gi dies there; p * s, realized as the matmul's input (the scalar dies in
+    # it), then the matmul's result beside it
+    at_mm = start + gw + mm + mm
+    assert got["backward_peak_bytes"] == max(at_conv, at_mm), got
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
+                    reason="Inductor's CPU layout optimization needs oneDNN")
+def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved():
+    """Inductor's layout optimization copies a convolution's graph inputs (the batch, a 3x3
+    weight) to channels-last as the forward starts; where they are saved for backward, the
+    copies are what is saved, live beside the parameters until backward's last read."""
+    N, C, O, H = 2, 3, 4, 8
+
+    def conv(x, w):
+        return torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+
+    def forward(x, w):
+        r = torch.relu(conv(x, w))
+        return r.sum(), x, w, r
+
+    def backward(x, w, r, t):
+        g = torch.ops.aten.threshold_backward(t.expand(r.shape), r, 0)
+        _, gw, _ = torch.ops.aten.convolution_backward(
+            g, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [False, True, False])
+        return (gw,)
+
+    fw = aten(forward, (N, C, H, H), (O, C, 3, 3))
+    bw = aten(backward, (N, C, H, H), (O, C, 3, 3), (N, O, H, H), ())
+    X, W, Y, loss = N * C * H * H * F32, O * C * 9 * F32, N * O * H * H * F32, F32
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    # forward: the inputs and their copies, the convolution's result (relu writes over
+    # it), the loss
+    assert got["forward_peak_bytes"] == 2 * (X + W) + Y + loss, got
+    assert got["saved_bytes"] == Y + X + W
+    # backward: what forward left, the tangent, and the weight gradient (the threshold's
+    # result written over the saved r)
+    assert got["backward_peak_bytes"] == 2 * (X + W) + Y + loss + F32 + W, got
+    # the same graphs run node by node: no layout optimization, no copies
+    plain = halves_peak(fw, bw, num_fwd_outputs=1, fused=False)
+    assert plain["saved_bytes"] == Y
