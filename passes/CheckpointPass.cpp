@@ -43,6 +43,23 @@ std::string moduleOf(const Value *v) {
   return n ? stringAttr(*n, "module") : std::string();
 }
 
+/// The planners' simulation of `set` (made without rewriting a graph) against
+/// the liveness of the graph it rewrites to: an internal error where they differ.
+absl::Status checkSimulation(const RecomputeModel &model, const RecomputeSet &set) {
+  auto fast = model.simulate(set);
+  auto rewritten = model.simulateByRewrite(set);
+  if (!fast.ok() || !rewritten.ok())
+    return !rewritten.ok() ? rewritten.status() : fast.status();
+  if (fast->peakAboveInputs != rewritten->peakAboveInputs || fast->bounded != rewritten->bounded ||
+      fast->savedActivations != rewritten->savedActivations)
+    return absl::InternalError(absl::StrCat(
+        "checkpoint: the plan's simulation (peak ", fast->peakAboveInputs, ", saved ",
+        fast->savedActivations, " bytes) differs from the liveness of the graph it rewrites to "
+        "(peak ", rewritten->peakAboveInputs, ", saved ", rewritten->savedActivations,
+        " bytes): a bug in RecomputeSimulation.cpp, to report with this graph"));
+  return absl::OkStatus();
+}
+
 /// Runs the graph and its rewrite alternately (the benchmark harness's
 /// measurement) for their peaks above the inputs, backward-start bytes and step times.
 absl::StatusOr<BenchmarkReport> measurePlan(const Graph &graph, const RecomputeModel &model,
@@ -706,9 +723,14 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   for (Activation &row : offloaded.rows)
     out.activations.push_back(std::move(row));
 
-  // The rewrite itself, on the graph.
+  // The rewrite itself, on the graph. The planners simulated plans without
+  // rewriting a graph (RecomputeModel::simulate); the plan taken is simulated
+  // once more on a rewritten copy, and the two must agree.
   unsigned added = 0;
   if (!plan.dropped.empty()) {
+    if (offloaded.applied.empty())
+      if (absl::Status st = checkSimulation(*model, plan.recompute); !st.ok())
+        return st;
     auto applied = model->apply(plan.recompute, graph);
     if (!applied.ok())
       return applied.status();

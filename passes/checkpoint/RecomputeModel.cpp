@@ -680,7 +680,7 @@ absl::Status restoreCopy(Graph &copy, const NodeMap<uint8_t> &isOriginal,
 
 } // namespace
 
-absl::StatusOr<Simulation> RecomputeModel::simulate(const RecomputeSet &set) const {
+absl::StatusOr<Simulation> RecomputeModel::simulateByRewrite(const RecomputeSet &set) const {
   if (!scratchCopy_)
     scratchCopy_ = std::make_shared<ScratchCopy>();
   ScratchCopy &scratchCopy = *scratchCopy_;

@@ -175,10 +175,14 @@ public:
   absl::StatusOr<unsigned> apply(const RecomputeSet &set, Graph &target,
                                  const ValueMap<Value *> *cloneMap = nullptr,
                                  NodeMap<int64_t> *sourceRank = nullptr) const;
-  /// The liveness simulation of the graph `set` rewrites to (a copy is
-  /// rewritten; this graph is untouched), clones charged their original's
-  /// scratch.
+  /// The liveness simulation of the graph `set` rewrites to, clones charged
+  /// their original's scratch, computed without making that graph
+  /// (RecomputeSimulation.cpp): linear in the graph's uses and the clones.
   absl::StatusOr<Simulation> simulate(const RecomputeSet &set) const;
+  /// The same by rewriting a copy of the graph and running LivenessAnalysis
+  /// on it (this graph is untouched): the reference simulate() is tested
+  /// against, and the check of a plan before the pass rewrites the graph.
+  absl::StatusOr<Simulation> simulateByRewrite(const RecomputeSet &set) const;
 
 private:
   friend class PlanState;

@@ -383,7 +383,9 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     and backward `bw` (fx GraphModules from torch's partitioner, meta["val"] set), with the
     forward's inputs (parameters, buffers, the batch) counted from the start and the
     gradients to the end: {"peak_bytes", "input_bytes", "forward_peak_bytes",
-    "backward_peak_bytes", "saved_bytes"} (saved: what crosses from forward to backward).
+    "backward_peak_bytes", "saved_bytes", "layout_copy_bytes"} (saved: the activations that
+    cross from forward to backward; layout copies: the channels-last copies of forward
+    inputs that cross with them, _channels_last_copies).
     `fused`: Inductor's kernels (the rules above); without it every operator writes a
     buffer of its own, as the halves run node by node (graph_opt.backend(inner="eager"))."""
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
@@ -399,7 +401,6 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
         fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
         set()).walk(inputs + sum(copies.values()))
     crossing_bytes = sum(_multi_output_bytes(b) for b in crossing if b.op != "placeholder")
-    crossing_bytes += sum(b for p, b in copies.items() if p in crossing)
     # Backward's placeholders: the saved values (in the forward's output order after its own
     # outputs) and then the tangents, which autograd allocates as backward starts.
     # A buffer saved as several values (the three heads of one qkv matmul) is one buffer:
@@ -423,4 +424,5 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
                              donated, same).walk(after_forward + tangents)
     return {"peak_bytes": max(forward_peak, backward_peak), "input_bytes": inputs,
             "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,
-            "saved_bytes": crossing_bytes}
+            "saved_bytes": crossing_bytes,
+            "layout_copy_bytes": sum(b for p, b in copies.items() if p in crossing)}
