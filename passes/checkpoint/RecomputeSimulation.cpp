@@ -36,7 +36,6 @@ struct VirtualValue {
   int64_t created = -1;  ///< position in the rewritten graph; -1 for graph inputs
   int64_t lastUse = -1;  ///< position of the node after which it is dropped
   bool keptToEnd = false; ///< a graph input or output
-  bool tensor = false;
   bool madeInForward = false;
   bool readInBackward = false;
   int64_t bytes = 0;    ///< the storage it owns (0 for a view)
@@ -61,13 +60,13 @@ private:
   int32_t newValue(int64_t position, bool forward);
   /// CloneWriter::source: what a clone made before rank `p` reads for `v`.
   int32_t source(const Value *v, int64_t p) const;
-  /// What the original node of rank `r` reads for operand `v`: a dropped
-  /// value's own clone in place of the value, for nodes outside forward.
+  /// What original node `n` reads for operand `v`: outside forward, a dropped
+  /// value's own clone in place of the value.
   int32_t readByOriginal(const Value *v, const Node &n) const;
   void read(int32_t value, int64_t position, bool forward);
-  /// The storage of output `o` of `n` made at `position`, its operands read
-  /// as `resolve` gives them: its own when `o` owns one, else that of the
-  /// operand it views (the other roots kept alive with it).
+  /// The storage of `out`, the rewritten graph's output `o` of (a copy of)
+  /// `n`, whose operands are read as `resolve` gives them: its own when `o`
+  /// owns one, else that of the operand it views (other roots kept alive by it).
   template <typename Resolve> void assignStorage(int32_t out, const Value *o, const Node &n,
                                                  Resolve resolve);
   absl::Status addClones();
@@ -137,7 +136,6 @@ int32_t RewriteSimulator::newValue(int64_t position, bool forward) {
   v.created = position;
   v.lastUse = position; // dropped right after its node unless read later
   v.madeInForward = forward;
-  v.tensor = true;
   values_.push_back(v);
   int32_t id = static_cast<int32_t>(values_.size() - 1);
   values_.back().storage = id;
@@ -172,9 +170,8 @@ template <typename Resolve>
 void RewriteSimulator::assignStorage(int32_t out, const Value *o, const Node &n,
                                      Resolve resolve) {
   VirtualValue &v = values_[out];
-  v.tensor = o->isTensor();
   v.storage = out;
-  if (!v.tensor)
+  if (!o->isTensor())
     return;
   if (aliases_.ownsStorage(o)) {
     v.bytes = live_.lookup(o)->bytes + live_.lookup(o)->hostBytes;
@@ -312,15 +309,10 @@ Simulation RewriteSimulator::timeline() {
       act[v.storage] = 1;
   }
   std::vector<int64_t> all(numPositions_ + 2, 0), acts(numPositions_ + 2, 0);
-  int64_t inputs = 0;
-  for (int32_t i = 0; i < numValues; ++i) {
+  for (int32_t i = 0; i < numValues; ++i) { // graph inputs are left out: the peak is above them
     const VirtualValue &v = values_[i];
-    if (!v.bytes || v.storage != i)
+    if (!v.bytes || v.storage != i || v.created < 0)
       continue;
-    if (v.created < 0) {
-      inputs += v.bytes;
-      continue;
-    }
     const int64_t last = std::min(end[i], numPositions_) + 1;
     all[v.created] += v.bytes;
     all[last] -= v.bytes;
@@ -355,7 +347,6 @@ Simulation RewriteSimulator::timeline() {
       pendingBounded = pendingAbove = 0;
     }
   }
-  (void)inputs; // the timeline above is already above the inputs
   sim.peakAboveInputs = std::max<int64_t>(peak, 0);
   sim.peakAboveInputsByRank =
       bounded == BoundedMemory::PeakAboveInputs ? sim.boundedByRank : std::move(aboveByRank);
@@ -367,7 +358,6 @@ absl::StatusOr<Simulation> RewriteSimulator::run() {
   for (size_t i = 0; i < live_.values.size(); ++i) {
     const ValueLiveness &l = live_.values[i];
     VirtualValue &v = values_[i];
-    v.tensor = l.value->isTensor();
     v.bytes = l.bytes;
     v.storage = live_.slot.lookup(l.storage);
     if (const Node *def = l.value->definingNode()) {
