@@ -30,8 +30,9 @@ What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
 Everything else (pointwise operators, which Inductor inlines into their readers) allocates
 nothing; a view aliases what it views. A realized value lives until the last realized value
 that reads it, through any chain of fused values between them, has been computed. A fused
-kernel (not an extern one) whose realized input dies in it, with the same size, writes over
-that input (Inductor's in-place reuse): no new buffer; graph inputs of the forward half
+kernel (not an extern one) whose realized input dies in it, with the same size, read
+element for element (no slice, transpose, broadcast or gather on the way), writes over that
+input (Inductor's in-place reuse): no new buffer; graph inputs of the forward half
 (parameters and the batch) are never written over. The kernels run in graph order or in
 Inductor's least-peak-first order, whichever peaks lower (reorder_for_peak_memory keeps the
 order it estimates lowest).
@@ -134,6 +135,42 @@ def _base(node):
     return storage_root(node)
 
 
+def _flat(node):
+    """Whether `node`'s value is laid out as its elements in order (contiguous)."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.is_contiguous()
+
+
+def _moves_elements(a, b):
+    """Whether reading `a`, a view of `b`'s buffer (b itself when it views nothing), reads
+    an element at another position than the one it has in `b`: some view on the way is not
+    a reshape of a contiguous value into a contiguous one (a slice, a transpose, an
+    expand, one piece of a split)."""
+    while a is not b:
+        source = alias_source(a)
+        if source is None or not (_flat(a) and _flat(source) and _numel(a) == _numel(source)
+                                  and a.target is not operator.getitem):
+            return True
+        a = source
+    return False
+
+
+def _numel(node):
+    val = node.meta.get("val")
+    return val.numel() if isinstance(val, torch.Tensor) else None
+
+
+def _same_positions(n, a):
+    """Whether operator `n` reads operand `a` element for element: a pointwise operator
+    whose operand has its result's shape (not broadcast). Anything else (a slice's
+    backward, a gather, a concatenation, a broadcast operand) reads elsewhere."""
+    if not isinstance(n.target, torch._ops.OpOverload) or torch.Tag.pointwise not in n.target.tags:
+        return False
+    out, val = n.meta.get("val"), a.meta.get("val")
+    return (isinstance(out, torch.Tensor) and isinstance(val, torch.Tensor)
+            and tuple(out.shape) == tuple(val.shape))
+
+
 def _is_view(node):
     return node.target is operator.getitem or alias_source(node) is not None
 
@@ -201,18 +238,25 @@ class _Half:
                 realized.update(rs.values())
         # which realized buffers each node reads, fused values seen through; a fused
         # value Inductor realizes after all (_realized_on_reuse) reads as a buffer
-        reads, inlined = {}, {}
+        # `moved[n]`: the buffers n reads at other positions than it writes (through a
+        # slice, a transpose, a broadcast, a gather): a kernel cannot write over those
+        reads, inlined, moved = {}, {}, {}
         for n in nodes:
-            deps, ops, count = set(), set(), 0
+            deps, ops, count, elsewhere = set(), set(), 0, set()
             for a in n.all_input_nodes:
                 b = base(a)
+                shifted = _moves_elements(a, storage_root(a)) or not _same_positions(n, a)
                 if b in realized:
                     deps.add(b)
+                    if shifted:
+                        elsewhere.add(b)
                 elif b in inlined:
                     deps |= reads[b]
+                    elsewhere |= reads[b] if shifted else moved[b]
                     ops |= inlined[b][0]
                     count += inlined[b][1]
             reads[n] = deps
+            moved[n] = elsewhere
             if (owner := _result_of(n)) is not None:
                 if owner in realized:
                     realized.add(base(n))
@@ -228,6 +272,7 @@ class _Half:
         self.kernels = [n for n in nodes if n.op == "call_function" and n in realized
                         and _result_of(n) is None]
         self.reads = {n: reads[n] for n in self.kernels}
+        self.moved = {n: moved[n] for n in self.kernels}
         self.inplace = {n: fused and kinds[n] != "extern" for n in self.kernels}
         self.size = {n: _multi_output_bytes(n) for n in self.kernels}
         # the results' buffers: each its own size, made by its operator's kernel
@@ -280,7 +325,8 @@ class _Half:
             inplace = None
             if self.inplace[n]:
                 inplace = next((d for d in dying if self._reusable(d)
-                                and self.size.get(d) == size), None)
+                                and self.size.get(d) == size and d not in self.moved[n]),
+                               None)
                 if inplace is not None:  # written in place of an input dying here
                     dying.remove(inplace)
             pooled = None

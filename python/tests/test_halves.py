@@ -156,3 +156,19 @@ def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved():
     # the same graphs run node by node: no layout optimization, no copies
     plain = halves_peak(fw, bw, num_fwd_outputs=1, fused=False)
     assert plain["saved_bytes"] == Y
+
+
+def test_a_kernel_writes_over_a_dying_input_only_element_for_element():
+    """Inductor writes a kernel's result over an input that dies in it only where each
+    element is read where it is written: through a transpose (or a slice, a broadcast, a
+    gather) the result needs a buffer of its own beside the input."""
+    fw = aten(forward, (ROWS, 16), (16, COLS))
+    inputs = (ROWS * 16 + 16 * COLS) * F32
+    act = ROWS * COLS * F32
+    start = inputs + F32 + act + F32  # the inputs, the loss, the saved a, the tangent
+    same = aten(lambda a, t: (torch.tanh(a) * t,), (ROWS, COLS), ())
+    got = halves_peak(fw, same, num_fwd_outputs=1)
+    assert got["backward_peak_bytes"] == start, got  # written over the saved a
+    moved = aten(lambda a, t: (torch.tanh(a.t()) * t,), (ROWS, COLS), ())
+    got = halves_peak(fw, moved, num_fwd_outputs=1)
+    assert got["backward_peak_bytes"] == start + act, got  # beside it
