@@ -290,8 +290,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         aims _PEAK_MARGIN under the bound (what halves.py's prediction may miss Inductor's
         allocations by). The first round saves all (no recomputation); then the bound on the
         saved bytes moves by what the halves' peak missed the aim by (doubled for each further
-        round over the aim; down where it is over, up where it is more than _PEAK_SLACK under: a plan that recomputes more than
-        it must costs time), and, once a bound over and one within are known, halves the
+        round over the aim; down where it is over, up where it is more than _PEAK_SLACK
+        under: a plan that recomputes more than it must costs time), and, once a bound over
+        and one within are known, halves the
         interval between them; activations=0 is the least the planner saves (unmet=closest).
         The plan kept is the one within the aim whose halves peak highest (least
         recomputed). Returns (attempt, plans made, halves peaks seen); Error with the least
@@ -330,7 +331,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 # Where the halves' peak falls more slowly than the saved bytes (ResNet-50
                 # from 816 MiB: 695, 692, 692 and 690.5 MiB at steps of the overshoot), each
                 # further round over the aim doubles the step.
-                step = (aim - got) * (2 ** max(0, rounds_over - 1)) if got > aim else aim - got
+                step = (aim - got) * 2 ** max(0, rounds_over - 1)
                 following = max(0, min(target, attempt[4]["saved_bytes"]) + step)
             if following in (within, over, target):
                 break

@@ -129,27 +129,20 @@ def _result_of(node):
     return None
 
 
-def _base(node):
-    """The value whose buffer `node` reads: views resolved (joint.storage_root); a result
-    of a multi-output operator is its own buffer (_result_of)."""
-    return storage_root(node)
-
-
 def _flat(node):
     """Whether `node`'s value is laid out as its elements in order (contiguous)."""
     val = node.meta.get("val")
     return isinstance(val, torch.Tensor) and val.is_contiguous()
 
 
-def _moves_elements(a, b):
-    """Whether reading `a`, a view of `b`'s buffer (b itself when it views nothing), reads
-    an element at another position than the one it has in `b`: some view on the way is not
-    a reshape of a contiguous value into a contiguous one (a slice, a transpose, an
-    expand, one piece of a split)."""
-    while a is not b:
-        source = alias_source(a)
-        if source is None or not (_flat(a) and _flat(source) and _numel(a) == _numel(source)
-                                  and a.target is not operator.getitem):
+def _moves_elements(a):
+    """Whether reading `a` reads an element at another position than the one it has in the
+    buffer `a` views (joint.storage_root): some view on the way is not a reshape of a
+    contiguous value into a contiguous one (a slice, a transpose, an expand, one piece of a
+    split)."""
+    while (source := alias_source(a)) is not None:
+        if not (_flat(a) and _flat(source) and _numel(a) == _numel(source)
+                and a.target is not operator.getitem):
             return True
         a = source
     return False
@@ -220,7 +213,7 @@ class _Half:
                 first_of[n] = results.setdefault(owner, {}).setdefault(n.args[1], n)
 
         def base(n):
-            b = _base(n)
+            b = storage_root(n)  # a result of a multi-output operator is its own buffer
             b = first_of.get(b, b)
             return same.get(b, b)
         realized = {n for n in nodes if n.op == "placeholder"}
@@ -245,7 +238,7 @@ class _Half:
             deps, ops, count, elsewhere = set(), set(), 0, set()
             for a in n.all_input_nodes:
                 b = base(a)
-                shifted = _moves_elements(a, storage_root(a)) or not _same_positions(n, a)
+                shifted = _moves_elements(a) or not _same_positions(n, a)
                 if b in realized:
                     deps.add(b)
                     if shifted:
@@ -296,7 +289,7 @@ class _Half:
         for owner, rs in results.items():
             if owner in self.loose:
                 self.loose[owner] = self.size[owner] - sum(
-                    self.size[r] for r in set(rs.values())
+                    self.size[r] for r in rs.values()
                     if r in self.readers or r in self.keep)
         # inputs no kernel reads are freed as the half starts
         self.unread = sum(b for p, b in held.items() if p not in self.readers and p not in
@@ -437,9 +430,9 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
     inputs = sum(_nbytes(p) for p in fw_placeholders)
     fw_outs = [o for o in output_nodes(fw) if isinstance(o, torch.fx.Node)]
-    keep = {_base(o) for o in fw_outs}
+    keep = {storage_root(o) for o in fw_outs}
     # What forward keeps for backward beyond its inputs
-    crossing = {_base(o) for o in output_nodes(fw)[num_fwd_outputs:]
+    crossing = {storage_root(o) for o in output_nodes(fw)[num_fwd_outputs:]
                 if isinstance(o, torch.fx.Node)}
     copies = _channels_last_copies(fw) if fused else {}
     # a copy no backward reads is freed after its last forward read
@@ -455,7 +448,7 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     bw_placeholders = [n for n in bw.graph.nodes if n.op == "placeholder"]
     placeholder_bytes, donated, same, first = {}, set(), {}, {}
     for p, src in zip(bw_placeholders, saved_outs):
-        b = _base(src) if isinstance(src, torch.fx.Node) else None
+        b = storage_root(src) if isinstance(src, torch.fx.Node) else None
         if b is None or (b.op == "placeholder" and b not in copies):
             continue  # a forward input: held by the caller all along
         if b in first:
@@ -466,7 +459,7 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
             donated.add(p)
     tangents = sum(_nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
-    backward_peak, _ = _Half(bw, fused, {_base(o) for o in bw_outs}, placeholder_bytes,
+    backward_peak, _ = _Half(bw, fused, {storage_root(o) for o in bw_outs}, placeholder_bytes,
                              donated, same).walk(after_forward + tangents)
     return {"peak_bytes": max(forward_peak, backward_peak), "input_bytes": inputs,
             "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,

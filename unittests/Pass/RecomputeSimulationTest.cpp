@@ -92,7 +92,9 @@ std::vector<RecomputeSet> plansOf(const RecomputeModel &model, uint64_t seed) {
 }
 
 /// Compares the two simulations on plansOf(model); the first difference fails.
-void expectSameSimulations(const Graph &graph, const std::string &what, uint64_t seed) {
+/// Returns how many of the plans compared recompute something.
+unsigned expectSameSimulations(const Graph &graph, const std::string &what, uint64_t seed) {
+  unsigned withClones = 0;
   std::mt19937_64 random(seed);
   for (BoundedMemory bounded : {BoundedMemory::PeakAboveInputs, BoundedMemory::SavedActivations})
     for (bool withScratch : {false, true}) {
@@ -102,21 +104,25 @@ void expectSameSimulations(const Graph &graph, const std::string &what, uint64_t
           scratch.push_back(static_cast<int64_t>(random() % 4096));
       auto model = RecomputeModel::build(graph, estimatedNodeSeconds(graph), scratch, bounded);
       if (!model.ok())
-        return; // no backward, or nothing to plan: covered elsewhere
+        return withClones; // no backward, or nothing to plan: covered elsewhere
       std::vector<RecomputeSet> plans = plansOf(*model, seed);
       for (size_t p = 0; p < plans.size(); ++p) {
         auto fast = model->simulate(plans[p]);
         auto slow = model->simulateByRewrite(plans[p]);
-        ASSERT_EQ(fast.ok(), slow.ok()) << what << ", plan " << p;
-        if (!slow.ok())
+        EXPECT_EQ(fast.ok(), slow.ok()) << what << ", plan " << p;
+        if (!fast.ok() || !slow.ok())
           continue;
+        withClones += !plans[p].clones.empty();
         std::string diff = differences(*fast, *slow);
-        ASSERT_EQ(diff, "") << what << ", plan " << p << " (" << plans[p].clones.size()
+        EXPECT_EQ(diff, "") << what << ", plan " << p << " (" << plans[p].clones.size()
                             << " clones), bound "
                             << (bounded == BoundedMemory::PeakAboveInputs ? "peak" : "saved")
                             << (withScratch ? ", with scratch" : "");
+        if (!diff.empty())
+          return withClones;
       }
     }
+  return withClones;
 }
 
 class RecomputeSimulationZooTest : public ::testing::TestWithParam<std::string> {};
@@ -125,26 +131,28 @@ TEST_P(RecomputeSimulationZooTest, AgreesWithTheRewrittenGraphsLiveness) {
   ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   auto model = importPt2(zooDir() + "/" + GetParam() + ".pt2");
   ASSERT_TRUE(model.ok()) << model.status().message();
-  expectSameSimulations(*model->graph, GetParam(), 7);
+  EXPECT_GT(expectSameSimulations(*model->graph, GetParam(), 7), 0u)
+      << "no plan recomputed anything: nothing was compared";
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, RecomputeSimulationZooTest,
                          ::testing::ValuesIn(zooArchives({"train"})), ArchiveName());
 
 TEST(RecomputeSimulationTest, AgreesWithTheRewrittenGraphsLivenessOnRandomSteps) {
-  unsigned compared = 0;
+  unsigned graphsWithClones = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     graphopt::testing::Choices choices(seed);
     auto made = graphopt::testing::makeRandomGraph(choices);
     ASSERT_TRUE(made.ok()) << made.status().message();
-    expectSameSimulations(*made->graph, absl::StrCat("seed ", seed, "\n",
-                                                     printGraphToString(*made->graph)),
-                          seed);
-    if (HasFatalFailure())
+    graphsWithClones += expectSameSimulations(
+        *made->graph, absl::StrCat("seed ", seed, "\n", printGraphToString(*made->graph)),
+        seed) > 0;
+    if (HasFailure())
       return;
-    ++compared;
   }
-  EXPECT_EQ(compared, 300u);
+  // Most random steps have activations to drop; a generator that stopped
+  // making them would leave this test comparing empty plans.
+  EXPECT_GE(graphsWithClones, 250u); // 284 of 300 when written
 }
 
 } // namespace
