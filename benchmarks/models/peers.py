@@ -197,7 +197,10 @@ def build(model_spec, facts_path, dropout=True):
         if diff:
             raise PeerError(f"the eager model differs from the one exported to {facts_path} in "
                             + ", ".join(f"{k} ({mine[k]} here, {theirs[k]} there)" for k in diff))
-    step, _ = em.train_step_module(built)
+    step, untied = em.train_step_module(built)
+    # As the exporter does: an alias the step never reads once untied is dropped (T5's
+    # shared.weight), so that the step holds the parameters its graph takes, no more.
+    em._export().drop_unread_aliases(step, built.model, untied, built.train_args)
     return step, built.train_args, config
 
 
