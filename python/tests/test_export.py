@@ -96,6 +96,41 @@ def test_export_training_step_gives_module_paths_and_unties(tmp_path):
     assert gelu_backward[0]["phase"] == "backward"
 
 
+class ReadThroughAliases(torch.nn.Module):
+    """T5's shape of tying: one embedding (`shared`) that forward reads only through two
+    aliases of its weight (the encoder's and the decoder's embed_tokens)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = torch.nn.Embedding(20, 4)
+        self.enc, self.dec = torch.nn.Embedding(20, 4), torch.nn.Embedding(20, 4)
+        self.enc.weight = self.shared.weight
+        self.dec.weight = self.shared.weight
+
+    def forward(self, ids):
+        return (self.enc(ids) * self.dec(ids)).sum()
+
+
+def test_an_alias_forward_never_reads_once_untied_is_dropped():
+    """What the exporter exports and what the benchmark harness measures hold the same
+    parameters: drop_unread_aliases (both call it) drops the untied name forward never
+    reads, and only that one."""
+    from graph_opt.export import TrainingStep, drop_unread_aliases, untie_shared_parameters
+    torch.manual_seed(0)
+    model = ReadThroughAliases()
+    step = TrainingStep(model, lambda m, ids: m(ids))
+    args = (torch.randint(0, 20, (2, 5)),)
+    untied = untie_shared_parameters(model)
+    assert [e[:2] for e in untied] == [["enc.weight", "shared.weight"],
+                                        ["dec.weight", "shared.weight"]]
+    assert drop_unread_aliases(step, model, untied, args)
+    assert sorted(n for n, _ in model.named_parameters()) == ["dec.weight", "enc.weight"]
+    assert untied[0][2:] == ["dropped shared.weight: unused by forward once untied"]
+    assert not drop_unread_aliases(step, model, [], args)  # nothing untied: nothing to drop
+    step(*args)[0].backward()  # the step still runs, each alias with its own gradient
+    assert model.enc.weight.grad is not None and model.dec.weight.grad is not None
+
+
 def test_export_training_step_errors_are_graph_opt_errors(tmp_path):
     def broken(model, x):
         return model(x).item()  # a Python number: not a traceable loss
