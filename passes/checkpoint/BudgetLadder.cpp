@@ -211,7 +211,8 @@ bool Ladder::cannotWin(int64_t target, const CheckpointPlan &best) const {
   auto above = [&](double bound) {
     return bound * (1 - 1e-9) > best.predictedExtraSeconds + 1e-12;
   };
-  return above(recomputeLowerBound(model_, target)) || above(relaxedLowerBound(model_, target));
+  return above(recomputeLowerBound(model_, target)) ||
+         above(relaxedLowerBound(model_, target, best.predictedExtraSeconds));
 }
 
 absl::StatusOr<const LadderStep *> Ladder::fastestFrom(size_t first, const LadderStep *best) {

@@ -115,8 +115,11 @@ planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32
 double recomputeLowerBound(const RecomputeModel &model, int64_t budget);
 /// A tighter one, at some tens of milliseconds: the recomputation
 /// relaxation's (RecomputeRelaxation.h) Lagrangian bound, by priced minimum
-/// cuts (LagrangianCut.h); infinity when no plan meets `budget`.
-double relaxedLowerBound(const RecomputeModel &model, int64_t budget);
+/// cuts (LagrangianCut.h); infinity when no plan meets `budget`. On a graph
+/// whose program is too large, from its rows furthest over the budget. The
+/// search may stop once the bound passes `enough` seconds.
+double relaxedLowerBound(const RecomputeModel &model, int64_t budget,
+                         double enough = std::numeric_limits<double>::infinity());
 
 struct MilpOptions {
   double timeLimitSeconds = 10;

@@ -510,8 +510,10 @@ std::vector<Start> structuredStartsOf(const RecomputeModel &model, const Bound &
 
 /// Each priced cut reads every memory coefficient twice: past this many
 /// (a 10k-node chain of activations has 25M, and took minutes) the
-/// relaxation's start and bound are left out. ResNet-50, BERT-base and GPT-2
-/// at default sizes have 46k, 115k and 160k, the zoo's ResNet-152 377k.
+/// relaxation's start is left out, and its bound comes from the rows
+/// furthest over the budget that fit in as many (RecomputeRelaxation's
+/// partial program). ResNet-50, BERT-base and GPT-2 at default sizes have
+/// 46k, 115k and 160k, the zoo's ResNet-152 377k.
 constexpr size_t kMaxRelaxationNonzeros = 1000000;
 
 /// The relaxation's start (RecomputeRelaxation.h), its program solved by
@@ -527,13 +529,28 @@ struct RelaxedStart {
   std::vector<const Value *> held;
   double boundSeconds = 0;
 };
-/// `best`: the best plan so far (or none), the solver's aim.
+/// `best`: the best plan so far (or none), the solver's aim. `stopAbove`
+/// (seconds): a bound past it is enough (the search for it stops there).
 RelaxedStart relaxedStartOf(const RecomputeModel &model, int64_t budget,
-                            const CheckpointPlan *best) {
+                            const CheckpointPlan *best,
+                            double stopAbove = std::numeric_limits<double>::infinity()) {
   RelaxedStart out;
   RecomputeRelaxation relaxation(model);
-  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros)
-    return out; // too large to solve within the planning time
+  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros) {
+    // Too large to solve for a start: the bound alone, when asked for, from
+    // the rows furthest over the budget.
+    if (!std::isfinite(stopAbove))
+      return out;
+    bool partial = false;
+    std::optional<MilpProblem> problem =
+        relaxation.problem(budget, kMaxRelaxationNonzeros, partial);
+    out.infeasible = !problem;
+    if (problem && problem->memoryRows > 0) {
+      const double stop = relaxation.objectiveOf(stopAbove);
+      out.boundSeconds = relaxation.lowerBoundSeconds(boundByLagrangianCuts(*problem, stop, stop));
+    }
+    return out;
+  }
   std::optional<MilpProblem> problem = relaxation.problem(budget);
   out.infeasible = !problem;
   if (!problem || problem->memoryRows == 0)
@@ -1079,8 +1096,8 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
   return need > 0 ? std::numeric_limits<double>::infinity() : bound;
 }
 
-double relaxedLowerBound(const RecomputeModel &model, int64_t budget) {
-  RelaxedStart relaxed = relaxedStartOf(model, budget, nullptr);
+double relaxedLowerBound(const RecomputeModel &model, int64_t budget, double enough) {
+  RelaxedStart relaxed = relaxedStartOf(model, budget, nullptr, enough);
   return relaxed.infeasible ? std::numeric_limits<double>::infinity() : relaxed.boundSeconds;
 }
 

@@ -287,8 +287,10 @@ public:
   /// column-by-column completion of the empty closure.
   void offerCompletedEmpty();
   /// The subgradient search for the best bound (Polyak's steps), with
-  /// the cuts left after it to the repairs; the best prices found.
-  std::vector<double> searchPrices(double upperBound);
+  /// `searchCuts` cuts at most (the rest for the repairs), until the bound
+  /// passes `stopAbove`; the best prices found.
+  std::vector<double> searchPrices(double upperBound, unsigned searchCuts,
+                                   double stopAbove = std::numeric_limits<double>::infinity());
   /// Points that meet every row, from the best prices: all of them raised by
   /// one factor, the least that meets every row found by bisection.
   void raiseAllPrices(const std::vector<double> &bestPrices);
@@ -363,12 +365,12 @@ void PricedCuts::offerCompletedEmpty() {
   }
 }
 
-std::vector<double> PricedCuts::searchPrices(double upperBound) {
+std::vector<double> PricedCuts::searchPrices(double upperBound, unsigned searchCuts,
+                                             double stopAbove) {
   std::vector<double> prices(numRows_, 0), bestPrices = prices;
   double theta = 2;
   unsigned sinceBetter = 0;
-  const unsigned searchCuts = maxCuts_ - maxCuts_ / 3; // the rest for points that meet the rows
-  while (out_.cuts < searchCuts) {
+  while (out_.cuts < searchCuts && out_.bound <= stopAbove) {
     bool meetsRows = false;
     const double value = priced(prices, meetsRows);
     if (value > out_.bound) {
@@ -456,11 +458,18 @@ LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBo
   PricedCuts cuts(p, maxCuts);
   if (!std::isfinite(upperBound))
     cuts.offerCompletedEmpty();
-  const std::vector<double> bestPrices = cuts.searchPrices(upperBound);
+  // The cuts left after the search go to points that meet the rows.
+  const std::vector<double> bestPrices = cuts.searchPrices(upperBound, maxCuts - maxCuts / 3);
   cuts.raiseAllPrices(bestPrices);
   cuts.raiseShortRows(bestPrices);
   cuts.completeBest(bestPrices);
   return cuts.take();
+}
+
+double boundByLagrangianCuts(const MilpProblem &p, double aim, double stopAbove, unsigned maxCuts) {
+  PricedCuts cuts(p, maxCuts);
+  cuts.searchPrices(aim, maxCuts, stopAbove);
+  return cuts.take().bound;
 }
 
 } // namespace graphopt

@@ -49,4 +49,12 @@ struct LagrangianCutSolution {
 LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBound,
                                             unsigned maxCuts = 240);
 
+/// The bound alone: the subgradient search for prices, aiming at `aim` (an
+/// estimate of the optimum from above: a known point's objective, or
+/// infinity), stopped once the bound passes `stopAbove`, at most `maxCuts`
+/// cuts; no point is looked for (for programs whose points are not plans,
+/// RecomputeRelaxation's partial ones). -infinity when none.
+double boundByLagrangianCuts(const MilpProblem &p, double aim, double stopAbove,
+                             unsigned maxCuts = 160);
+
 } // namespace graphopt

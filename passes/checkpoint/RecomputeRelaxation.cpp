@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace graphopt {
@@ -175,38 +176,78 @@ void RecomputeRelaxation::chooseUnits() {
   bytesUnit_ = static_cast<double>(maxBytes);
 }
 
+bool RecomputeRelaxation::addMemoryRow(MilpProblem &p, int64_t first, int64_t high,
+                                       int64_t budget) const {
+  std::map<int, int64_t> bytesOf; // column -> bytes it takes off here
+  int64_t freeable = 0;           // everything dropped, nothing held
+  for (const Interval &iv : intervals_)
+    if (iv.first <= first && first <= iv.last) {
+      bytesOf[iv.column] += iv.bytes;
+      if (iv.column < static_cast<int>(nodes_.size()) && iv.bytes > 0)
+        freeable += iv.bytes;
+    }
+  if (freeable < high - budget)
+    return false;
+  MilpProblem::Row row;
+  for (auto [column, bytes] : bytesOf)
+    if (bytes != 0) {
+      row.columns.push_back(column);
+      row.coefficients.push_back(static_cast<double>(bytes) / bytesUnit_);
+    }
+  row.rhs = static_cast<double>(high - budget) / bytesUnit_;
+  p.rows.push_back(std::move(row));
+  ++p.memoryRows;
+  return true;
+}
+
 std::optional<MilpProblem> RecomputeRelaxation::problem(int64_t budget) const {
+  bool partial = false;
+  return problem(budget, std::numeric_limits<size_t>::max(), partial);
+}
+
+std::optional<MilpProblem> RecomputeRelaxation::problem(int64_t budget, size_t maxNonzeros,
+                                                        bool &partial) const {
   llvm::ArrayRef<int64_t> base = model_.boundedTimeline();
   MilpProblem p;
   p.objective = objective_;
   p.upper.assign(objective_.size(), 1);
   p.rows = structural_;
+  // The runs over the budget, each with how high it reaches and how many
+  // coefficients its row has (intervals covering it, by a difference array).
+  struct Run {
+    int64_t first, high;
+    size_t nonzeros;
+  };
+  std::vector<int64_t> covering(cuts_.size() + 1, 0);
+  for (const Interval &i : intervals_) {
+    covering[std::lower_bound(cuts_.begin(), cuts_.end(), i.first) - cuts_.begin()] += 1;
+    covering[std::upper_bound(cuts_.begin(), cuts_.end(), i.last) - cuts_.begin()] -= 1;
+  }
+  std::vector<Run> over;
+  size_t total = 0;
+  int64_t count = 0;
   for (size_t i = 0; i + 1 < cuts_.size(); ++i) {
+    count += covering[i];
     const int64_t first = cuts_[i], end = cuts_[i + 1];
     int64_t high = INT64_MIN;
     for (int64_t t = first; t < end; ++t)
       high = std::max(high, base[t]);
     if (high <= budget)
       continue;
-    std::map<int, int64_t> bytesOf; // column -> bytes it takes off here
-    int64_t freeable = 0;           // everything dropped, nothing held
-    for (const Interval &iv : intervals_)
-      if (iv.first <= first && first <= iv.last) {
-        bytesOf[iv.column] += iv.bytes;
-        if (iv.column < static_cast<int>(nodes_.size()) && iv.bytes > 0)
-          freeable += iv.bytes;
-      }
-    if (freeable < high - budget)
+    over.push_back({first, high, static_cast<size_t>(count)});
+    total += static_cast<size_t>(count);
+  }
+  partial = total > maxNonzeros;
+  if (partial) // the runs furthest over first; ties in rank order
+    std::stable_sort(over.begin(), over.end(),
+                     [](const Run &a, const Run &b) { return a.high > b.high; });
+  size_t kept = 0;
+  for (const Run &run : over) {
+    if (partial && kept + run.nonzeros > maxNonzeros && p.memoryRows > 0)
+      break;
+    if (!addMemoryRow(p, run.first, run.high, budget))
       return std::nullopt;
-    MilpProblem::Row row;
-    for (auto [column, bytes] : bytesOf)
-      if (bytes != 0) {
-        row.columns.push_back(column);
-        row.coefficients.push_back(static_cast<double>(bytes) / bytesUnit_);
-      }
-    row.rhs = static_cast<double>(high - budget) / bytesUnit_;
-    p.rows.push_back(std::move(row));
-    ++p.memoryRows;
+    kept += run.nonzeros;
   }
   return p;
 }
@@ -246,6 +287,10 @@ std::vector<double> RecomputeRelaxation::pointOf(const RecomputeSet &set,
         (llvm::is_contained(held, storages_[k]) && read.contains(storages_[k])) ||
         cloned.contains(storages_[k]->definingNode());
   return x;
+}
+
+double RecomputeRelaxation::objectiveOf(double seconds) const {
+  return seconds / secondsUnit_ + kTieBreak * static_cast<double>(tieBroken_);
 }
 
 double RecomputeRelaxation::lowerBoundSeconds(double solverBound) const {

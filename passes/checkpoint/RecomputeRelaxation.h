@@ -65,6 +65,14 @@ public:
   /// The program for `budget` (bytes of the model's bounded memory); nullopt
   /// when some rank stays over it whatever is dropped.
   std::optional<MilpProblem> problem(int64_t budget) const;
+  /// The same with at most `maxNonzeros` memory coefficients: where its rows
+  /// have more (a long chain of activations: quadratic in the graph), the
+  /// rows where the unoptimised memory is furthest over the budget, as many
+  /// as fit, and `*partial` set. A program with fewer rows still bounds every
+  /// plan's time from below (its optimum is no higher), but its solutions
+  /// need not meet the budget: a bound, not a start. Nullopt when a row it
+  /// keeps cannot be met (then no plan meets the budget).
+  std::optional<MilpProblem> problem(int64_t budget, size_t maxNonzeros, bool &partial) const;
 
   /// The plan a solution describes.
   struct Decoded {
@@ -81,6 +89,8 @@ public:
   /// The least time any plan needs, in seconds, from the best bound a solver
   /// proved on problem()'s objective (its tie-breaks taken off); 0 when none.
   double lowerBoundSeconds(double solverBound) const;
+  /// The objective value whose lowerBoundSeconds is `seconds` (its inverse).
+  double objectiveOf(double seconds) const;
   /// The objective's unit, in seconds.
   double secondsUnit() const { return secondsUnit_; }
   size_t numNodeColumns() const { return nodes_.size(); }
@@ -109,6 +119,9 @@ private:
   void addCuts(int64_t numNodes);
   /// The objective's and the memory rows' units; the tie-breaks.
   void chooseUnits();
+  /// The memory row of the run of ranks from `first` (to the next cut),
+  /// reaching `high`, appended to `p`; false when it cannot be met.
+  bool addMemoryRow(MilpProblem &p, int64_t first, int64_t high, int64_t budget) const;
 
   const RecomputeModel &model_;
   std::vector<const Node *> nodes_;      ///< per X column

@@ -12,6 +12,7 @@
 #include "CheckpointTestGraphs.h"
 #include "../ZooArchives.h"
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/LagrangianCut.h"
 #include "checkpoint/RecomputeRelaxation.h"
 
 #include "graphopt/Import/Importer.h"
@@ -19,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 namespace graphopt {
@@ -123,6 +125,87 @@ TEST(RecomputeRelaxationTest, TheBoundHoldsForRandomPlansOnZooModels) {
       EXPECT_GE(checkRandomPlans(model, rng, 8, archive), 8u) << archive;
     }
   }
+}
+
+/// The memory rows of `p` (the last memoryRows rows).
+llvm::ArrayRef<MilpProblem::Row> memoryRowsOf(const MilpProblem &p) {
+  return llvm::ArrayRef<MilpProblem::Row>(p.rows).take_back(p.memoryRows);
+}
+
+bool sameRow(const MilpProblem::Row &a, const MilpProblem::Row &b) {
+  return a.columns == b.columns && a.coefficients == b.coefficients && a.rhs == b.rhs;
+}
+
+// Where the program is too large (RecomputeRelaxation::problem with a limit
+// on its coefficients), it keeps the memory rows furthest over the budget:
+// each one the full program's, none left out higher than one kept, and its
+// Lagrangian bound still under the greedy's plan. Without a limit it is the
+// full program, row for row.
+TEST(RecomputeRelaxationTest, APartialProgramKeepsTheRowsFurthestOverAndStillBounds) {
+  std::mt19937_64 rng(5);
+  unsigned partials = 0, bounded = 0;
+  for (uint64_t seed = 1; seed <= 150; ++seed) {
+    testing::Choices choices(seed);
+    auto random = testing::makeRandomGraph(choices);
+    ASSERT_TRUE(random.ok()) << random.status().message();
+    for (BoundedMemory kind : {BoundedMemory::PeakAboveInputs, BoundedMemory::SavedActivations}) {
+      auto model =
+          RecomputeModel::build(*random->graph, estimatedNodeSeconds(*random->graph), {}, kind);
+      if (!model.ok() || model->candidates().empty())
+        continue;
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      const int64_t budget = static_cast<int64_t>(
+          static_cast<double>(model->boundedPeak()) *
+          std::uniform_real_distribution<double>(0.2, 0.9)(rng));
+      RecomputeRelaxation relaxation(*model);
+      std::optional<MilpProblem> full = relaxation.problem(budget);
+      if (!full || full->memoryRows < 2)
+        continue;
+      bool partial = true;
+      std::optional<MilpProblem> same =
+          relaxation.problem(budget, std::numeric_limits<size_t>::max(), partial);
+      ASSERT_TRUE(same.has_value());
+      EXPECT_FALSE(partial);
+      ASSERT_EQ(same->rows.size(), full->rows.size());
+      for (size_t r = 0; r < full->rows.size(); ++r)
+        EXPECT_TRUE(sameRow(same->rows[r], full->rows[r])) << "row " << r;
+
+      size_t nonzeros = 0;
+      for (const MilpProblem::Row &row : memoryRowsOf(*full))
+        nonzeros += row.columns.size();
+      std::optional<MilpProblem> part = relaxation.problem(budget, nonzeros / 2, partial);
+      ASSERT_TRUE(part.has_value());
+      EXPECT_TRUE(partial);
+      EXPECT_GE(part->memoryRows, 1u);
+      EXPECT_LT(part->memoryRows, full->memoryRows);
+      EXPECT_EQ(part->rows.size() - part->memoryRows, full->rows.size() - full->memoryRows);
+      double lowestKept = std::numeric_limits<double>::infinity();
+      std::vector<uint8_t> kept(full->memoryRows, 0);
+      for (const MilpProblem::Row &row : memoryRowsOf(*part)) {
+        lowestKept = std::min(lowestKept, row.rhs);
+        bool found = false;
+        for (size_t r = 0; r < full->memoryRows && !found; ++r)
+          if (!kept[r] && sameRow(row, memoryRowsOf(*full)[r]))
+            kept[r] = found = true;
+        EXPECT_TRUE(found) << "a kept row the full program does not have";
+      }
+      for (size_t r = 0; r < full->memoryRows; ++r)
+        if (!kept[r])
+          EXPECT_LE(memoryRowsOf(*full)[r].rhs, lowestKept) << "a higher row left out";
+      ++partials;
+
+      auto plan = planGreedy(*model, budget);
+      ASSERT_TRUE(plan.ok()) << plan.status().message();
+      if (!plan->meetsBudget)
+        continue;
+      const double bound = relaxation.lowerBoundSeconds(boundByLagrangianCuts(
+          *part, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()));
+      EXPECT_LE(bound, plan->predictedExtraSeconds * (1 + 1e-9) + 1e-15);
+      ++bounded;
+    }
+  }
+  EXPECT_GT(partials, 50u);
+  EXPECT_GT(bounded, 30u);
 }
 
 } // namespace
