@@ -109,6 +109,14 @@ constexpr double kRowTolerance = 1e-9;
 constexpr unsigned kRepairCuts = 48;
 /// The step's factor halves after this many cuts without a better bound.
 constexpr unsigned kPatience = 6;
+/// boundByLagrangianCuts' cuts: at most this many columns' worth in all (a
+/// 1M-node chain has 0.56M columns: 4 cuts; 100k nodes, 36), and at least
+/// kMinBoundCuts.
+constexpr size_t kBoundCutColumns = 2'000'000;
+constexpr size_t kMinBoundCuts = 4;
+/// A bound searched for to pass a value is given up after this many cuts
+/// that do not bring it closer (boundByLagrangianCuts).
+constexpr unsigned kStall = 2 * kPatience;
 
 /// The program's structure: implications both ways, each column's memory
 /// coefficients, the rows' right-hand sides.
@@ -370,9 +378,21 @@ std::vector<double> PricedCuts::searchPrices(double upperBound, unsigned searchC
   std::vector<double> prices(numRows_, 0), bestPrices = prices;
   double theta = 2;
   unsigned sinceBetter = 0;
+  // With a bound to pass: given up once kStall cuts in a row raise it by
+  // less than a thousandth of what is left to pass (the step halves every
+  // kPatience cuts without a better bound, and the bound has settled short).
+  const bool toPass = std::isfinite(stopAbove);
+  unsigned stalled = 0;
   while (out_.cuts < searchCuts && out_.bound <= stopAbove) {
     bool meetsRows = false;
+    const double before = out_.bound;
     const double value = priced(prices, meetsRows);
+    if (toPass) {
+      const bool rose = std::isfinite(before) && value - before > 1e-3 * (stopAbove - before);
+      stalled = !std::isfinite(before) || rose ? 0 : stalled + 1;
+      if (stalled >= kStall)
+        break;
+    }
     if (value > out_.bound) {
       out_.bound = value;
       bestPrices = prices;
@@ -467,6 +487,11 @@ LagrangianCutSolution solveByLagrangianCuts(const MilpProblem &p, double upperBo
 }
 
 double boundByLagrangianCuts(const MilpProblem &p, double aim, double stopAbove, unsigned maxCuts) {
+  // Each cut costs a max-flow over every column: on the largest graphs only
+  // as many as kBoundCutColumns column-cuts in all.
+  const size_t affordable = kBoundCutColumns / std::max<size_t>(p.objective.size(), 1);
+  maxCuts = static_cast<unsigned>(
+      std::min<size_t>(maxCuts, std::max<size_t>(affordable, kMinBoundCuts)));
   PricedCuts cuts(p, maxCuts);
   cuts.searchPrices(aim, maxCuts, stopAbove);
   return cuts.take().bound;
