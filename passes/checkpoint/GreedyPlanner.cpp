@@ -788,13 +788,12 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
   // dropping the rest first costs time quadratic in the graph where every
   // activation of a chain is dropped (a knapsack start on a 10k-node chain
   // took 15 s to reach a plan given up). Drops only add clones, so checking on
-  // the way (every kCloneCheckEvery drops) gives up the same starts. A shared
-  // start is checked after its sharing, which removes clones.
+  // the way, after every drop, gives up the same starts. A shared start is
+  // checked after its sharing, which removes clones.
   const size_t cloneLimit = kMaxStartClonesPerNode * model.graph().numNodes();
-  constexpr size_t kCloneCheckEvery = 64;
   for (size_t i = 0; i < start.size(); ++i) {
     drop(g, start[i].first, start[i].second);
-    if (!shareFirst && (i + 1) % kCloneCheckEvery == 0 && g.state.cloneCount() > cloneLimit)
+    if (!shareFirst && g.state.cloneCount() > cloneLimit)
       return std::nullopt;
   }
   // A start chosen with each value made once (the relaxation's) has its

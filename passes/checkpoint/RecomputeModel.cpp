@@ -203,6 +203,7 @@ absl::Status PlanState::add(int32_t c) {
     return st;
   }
   order_.push_back(c);
+  cloneCount_ += added.size();
   // Each node's ranks kept sorted, so that walks over them (grow) do not
   // depend on the set's hash order.
   for (auto [n, p] : added) {

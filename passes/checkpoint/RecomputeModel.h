@@ -281,12 +281,7 @@ public:
   /// The dropped candidates, in the order added.
   llvm::ArrayRef<int32_t> dropped() const { return order_; }
   /// How many clones the plan needs so far.
-  size_t cloneCount() const {
-    size_t n = 0;
-    for (const auto &entry : clonedAt_)
-      n += entry.second.size();
-    return n;
-  }
+  size_t cloneCount() const { return cloneCount_; }
 
 private:
   /// A node cloned just before the node of some rank.
@@ -316,6 +311,7 @@ private:
   llvm::DenseSet<const Value *> held_;
   /// Cloned node -> the ranks it is cloned before.
   llvm::DenseMap<const Node *, llvm::SmallVector<int64_t, 1>> clonedAt_;
+  size_t cloneCount_ = 0; ///< the ranks in clonedAt_, all nodes together
 };
 
 } // namespace graphopt

@@ -94,10 +94,10 @@ unsigned checkRandomPlans(const RecomputeModel &model, std::mt19937_64 &rng, uns
   return checked;
 }
 
-TEST(RecomputeRelaxationTest, TheBoundHoldsForRandomPlansOnRandomGraphs) {
-  std::mt19937_64 rng(7);
-  unsigned models = 0, checked = 0;
-  for (uint64_t seed = 1; seed <= 300; ++seed) {
+/// Calls `f(model, seed)` for the pass fuzzer's random training graphs of
+/// seeds 1 to `seeds` that have something to drop, each bounded both ways.
+template <typename F> void forEachRandomModel(uint64_t seeds, F f) {
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
     testing::Choices choices(seed);
     auto random = testing::makeRandomGraph(choices);
     ASSERT_TRUE(random.ok()) << random.status().message();
@@ -106,10 +106,19 @@ TEST(RecomputeRelaxationTest, TheBoundHoldsForRandomPlansOnRandomGraphs) {
           RecomputeModel::build(*random->graph, estimatedNodeSeconds(*random->graph), {}, kind);
       if (!model.ok() || model->candidates().empty())
         continue; // no backward, or nothing to drop
-      ++models;
-      checked += checkRandomPlans(*model, rng, 6, "random graph, seed " + std::to_string(seed));
+      SCOPED_TRACE("random graph, seed " + std::to_string(seed));
+      f(*model, seed);
     }
   }
+}
+
+TEST(RecomputeRelaxationTest, TheBoundHoldsForRandomPlansOnRandomGraphs) {
+  std::mt19937_64 rng(7);
+  unsigned models = 0, checked = 0;
+  forEachRandomModel(300, [&](const RecomputeModel &model, uint64_t seed) {
+    ++models;
+    checked += checkRandomPlans(model, rng, 6, "random graph, seed " + std::to_string(seed));
+  });
   EXPECT_GT(models, 100u);
   EXPECT_GT(checked, 500u);
 }
@@ -144,66 +153,56 @@ bool sameRow(const MilpProblem::Row &a, const MilpProblem::Row &b) {
 TEST(RecomputeRelaxationTest, APartialProgramKeepsTheRowsFurthestOverAndStillBounds) {
   std::mt19937_64 rng(5);
   unsigned partials = 0, bounded = 0;
-  for (uint64_t seed = 1; seed <= 150; ++seed) {
-    testing::Choices choices(seed);
-    auto random = testing::makeRandomGraph(choices);
-    ASSERT_TRUE(random.ok()) << random.status().message();
-    for (BoundedMemory kind : {BoundedMemory::PeakAboveInputs, BoundedMemory::SavedActivations}) {
-      auto model =
-          RecomputeModel::build(*random->graph, estimatedNodeSeconds(*random->graph), {}, kind);
-      if (!model.ok() || model->candidates().empty())
-        continue;
-      SCOPED_TRACE("seed " + std::to_string(seed));
-      const int64_t budget = static_cast<int64_t>(
-          static_cast<double>(model->boundedPeak()) *
-          std::uniform_real_distribution<double>(0.2, 0.9)(rng));
-      RecomputeRelaxation relaxation(*model);
-      std::optional<MilpProblem> full = relaxation.problem(budget);
-      if (!full || full->memoryRows < 2)
-        continue;
-      bool partial = true;
-      std::optional<MilpProblem> same =
-          relaxation.problem(budget, std::numeric_limits<size_t>::max(), partial);
-      ASSERT_TRUE(same.has_value());
-      EXPECT_FALSE(partial);
-      ASSERT_EQ(same->rows.size(), full->rows.size());
-      for (size_t r = 0; r < full->rows.size(); ++r)
-        EXPECT_TRUE(sameRow(same->rows[r], full->rows[r])) << "row " << r;
+  forEachRandomModel(150, [&](const RecomputeModel &model, uint64_t) {
+    const int64_t budget = static_cast<int64_t>(
+        static_cast<double>(model.boundedPeak()) *
+        std::uniform_real_distribution<double>(0.2, 0.9)(rng));
+    RecomputeRelaxation relaxation(model);
+    std::optional<MilpProblem> full = relaxation.problem(budget);
+    if (!full || full->memoryRows < 2)
+      return;
+    bool partial = true;
+    std::optional<MilpProblem> same =
+        relaxation.problem(budget, std::numeric_limits<size_t>::max(), partial);
+    ASSERT_TRUE(same.has_value());
+    EXPECT_FALSE(partial);
+    ASSERT_EQ(same->rows.size(), full->rows.size());
+    for (size_t r = 0; r < full->rows.size(); ++r)
+      EXPECT_TRUE(sameRow(same->rows[r], full->rows[r])) << "row " << r;
 
-      size_t nonzeros = 0;
-      for (const MilpProblem::Row &row : memoryRowsOf(*full))
-        nonzeros += row.columns.size();
-      std::optional<MilpProblem> part = relaxation.problem(budget, nonzeros / 2, partial);
-      ASSERT_TRUE(part.has_value());
-      EXPECT_TRUE(partial);
-      EXPECT_GE(part->memoryRows, 1u);
-      EXPECT_LT(part->memoryRows, full->memoryRows);
-      EXPECT_EQ(part->rows.size() - part->memoryRows, full->rows.size() - full->memoryRows);
-      double lowestKept = std::numeric_limits<double>::infinity();
-      std::vector<uint8_t> kept(full->memoryRows, 0);
-      for (const MilpProblem::Row &row : memoryRowsOf(*part)) {
-        lowestKept = std::min(lowestKept, row.rhs);
-        bool found = false;
-        for (size_t r = 0; r < full->memoryRows && !found; ++r)
-          if (!kept[r] && sameRow(row, memoryRowsOf(*full)[r]))
-            kept[r] = found = true;
-        EXPECT_TRUE(found) << "a kept row the full program does not have";
-      }
-      for (size_t r = 0; r < full->memoryRows; ++r)
-        if (!kept[r])
-          EXPECT_LE(memoryRowsOf(*full)[r].rhs, lowestKept) << "a higher row left out";
-      ++partials;
-
-      auto plan = planGreedy(*model, budget);
-      ASSERT_TRUE(plan.ok()) << plan.status().message();
-      if (!plan->meetsBudget)
-        continue;
-      const double bound = relaxation.lowerBoundSeconds(boundByLagrangianCuts(
-          *part, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()));
-      EXPECT_LE(bound, plan->predictedExtraSeconds * (1 + 1e-9) + 1e-15);
-      ++bounded;
+    size_t nonzeros = 0;
+    for (const MilpProblem::Row &row : memoryRowsOf(*full))
+      nonzeros += row.columns.size();
+    std::optional<MilpProblem> part = relaxation.problem(budget, nonzeros / 2, partial);
+    ASSERT_TRUE(part.has_value());
+    EXPECT_TRUE(partial);
+    EXPECT_GE(part->memoryRows, 1u);
+    EXPECT_LT(part->memoryRows, full->memoryRows);
+    EXPECT_EQ(part->rows.size() - part->memoryRows, full->rows.size() - full->memoryRows);
+    double lowestKept = std::numeric_limits<double>::infinity();
+    std::vector<uint8_t> kept(full->memoryRows, 0);
+    for (const MilpProblem::Row &row : memoryRowsOf(*part)) {
+      lowestKept = std::min(lowestKept, row.rhs);
+      bool found = false;
+      for (size_t r = 0; r < full->memoryRows && !found; ++r)
+        if (!kept[r] && sameRow(row, memoryRowsOf(*full)[r]))
+          kept[r] = found = true;
+      EXPECT_TRUE(found) << "a kept row the full program does not have";
     }
-  }
+    for (size_t r = 0; r < full->memoryRows; ++r)
+      if (!kept[r])
+        EXPECT_LE(memoryRowsOf(*full)[r].rhs, lowestKept) << "a higher row left out";
+    ++partials;
+
+    auto plan = planGreedy(model, budget);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    if (!plan->meetsBudget)
+      return;
+    const double bound = relaxation.lowerBoundSeconds(boundByLagrangianCuts(
+        *part, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()));
+    EXPECT_LE(bound, plan->predictedExtraSeconds * (1 + 1e-9) + 1e-15);
+    ++bounded;
+  });
   EXPECT_GT(partials, 50u);
   EXPECT_GT(bounded, 30u);
 }
