@@ -530,7 +530,8 @@ struct RelaxedStart {
   double boundSeconds = 0;
 };
 /// `best`: the best plan so far (or none), the solver's aim. `stopAbove`
-/// (seconds): a bound past it is enough (the search for it stops there).
+/// (seconds): a bound past it is enough; on a program too large for a start,
+/// the bound is searched for only with one given, and only until it passes.
 RelaxedStart relaxedStartOf(const RecomputeModel &model, int64_t budget,
                             const CheckpointPlan *best,
                             double stopAbove = std::numeric_limits<double>::infinity()) {
