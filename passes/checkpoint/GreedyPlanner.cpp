@@ -529,29 +529,13 @@ struct RelaxedStart {
   std::vector<const Value *> held;
   double boundSeconds = 0;
 };
-/// `best`: the best plan so far (or none), the solver's aim. `stopAbove`
-/// (seconds): a bound past it is enough; on a program too large for a start,
-/// the bound is searched for only with one given, and only until it passes.
-RelaxedStart relaxedStartOf(const RecomputeModel &model, int64_t budget,
-                            const CheckpointPlan *best,
-                            double stopAbove = std::numeric_limits<double>::infinity()) {
+/// `relaxation`: the model's. `best`: the best plan so far (or none), the
+/// solver's aim.
+RelaxedStart relaxedStartOf(const RecomputeRelaxation &relaxation, int64_t budget,
+                            const CheckpointPlan *best) {
   RelaxedStart out;
-  RecomputeRelaxation relaxation(model);
-  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros) {
-    // Too large to solve for a start: the bound alone, when asked for, from
-    // the rows furthest over the budget.
-    if (!std::isfinite(stopAbove))
-      return out;
-    bool partial = false;
-    std::optional<MilpProblem> problem =
-        relaxation.problem(budget, kMaxRelaxationNonzeros, partial);
-    out.infeasible = !problem;
-    if (problem && problem->memoryRows > 0) {
-      const double stop = relaxation.objectiveOf(stopAbove);
-      out.boundSeconds = relaxation.lowerBoundSeconds(boundByLagrangianCuts(*problem, stop, stop));
-    }
-    return out;
-  }
+  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros)
+    return out; // too large to solve within the planning time (relaxedLowerBound bounds it)
   std::optional<MilpProblem> problem = relaxation.problem(budget);
   out.infeasible = !problem;
   if (!problem || problem->memoryRows == 0)
@@ -966,7 +950,7 @@ absl::Status GreedyTrials::runFirstStarts() {
 absl::Status GreedyTrials::runRelaxedStarts() {
   if (structuredOnly_ || !overBounds())
     return absl::OkStatus();
-  RelaxedStart relaxed = relaxedStartOf(model_, budget_, bestTried());
+  RelaxedStart relaxed = relaxedStartOf(RecomputeRelaxation(model_), budget_, bestTried());
   lowerBound_ = relaxed.boundSeconds;
   if (!relaxed.found)
     return absl::OkStatus();
@@ -1097,8 +1081,25 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
 }
 
 double relaxedLowerBound(const RecomputeModel &model, int64_t budget, double enough) {
-  RelaxedStart relaxed = relaxedStartOf(model, budget, nullptr, enough);
-  return relaxed.infeasible ? std::numeric_limits<double>::infinity() : relaxed.boundSeconds;
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  RecomputeRelaxation relaxation(model);
+  if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros) {
+    // Too large to solve for a start: the bound alone, from the rows furthest
+    // over the budget, searched for only until it passes `enough`.
+    if (!std::isfinite(enough))
+      return 0;
+    bool partial = false;
+    std::optional<MilpProblem> problem =
+        relaxation.problem(budget, kMaxRelaxationNonzeros, partial);
+    if (!problem)
+      return kNone; // a row it keeps cannot be met: no plan meets the budget
+    if (problem->memoryRows == 0)
+      return 0;
+    const double stop = relaxation.objectiveOf(enough);
+    return relaxation.lowerBoundSeconds(boundByLagrangianCuts(*problem, stop, stop));
+  }
+  RelaxedStart relaxed = relaxedStartOf(relaxation, budget, nullptr);
+  return relaxed.infeasible ? kNone : relaxed.boundSeconds;
 }
 
 absl::StatusOr<CheckpointPlan> planGreedy(const RecomputeModel &model, int64_t budget,
