@@ -119,3 +119,57 @@ TEST(TypeCorrectionTest, MetaKernelsCheckEveryNodeWithoutRunningIt) {
   EXPECT_EQ(valueNamed(**meta, "p")->tensorType().storageOffset, 4194304);
   EXPECT_TRUE(onMeta.conflicts.empty());
 }
+
+// Nodes alike in operator, operand types and constants run their kernel once
+// (the check's memo), but each node's declared types are still compared with
+// what it makes: %b is %a again declared contiguous; %d differs from %c only
+// in a constant; %f from %e only in its operand's strides. Each of the three
+// is wrong and unread, so each gets its own remark; the others are right.
+TEST(TypeCorrectionTest, AlikeNodesShareTheKernelRunNotTheVerdict) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[4, 6] user_input
+  %a = aten::t(%x) : f32[6, 4]{strides=[1, 6]}
+  %b = aten::t(%x) : f32[6, 4]
+  %c = aten::sum.dim_IntList(%x, [1]) : f32[4]
+  %d = aten::sum.dim_IntList(%x, [0]) : f32[4]
+  %e = aten::relu(%a) : f32[6, 4]{strides=[1, 6]}
+  %y = aten::contiguous(%a) : f32[6, 4]
+  %f = aten::relu(%y) : f32[6, 4]{strides=[1, 6]}
+  output %c user_output
+  output %e user_output
+  output %y user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
+  EXPECT_EQ(check.nodesChecked, 7u);
+  EXPECT_TRUE(check.conflicts.empty());
+  ASSERT_EQ(check.remarks.size(), 3u);
+  EXPECT_NE(check.remarks[0].find("result %b is declared f32[6, 4] but the CPU kernel makes "
+                                  "f32[6, 4]{strides=[1, 6]}"),
+            std::string::npos)
+      << check.remarks[0];
+  EXPECT_NE(check.remarks[1].find("result %d is declared f32[4] but the CPU kernel makes f32[6]"),
+            std::string::npos)
+      << check.remarks[1];
+  EXPECT_NE(check.remarks[2].find("result %f is declared f32[6, 4]{strides=[1, 6]} but the CPU "
+                                  "kernel makes f32[6, 4]"),
+            std::string::npos)
+      << check.remarks[2];
+  EXPECT_EQ(valueNamed(**g, "d")->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{6}));
+  // The meta kernels the same way.
+  auto h = parseGraph(R"(graph @h {
+  input %x : f32[4, 6] user_input
+  %c = aten::sum.dim_IntList(%x, [1]) : f32[4]
+  %d = aten::sum.dim_IntList(%x, [0]) : f32[4]
+  output %c user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  DeclaredTypeCheck onMeta = checkDeclaredTypes(**h, TypeCheckKernels::Meta);
+  ASSERT_EQ(onMeta.remarks.size(), 1u);
+  EXPECT_NE(onMeta.remarks[0].find("result %d is declared f32[4] but the meta kernel makes "
+                                   "f32[6]"),
+            std::string::npos)
+      << onMeta.remarks[0];
+}

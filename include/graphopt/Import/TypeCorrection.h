@@ -26,7 +26,9 @@
 // stand-ins, and those whose operands and results together span more than
 // kMaxCheckedNodeBytes (a large model's layers: checking them would cost the
 // time of a step at every import) are not checked; their conflicts, if any,
-// are still found by --verify.
+// are still found by --verify. Nodes alike in operator, operand types and
+// constants run their kernel once (a model's repeated layers); each is still
+// compared with its own declared types.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
