@@ -7,8 +7,12 @@ planning costs").
 Per model and run, in a fresh process each (so that nothing compiled is reused): the
 training step (peers.build, dropout off) compiled with graph_opt.backend(verify=False)
 (peak= where given), Inductor's caches off, and its first step (compile included) timed;
-prints graph_opt.compile.stats()'s planning_seconds, that time and their ratio, one line per
-run ("RESULT model run planning first_step share"). Exit 1 where a graph fell back.
+prints graph_opt.compile.stats()'s planning_seconds, that time and their ratio, then the part
+of planning_seconds that was torch's min-cut partitioning the plan's tagged graph
+(partition_seconds: torch.compile's default partitioner makes the same call in graph-opt's
+place) and the share without it, what graph-opt adds to the compile, one line per run
+("RESULT model run planning first_step share partition own_share"). Exit 1 where a graph fell
+back.
 """
 import argparse
 import os
@@ -35,7 +39,8 @@ def one_run(model, peak, threads):
     loss.backward()
     total = time.perf_counter() - start
     st = graph_opt.compile.stats()
-    print(f"{st['planning_seconds']:.2f} {total:.1f} {st['fallbacks']}")
+    print(f"{st['planning_seconds']:.2f} {st['partition_seconds']:.2f} {total:.1f} "
+          f"{st['fallbacks']}")
 
 
 def main():
@@ -62,11 +67,12 @@ def main():
                 print(f"{model} run {run}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
                 failed = True
                 continue
-            planning, total, fallbacks = last[0].split()
+            planning, partition, total, fallbacks = last[0].split()
             failed |= fallbacks != "0"
+            own = float(planning) - float(partition)
             print(f"RESULT {model} {run} planning {planning} s first_step {total} s "
-                  f"share {float(planning) / float(total):.3f} fallbacks {fallbacks}",
-                  flush=True)
+                  f"share {float(planning) / float(total):.3f} partition {partition} s "
+                  f"own_share {own / float(total):.3f} fallbacks {fallbacks}", flush=True)
     return 1 if failed else 0
 
 
