@@ -153,6 +153,7 @@ def graph_opt_point(step, args, bound, warmup, pipeline=None):
     plans = stats["plans"]
     row = {"bound": bound, "compile_seconds": seconds,
            "planning_seconds": stats["planning_seconds"],
+           "partition_seconds": stats["partition_seconds"],
            "verify_seconds": stats["verify_seconds"],
            "predicted": max(p["halves_peak_bytes"] for p in plans) if plans else None,
            "rounds": [p.get("peak_rounds") for p in plans],

@@ -524,6 +524,7 @@ def record_graph_opt(kind, result):
         raise PeerError(f"graph-opt fell back to torch's partitioner: {stats['reasons'][0]}")
     result["graph_opt"] = {
         "graphs": stats["graphs"], "planning_seconds": stats["planning_seconds"],
+        "partition_seconds": stats["partition_seconds"],
         "plan_saved_bytes": sum(p["saved_bytes"] for p in stats["plans"]),
         "recomputed": sum(len(p["recomputed"]) for p in stats["plans"]),
         "pipeline": graph_opt_partitioner(kind, result["budget"])[0],
