@@ -173,3 +173,25 @@ TEST(TypeCorrectionTest, AlikeNodesShareTheKernelRunNotTheVerdict) {
             std::string::npos)
       << onMeta.remarks[0];
 }
+
+// Alike nodes declaring different numbers of results (a hand-written graph
+// can): the second is not given the first's results, it fails as it would
+// without the memo (the operator returns 2 results for 3 outputs), and the
+// check goes on.
+TEST(TypeCorrectionTest, AlikeNodesWithOtherResultCountsAreRunAgain) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[4, 6] user_input
+  %a, %b = aten::split.Tensor(%x, 3, 1) : f32[4, 3]{strides=[6, 1]}, f32[4, 3]{strides=[6, 1], offset=3}
+  %c, %d, %e = aten::split.Tensor(%x, 3, 1) : f32[4, 3], f32[4, 3], f32[4, 3]
+  %s = aten::add.Tensor(%a, %b) : f32[4, 3]
+  %t = aten::add.Tensor(%c, %d) : f32[4, 3]
+  output %s user_output
+  output %t user_output
+  output %e user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
+  EXPECT_TRUE(check.conflicts.empty());
+  EXPECT_EQ(check.nodesChecked, 3u); // the first split and the two adds
+}
