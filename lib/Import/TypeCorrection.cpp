@@ -43,9 +43,8 @@ std::string firstReader(const Value *v) {
 /// gets a stand-in of its own, zero-filled on CPU) and the constants, so
 /// nodes alike in all of them (and in their number of outputs, which
 /// kernelResultTypes checks the results against) are run once: a model's
-/// repeated layers (a default-size GPT-2 training step's check took 0.8-1.1 s
-/// before, 0.11-0.13 s after). Failures are not kept: their messages name
-/// the node.
+/// repeated layers (docs/Importing.md gives what it saves on GPT-2).
+/// Failures are not kept: their messages name the node.
 class KernelTypesMemo {
 public:
   absl::StatusOr<std::vector<ValueType>> resultTypes(const Node &node, c10::Device on) {
