@@ -753,6 +753,25 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
   return absl::OkStatus();
 }
 
+/// Whether `start` holds every drop of a start given up before.
+bool knownGivenUp(const RecomputeModel &model, const Start &start) {
+  std::vector<llvm::BitVector> &givenUp = givenUpStartsOf(model);
+  if (givenUp.empty())
+    return false;
+  llvm::BitVector drops(static_cast<unsigned>(model.candidates().size()));
+  for (const auto &[c, why] : start)
+    drops.set(static_cast<unsigned>(c));
+  return llvm::any_of(givenUp, [&](const llvm::BitVector &set) { return !set.test(drops); });
+}
+
+/// Records the drops of a start given up at its last one.
+void rememberGivenUp(const RecomputeModel &model, llvm::ArrayRef<std::pair<int32_t, std::string>> drops) {
+  llvm::BitVector set(static_cast<unsigned>(model.candidates().size()));
+  for (const auto &[c, why] : drops)
+    set.set(static_cast<unsigned>(c));
+  givenUpStartsOf(model).push_back(std::move(set));
+}
+
 /// The greedy from `start` (dropped first, `held` kept for the clones),
 /// refined once it fits; none when the start is given up (kMaxStartClonesPerNode).
 /// `shareFirst`: every repeat shared before anything else, and where that
@@ -776,10 +795,19 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
   // the way, after every drop, gives up the same starts. A shared start is
   // checked after its sharing, which removes clones.
   const size_t cloneLimit = kMaxStartClonesPerNode * model.graph().numNodes();
+  // For the same reason a start holding the drops of one given up before
+  // (the knapsack's at each budget rung, on a long chain all of them) is
+  // given up at once; held values change the clones, so only starts without.
+  const bool remembered = held.empty() && !shareFirst;
+  if (remembered && knownGivenUp(model, start))
+    return std::nullopt;
   for (size_t i = 0; i < start.size(); ++i) {
     drop(g, start[i].first, start[i].second);
-    if (!shareFirst && g.state.cloneCount() > cloneLimit)
+    if (!shareFirst && g.state.cloneCount() > cloneLimit) {
+      if (remembered)
+        rememberGivenUp(model, llvm::ArrayRef(start).take_front(i + 1));
       return std::nullopt;
+    }
   }
   // A start chosen with each value made once (the relaxation's) has its
   // repeats shared before anything else: rebuilt at every backward use, its
@@ -950,7 +978,7 @@ absl::Status GreedyTrials::runFirstStarts() {
 absl::Status GreedyTrials::runRelaxedStarts() {
   if (structuredOnly_ || !overBounds())
     return absl::OkStatus();
-  RelaxedStart relaxed = relaxedStartOf(RecomputeRelaxation(model_), budget_, bestTried());
+  RelaxedStart relaxed = relaxedStartOf(relaxationOf(model_), budget_, bestTried());
   lowerBound_ = relaxed.boundSeconds;
   if (!relaxed.found)
     return absl::OkStatus();
@@ -1047,6 +1075,12 @@ CheckpointPlan GreedyTrials::pick(GreedyStarts starts) {
 
 } // namespace
 
+std::vector<llvm::BitVector> &givenUpStartsOf(const RecomputeModel &model) {
+  if (!model.givenUpStarts_)
+    model.givenUpStarts_ = std::make_shared<std::vector<llvm::BitVector>>();
+  return *model.givenUpStarts_;
+}
+
 double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
   llvm::ArrayRef<int64_t> timeline = model.boundedTimeline();
   if (timeline.empty())
@@ -1082,21 +1116,30 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget) {
 
 double relaxedLowerBound(const RecomputeModel &model, int64_t budget, double enough) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
-  RecomputeRelaxation relaxation(model);
+  const RecomputeRelaxation &relaxation = relaxationOf(model);
   if (relaxation.memoryNonzeros() > kMaxRelaxationNonzeros) {
     // Too large to solve for a start: the bound alone, from the rows furthest
-    // over the budget, searched for only until it passes `enough`.
+    // over the budget, searched for only until it passes `enough`. First from
+    // a sixteenth of the rows' coefficients (the rows furthest over bind the
+    // most: on a 100k-node chain of blocks their bound already passed the
+    // plan to beat, at a sixth of the time), then from as many as fit.
     if (!std::isfinite(enough))
       return 0;
-    bool partial = false;
-    std::optional<MilpProblem> problem =
-        relaxation.problem(budget, kMaxRelaxationNonzeros, partial);
-    if (!problem)
-      return kNone; // a row it keeps cannot be met: no plan meets the budget
-    if (problem->memoryRows == 0)
-      return 0;
     const double stop = relaxation.objectiveOf(enough);
-    return relaxation.lowerBoundSeconds(boundByLagrangianCuts(*problem, stop, stop));
+    double best = 0;
+    for (size_t limit : {kMaxRelaxationNonzeros / 16, kMaxRelaxationNonzeros}) {
+      bool partial = false;
+      std::optional<MilpProblem> problem = relaxation.problem(budget, limit, partial);
+      if (!problem)
+        return kNone; // a row it keeps cannot be met: no plan meets the budget
+      if (problem->memoryRows == 0)
+        return 0;
+      best = std::max(best,
+                      relaxation.lowerBoundSeconds(boundByLagrangianCuts(*problem, stop, stop)));
+      if (best > enough || !partial)
+        break;
+    }
+    return best;
   }
   RelaxedStart relaxed = relaxedStartOf(relaxation, budget, nullptr);
   return relaxed.infeasible ? kNone : relaxed.boundSeconds;

@@ -143,7 +143,7 @@ struct Relaxed {
 absl::StatusOr<Relaxed> solveRelaxation(const RecomputeModel &model, int64_t budget,
                                         double seconds, const CheckpointPlan &greedy) {
   Relaxed out;
-  RecomputeRelaxation relaxation(model);
+  const RecomputeRelaxation &relaxation = relaxationOf(model);
   std::optional<MilpProblem> problem = relaxation.problem(budget);
   if (!problem) { // some rank cannot get under the budget whatever is dropped
     out.infeasible = true;

@@ -719,11 +719,25 @@ absl::StatusOr<Simulation> RecomputeModel::simulateByRewrite(const RecomputeSet 
   auto added = apply(set, *copy, &map, &source);
   if (!added.ok())
     return added.status();
+  return simulationOfRewrite(*copy, source,
+                             [&](const Node &n) { return isOriginal.lookup(&n) != 0; });
+}
+
+absl::StatusOr<Simulation> RecomputeModel::simulateRewritten(const NodeMap<int64_t> &source) const {
+  return simulationOfRewrite(*graph_, source, [&](const Node &n) {
+    const int64_t r = source.lookup(&n);
+    return r >= 0 && nodes_[r] == &n;
+  });
+}
+
+absl::StatusOr<Simulation>
+RecomputeModel::simulationOfRewrite(const Graph &rewritten, const NodeMap<int64_t> &source,
+                                    llvm::function_ref<bool(const Node &)> isOriginal) const {
   std::vector<int64_t> scratch;
   if (!scratch_.empty())
-    for (const Node &n : copy->nodes())
+    for (const Node &n : rewritten.nodes())
       scratch.push_back(scratch_[source.lookup(&n)]);
-  auto live = LivenessAnalysis::compute(*copy, scratch);
+  auto live = LivenessAnalysis::compute(rewritten, scratch);
   if (!live.ok())
     return live.status();
   Simulation sim;
@@ -742,9 +756,9 @@ absl::StatusOr<Simulation> RecomputeModel::simulateByRewrite(const RecomputeSet 
     std::vector<int64_t> out(nodes_.size(), 0);
     int64_t pending = 0;
     size_t k = 0;
-    for (const Node &n : copy->nodes()) {
+    for (const Node &n : rewritten.nodes()) {
       pending = std::max(pending, timeline[k++]);
-      if (isOriginal.lookup(&n)) {
+      if (isOriginal(n)) {
         out[source.lookup(&n)] = pending;
         pending = 0;
       }

@@ -42,8 +42,10 @@
 
 #include <absl/status/statusor.h>
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/BitVector.h>
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/SmallVector.h>
 
 #include <memory>
@@ -56,6 +58,7 @@ namespace graphopt {
 
 struct ModelBlocks;
 class PlanState;
+class RecomputeRelaxation;
 
 /// An activation storage that a plan may drop.
 struct CheckpointCandidate {
@@ -183,10 +186,22 @@ public:
   /// on it (this graph is untouched): the reference simulate() is tested
   /// against, and the check of a plan before the pass rewrites the graph.
   absl::StatusOr<Simulation> simulateByRewrite(const RecomputeSet &set) const;
+  /// The same on this model's own graph after apply() rewrote it (`source`,
+  /// apply's sourceRank): the pass's check of the plan it applied, without
+  /// rewriting a copy first (at 100k nodes that copy was a tenth of the pass).
+  absl::StatusOr<Simulation> simulateRewritten(const NodeMap<int64_t> &source) const;
 
 private:
   friend class PlanState;
+  /// The Simulation of `rewritten` (a plan applied to this model's graph or
+  /// a copy of it; `source`, apply's sourceRank): its liveness, each
+  /// original rank taking the highest of itself and the clones before it.
+  absl::StatusOr<Simulation>
+  simulationOfRewrite(const Graph &rewritten, const NodeMap<int64_t> &source,
+                      llvm::function_ref<bool(const Node &)> isOriginal) const;
   friend const ModelBlocks &findBlocks(const RecomputeModel &model);
+  friend const RecomputeRelaxation &relaxationOf(const RecomputeModel &model);
+  friend std::vector<llvm::BitVector> &givenUpStartsOf(const RecomputeModel &model);
   RecomputeModel() = default;
   // build()'s steps, after the liveness and the aliases.
   /// The candidates and their values' uses (candidates_, candidateIndex_).
@@ -200,6 +215,12 @@ private:
   /// findBlocks' result, found on first use (ModelBlocks.h). Like every
   /// other member it assumes the graph does not change after build().
   mutable std::shared_ptr<const ModelBlocks> blocks_;
+  /// relaxationOf's result (RecomputeRelaxation.h), made on first use; it
+  /// refers to the model it was made from, so a copy or a moved-to model
+  /// makes its own.
+  mutable std::shared_ptr<const RecomputeRelaxation> relaxation_;
+  /// givenUpStartsOf's sets (GreedyPlanner.cpp), shared by copies.
+  mutable std::shared_ptr<std::vector<llvm::BitVector>> givenUpStarts_;
   struct ScratchCopy;
   /// The graph copy simulate() rewrites and restores (made on first use;
   /// shared by copies of this model, one simulation at a time). Like every
@@ -221,6 +242,12 @@ private:
   /// Storages, views and in-place writes (ranks are the model's node ranks).
   std::optional<AliasInfo> aliases_;
 };
+
+/// The starts the greedy gave up on `model` (GreedyPlanner.cpp,
+/// kMaxStartClonesPerNode), as sets of candidates, kept with the model across
+/// the budgets planned on it: drops only add clones, so a start holding one
+/// of these sets is given up too.
+std::vector<llvm::BitVector> &givenUpStartsOf(const RecomputeModel &model);
 
 /// The ranks where dropping candidate `c` lowers memory of `kind`. The peak
 /// above the inputs: from its last forward use until its own clone is made.

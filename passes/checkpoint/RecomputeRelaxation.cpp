@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 namespace graphopt {
 
@@ -297,6 +298,12 @@ double RecomputeRelaxation::lowerBoundSeconds(double solverBound) const {
   if (!std::isfinite(solverBound))
     return 0;
   return std::max(0.0, solverBound - kTieBreak * static_cast<double>(tieBroken_)) * secondsUnit_;
+}
+
+const RecomputeRelaxation &relaxationOf(const RecomputeModel &model) {
+  if (!model.relaxation_ || &model.relaxation_->model() != &model)
+    model.relaxation_ = std::make_shared<const RecomputeRelaxation>(model);
+  return *model.relaxation_;
 }
 
 } // namespace graphopt

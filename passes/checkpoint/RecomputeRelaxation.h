@@ -99,6 +99,7 @@ public:
   /// the graph on a long chain of activations.
   size_t memoryNonzeros() const { return memoryNonzeros_; }
   size_t numStorageColumns() const { return storages_.size(); }
+  const RecomputeModel &model() const { return model_; }
 
 private:
   /// Where a column takes bytes off (positive) or puts them on the bounded memory.
@@ -134,5 +135,11 @@ private:
   size_t tieBroken_ = 0; ///< columns whose objective is the tie-break alone
   size_t memoryNonzeros_ = 0;
 };
+
+/// `model`'s relaxation, made once per model (the planners ask for it per
+/// start and per budget rung: at 100k nodes building it is some tens of ms
+/// each time). Like every other member, it assumes the graph does not change
+/// after RecomputeModel::build().
+const RecomputeRelaxation &relaxationOf(const RecomputeModel &model);
 
 } // namespace graphopt

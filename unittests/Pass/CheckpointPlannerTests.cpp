@@ -12,6 +12,8 @@
 
 #include "graphopt/IR/Parser.h"
 
+#include <absl/strings/str_cat.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -309,6 +311,52 @@ TEST(CheckpointPlannerTest, TheKnapsackStartBeatsTheRatioOrder) {
   auto milp = planMilp(*f.model, budget, MilpOptions{});
   ASSERT_TRUE(milp.ok()) << milp.status().message();
   EXPECT_DOUBLE_EQ(milp->predictedExtraSeconds, 2.2);
+}
+
+/// A chain of `n` relus, backward reading each: `%p{k} = relu(%p{k-1})`,
+/// `%g{k} = mul(%g{k-1}, %p{n-1-k})`.
+std::string reluChain(int n) {
+  std::string text = "graph @relus {\n  input %p0 : f32[16,16] user_input\nforward:\n";
+  for (int k = 1; k <= n; ++k)
+    text += absl::StrCat("  %p", k, " = aten::relu(%p", k - 1, ") : f32[16,16]\n");
+  text += absl::StrCat("  %loss = aten::sum(%p", n, ") : f32[]\nbackward:\n");
+  std::string g = absl::StrCat("p", n);
+  for (int k = 1; k <= n; ++k) {
+    text += absl::StrCat("  %g", k, " = aten::mul.Tensor(%", g, ", %p", n + 1 - k,
+                         ") : f32[16,16]\n");
+    g = absl::StrCat("g", k);
+  }
+  return text + absl::StrCat("  output %loss loss\n  output %", g, " gradient \"p0\"\n}\n");
+}
+
+// A start given up at the clone limit (on a long chain the knapsack drops
+// runs of activations, each rebuilt from the chain's start) is remembered
+// with the model, and a later start holding its drops is given up without
+// dropping them again; the plans are those a fresh model gives.
+TEST(CheckpointPlannerTest, AGivenUpStartIsRememberedAndPlansAreUnchanged) {
+  const std::string text = reluChain(250);
+  auto modelOf = [](const Graph &g) {
+    return RecomputeModel::build(g, std::vector<double>(g.numNodes(), 1e-5), {},
+                                 BoundedMemory::SavedActivations);
+  };
+  auto g = parseGraph(text);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto model = modelOf(**g);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_TRUE(givenUpStartsOf(*model).empty());
+  const int64_t whole = model->boundedPeak();
+  for (int64_t budget : {whole / 2, whole * 3 / 10, whole / 2}) {
+    auto planned = planGreedy(*model, budget);
+    ASSERT_TRUE(planned.ok()) << planned.status().message();
+    EXPECT_FALSE(givenUpStartsOf(*model).empty()) << "budget " << budget;
+    auto fresh = modelOf(**g);
+    ASSERT_TRUE(fresh.ok());
+    auto alone = planGreedy(*fresh, budget);
+    ASSERT_TRUE(alone.ok()) << alone.status().message();
+    EXPECT_EQ(droppedNames(*model, *planned), droppedNames(*fresh, *alone)) << "budget " << budget;
+    EXPECT_EQ(planned->predictedExtraSeconds, alone->predictedExtraSeconds);
+    EXPECT_EQ(planned->predictedBounded, alone->predictedBounded);
+  }
 }
 
 // A value two clones at one point read is made once there. Better still is
