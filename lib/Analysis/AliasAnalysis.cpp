@@ -364,7 +364,7 @@ void AliasInfo::noteReaderReplaced(const Node *from, const Node *to) {
 // --- graph outputs --------------------------------------------------------------
 
 std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph) {
-  AliasInfo aa(graph);
+  AliasInfo aa(graph, AliasFacts::RootsOnly); // the roots are all it asks
   llvm::DenseMap<const Value *, llvm::SmallVector<unsigned, 2>> outputsOfRoot;
   for (unsigned i = 0; i < graph.outputs().size(); ++i) {
     const Value *v = graph.outputs()[i].value;
