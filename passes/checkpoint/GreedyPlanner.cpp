@@ -87,6 +87,13 @@ constexpr unsigned kMaxTrials = 32;
 class SimulationBudget {
 public:
   static constexpr size_t kTrialNodes = 160000;
+  /// At least kMinTrialsAtScale simulations of the graph itself, however
+  /// large: with one or none, a graph past 80k nodes kept every repeated
+  /// recomputation (a 300k-node chain of blocks planned 5.6x the 100k one's
+  /// extra time for 3x the nodes, and its tighter rungs could not be ruled out).
+  static constexpr size_t kMinTrialsAtScale = 4;
+  explicit SimulationBudget(const RecomputeModel &model)
+      : nodesLeft_(std::max(kTrialNodes, kMinTrialsAtScale * model.graph().numNodes())) {}
   /// Charges one simulation of `set`'s rewrite; false, charging nothing, when
   /// what is left does not cover it.
   bool charge(const RecomputeModel &model, const RecomputeSet &set) {
@@ -102,7 +109,7 @@ public:
   }
 
 private:
-  size_t nodesLeft_ = kTrialNodes;
+  size_t nodesLeft_;
 };
 
 /// A plan that meets the budget may still make some dropped value several
@@ -567,7 +574,7 @@ absl::Status refinePlan(GreedySearch &g, int64_t budget, int64_t peakCap) {
       [&](const CheckpointCandidate &c) { return freedRanksOf(model, model.boundedMemory(), c); };
   PeakTracker &peak = g.bounds[0].timeline;
   std::vector<std::pair<int32_t, int64_t>> hoists; // (candidate, point), in the order made
-  SimulationBudget simulations;
+  SimulationBudget simulations(model);
   if (absl::Status st =
           shareRepeats(model, budget, peakCap, g.state, g.stateSim, simulations, g.plan, hoists);
       !st.ok())
