@@ -90,8 +90,10 @@ public:
   /// At least kMinTrialsAtScale simulations of the graph itself, however
   /// large: with one or none, a graph past 80k nodes kept every repeated
   /// recomputation (a 300k-node chain of blocks planned 5.6x the 100k one's
-  /// extra time for 3x the nodes, and its tighter rungs could not be ruled out).
-  static constexpr size_t kMinTrialsAtScale = 4;
+  /// extra time for 3x the nodes, and its tighter rungs could not be ruled
+  /// out). Two sufficed there (the first group of hoists is all repeats);
+  /// four gave the same plans and cost more at 100k.
+  static constexpr size_t kMinTrialsAtScale = 2;
   explicit SimulationBudget(const RecomputeModel &model)
       : nodesLeft_(std::max(kTrialNodes, kMinTrialsAtScale * model.graph().numNodes())) {}
   /// Charges one simulation of `set`'s rewrite; false, charging nothing, when
