@@ -121,6 +121,13 @@ double recomputeLowerBound(const RecomputeModel &model, int64_t budget);
 double relaxedLowerBound(const RecomputeModel &model, int64_t budget,
                          double enough = std::numeric_limits<double>::infinity());
 
+/// A lower bound on the clones dropping `start` (candidates, nothing held)
+/// needs, counted without making them: per backward point, the longest chain
+/// of dropped candidates made again there (GreedyPlanner.cpp). 0 where some
+/// node writes in place or dropouts are not replayed (a drop may be refused
+/// there, which the bound does not foresee).
+size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> start);
+
 struct MilpOptions {
   double timeLimitSeconds = 10;
   /// Stop once the best plan is proven within this share of the optimum.

@@ -28,6 +28,7 @@
 #include "graphopt/Analysis/PeakTracker.h"
 
 #include <absl/strings/str_cat.h>
+#include <llvm/ADT/SmallPtrSet.h>
 
 #include <algorithm>
 #include <map>
@@ -762,6 +763,94 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
   return absl::OkStatus();
 }
 
+/// A lower bound on the clones `start`'s drops need, nothing held, counted
+/// without making them (on a 1M-node chain the knapsack's start, every
+/// activation, made 12M clones before it was given up: ten seconds). Each
+/// dropped candidate's own clone, made at its first backward use P, needs the
+/// chain of dropped candidates behind it whose own clones come after P, each
+/// made again at P: through forward values freed before backward (every
+/// backward point), one clone per candidate on the chain. Clones at one point
+/// are shared, so each point counts its longest chain; points add up. Chains
+/// are followed through at most kChainWalk forward nodes per candidate (fewer
+/// only lowers the bound). It assumes every drop succeeds, as it does where
+/// nothing is written in place (then none of grow's refusals apply); a drop
+/// refused would keep its value and cut chains there, so the bound is used to
+/// give starts up only on such graphs.
+constexpr unsigned kChainWalk = 64;
+size_t chainClonesAtLeast(const RecomputeModel &model, const Start &start) {
+  std::vector<int32_t> drops;
+  for (const auto &[c, why] : start)
+    drops.push_back(c);
+  return chainClonesAtLeast(model, drops);
+}
+
+} // namespace
+
+size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> start) {
+  if (start.empty() || !model.replaysRngStates() || model.writesInPlace())
+    return 0;
+  const LivenessResult &live = model.baseline();
+  auto candidates = model.candidates();
+  int64_t backwardStart = 0;
+  while (backwardStart < static_cast<int64_t>(model.graph().numNodes()) &&
+         model.nodeAt(backwardStart)->phase() == Phase::Forward)
+    ++backwardStart;
+  std::vector<uint8_t> dropped(candidates.size(), 0);
+  std::vector<int32_t> order;
+  for (int32_t c : start)
+    if (!dropped[c]) {
+      dropped[c] = 1;
+      order.push_back(c);
+    }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return candidates[a].created < candidates[b].created;
+  });
+  std::vector<size_t> depth(candidates.size(), 0);
+  llvm::DenseMap<int64_t, size_t> longestAt; // own point -> longest chain there
+  llvm::SmallVector<const Value *, 16> work;
+  llvm::SmallPtrSet<const Node *, 16> walked;
+  for (int32_t c : order) {
+    const CheckpointCandidate &cand = candidates[c];
+    const int64_t p = cand.firstBackwardUse;
+    if (p < 0)
+      continue;
+    size_t behind = 0;
+    llvm::SmallVector<Value *, 4> operands = cand.storage->definingNode()->operandValues();
+    work.assign(operands.begin(), operands.end());
+    walked.clear();
+    while (!work.empty()) {
+      const Value *v = work.pop_back_val();
+      const ValueLiveness *l = live.lookup(v);
+      const ValueLiveness *s = l ? live.lookup(l->storage) : nullptr;
+      if (!s || s->created < 0)
+        continue; // a graph input: there at every point
+      if (int32_t d = model.candidateOf(s->value); d >= 0) {
+        if (dropped[d] && candidates[d].firstBackwardUse > p)
+          behind = std::max(behind, depth[d]); // its chain is made again at p
+        continue; // kept (maybe there at p), or its own clone there
+      }
+      const Node *n = v->definingNode();
+      if (s->freedAfter >= backwardStart || !n || n->phase() != Phase::Forward)
+        continue; // may still be there at p
+      if (!walked.insert(n).second)
+        continue;
+      if (walked.size() > kChainWalk)
+        break;
+      for (const Value *o : n->operandValues())
+        work.push_back(o);
+    }
+    depth[c] = behind + 1;
+    size_t &longest = longestAt[p];
+    longest = std::max(longest, depth[c]);
+  }
+  size_t total = 0;
+  for (const auto &[point, longest] : longestAt)
+    total += longest;
+  return total;
+}
+
+namespace {
+
 /// Whether `start` holds every drop of a start given up before.
 bool knownGivenUp(const RecomputeModel &model, const Start &start) {
   std::vector<llvm::BitVector> &givenUp = givenUpStartsOf(model);
@@ -810,6 +899,10 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
   const bool remembered = held.empty() && !shareFirst;
   if (remembered && knownGivenUp(model, start))
     return std::nullopt;
+  if (remembered && chainClonesAtLeast(model, start) > cloneLimit) {
+    rememberGivenUp(model, start);
+    return std::nullopt;
+  }
   for (size_t i = 0; i < start.size(); ++i) {
     drop(g, start[i].first, start[i].second);
     if (!shareFirst && g.state.cloneCount() > cloneLimit) {

@@ -78,6 +78,9 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
 
   // In-place writes, by the storage they land in.
   m.aliases_.emplace(graph);
+  m.writesInPlace_ = llvm::any_of(graph.nodes(), [&](const Node &n) {
+    return !m.aliases_->rootsWrittenBy(n).empty();
+  });
 
   m.addCandidates();
   // Keep those that can be made again, each on its own.

@@ -136,6 +136,9 @@ public:
                                               BoundedMemory bounded = BoundedMemory::PeakAboveInputs,
                                               bool replayRngStates = true);
   bool replaysRngStates() const { return replayRngStates_; }
+  /// Some node of the graph writes a storage in place (a functional graph,
+  /// as torch.export's joint graphs are, has none).
+  bool writesInPlace() const { return writesInPlace_; }
   BoundedMemory boundedMemory() const { return bounded_; }
   /// The bounded memory at each rank of the unoptimised graph (inputs left out).
   llvm::ArrayRef<int64_t> boundedTimeline() const { return boundedTimeline_; }
@@ -230,6 +233,7 @@ private:
   const Graph *graph_ = nullptr;
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
   bool replayRngStates_ = true;
+  bool writesInPlace_ = false;
   LivenessResult baseline_;
   std::vector<int64_t> boundedTimeline_;
   std::vector<int64_t> peakTimeline_;
