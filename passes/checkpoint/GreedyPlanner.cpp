@@ -451,6 +451,15 @@ std::vector<int32_t> knapsackStart(const RecomputeModel &model, const Bound &bou
     return items; // all of them, and the greedy goes on from there
   const int64_t unit = std::max<int64_t>(1, (need + kKnapsackSteps - 1) / kKnapsackSteps);
   const int64_t target = (need + unit - 1) / unit;
+  // Weights rounded down can leave the target out of reach although the
+  // bytes suffice: all of them then, as above; known before the table is
+  // filled where even all the rounded weights fall short (many activations
+  // each under a step: on a 100k-node chain, 11k of 1 KiB, a 22M-cell table).
+  int64_t rounded = 0;
+  for (int32_t i : items)
+    rounded += candidates[i].bytes / unit;
+  if (rounded < target)
+    return items;
   const double kInf = std::numeric_limits<double>::infinity();
   // cost[t]: the least seconds freeing at least t steps; took[i][t]: item i taken there.
   std::vector<double> cost(target + 1, kInf);
