@@ -124,8 +124,8 @@ double relaxedLowerBound(const RecomputeModel &model, int64_t budget,
 /// A lower bound on the clones dropping `start` (candidates, nothing held)
 /// needs, counted without making them: per backward point, the longest chain
 /// of dropped candidates made again there (GreedyPlanner.cpp). 0 where some
-/// node writes in place or dropouts are not replayed (a drop may be refused
-/// there, which the bound does not foresee).
+/// node writes in place, dropouts are not replayed or some activation cannot
+/// be dropped (a drop may be refused there, which the bound does not foresee).
 size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> start);
 
 struct MilpOptions {

@@ -781,10 +781,12 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
 /// backward point), one clone per candidate on the chain. Clones at one point
 /// are shared, so each point counts its longest chain; points add up. Chains
 /// are followed through at most kChainWalk forward nodes per candidate (fewer
-/// only lowers the bound). It assumes every drop succeeds, as it does where
-/// nothing is written in place (then none of grow's refusals apply); a drop
-/// refused would keep its value and cut chains there, so the bound is used to
-/// give starts up only on such graphs.
+/// only lowers the bound). It assumes every drop succeeds: a drop refused
+/// would keep its value and cut chains there. Where nothing is written in
+/// place, dropouts are replayed and every activation may be dropped on its
+/// own (nothing excluded), none of grow's refusals can apply (what a chain
+/// reaches is made again by some candidate's own recomputation, priced when
+/// the model was built), so the bound is used only on such graphs.
 constexpr unsigned kChainWalk = 64;
 size_t chainClonesAtLeast(const RecomputeModel &model, const Start &start) {
   std::vector<int32_t> drops;
@@ -796,7 +798,8 @@ size_t chainClonesAtLeast(const RecomputeModel &model, const Start &start) {
 } // namespace
 
 size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> start) {
-  if (start.empty() || !model.replaysRngStates() || model.writesInPlace())
+  if (start.empty() || !model.replaysRngStates() || model.writesInPlace() ||
+      !model.excluded().empty())
     return 0;
   const LivenessResult &live = model.baseline();
   auto candidates = model.candidates();
