@@ -772,41 +772,33 @@ absl::Status lowerHoistsWhileOver(GreedySearch &g) {
   return absl::OkStatus();
 }
 
-/// A lower bound on the clones `start`'s drops need, nothing held, counted
-/// without making them (on a 1M-node chain the knapsack's start, every
-/// activation, made 12M clones before it was given up: ten seconds). Each
-/// dropped candidate's own clone, made at its first backward use P, needs the
-/// chain of dropped candidates behind it whose own clones come after P, each
-/// made again at P: through forward values freed before backward (every
-/// backward point), one clone per candidate on the chain. Clones at one point
-/// are shared, so each point counts its longest chain; points add up. Chains
-/// are followed through at most kChainWalk forward nodes per candidate (fewer
-/// only lowers the bound). It assumes every drop succeeds: a drop refused
-/// would keep its value and cut chains there. Where nothing is written in
+/// Chains are followed through at most this many forward nodes per candidate
+/// (chainClonesAtLeast; fewer only lowers the bound).
+constexpr unsigned kChainWalk = 64;
+
+} // namespace
+
+/// The clones `start`'s drops need at least, nothing held, counted without
+/// making them (on a 1M-node chain the knapsack's start, every activation,
+/// made 12M clones before it was given up: ten seconds). Each dropped
+/// candidate's own clone, made at its first backward use P, needs the chain
+/// of dropped candidates behind it whose own clones come after P, each made
+/// again at P: through forward values freed before backward (every backward
+/// point), one clone per candidate on the chain. Clones at one point are
+/// shared, so each point counts its longest chain; points add up. It assumes
+/// every drop succeeds: a drop refused would keep its value and cut chains
+/// there. Where nothing is written in
 /// place, dropouts are replayed and every activation may be dropped on its
 /// own (nothing excluded), none of grow's refusals can apply (what a chain
 /// reaches is made again by some candidate's own recomputation, priced when
 /// the model was built), so the bound is used only on such graphs.
-constexpr unsigned kChainWalk = 64;
-size_t chainClonesAtLeast(const RecomputeModel &model, const Start &start) {
-  std::vector<int32_t> drops;
-  for (const auto &[c, why] : start)
-    drops.push_back(c);
-  return chainClonesAtLeast(model, drops);
-}
-
-} // namespace
-
 size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> start) {
   if (start.empty() || !model.replaysRngStates() || model.writesInPlace() ||
       !model.excluded().empty())
     return 0;
   const LivenessResult &live = model.baseline();
   auto candidates = model.candidates();
-  int64_t backwardStart = 0;
-  while (backwardStart < static_cast<int64_t>(model.graph().numNodes()) &&
-         model.nodeAt(backwardStart)->phase() == Phase::Forward)
-    ++backwardStart;
+  const int64_t backwardStart = model.backwardStart();
   std::vector<uint8_t> dropped(candidates.size(), 0);
   std::vector<int32_t> order;
   for (int32_t c : start)
@@ -863,23 +855,21 @@ size_t chainClonesAtLeast(const RecomputeModel &model, llvm::ArrayRef<int32_t> s
 
 namespace {
 
-/// Whether `start` holds every drop of a start given up before.
-bool knownGivenUp(const RecomputeModel &model, const Start &start) {
+/// The candidates `drops` drops.
+llvm::BitVector setOf(const RecomputeModel &model, llvm::ArrayRef<int32_t> drops) {
+  llvm::BitVector set(static_cast<unsigned>(model.candidates().size()));
+  for (int32_t c : drops)
+    set.set(static_cast<unsigned>(c));
+  return set;
+}
+
+/// Whether `drops` holds every drop of a start given up before.
+bool knownGivenUp(const RecomputeModel &model, llvm::ArrayRef<int32_t> drops) {
   std::vector<llvm::BitVector> &givenUp = givenUpStartsOf(model);
   if (givenUp.empty())
     return false;
-  llvm::BitVector drops(static_cast<unsigned>(model.candidates().size()));
-  for (const auto &[c, why] : start)
-    drops.set(static_cast<unsigned>(c));
-  return llvm::any_of(givenUp, [&](const llvm::BitVector &set) { return !set.test(drops); });
-}
-
-/// Records the drops of a start given up at its last one.
-void rememberGivenUp(const RecomputeModel &model, llvm::ArrayRef<std::pair<int32_t, std::string>> drops) {
-  llvm::BitVector set(static_cast<unsigned>(model.candidates().size()));
-  for (const auto &[c, why] : drops)
-    set.set(static_cast<unsigned>(c));
-  givenUpStartsOf(model).push_back(std::move(set));
+  llvm::BitVector set = setOf(model, drops);
+  return llvm::any_of(givenUp, [&](const llvm::BitVector &g) { return !g.test(set); });
 }
 
 /// The greedy from `start` (dropped first, `held` kept for the clones),
@@ -909,17 +899,20 @@ greedyFrom(const RecomputeModel &model, int64_t budget, int64_t peakCap, const S
   // (the knapsack's at each budget rung, on a long chain all of them) is
   // given up at once; held values change the clones, so only starts without.
   const bool remembered = held.empty() && !shareFirst;
-  if (remembered && knownGivenUp(model, start))
+  std::vector<int32_t> drops;
+  for (const auto &[c, why] : start)
+    drops.push_back(c);
+  if (remembered && knownGivenUp(model, drops))
     return std::nullopt;
-  if (remembered && chainClonesAtLeast(model, start) > cloneLimit) {
-    rememberGivenUp(model, start);
+  if (remembered && chainClonesAtLeast(model, drops) > cloneLimit) {
+    givenUpStartsOf(model).push_back(setOf(model, drops));
     return std::nullopt;
   }
   for (size_t i = 0; i < start.size(); ++i) {
     drop(g, start[i].first, start[i].second);
     if (!shareFirst && g.state.cloneCount() > cloneLimit) {
       if (remembered)
-        rememberGivenUp(model, llvm::ArrayRef(start).take_front(i + 1));
+        givenUpStartsOf(model).push_back(setOf(model, llvm::ArrayRef(drops).take_front(i + 1)));
       return std::nullopt;
     }
   }

@@ -119,11 +119,8 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
   auto candidates = model.candidates();
   // Bounding the saved activations, a reload made in forward would be one:
   // copies back start in backward at the earliest.
-  int64_t earliestBack = 0;
-  if (model.boundedMemory() == BoundedMemory::SavedActivations)
-    while (earliestBack < static_cast<int64_t>(seconds.size()) &&
-           model.nodeAt(earliestBack)->phase() == Phase::Forward)
-      ++earliestBack;
+  const int64_t earliestBack =
+      model.boundedMemory() == BoundedMemory::SavedActivations ? model.backwardStart() : 0;
   auto transferOf = [&](const CheckpointCandidate &c) {
     Transfer t;
     t.outAfter = c.lastForwardUse;

@@ -55,12 +55,13 @@ absl::StatusOr<RecomputeModel> RecomputeModel::build(const Graph &graph, std::ve
   if (seconds.size() != numNodes)
     return absl::InternalError(absl::StrCat("checkpoint: node times for ", seconds.size(),
                                             " nodes, the graph has ", numNodes));
-  bool hasBackward = false;
+  m.backwardStart_ = -1;
   for (const Node &n : graph.nodes()) {
+    if (m.backwardStart_ < 0 && n.phase() != Phase::Forward)
+      m.backwardStart_ = static_cast<int64_t>(m.nodes_.size());
     m.nodes_.push_back(&n);
-    hasBackward |= n.phase() != Phase::Forward;
   }
-  if (!hasBackward)
+  if (m.backwardStart_ < 0)
     return absl::InvalidArgumentError(
         absl::StrCat("@", graph.name().str(),
                      " has no backward nodes: checkpointing needs a joint training graph "

@@ -155,6 +155,8 @@ public:
   llvm::ArrayRef<double> seconds() const { return seconds_; }
   llvm::ArrayRef<int64_t> scratch() const { return scratch_; }
   const Node *nodeAt(int64_t rank) const { return nodes_[rank]; }
+  /// The rank of the first node not in forward (a model always has one).
+  int64_t backwardStart() const { return backwardStart_; }
   /// The candidate index of a storage owner, or -1.
   int32_t candidateOf(const Value *storage) const;
   /// Candidates that can never be dropped, with why (for the report).
@@ -234,6 +236,7 @@ private:
   BoundedMemory bounded_ = BoundedMemory::PeakAboveInputs;
   bool replayRngStates_ = true;
   bool writesInPlace_ = false;
+  int64_t backwardStart_ = 0;
   LivenessResult baseline_;
   std::vector<int64_t> boundedTimeline_;
   std::vector<int64_t> peakTimeline_;

@@ -22,15 +22,6 @@ namespace {
 /// time that matters.
 constexpr double kTieBreak = 1e-7;
 
-/// The rank of the first node not in forward (the number of nodes if none).
-int64_t backwardStartOf(const RecomputeModel &model) {
-  const int64_t numNodes = static_cast<int64_t>(model.baseline().timeline.size());
-  for (int64_t r = 0; r < numNodes; ++r)
-    if (model.nodeAt(r)->phase() != Phase::Forward)
-      return r;
-  return numNodes;
-}
-
 /// `n`'s X column in `nodeColumn`, or -1.
 int columnOfNode(const llvm::DenseMap<const Node *, int> &nodeColumn, const Node *n) {
   auto it = nodeColumn.find(n);
@@ -41,7 +32,7 @@ int columnOfNode(const llvm::DenseMap<const Node *, int> &nodeColumn, const Node
 
 RecomputeRelaxation::RecomputeRelaxation(const RecomputeModel &model) : model_(model) {
   const int64_t numNodes = static_cast<int64_t>(model.baseline().timeline.size());
-  const int64_t backwardStart = backwardStartOf(model);
+  const int64_t backwardStart = model.backwardStart();
   const NodeColumns nodeColumn = addNodeColumns(backwardStart);
   addStorageColumns(backwardStart);
   addCandidateIntervals(nodeColumn, backwardStart);
