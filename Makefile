@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-eager bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -182,6 +182,17 @@ bench-peak: build
 	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
 	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  $(if $(BENCH_PEAK_PIPELINE),--pipeline '$(BENCH_PEAK_PIPELINE)') -o $(BENCH_DIR)/peak
+
+# checkpoint's cost models under peak= inside torch.compile (benchmarks/models/cost_ab.py,
+# docs/TorchCompile.md "Which cost model plans inside torch.compile"): per model, at bounds
+# BENCH_COST_FRACTIONS of the way from the inputs to plain compile's peak, cost=flops and
+# cost=inductor plans side by side: measured peaks, interleaved step-time ratio with its interval.
+BENCH_COST_MODELS ?= gpt2:default,bert:default,llama:default,t5:default,resnet50:default
+BENCH_COST_FRACTIONS ?= 0.9,0.7
+bench-cost: build
+	@$(VENV)/bin/python benchmarks/models/cost_ab.py --models '$(BENCH_COST_MODELS)' \
+	  --fractions '$(BENCH_COST_FRACTIONS)' --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) -o $(BENCH_DIR)/cost
 
 # graph_opt.auto_checkpoint in eager PyTorch on the zoo's models (benchmarks/models/eager_peak.py,
 # docs/Checkpointing.md "peak= in eager PyTorch"): per model, bounds BENCH_EAGER_SHARES of the

@@ -302,9 +302,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         allocations by). The first round saves all (no recomputation); then the bound on the
         saved bytes moves by what the halves' peak missed the aim by (doubled for each further
         round over the aim; down where it is over, up where it is more than _PEAK_SLACK
-        under: a plan that recomputes more than it must costs time), and, once a bound over
-        and one within are known, halves the
-        interval between them; activations=0 is the least the planner saves (unmet=closest).
+        under: a plan that recomputes more than it must costs time), and, once a plan over
+        and one within are known, halves the interval between the bytes the over plan saved
+        and the bound the within plan was asked; activations=0 is the least the planner saves (unmet=closest).
         The plan kept is the one within the aim whose halves peak highest (least
         recomputed). Returns (attempt, plans made, halves peaks seen); Error with the least
         peak reached where no plan is within the aim."""
