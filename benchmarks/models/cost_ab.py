@@ -23,13 +23,12 @@ import json
 import os
 import statistics
 import sys
-import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import peers  # noqa: E402
-from peak_bound import (MiB, compiled, graph_opt_point, interleaved, ratio_interval,  # noqa: E402
-                        timed, verdict, whole_peak)
+from peak_bound import (MiB, compiled, fresh_compiles, graph_opt_point, interleaved,  # noqa: E402
+                        ratio_interval, timed, verdict, whole_peak, write_files)
 
 PIPELINE = "repeat{{cse,canonicalize,dce}},checkpoint{{activations=30%,cost={cost}}}"
 COSTS = ("flops", "inductor")
@@ -121,23 +120,10 @@ def main(argv=None):
         parser.error("--steps: at least 2")
     if not fractions or any(not 0 < f <= 1 for f in fractions):
         parser.error("--fractions: each in (0, 1]")
-    warnings.filterwarnings("ignore")
-    import torch
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    # every configuration compiles afresh (a cached compile would skip the partitioner)
-    inductor_config.fx_graph_cache = False
-    functorch_config.enable_autograd_cache = False
-    os.makedirs(a.out, exist_ok=True)
+    fresh_compiles(a.threads, a.out)
     results = [run_model(spec, fractions, a.steps, a.warmup) for spec in a.models.split(",")]
-    for name, text in (("cost_ab.json", json.dumps(results, indent=1)),
-                       ("cost_ab.md", markdown(results))):
-        path = os.path.join(a.out, name)
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+    write_files(a.out, {"cost_ab.json": json.dumps(results, indent=1),
+                        "cost_ab.md": markdown(results)})
     print(markdown(results))
     over = [(r["model"], p["fraction"], c) for r in results for p in r["points"]
             for c in COSTS if p[c].get("peak", 0) > p["bound"]]

@@ -302,6 +302,30 @@ def plot(result, path):
     return True
 
 
+def fresh_compiles(threads, out):
+    """Torch set up for these benchmarks: warnings off, `threads` CPU threads where given,
+    every configuration compiled afresh (a cached compile would skip the partitioner), and
+    the output folder made."""
+    warnings.filterwarnings("ignore")
+    import torch
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    if threads:
+        torch.set_num_threads(threads)
+    inductor_config.fx_graph_cache = False
+    functorch_config.enable_autograd_cache = False
+    os.makedirs(out, exist_ok=True)
+
+
+def write_files(out, texts):
+    """Each {name: text} written to a temporary file and renamed into `out`."""
+    for name, text in texts.items():
+        path = os.path.join(out, name)
+        with open(path + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="peak_bound.py", description=__doc__.split("\n")[0])
     parser.add_argument("--models", required=True)
@@ -321,16 +345,7 @@ def main(argv=None):
         parser.error(f"--budgets/--extra: {e}")
     if a.steps < 2:
         parser.error("--steps: at least 2")
-    warnings.filterwarnings("ignore")
-    import torch
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    # every configuration compiles afresh (a cached compile would skip the partitioner)
-    inductor_config.fx_graph_cache = False
-    functorch_config.enable_autograd_cache = False
-    os.makedirs(a.out, exist_ok=True)
+    fresh_compiles(a.threads, a.out)
     results = []
     for spec in a.models.split(","):
         results.append(run_model(spec, budgets, extra, a.steps, a.warmup, a.out, a.pipeline))
@@ -341,12 +356,8 @@ def main(argv=None):
               f"{len(c['over_bound'])}; more than 10% under a binding bound: "
               f"{len(c['more_than_10pct_under'])}; not monotone: {len(c['not_monotone'])}",
               flush=True)
-    for name, text in (("peak_bound.json", json.dumps(results, indent=1)),
-                       ("peak_bound.md", markdown(results))):
-        path = os.path.join(a.out, name)
-        with open(path + ".tmp", "w") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+    write_files(a.out, {"peak_bound.json": json.dumps(results, indent=1),
+                        "peak_bound.md": markdown(results)})
     print(markdown(results))
     failed = any(r["checks"]["over_bound"] or r["checks"]["not_monotone"] for r in results)
     return 1 if failed else 0
