@@ -304,7 +304,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         round over the aim; down where it is over, up where it is more than _PEAK_SLACK
         under: a plan that recomputes more than it must costs time), and, once a plan over
         and one within are known, halves the interval between the bytes the over plan saved
-        and the bound the within plan was asked; activations=0 is the least the planner saves (unmet=closest).
+        and the bound the within plan was asked; activations=0 is the least the planner
+        saves (unmet=closest).
         The plan kept is the one within the aim whose halves peak highest (least
         recomputed). Returns (attempt, plans made, halves peaks seen); Error with the least
         peak reached where no plan is within the aim."""
