@@ -247,14 +247,16 @@ bench-distributed: build
 
 # The operator cost database's goal (docs/CostDB.md): the bundled sweeps and every model's
 # training graph measured into one database, then each model's step predicted leave-one-model-out
-# against its measured step; a table, CSV/JSON and a plot in build/bench/costdb. About 5 minutes
+# (BENCH_COSTDB_LEAVE_OUT=family: without every graph of its family, e.g. every ResNet) against
+# its measured step; a table, CSV/JSON and a plot in build/bench/costdb. About 5 minutes
 # on 2 cores when the default-size exports exist (each missing one is exported first); run it on an
 # idle machine, since what it measures is time.
 BENCH_COSTDB_DEFAULT_MODELS ?= resnet50,bert,gpt2
+BENCH_COSTDB_LEAVE_OUT ?= model
 bench-costdb: build
 	@$(VENV)/bin/python benchmarks/costdb/attribution.py --costdb $(BUILD_DIR)/bin/graph-opt-costdb \
-	  --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports \
-	  --default-models '$(BENCH_COSTDB_DEFAULT_MODELS)' -o $(BENCH_DIR)/costdb
+	  --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports --leave-out $(BENCH_COSTDB_LEAVE_OUT) \
+	  --default-models '$(BENCH_COSTDB_DEFAULT_MODELS)' -o $(BENCH_DIR)/costdb$(if $(filter family,$(BENCH_COSTDB_LEAVE_OUT)),-family)
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit

@@ -8,6 +8,7 @@
 #include <llvm/Support/JSON.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace graphopt {
 
@@ -17,6 +18,7 @@ struct OpSummary {
   std::string op;
   size_t nodes = 0;
   double measured = 0, predicted = 0;
+  double accurate = 0; ///< measured time of its nodes predicted within the tolerance
   size_t byHow[4] = {0, 0, 0, 0};
 };
 
@@ -28,6 +30,8 @@ std::vector<OpSummary> byOperator(const StepAttribution &a) {
     ++s.nodes;
     s.measured += std::max(n.measuredSeconds, 0.0);
     s.predicted += n.predictedSeconds;
+    if (n.accurate(a.tolerance))
+      s.accurate += n.measuredSeconds;
     ++s.byHow[static_cast<int>(n.how)];
   }
   std::vector<OpSummary> out;
@@ -58,18 +62,29 @@ std::string csvField(llvm::StringRef s) {
   return q + "\"";
 }
 
+double ratioOrNegative(double num, double den) { return den > 0 ? num / den : -1; }
+
 } // namespace
 
+bool NodeAttribution::accurate(double tolerance) const {
+  return how != CostModel::How::Missing && measuredSeconds > 0 &&
+         std::abs(predictedSeconds - measuredSeconds) <= tolerance * measuredSeconds;
+}
+
 double StepAttribution::explainedShare() const {
-  return measuredNodeSeconds > 0 ? explainedSeconds / measuredNodeSeconds : -1;
+  return ratioOrNegative(explainedSeconds, measuredNodeSeconds);
 }
 double StepAttribution::exactShare() const {
-  return measuredNodeSeconds > 0 ? exactSeconds / measuredNodeSeconds : -1;
+  return ratioOrNegative(exactSeconds, measuredNodeSeconds);
+}
+double StepAttribution::accurateShare() const {
+  return ratioOrNegative(accurateSeconds, measuredNodeSeconds);
 }
 
 StepAttribution attributeStep(const Graph &graph, const CostModel &model,
-                              const ProfileResult *profile) {
+                              const ProfileResult *profile, double tolerance) {
   StepAttribution a;
+  a.tolerance = tolerance;
   a.entries = model.size();
   a.machine = model.machine();
   bool allJoules = true;
@@ -104,6 +119,10 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
         ++a.exactNodes;
         a.exactSeconds += std::max(n.measuredSeconds, 0.0);
       }
+      if (n.accurate(tolerance)) {
+        ++a.accurateNodes;
+        a.accurateSeconds += n.measuredSeconds;
+      }
     }
     a.nodes.push_back(std::move(n));
   }
@@ -119,8 +138,10 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   bool measured = a.measuredStepSeconds >= 0;
   os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
-  os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12}  {4}\n", "operator", "nodes",
-                      measured ? "measured ms" : "", "predicted ms", "how");
+  std::string within = llvm::formatv("within {0}%", std::lround(100 * a.tolerance)).str();
+  os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12} {4,10}  {5}\n", "operator", "nodes",
+                      measured ? "measured ms" : "", "predicted ms", measured ? within : "",
+                      "how");
   std::vector<OpSummary> ops = byOperator(a);
   size_t shown = 0;
   for (const OpSummary &s : ops) {
@@ -128,9 +149,14 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
       os << "  ... " << ops.size() - 25 << " more operators (the CSV has every node)\n";
       break;
     }
-    os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12:f3}  {4}\n", s.op, std::to_string(s.nodes),
+    // The share of the operator's measured time its accurate nodes carry.
+    std::string accurate =
+        measured && s.measured > 0 ? llvm::formatv("{0:f0}%", 100 * s.accurate / s.measured).str()
+                                   : "";
+    os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12:f3} {4,10}  {5}\n", s.op,
+                        std::to_string(s.nodes),
                         measured ? llvm::formatv("{0:f3}", s.measured * 1e3).str() : "",
-                        s.predicted * 1e3, howCounts(s));
+                        s.predicted * 1e3, accurate, howCounts(s));
   }
   os << llvm::formatv("predicted step: {0:f3} ms", a.predictedSeconds * 1e3);
   if (a.predictedJoules)
@@ -151,6 +177,10 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
                         100 * a.explainedShare(), std::to_string(a.predictedNodes),
                         std::to_string(a.nodes.size()), 100 * a.exactShare(),
                         std::to_string(a.exactNodes));
+    os << llvm::formatv("accurate: {0:f1}% of the measured node time predicted within {1} of "
+                        "what it measured, node by node ({2} of {3} nodes)\n",
+                        100 * a.accurateShare(), llvm::formatv("{0}%", std::lround(100 * a.tolerance)).str(),
+                        std::to_string(a.accurateNodes), std::to_string(a.nodes.size()));
   } else {
     os << "predicted " << a.predictedNodes << " of " << a.nodes.size() << " nodes, "
        << a.exactNodes << " measured exactly\n";
@@ -167,7 +197,7 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
 }
 
 std::string attributionCsv(const StepAttribution &a) {
-  std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note\n";
+  std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note,predicted_over_measured\n";
   size_t rank = 0;
   for (const NodeAttribution &n : a.nodes) {
     absl::StrAppend(&out, rank++, ",", csvField(n.node->label()),
@@ -176,7 +206,11 @@ std::string attributionCsv(const StepAttribution &a) {
                     n.predictedJoules ? llvm::formatv("{0:e6}", *n.predictedJoules).str() : "",
                     ",",
                     n.measuredSeconds >= 0 ? llvm::formatv("{0:e6}", n.measuredSeconds).str() : "",
-                    ",", csvField(n.note), "\n");
+                    ",", csvField(n.note), ",",
+                    n.how != CostModel::How::Missing && n.measuredSeconds > 0
+                        ? llvm::formatv("{0:f4}", n.predictedSeconds / n.measuredSeconds).str()
+                        : "",
+                    "\n");
   }
   return out;
 }
@@ -194,6 +228,9 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
                                                               ? llvm::json::Value(s.measured)
                                                               : llvm::json::Value(nullptr)},
                                      {"predicted_seconds", s.predicted},
+                                     {"accurate_seconds", a.measuredStepSeconds >= 0
+                                                              ? llvm::json::Value(s.accurate)
+                                                              : llvm::json::Value(nullptr)},
                                      {"how", std::move(how)}});
   }
   llvm::json::Object doc{
@@ -211,6 +248,12 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
       {"measured_node_seconds", orNull(a.measuredNodeSeconds)},
       {"attributed_share", orNull(a.explainedShare())},
       {"exact_share", orNull(a.exactShare())},
+      {"tolerance", a.tolerance},
+      {"accurate_nodes", static_cast<int64_t>(a.accurateNodes)},
+      {"accurate_share", orNull(a.accurateShare())},
+      {"predicted_over_measured_step",
+       a.measuredStepSeconds > 0 ? llvm::json::Value(a.predictedSeconds / a.measuredStepSeconds)
+                                 : llvm::json::Value(nullptr)},
       {"operators", std::move(ops)}};
   return llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
 }

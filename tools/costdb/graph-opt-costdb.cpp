@@ -1,7 +1,7 @@
 //===- graph-opt-costdb.cpp - The operator cost database's tool -----------===//
 //
 //   graph-opt-costdb measure   --db F [--source NAME] model.pt2 ... sweep.json ...
-//   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] model.pt2
+//   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] [--tolerance T] model.pt2
 //   graph-opt-costdb show      --db F
 //
 // measure: every distinct operator configuration of the given graphs (.pt2,
@@ -92,6 +92,10 @@ cl::opt<bool> noProfile("no-profile",
                         cl::sub(attributeCmd));
 cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
                               cl::sub(attributeCmd));
+cl::opt<double> tolerance("tolerance",
+                          cl::desc("A node's prediction is accurate within this share of what it "
+                                   "measured (default 0.25)"),
+                          cl::init(kAccuracyTolerance), cl::sub(attributeCmd));
 cl::opt<std::string> csvPath("csv", cl::desc("Write the per-node attribution as CSV"),
                              cl::sub(attributeCmd));
 cl::opt<std::string> jsonPath("json", cl::desc("Write the totals and per-operator table as JSON"),
@@ -256,6 +260,9 @@ int measure() {
 }
 
 int attribute() {
+  if (!(tolerance > 0))
+    return fail(absl::StrCat("--tolerance must be above 0 (a share such as 0.25), not ",
+                             tolerance.getValue()));
   auto device = chosenDevice();
   if (!device.ok())
     return fail(std::string(device.status().message()));
@@ -288,7 +295,7 @@ int attribute() {
       return fail(absl::StrCat(attributeInput.getValue(), ": ", result.status().message()));
     profile = *result;
   }
-  StepAttribution a = attributeStep(graph, *model, profile);
+  StepAttribution a = attributeStep(graph, *model, profile, tolerance);
   llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
   if (!excluded.empty()) {
     bool first = true;

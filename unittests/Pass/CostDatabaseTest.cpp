@@ -1,4 +1,5 @@
 //===- CostDatabaseTest.cpp - Operator configurations, the database, predictions ===//
+#include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
@@ -271,4 +272,74 @@ TEST(CostModelTest, PredictsExactlyThenFromTheFamilyThenFromTheOperator) {
 
   OperatorConfig relu = query("aten::relu", "key3", "relu", {}, 0);
   EXPECT_EQ(model.predict(relu).how, CostModel::How::Missing);
+}
+
+// Accuracy counts the measured time of the nodes predicted within the
+// tolerance of what they measured; a node the database cannot predict is
+// never accurate, however its time compares.
+TEST(AttributionTest, AccuracyIsTheMeasuredTimePredictedWithinTheTolerance) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[8, 8] user_input
+  input %w : f32[8, 8] user_input
+forward:
+  %r = aten::relu(%x) : f32[8, 8]
+  %e = aten::exp(%r) : f32[8, 8]
+  %m = aten::mm(%e, %w) : f32[8, 8]
+  output %m user_output
+})");
+  ASSERT_TRUE(g);
+  std::vector<const Node *> nodes;
+  for (const Node &n : g->nodes())
+    nodes.push_back(&n);
+  ASSERT_EQ(nodes.size(), 3u);
+  // relu predicted 20% over what it measures, exp twice; mm not measured.
+  std::vector<CostEntry> entries;
+  double predicted[2] = {1.2e-3, 2e-3};
+  for (int i = 0; i < 2; ++i) {
+    auto c = operatorConfigOf(*nodes[i]);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    CostEntry e = entry(i + 1, c->op, c->family, c->dims, c->work, predicted[i]);
+    e.key = c->key;
+    entries.push_back(std::move(e));
+  }
+  CostModel model(std::move(entries));
+  ProfileResult profile;
+  for (const Node *n : nodes) {
+    NodeStats s;
+    s.node = n;
+    s.seconds = n == nodes[2] ? 2e-3 : 1e-3; // mm: 2 ms, unpredicted
+    profile.nodes.push_back(s);
+  }
+  profile.sumNodeSeconds = 4e-3;
+  profile.stepSeconds = 4e-3;
+
+  StepAttribution a = attributeStep(*g, model, &profile);
+  EXPECT_DOUBLE_EQ(a.tolerance, 0.25);
+  EXPECT_EQ(a.predictedNodes, 2u);
+  EXPECT_EQ(a.accurateNodes, 1u);
+  EXPECT_DOUBLE_EQ(a.explainedShare(), 0.5);
+  EXPECT_DOUBLE_EQ(a.accurateShare(), 0.25);
+  EXPECT_TRUE(a.nodes[0].accurate(0.25));
+  EXPECT_FALSE(a.nodes[1].accurate(0.25));
+  EXPECT_FALSE(a.nodes[2].accurate(1e9)); // missing
+
+  // Wider, exp counts too; the missing mm still does not.
+  StepAttribution wide = attributeStep(*g, model, &profile, 1.5);
+  EXPECT_EQ(wide.accurateNodes, 2u);
+  EXPECT_DOUBLE_EQ(wide.accurateShare(), 0.5);
+
+  // Without a profile there is nothing to be accurate against.
+  StepAttribution blind = attributeStep(*g, model, nullptr);
+  EXPECT_EQ(blind.accurateNodes, 0u);
+  EXPECT_EQ(blind.accurateShare(), -1);
+
+  // The table gives the operators' accurate shares; the JSON the totals.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printAttribution(os, a);
+  EXPECT_NE(text.find("accurate: 25.0% of the measured node time predicted within 25%"),
+            std::string::npos)
+      << text;
+  std::string json = attributionJson(a, "g");
+  EXPECT_NE(json.find("\"accurate_share\": 0.25"), std::string::npos) << json;
 }
