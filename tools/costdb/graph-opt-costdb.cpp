@@ -2,6 +2,7 @@
 //
 //   graph-opt-costdb measure   --db F [--source NAME] model.pt2 ... sweep.json ...
 //   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] [--tolerance T] model.pt2
+//   graph-opt-costdb fill      --db F [--target 0.9] [--time-budget S] model.pt2
 //   graph-opt-costdb show      --db F
 //
 // measure: every distinct operator configuration of the given graphs (.pt2,
@@ -10,17 +11,21 @@
 // stored (Analysis/CostDatabase.h); a configuration already measured here is
 // not measured again (--remeasure does). attribute: the model's step
 // predicted node by node from the database and set against its profile
-// (Analysis/Attribution.h). show: what the database holds. docs/CostDB.md.
+// (Analysis/Attribution.h). fill: the accuracy loop (Fill.h): measure what
+// the model's step misses most, with its neighbours, until the share of its
+// node time predicted within the tolerance reaches the target. show: what the
+// database holds. docs/CostDB.md.
 //
 // Exit codes: 0 done, 1 some configurations failed to run (the rest are
-// stored), 2 bad input or usage.
+// stored), 2 bad input or usage, 3 fill stopped short of its target.
 //
 //===----------------------------------------------------------------------===//
+#include "Fill.h"
+#include "MeasureConfig.h"
 #include "SweepFile.h"
 
 #include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/CostDatabase.h"
-#include "graphopt/Analysis/ModelRun.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
 #include "graphopt/Import/Importer.h"
@@ -46,37 +51,39 @@ namespace cl = llvm::cl;
 
 namespace {
 
-constexpr int kOk = 0, kSomeFailed = 1, kBadInput = 2;
+constexpr int kOk = 0, kSomeFailed = 1, kBadInput = 2, kTargetNotMet = 3;
 
 cl::SubCommand measureCmd("measure", "Time every operator configuration of graphs and sweeps");
 cl::SubCommand attributeCmd("attribute", "Predict a model's step from the database, against its profile");
 cl::SubCommand showCmd("show", "What the database holds");
+cl::SubCommand fillCmd("fill", "Measure what a model's step misses until it is predicted "
+                               "(the accuracy loop)");
 
 cl::opt<std::string> dbPath("db", cl::desc("The cost database (SQLite; measure makes it)"),
                             cl::value_desc("file"), cl::Required, cl::sub(measureCmd),
-                            cl::sub(attributeCmd), cl::sub(showCmd));
+                            cl::sub(attributeCmd), cl::sub(showCmd), cl::sub(fillCmd));
 cl::opt<std::string> deviceName("device", cl::desc("cpu or cuda (default: cuda where a GPU is)"),
-                                cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd));
+                                cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd), cl::sub(fillCmd));
 cl::opt<unsigned> threads("threads",
                           cl::desc("Intra-op threads (default torch's); part of the machine's key"),
-                          cl::init(0), cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd));
+                          cl::init(0), cl::sub(measureCmd), cl::sub(attributeCmd), cl::sub(showCmd), cl::sub(fillCmd));
 
 cl::list<std::string> measureInputs(cl::Positional, cl::desc("<model.pt2|.pt|.gir|sweep.json>..."),
                                     cl::OneOrMore, cl::sub(measureCmd));
 cl::opt<std::string> sourceName("source",
                                 cl::desc("The source name recorded (default: the file's stem; "
                                          "sweeps: sweep:<file stem>:<name>); one input only"),
-                                cl::sub(measureCmd));
+                                cl::sub(measureCmd), cl::sub(fillCmd));
 cl::opt<double> minTime("min-time", cl::desc("Seconds each configuration is timed at least"),
-                        cl::init(0.02), cl::sub(measureCmd));
+                        cl::init(0.02), cl::sub(measureCmd), cl::sub(fillCmd));
 cl::opt<unsigned> minRuns("min-runs", cl::desc("Timed runs of each configuration at least"),
-                          cl::init(5), cl::sub(measureCmd));
+                          cl::init(5), cl::sub(measureCmd), cl::sub(fillCmd));
 cl::opt<bool> remeasure("remeasure", cl::desc("Measure configurations the database already has"),
-                        cl::sub(measureCmd));
+                        cl::sub(measureCmd), cl::sub(fillCmd));
 cl::opt<unsigned> maxSweep("max-sweep",
                            cl::desc("Refuse a sweep of more instances than this (default 5000)"),
                            cl::init(5000), cl::sub(measureCmd));
-cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd));
+cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd), cl::sub(fillCmd));
 
 cl::opt<std::string> attributeInput(cl::Positional, cl::desc("<model.pt2|.pt|.gir>"), cl::Required,
                                     cl::sub(attributeCmd));
@@ -91,11 +98,30 @@ cl::opt<bool> noProfile("no-profile",
                         cl::desc("Predict only: do not run the model (no measured figures)"),
                         cl::sub(attributeCmd));
 cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
-                              cl::sub(attributeCmd));
+                              cl::sub(attributeCmd), cl::sub(fillCmd));
 cl::opt<double> tolerance("tolerance",
                           cl::desc("A node's prediction is accurate within this share of what it "
                                    "measured (default 0.25)"),
-                          cl::init(kAccuracyTolerance), cl::sub(attributeCmd));
+                          cl::init(kAccuracyTolerance), cl::sub(attributeCmd), cl::sub(fillCmd));
+cl::opt<std::string> fillInput(cl::Positional, cl::desc("<model.pt2|.pt|.gir>"), cl::Required,
+                               cl::sub(fillCmd));
+cl::opt<double> fillTarget("target",
+                           cl::desc("The share of the measured node time to predict within "
+                                    "--tolerance (default 0.9)"),
+                           cl::init(0.9), cl::sub(fillCmd));
+cl::opt<double> fillBudget("time-budget",
+                           cl::desc("Seconds after which no more is measured (default 600)"),
+                           cl::init(600), cl::sub(fillCmd));
+cl::opt<unsigned> fillPerRound("per-round",
+                               cl::desc("Configurations measured per round, those carrying the "
+                                        "most missed time (default 8)"),
+                               cl::init(8), cl::sub(fillCmd));
+cl::opt<unsigned> fillRounds("rounds", cl::desc("Rounds at most (default 20)"), cl::init(20),
+                             cl::sub(fillCmd));
+cl::opt<bool> fillNeighbours("neighbours",
+                             cl::desc("Measure each configuration's neighbours at nearby sizes "
+                                      "too (default true)"),
+                             cl::init(true), cl::sub(fillCmd));
 cl::opt<std::string> csvPath("csv", cl::desc("Write the per-node attribution as CSV"),
                              cl::sub(attributeCmd));
 cl::opt<std::string> jsonPath("json", cl::desc("Write the totals and per-operator table as JSON"),
@@ -106,7 +132,20 @@ int fail(llvm::StringRef message, int code = kBadInput) {
   return code;
 }
 
+int failTolerance() {
+  return fail(absl::StrCat("--tolerance must be above 0 (a share such as 0.25), not ",
+                           tolerance.getValue()));
+}
+
 absl::StatusOr<c10::Device> chosenDevice() { return deviceFromOption(deviceName); }
+
+OperatorTimingOptions timingOptions(c10::Device device) {
+  OperatorTimingOptions timing;
+  timing.device = device;
+  timing.minSeconds = minTime;
+  timing.minRuns = minRuns;
+  return timing;
+}
 
 std::string stem(llvm::StringRef path) { return llvm::sys::path::stem(path).str(); }
 
@@ -162,10 +201,7 @@ int measure() {
   if (!machine.ok())
     return fail(std::string(machine.status().message()));
 
-  OperatorTimingOptions timing;
-  timing.device = *device;
-  timing.minSeconds = minTime;
-  timing.minRuns = minRuns;
+  ConfigMeasurer measurer{**db, *machine, timingOptions(*device), meter.get(), remeasure, verbose};
   bool anyFailed = false;
   for (const std::string &input : measureInputs) {
     auto sources = readSources(input);
@@ -203,48 +239,14 @@ int measure() {
       }
     size_t measuredNow = 0, already = 0, failed = 0;
     for (Found &f : found) {
-      CostDatabase &d = **db;
-      if (absl::Status st = d.begin(); !st.ok())
-        return fail(std::string(st.message()));
-      auto configId = d.config(f.config);
-      absl::Status st = configId.status();
-      if (st.ok())
-        st = d.setSource(*configId, f.source, f.nodes);
-      auto done = st.ok() ? d.measured(*configId, *machine) : absl::StatusOr<bool>(st);
-      if (!done.ok()) {
-        d.rollback();
-        return fail(std::string(done.status().message()));
-      }
-      if (*done && !remeasure) {
-        ++already;
-      } else {
-        auto t = timeGraph(*f.config.graph, timing, meter.get());
-        if (t.ok()) {
-          MeasurementRecord m;
-          static_cast<OperatorTiming &>(m) = *t;
-          if (meter && t->joulesPerCall)
-            m.energySource = meter->source();
-          st = d.putMeasurement(*configId, *machine, m);
-          ++measuredNow;
-          if (verbose)
-            llvm::outs() << llvm::formatv("  {0,-36} {1,10:f2} us  ({2} runs)  {3}\n", f.config.op,
-                                          t->medianSeconds * 1e6, std::to_string(t->runs),
-                                          f.config.family);
-        } else {
-          ++failed;
-          anyFailed = true;
-          llvm::errs() << "graph-opt-costdb: warning: " << input << ": " << f.config.op
-                       << " did not run: " << std::string(t.status().message()) << "\n";
-          st = d.putFailure(*configId, *machine, std::string(t.status().message()));
-        }
-      }
-      if (st.ok())
-        st = d.commit();
-      if (!st.ok()) {
-        d.rollback();
-        return fail(std::string(st.message()));
-      }
+      auto outcome = measurer.measure(f.config, f.source, f.nodes, input);
+      if (!outcome.ok())
+        return fail(std::string(outcome.status().message()));
+      measuredNow += *outcome == ConfigMeasurer::Outcome::Measured;
+      already += *outcome == ConfigMeasurer::Outcome::Already;
+      failed += *outcome == ConfigMeasurer::Outcome::Failed;
     }
+    anyFailed |= failed > 0;
     llvm::outs() << input << ": " << nodes << " nodes, " << found.size() << " configurations: "
                  << measuredNow << " measured, " << already << " already in the database"
                  << (failed ? absl::StrCat(", ", failed, " failed") : "") << "\n";
@@ -261,8 +263,7 @@ int measure() {
 
 int attribute() {
   if (!(tolerance > 0))
-    return fail(absl::StrCat("--tolerance must be above 0 (a share such as 0.25), not ",
-                             tolerance.getValue()));
+    return failTolerance();
   auto device = chosenDevice();
   if (!device.ok())
     return fail(std::string(device.status().message()));
@@ -280,19 +281,10 @@ int attribute() {
   const ProfileResult *profile = nullptr;
   AnalysisManager analyses;
   if (!noProfile) {
-    ModelRunOptions options;
-    options.device = *device;
-    auto context = makeModelExecutionContext(graph, graph, imported->weights,
-                                             imported->exampleInputs, options);
-    if (!context.ok())
-      return fail(absl::StrCat(attributeInput.getValue(), ": ", context.status().message()));
-    analyses.setExecutionContextProvider(
-        [&]() -> absl::StatusOr<ExecutionContext> { return *context; });
-    ProfileAnalysis::Options popts;
-    popts.runs = profileRuns;
-    auto result = analyses.getResult<ProfileAnalysis>(graph, popts);
+    auto result =
+        profileForAttribution(*imported, attributeInput, *device, profileRuns, analyses);
     if (!result.ok())
-      return fail(absl::StrCat(attributeInput.getValue(), ": ", result.status().message()));
+      return fail(std::string(result.status().message()));
     profile = *result;
   }
   StepAttribution a = attributeStep(graph, *model, profile, tolerance);
@@ -313,6 +305,44 @@ int attribute() {
         !st.ok())
       return fail(std::string(st.message()));
   return kOk;
+}
+
+int fill() {
+  if (!(tolerance > 0))
+    return failTolerance();
+  if (!(fillTarget > 0 && fillTarget <= 1))
+    return fail(absl::StrCat("--target must be a share in (0, 1], not ", fillTarget.getValue()));
+  if (fillPerRound == 0)
+    return fail("--per-round must be at least 1");
+  auto device = chosenDevice();
+  if (!device.ok())
+    return fail(std::string(device.status().message()));
+  auto db = CostDatabase::open(dbPath, /*create=*/true);
+  if (!db.ok())
+    return fail(std::string(db.status().message()));
+  MachineInfo here = MachineInfo::current(*device);
+  std::string whyNoMeter;
+  std::unique_ptr<EnergyMeter> meter = findEnergyMeter(*device, &whyNoMeter);
+  auto machine = (*db)->machine(here);
+  if (!machine.ok())
+    return fail(std::string(machine.status().message()));
+  llvm::outs() << "filling " << dbPath << " on " << here.describe() << "\n";
+  ConfigMeasurer measurer{**db, *machine, timingOptions(*device), meter.get(), remeasure, verbose};
+  FillOptions options;
+  options.target = fillTarget;
+  options.tolerance = tolerance;
+  options.budgetSeconds = fillBudget;
+  options.perRound = fillPerRound;
+  options.maxRounds = fillRounds;
+  options.neighbours = fillNeighbours;
+  options.profileRuns = profileRuns;
+  options.source = sourceName;
+  auto result = fillDatabase(dbPath, fillInput, *device, measurer, options, llvm::outs());
+  if (!result.ok())
+    return fail(std::string(result.status().message()));
+  if (!result->targetMet)
+    return kTargetNotMet;
+  return result->failed ? kSomeFailed : kOk;
 }
 
 int show() {
@@ -358,5 +388,7 @@ int main(int argc, char **argv) {
     return attribute();
   if (showCmd)
     return show();
-  return fail("give a subcommand: measure, attribute or show (--help lists them)");
+  if (fillCmd)
+    return fill();
+  return fail("give a subcommand: measure, attribute, fill or show (--help lists them)");
 }

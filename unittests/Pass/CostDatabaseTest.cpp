@@ -1,5 +1,6 @@
 //===- CostDatabaseTest.cpp - Operator configurations, the database, predictions ===//
 #include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Analysis/ConfigNeighbours.h"
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
@@ -11,6 +12,7 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace graphopt;
@@ -342,4 +344,89 @@ forward:
       << text;
   std::string json = attributionJson(a, "g");
   EXPECT_NE(json.find("\"accurate_share\": 0.25"), std::string::npos) << json;
+}
+
+namespace {
+
+/// Each neighbour's operand and result sizes (OperatorConfig::dims), sorted.
+std::vector<std::vector<int64_t>> neighbourDims(llvm::StringRef gir,
+                                                const NeighbourOptions &options = {}) {
+  auto g = parse(gir);
+  std::vector<std::vector<int64_t>> out;
+  if (!g)
+    return out;
+  OperatorConfig config = configOfFirstNode(*g);
+  for (const OperatorConfig &n : neighbourConfigs(config, options)) {
+    EXPECT_NE(n.key, config.key);
+    EXPECT_EQ(n.family, config.family) << n.key;
+    out.push_back(n.dims);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace
+
+// The size most operands carry is scaled first, everywhere it appears; the
+// results' sizes come from the operator.
+TEST(ConfigNeighboursTest, ScalesTheMostUsedSizesEverywhereTheyAppear) {
+  using Dims = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(neighbourDims(R"(graph @g {
+  input %a : f32[16, 32] user_input
+  input %b : f32[32, 8] user_input
+forward:
+  %c = aten::mm(%a, %b) : f32[16, 8]
+  output %c user_output
+})"),
+            (Dims{{8, 32, 32, 8, 8, 8}, {16, 16, 16, 8, 16, 8}, {16, 64, 64, 8, 16, 8},
+                  {32, 32, 32, 8, 32, 8}}));
+  // Sizes from the size arguments too: expand's result.
+  EXPECT_EQ(neighbourDims(R"(graph @g {
+  input %g : f32[] user_input
+forward:
+  %e = aten::expand(%g, [16, 8]) : f32[16, 8]{strides=[0, 0]}
+  output %e user_output
+})"),
+            (Dims{{8, 8}, {16, 4}, {16, 16}, {32, 8}}));
+}
+
+// A substitution the operator rejects is dropped: a view to a product of
+// sizes cannot follow one of its factors.
+TEST(ConfigNeighboursTest, DropsWhatTheOperatorRejects) {
+  NeighbourOptions three;
+  three.sizesScaled = 3;
+  using Dims = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(neighbourDims(R"(graph @g {
+  input %x : f32[4, 16, 8] user_input
+forward:
+  %v = aten::view(%x, [64, 8]) : f32[64, 8]
+  output %v user_output
+})",
+                          three),
+            (Dims{{4, 16, 4, 64, 4}, {4, 16, 16, 64, 16}}));
+}
+
+// Operands keep their layout: a transposed operand stays transposed, with
+// dense strides at its new sizes; a broadcast dimension stays broadcast.
+TEST(ConfigNeighboursTest, OperandsKeepTheirLayout) {
+  auto g = parse(R"(graph @g {
+  input %a : f32[16, 32]{strides=[1, 16]} user_input
+  input %b : f32[16, 32]{strides=[0, 1]} user_input
+forward:
+  %c = aten::add.Tensor(%a, %b) : f32[16, 32]
+  output %c user_output
+})");
+  ASSERT_TRUE(g);
+  OperatorConfig config = configOfFirstNode(*g);
+  NeighbourOptions one;
+  one.sizesScaled = 1;
+  one.factors = {2.0};
+  std::vector<OperatorConfig> n = neighbourConfigs(config, one);
+  ASSERT_EQ(n.size(), 1u);
+  // 32 is the larger of two sizes used twice each.
+  auto inputs = n[0].graph->inputs();
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].value->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{16, 64}));
+  EXPECT_EQ(inputs[0].value->tensorType().strides, (llvm::SmallVector<int64_t, 4>{1, 16}));
+  EXPECT_EQ(inputs[1].value->tensorType().strides, (llvm::SmallVector<int64_t, 4>{0, 1}));
 }
