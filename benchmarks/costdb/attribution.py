@@ -63,6 +63,9 @@ def main():
     ap.add_argument("--min-time", default="0.02")
     ap.add_argument("--runs", default="5", help="measured runs of each model's profile")
     ap.add_argument("--keep", action="store_true", help="add to an existing database")
+    ap.add_argument("--neighbours", action="store_true",
+                    help="measure every model's configurations at nearby sizes too "
+                         "(graph-opt-costdb measure --neighbours)")
     ap.add_argument("--leave-out", choices=["model", "family"], default="model",
                     help="what each model is predicted without: its own graph's measurements, "
                          "or every graph of its family's")
@@ -97,7 +100,8 @@ def main():
     print(f"sweeps: {seconds:.0f} s")
     measured = {}
     for source, path in models:
-        out, seconds = run(measure + ["--source", source, path], log)
+        out, seconds = run(measure + ["--source", source, path] +
+                           (["--neighbours"] if args.neighbours else []), log)
         line = [l for l in out.splitlines() if l.startswith(path)]
         measured[source] = (line[0].split(": ", 1)[1] if line else "", seconds)
         print(f"{source}: {measured[source][0]} ({seconds:.0f} s)")
@@ -108,7 +112,8 @@ def main():
         cs = os.path.join(args.out, f"attribution-{source.replace(':', '-')}.csv")
         left_out = [source] if args.leave_out == "model" else \
             [s for s, _ in models if family(s) == family(source)]
-        excludes = [a for s in left_out for a in ("--exclude-source", s)]
+        # A model's neighbours (measure --neighbours) are its shapes too.
+        excludes = [a for s in left_out for t in (s, s + ":neighbours") for a in ("--exclude-source", t)]
         out, seconds = run([args.costdb, "attribute", "--db", db, *excludes,
                             "--runs", args.runs, "--json", js, "--csv", cs, path], log)
         d = json.load(open(js))

@@ -83,6 +83,10 @@ cl::opt<bool> remeasure("remeasure", cl::desc("Measure configurations the databa
 cl::opt<unsigned> maxSweep("max-sweep",
                            cl::desc("Refuse a sweep of more instances than this (default 5000)"),
                            cl::init(5000), cl::sub(measureCmd));
+cl::opt<bool> measureNeighbours("neighbours",
+                                cl::desc("Measure each configuration at nearby sizes too "
+                                         "(recorded under SOURCE:neighbours)"),
+                                cl::sub(measureCmd));
 cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd), cl::sub(fillCmd));
 
 cl::opt<std::string> attributeInput(cl::Positional, cl::desc("<model.pt2|.pt|.gir>"), cl::Required,
@@ -246,9 +250,22 @@ int measure() {
       already += *outcome == ConfigMeasurer::Outcome::Already;
       failed += *outcome == ConfigMeasurer::Outcome::Failed;
     }
+    // Each configuration at nearby sizes (ConfigNeighbours.h), under SOURCE:neighbours.
+    size_t neighbours = 0;
+    for (size_t i = 0; measureNeighbours && i < found.size(); ++i)
+      for (const OperatorConfig &n : neighbourConfigs(found[i].config)) {
+        const Found &f = found[i];
+        auto outcome = measurer.measure(n, f.source + ":neighbours", 0, input);
+        if (!outcome.ok())
+          return fail(std::string(outcome.status().message()));
+        neighbours += *outcome == ConfigMeasurer::Outcome::Measured;
+        failed += *outcome == ConfigMeasurer::Outcome::Failed;
+      }
     anyFailed |= failed > 0;
     llvm::outs() << input << ": " << nodes << " nodes, " << found.size() << " configurations: "
                  << measuredNow << " measured, " << already << " already in the database"
+                 << (measureNeighbours ? absl::StrCat(", ", neighbours, " neighbours measured")
+                                       : "")
                  << (failed ? absl::StrCat(", ", failed, " failed") : "") << "\n";
     for (auto &[op, u] : unmeasurable)
       llvm::outs() << "  not measured: " << op << " (" << u.first << " nodes): " << u.second << "\n";
