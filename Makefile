@@ -253,9 +253,11 @@ bench-distributed: build
 # idle machine, since what it measures is time.
 BENCH_COSTDB_DEFAULT_MODELS ?= resnet50,bert,gpt2
 BENCH_COSTDB_LEAVE_OUT ?= model
+# BENCH_COSTDB_ARGS: more of attribution.py's options, e.g. --in-step --neighbours.
 bench-costdb: build
 	@$(VENV)/bin/python benchmarks/costdb/attribution.py --costdb $(BUILD_DIR)/bin/graph-opt-costdb \
 	  --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports --leave-out $(BENCH_COSTDB_LEAVE_OUT) \
+	  $(BENCH_COSTDB_ARGS) \
 	  --default-models '$(BENCH_COSTDB_DEFAULT_MODELS)' -o $(BENCH_DIR)/costdb$(if $(filter family,$(BENCH_COSTDB_LEAVE_OUT)),-family)
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR

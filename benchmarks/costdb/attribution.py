@@ -66,6 +66,10 @@ def main():
     ap.add_argument("--neighbours", action="store_true",
                     help="measure every model's configurations at nearby sizes too "
                          "(graph-opt-costdb measure --neighbours)")
+    ap.add_argument("--in-step", action="store_true",
+                    help="record every model's configurations' times inside its step too "
+                         "(graph-opt-costdb measure --in-step): the other models' in-step "
+                         "times then calibrate each prediction")
     ap.add_argument("--leave-out", choices=["model", "family"], default="model",
                     help="what each model is predicted without: its own graph's measurements, "
                          "or every graph of its family's")
@@ -101,7 +105,8 @@ def main():
     measured = {}
     for source, path in models:
         out, seconds = run(measure + ["--source", source, path] +
-                           (["--neighbours"] if args.neighbours else []), log)
+                           (["--neighbours"] if args.neighbours else []) +
+                           (["--in-step", "--runs", args.runs] if args.in_step else []), log)
         line = [l for l in out.splitlines() if l.startswith(path)]
         measured[source] = (line[0].split(": ", 1)[1] if line else "", seconds)
         print(f"{source}: {measured[source][0]} ({seconds:.0f} s)")

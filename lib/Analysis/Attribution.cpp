@@ -19,7 +19,7 @@ struct OpSummary {
   size_t nodes = 0;
   double measured = 0, predicted = 0;
   double accurate = 0; ///< measured time of its nodes predicted within the tolerance
-  size_t byHow[4] = {0, 0, 0, 0};
+  size_t byHow[CostModel::kHows] = {};
 };
 
 std::vector<OpSummary> byOperator(const StepAttribution &a) {
@@ -46,7 +46,7 @@ std::vector<OpSummary> byOperator(const StepAttribution &a) {
 
 std::string howCounts(const OpSummary &s) {
   std::string text;
-  for (int h = 0; h < 4; ++h)
+  for (int h = 0; h < CostModel::kHows; ++h)
     if (s.byHow[h])
       absl::StrAppend(&text, text.empty() ? "" : " ", s.byHow[h], " ",
                       CostModel::howName(static_cast<CostModel::How>(h)).str());
@@ -63,6 +63,8 @@ std::string csvField(llvm::StringRef s) {
 }
 
 double ratioOrNegative(double num, double den) { return den > 0 ? num / den : -1; }
+
+int64_t tolerancePercent(const StepAttribution &a) { return std::llround(100 * a.tolerance); }
 
 } // namespace
 
@@ -138,7 +140,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   bool measured = a.measuredStepSeconds >= 0;
   os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
-  std::string within = llvm::formatv("within {0}%", std::lround(100 * a.tolerance)).str();
+  std::string within = absl::StrCat("within ", tolerancePercent(a), "%");
   os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12} {4,10}  {5}\n", "operator", "nodes",
                       measured ? "measured ms" : "", "predicted ms", measured ? within : "",
                       "how");
@@ -179,7 +181,7 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
                         std::to_string(a.exactNodes));
     os << llvm::formatv("accurate: {0:f1}% of the measured node time predicted within {1} of "
                         "what it measured, node by node ({2} of {3} nodes)\n",
-                        100 * a.accurateShare(), llvm::formatv("{0}%", std::lround(100 * a.tolerance)).str(),
+                        100 * a.accurateShare(), absl::StrCat(tolerancePercent(a), "%"),
                         std::to_string(a.accurateNodes), std::to_string(a.nodes.size()));
   } else {
     os << "predicted " << a.predictedNodes << " of " << a.nodes.size() << " nodes, "
@@ -220,7 +222,7 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
   llvm::json::Array ops;
   for (const OpSummary &s : byOperator(a)) {
     llvm::json::Object how;
-    for (int h = 0; h < 4; ++h)
+    for (int h = 0; h < CostModel::kHows; ++h)
       how[CostModel::howName(static_cast<CostModel::How>(h))] = static_cast<int64_t>(s.byHow[h]);
     ops.push_back(llvm::json::Object{{"operator", s.op},
                                      {"nodes", static_cast<int64_t>(s.nodes)},

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <unordered_map>
 
 namespace graphopt {
 
@@ -45,6 +46,16 @@ CREATE TABLE failures(
   config_id INTEGER NOT NULL REFERENCES configs(id),
   machine_id INTEGER NOT NULL REFERENCES machines(id),
   reason TEXT NOT NULL, PRIMARY KEY(config_id, machine_id));
+)sql";
+
+/// Version 2's addition, also what a version-1 file gains when opened.
+const char *kInStepSchema = R"sql(
+CREATE TABLE in_step(
+  config_id INTEGER NOT NULL REFERENCES configs(id),
+  machine_id INTEGER NOT NULL REFERENCES machines(id),
+  source TEXT NOT NULL, median_s REAL NOT NULL, nodes INTEGER NOT NULL,
+  measured_at TEXT NOT NULL,
+  PRIMARY KEY(config_id, machine_id, source));
 )sql";
 
 /// A prepared statement, finalized when it goes.
@@ -150,12 +161,29 @@ absl::StatusOr<std::unique_ptr<CostDatabase>> CostDatabase::open(const std::stri
       return st;
     if (absl::Status st = self->exec(kSchema); !st.ok())
       return st;
+    if (absl::Status st = self->exec(kInStepSchema); !st.ok())
+      return st;
     if (absl::Status st = self->exec(
             absl::StrCat("PRAGMA user_version = ", kCostDatabaseSchemaVersion).c_str());
         !st.ok())
       return st;
     if (absl::Status st = self->commit(); !st.ok())
       return st;
+  } else if (v == 1) {
+    // Version 2 only adds the in_step table: upgrade in place, in one transaction.
+    absl::Status st = self->begin();
+    if (st.ok())
+      st = self->exec(kInStepSchema);
+    if (st.ok())
+      st = self->exec(absl::StrCat("PRAGMA user_version = ", kCostDatabaseSchemaVersion).c_str());
+    if (st.ok())
+      st = self->commit();
+    if (!st.ok()) {
+      self->rollback();
+      return absl::Status(st.code(), absl::StrCat(path, ": cannot upgrade the cost database from "
+                                                        "version 1: ",
+                                                  st.message()));
+    }
   } else if (v != kCostDatabaseSchemaVersion) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": cost database schema version ", v,
                                                    "; this graph-opt reads version ",
@@ -292,6 +320,16 @@ absl::Status CostDatabase::putFailure(int64_t config, int64_t machine, llvm::Str
   return absl::OkStatus();
 }
 
+absl::Status CostDatabase::putInStep(int64_t config, int64_t machine, const InStepSample &sample) {
+  Statement put(db_, "INSERT OR REPLACE INTO in_step(config_id, machine_id, source, median_s, "
+                     "nodes, measured_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  put.bind(1, config).bind(2, machine).bind(3, sample.source).bind(4, sample.medianSeconds)
+      .bind(5, sample.nodes).bind(6, nowUtc());
+  if (!put.ok() || put.step() != SQLITE_DONE)
+    return error("cannot record an in-step time");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
   Statement all(db_, "SELECT c.id, c.op, c.family, c.key, c.constants, c.dims, c.work, m.median_s, "
                      "m.q1_s, m.q3_s, m.min_s, m.runs, m.total_s, m.joules, m.energy_source, "
@@ -325,6 +363,17 @@ absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
       e.sources.emplace_back(s);
     out.push_back(std::move(e));
   }
+  Statement steps(db_, "SELECT config_id, source, median_s, nodes FROM in_step "
+                       "WHERE machine_id = ?1 ORDER BY config_id, source");
+  if (!steps.ok())
+    return error("cannot read the in-step times");
+  steps.bind(1, machine);
+  std::unordered_map<int64_t, CostEntry *> byId;
+  for (CostEntry &e : out)
+    byId[e.id] = &e;
+  while (steps.step() == SQLITE_ROW)
+    if (auto it = byId.find(steps.integer(0)); it != byId.end())
+      it->second->inStep.push_back({steps.text(1), steps.real(2), steps.integer(3)});
   return out;
 }
 
@@ -335,7 +384,8 @@ absl::StatusOr<CostDatabase::Counts> CostDatabase::counts() {
       {"SELECT count(*) FROM configs", &c.configs},
       {"SELECT count(*) FROM measurements", &c.measurements},
       {"SELECT count(*) FROM failures", &c.failures},
-      {"SELECT count(DISTINCT source) FROM sources", &c.sources}};
+      {"SELECT count(DISTINCT source) FROM sources", &c.sources},
+      {"SELECT count(*) FROM in_step", &c.inStep}};
   for (auto &[sql, into] : queries) {
     Statement q(db_, sql);
     if (!q.ok() || q.step() != SQLITE_ROW)
@@ -375,6 +425,8 @@ llvm::StringRef CostModel::howName(How how) {
     return "operator";
   case How::Missing:
     return "missing";
+  case How::InStep:
+    return "in-step";
   }
   return "missing";
 }
@@ -396,7 +448,40 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
     auto [it, fresh] = floor_.try_emplace(e.op, e.measured.medianSeconds);
     if (!fresh)
       it->second = std::min(it->second, e.measured.medianSeconds);
+    // In-step times from the sources not left out, weighted by their nodes.
+    double weighted = 0;
+    int64_t nodes = 0;
+    for (const InStepSample &sample : e.inStep)
+      if (!excludedSources.count(sample.source) && sample.medianSeconds > 0) {
+        int64_t n = std::max<int64_t>(sample.nodes, 1);
+        weighted += sample.medianSeconds * static_cast<double>(n);
+        nodes += n;
+      }
+    if (nodes > 0 && e.measured.medianSeconds > 0) {
+      double inStep = weighted / static_cast<double>(nodes);
+      inStep_[e.key] = inStep;
+      context_[e.op].push_back({std::log(std::max(e.work, 1.0)),
+                                std::log(inStep / e.measured.medianSeconds)});
+    }
   }
+}
+
+double CostModel::contextFactor(llvm::StringRef op, double work) const {
+  auto it = context_.find(op);
+  if (it == context_.end() || it->second.empty())
+    return 1;
+  // The operator's configurations timed both ways nearest in work.
+  std::vector<ContextPoint> points = it->second;
+  double x = std::log(std::max(work, 1.0));
+  size_t k = std::min(kNeighbours, points.size());
+  std::partial_sort(points.begin(), points.begin() + static_cast<long>(k), points.end(),
+                    [&](const ContextPoint &a, const ContextPoint &b) {
+                      return std::fabs(a.logWork - x) < std::fabs(b.logWork - x);
+                    });
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i)
+    sum += points[i].logRatio;
+  return std::exp(sum / static_cast<double>(k));
 }
 
 CostModel::Prediction
@@ -448,6 +533,26 @@ CostModel::scaled(const OperatorConfig &config,
 }
 
 CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
+  if (auto it = inStep_.find(config.key); it != inStep_.end()) {
+    Prediction p;
+    p.how = How::InStep;
+    p.seconds = it->second;
+    p.nearest = byKey_.lookup(config.key);
+    if (p.nearest->measured.joulesPerCall && p.nearest->measured.medianSeconds > 0)
+      p.joules = *p.nearest->measured.joulesPerCall / p.nearest->measured.medianSeconds * p.seconds;
+    return p;
+  }
+  Prediction p = isolated(config);
+  if (p.how != How::Missing) {
+    p.context = contextFactor(config.op, config.work);
+    p.seconds *= p.context;
+    if (p.joules)
+      *p.joules *= p.context;
+  }
+  return p;
+}
+
+CostModel::Prediction CostModel::isolated(const OperatorConfig &config) const {
   if (const CostEntry *e = byKey_.lookup(config.key)) {
     Prediction p;
     p.how = How::Exact;

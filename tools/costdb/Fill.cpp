@@ -60,7 +60,7 @@ Misses missesOf(const StepAttribution &a, const std::set<std::string> &tried) {
   for (const NodeAttribution &n : a.nodes) {
     if (n.measuredSeconds <= 0 || n.accurate(a.tolerance))
       continue;
-    if (n.how == CostModel::How::Exact) {
+    if (n.how == CostModel::How::Exact || n.how == CostModel::How::InStep) {
       m.exactButOff += n.measuredSeconds;
       continue;
     }
@@ -185,7 +185,8 @@ absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::st
   }
   if (!result.targetMet)
     os << llvm::formatv("not met: {0} of node time measured exactly but off by more than {1:f0}% "
-                        "in the step (it runs at another speed there than alone), {2} "
+                        "in the step (it runs at another speed there than alone: measure "
+                        "--in-step records such times), {2} "
                         "unmeasurable, {3} that did not run, {4} not measured yet\n",
                         ms(last.exactButOff), 100 * options.tolerance, ms(last.unmeasurable),
                         ms(last.triedAndFailed), [&] {

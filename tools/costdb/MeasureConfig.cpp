@@ -52,4 +52,18 @@ ConfigMeasurer::measure(const OperatorConfig &config, const std::string &source,
   return outcome;
 }
 
+absl::Status ConfigMeasurer::putInStep(const OperatorConfig &config, const InStepSample &sample) {
+  if (absl::Status st = db.begin(); !st.ok())
+    return st;
+  auto configId = db.config(config);
+  absl::Status st = configId.status();
+  if (st.ok())
+    st = db.putInStep(*configId, machine, sample);
+  if (st.ok())
+    st = db.commit();
+  if (!st.ok())
+    db.rollback();
+  return st;
+}
+
 } // namespace graphopt

@@ -31,6 +31,8 @@ struct ConfigMeasurer {
   /// Failed, warned about on stderr naming `input`, and recorded as a failure.
   absl::StatusOr<Outcome> measure(const OperatorConfig &config, const std::string &source,
                                   int64_t nodes, llvm::StringRef input);
+  /// Records the configuration's time inside a model's step (one transaction).
+  absl::Status putInStep(const OperatorConfig &config, const InStepSample &sample);
 };
 
 } // namespace graphopt

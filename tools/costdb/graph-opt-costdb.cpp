@@ -87,6 +87,10 @@ cl::opt<bool> measureNeighbours("neighbours",
                                 cl::desc("Measure each configuration at nearby sizes too "
                                          "(recorded under SOURCE:neighbours)"),
                                 cl::sub(measureCmd));
+cl::opt<bool> measureInStep("in-step",
+                            cl::desc("Also profile each model (--runs) and record each "
+                                     "configuration's time inside its step"),
+                            cl::sub(measureCmd));
 cl::opt<bool> verbose("v", cl::desc("A line per configuration measured"), cl::sub(measureCmd), cl::sub(fillCmd));
 
 cl::opt<std::string> attributeInput(cl::Positional, cl::desc("<model.pt2|.pt|.gir>"), cl::Required,
@@ -102,7 +106,7 @@ cl::opt<bool> noProfile("no-profile",
                         cl::desc("Predict only: do not run the model (no measured figures)"),
                         cl::sub(attributeCmd));
 cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
-                              cl::sub(attributeCmd), cl::sub(fillCmd));
+                              cl::sub(attributeCmd), cl::sub(fillCmd), cl::sub(measureCmd));
 cl::opt<double> tolerance("tolerance",
                           cl::desc("A node's prediction is accurate within this share of what it "
                                    "measured (default 0.25)"),
@@ -157,6 +161,9 @@ std::string stem(llvm::StringRef path) { return llvm::sys::path::stem(path).str(
 struct Source {
   std::string name;
   std::unique_ptr<Graph> graph;
+  /// A model's file as imported (its graph is `graph`, moved out): what
+  /// --in-step profiles. Null for a sweep's instance.
+  std::unique_ptr<ImportedModel> model;
 };
 
 /// Every instance of a sweep file (SweepFile.h), each under its sweep's source name.
@@ -184,6 +191,7 @@ absl::StatusOr<std::vector<Source>> readSources(const std::string &path) {
   std::vector<Source> out(1);
   out[0].name = sourceName.empty() ? stem(path) : sourceName.getValue();
   out[0].graph = std::move(model->graph);
+  out[0].model = std::make_unique<ImportedModel>(std::move(*model));
   return out;
 }
 
@@ -216,15 +224,18 @@ int measure() {
       std::string source;
       OperatorConfig config;
       int64_t nodes = 0;
+      std::vector<size_t> ranks; ///< its nodes' positions in a model's graph
     };
     // By source + key, in the order found.
     std::vector<Found> found;
     llvm::StringMap<size_t> foundIndex;
     std::map<std::string, std::pair<size_t, std::string>> unmeasurable;
     size_t nodes = 0;
-    for (Source &s : *sources)
+    for (Source &s : *sources) {
+      size_t rank = 0;
       for (const Node &n : s.graph->nodes()) {
         ++nodes;
+        ++rank;
         auto config = operatorConfigOf(n);
         if (!config.ok()) {
           auto &u = unmeasurable[n.opName()];
@@ -240,7 +251,9 @@ int measure() {
           found.back().config = std::move(*config);
         }
         ++found[it->second].nodes;
+        found[it->second].ranks.push_back(rank - 1);
       }
+    }
     size_t measuredNow = 0, already = 0, failed = 0;
     for (Found &f : found) {
       auto outcome = measurer.measure(f.config, f.source, f.nodes, input);
@@ -261,11 +274,38 @@ int measure() {
         neighbours += *outcome == ConfigMeasurer::Outcome::Measured;
         failed += *outcome == ConfigMeasurer::Outcome::Failed;
       }
+    // Each configuration's time inside the model's step (a model, not a sweep).
+    size_t inStepRecorded = 0;
+    if (measureInStep && sources->size() == 1 && (*sources)[0].model) {
+      Source &s = (*sources)[0];
+      s.model->graph = std::move(s.graph); // the profile runs the model as imported
+      AnalysisManager analyses;
+      auto profile = profileForAttribution(*s.model, input, *device, profileRuns, analyses);
+      if (!profile.ok())
+        return fail(std::string(profile.status().message()));
+      for (const Found &f : found) {
+        std::vector<double> times;
+        for (size_t r : f.ranks)
+          if (r < (*profile)->nodes.size())
+            times.push_back((*profile)->nodes[r].seconds);
+        if (times.empty())
+          continue;
+        std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
+                         times.end());
+        InStepSample sample{f.source, times[times.size() / 2], f.nodes};
+        absl::Status st = measurer.putInStep(f.config, sample);
+        if (!st.ok())
+          return fail(std::string(st.message()));
+        ++inStepRecorded;
+      }
+    }
     anyFailed |= failed > 0;
     llvm::outs() << input << ": " << nodes << " nodes, " << found.size() << " configurations: "
                  << measuredNow << " measured, " << already << " already in the database"
                  << (measureNeighbours ? absl::StrCat(", ", neighbours, " neighbours measured")
                                        : "")
+                 << (measureInStep ? absl::StrCat(", ", inStepRecorded, " timed in the step")
+                                   : "")
                  << (failed ? absl::StrCat(", ", failed, " failed") : "") << "\n";
     for (auto &[op, u] : unmeasurable)
       llvm::outs() << "  not measured: " << op << " (" << u.first << " nodes): " << u.second << "\n";
@@ -373,7 +413,7 @@ int show() {
   llvm::outs() << dbPath << ": schema version " << kCostDatabaseSchemaVersion << ", "
                << counts->configs << " configurations, " << counts->measurements
                << " measurements, " << counts->failures << " failures, from " << counts->sources
-               << " sources\n";
+               << " sources; " << counts->inStep << " in-step times\n";
   for (const auto &[id, m] : *machines) {
     auto entries = (*db)->entries(id);
     if (!entries.ok())

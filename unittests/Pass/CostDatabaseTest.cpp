@@ -214,6 +214,8 @@ forward:
     rec.runs = 9;
     ASSERT_TRUE((*db)->putMeasurement(*c, *m, rec).ok());
     EXPECT_TRUE(*(*db)->measured(*c, *m));
+    ASSERT_TRUE((*db)->putInStep(*c, *m, {"model-a", 5e-6, 2}).ok());
+    ASSERT_TRUE((*db)->putInStep(*c, *m, {"model-a", 4e-6, 2}).ok()); // replaced
   }
   auto db = CostDatabase::open(path, /*create=*/false);
   ASSERT_TRUE(db.ok()) << db.status().message();
@@ -232,6 +234,11 @@ forward:
   EXPECT_FALSE((*entries)[0].measured.joulesPerCall);
   EXPECT_EQ((*entries)[0].sources, std::vector<std::string>{"model-a"});
   EXPECT_EQ((*entries)[0].dims, config.dims);
+  ASSERT_EQ((*entries)[0].inStep.size(), 1u);
+  EXPECT_EQ((*entries)[0].inStep[0].source, "model-a");
+  EXPECT_DOUBLE_EQ((*entries)[0].inStep[0].medianSeconds, 4e-6);
+  EXPECT_EQ((*entries)[0].inStep[0].nodes, 2);
+  EXPECT_EQ(counts->inStep, 1);
 
   // Not a database, and a database that is not one of ours.
   std::string text = tempPath("notes.txt");
@@ -429,4 +436,44 @@ forward:
   EXPECT_EQ(inputs[0].value->tensorType().sizes, (llvm::SmallVector<int64_t, 4>{16, 64}));
   EXPECT_EQ(inputs[0].value->tensorType().strides, (llvm::SmallVector<int64_t, 4>{1, 16}));
   EXPECT_EQ(inputs[1].value->tensorType().strides, (llvm::SmallVector<int64_t, 4>{0, 1}));
+}
+
+// A configuration timed inside a step is predicted by that time; the others
+// of its operator are scaled by the in-step context of the nearest in work;
+// left out, the in-step times count for nothing.
+TEST(CostModelTest, InStepTimesPredictTheirConfigurationAndCalibrateTheOperator) {
+  auto entries = [] {
+    std::vector<CostEntry> out;
+    out.push_back(entry(1, "aten::relu", "relu", {10}, 1e3, 1e-6));
+    out.back().inStep = {{"a", 2e-6, 3}, {"b", 3e-6, 1}}; // weighted: 2.25e-6
+    out.push_back(entry(2, "aten::relu", "relu", {1000}, 1e6, 1e-4));
+    out.push_back(entry(3, "aten::mm", "mm", {64, 64, 64, 64, 64, 64}, 1e6, 1e-3));
+    return out;
+  };
+  CostModel model(entries());
+  CostModel::Prediction p = model.predict(query("aten::relu", "key1", "relu", {}, 0));
+  EXPECT_EQ(p.how, CostModel::How::InStep);
+  EXPECT_DOUBLE_EQ(p.seconds, 2.25e-6);
+  EXPECT_EQ(CostModel::howName(p.how), "in-step");
+
+  p = model.predict(query("aten::relu", "key2", "relu", {}, 1e6));
+  EXPECT_EQ(p.how, CostModel::How::Exact);
+  EXPECT_DOUBLE_EQ(p.context, 2.25);
+  EXPECT_DOUBLE_EQ(p.seconds, 1e-4 * 2.25);
+  EXPECT_DOUBLE_EQ(model.contextFactor("aten::relu", 5e5), 2.25);
+
+  // No in-step time for mm: its isolated time stands.
+  p = model.predict(query("aten::mm", "key3", "mm", {}, 1e6));
+  EXPECT_EQ(p.how, CostModel::How::Exact);
+  EXPECT_DOUBLE_EQ(p.context, 1);
+  EXPECT_DOUBLE_EQ(p.seconds, 1e-3);
+
+  // Leaving out one source keeps the other's time; leaving out both, none.
+  CostModel withoutA(entries(), {"a"});
+  EXPECT_DOUBLE_EQ(withoutA.predict(query("aten::relu", "key1", "relu", {}, 0)).seconds, 3e-6);
+  CostModel withoutBoth(entries(), {"a", "b"});
+  p = withoutBoth.predict(query("aten::relu", "key1", "relu", {}, 0));
+  EXPECT_EQ(p.how, CostModel::How::Exact);
+  EXPECT_DOUBLE_EQ(p.seconds, 1e-6);
+  EXPECT_DOUBLE_EQ(withoutBoth.contextFactor("aten::relu", 1e3), 1);
 }

@@ -16,8 +16,13 @@
 //                 runs, wall time of the timed loop, joules per call (NULL
 //                 without a sensor) and the sensor
 //   failures      configurations that could not run here, and why
+//   in_step       (version 2) per configuration, machine and source model: the
+//                 median of its nodes' times inside that model's profiled step
+//                 (measure --in-step), where a kernel finds its inputs where
+//                 the previous one left them and shares the caches
 // Every change is one transaction: a measurement interrupted leaves the
-// database as it was before that configuration.
+// database as it was before that configuration. A version-1 file gains the
+// in_step table when opened.
 //
 // CostModel predicts from the measurements of one machine: the configuration
 // itself when measured; else from the three measured configurations of its
@@ -26,7 +31,12 @@
 // floor) interpolated in log work between those configurations, or the
 // nearest one's beyond them; else the same from the operator's
 // configurations nearest in work; else nothing, and the caller falls back to
-// the FLOP model and says so.
+// the FLOP model and says so. Where in-step times exist (sources not left
+// out), a configuration timed in a step is predicted by that time; any other
+// prediction is scaled by the in-step context of its operator: the geometric
+// mean of in-step over isolated time of the operator's three configurations
+// with both nearest in work (small memory-bound kernels run slower inside a
+// step than alone, large ones alike).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -49,7 +59,7 @@ struct sqlite3;
 
 namespace graphopt {
 
-inline constexpr int kCostDatabaseSchemaVersion = 1;
+inline constexpr int kCostDatabaseSchemaVersion = 2;
 
 struct MachineInfo {
   std::string cpu;
@@ -66,6 +76,14 @@ struct MeasurementRecord : OperatorTiming {
   std::string energySource; ///< "" without a sensor
 };
 
+/// A configuration's time inside one model's step: the median over the
+/// model's nodes of that configuration of their profiled medians.
+struct InStepSample {
+  std::string source; ///< the model
+  double medianSeconds = 0;
+  int64_t nodes = 0;
+};
+
 /// One measured configuration, as the model predicts from it.
 struct CostEntry {
   int64_t id = 0;
@@ -74,6 +92,7 @@ struct CostEntry {
   double work = 0;
   MeasurementRecord measured;
   std::vector<std::string> sources;
+  std::vector<InStepSample> inStep;
 };
 
 class CostDatabase {
@@ -106,12 +125,14 @@ public:
   absl::StatusOr<bool> measured(int64_t config, int64_t machine);
   absl::Status putMeasurement(int64_t config, int64_t machine, const MeasurementRecord &m);
   absl::Status putFailure(int64_t config, int64_t machine, llvm::StringRef why);
+  /// Records (replacing) the configuration's in-step time in `sample.source`.
+  absl::Status putInStep(int64_t config, int64_t machine, const InStepSample &sample);
 
   /// Every measurement of the machine with its configuration and sources.
   absl::StatusOr<std::vector<CostEntry>> entries(int64_t machine);
 
   struct Counts {
-    int64_t machines = 0, configs = 0, measurements = 0, failures = 0, sources = 0;
+    int64_t machines = 0, configs = 0, measurements = 0, failures = 0, sources = 0, inStep = 0;
   };
   absl::StatusOr<Counts> counts();
 
@@ -126,12 +147,17 @@ private:
 /// Predictions from one machine's measurements.
 class CostModel {
 public:
-  enum class How { Exact, Family, Operator, Missing };
+  /// InStep: the configuration's own time inside a step (InStepSample).
+  enum class How { Exact, Family, Operator, Missing, InStep };
+  static constexpr int kHows = 5;
   struct Prediction {
     How how = How::Missing;
     double seconds = 0;
     std::optional<double> joules;
     const CostEntry *nearest = nullptr; ///< the entry it rests on most
+    /// The in-step context factor the isolated prediction was scaled by (1:
+    /// none known for the operator, or an in-step time itself).
+    double context = 1;
   };
 
   /// `excludedSources`: measurements found only in these sources are left out
@@ -144,20 +170,30 @@ public:
   CostModel(CostModel &&) = default;
 
   Prediction predict(const OperatorConfig &config) const;
+  /// The in-step context of `op` at `work` (see the file comment); 1 when the
+  /// operator has no configuration timed both ways.
+  double contextFactor(llvm::StringRef op, double work) const;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
   const std::string &machine() const { return machine_; }
   static llvm::StringRef howName(How how);
 
 private:
+  Prediction isolated(const OperatorConfig &config) const;
   Prediction scaled(const OperatorConfig &config, std::vector<std::pair<double, const CostEntry *>>
                                                       candidates,
                     How how) const;
+  struct ContextPoint {
+    double logWork, logRatio; ///< log(in-step / isolated)
+  };
   std::vector<CostEntry> entries_;
   std::string machine_;
   llvm::StringMap<const CostEntry *> byKey_;
   llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
   llvm::StringMap<double> floor_; ///< per operator: its fastest measured call
+  /// Per configuration key: its in-step time over the sources not left out.
+  llvm::StringMap<double> inStep_;
+  llvm::StringMap<std::vector<ContextPoint>> context_; ///< per operator
 };
 
 } // namespace graphopt
