@@ -13,6 +13,7 @@ debs=(cmake ninja-build ccache g++ python3-venv
       coinor-libcbc-dev pkgconf   # CBC, the MILP solver of checkpoint{planner=milp}, found by pkg-config
       libboost-dev   # Boost.Graph's max-flow (headers): the checkpoint planner's minimum cuts
       libsqlite3-dev   # SQLite's C API: the operator cost database (graph-opt-costdb, docs/CostDB.md)
+      libxgboost-dev   # XGBoost's C API: the cost database's learned predictor (docs/CostDB.md)
       clang-14 libclang-rt-14-dev   # `make fuzz`: clang and libFuzzer (libclang_rt.fuzzer), ASan, UBSan
       chromium)   # headless Chromium renders the HTML profile report in its test
 

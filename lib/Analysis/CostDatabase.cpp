@@ -1,5 +1,6 @@
 //===- CostDatabase.cpp - Measured operator costs, kept in SQLite ---------===//
 #include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Analysis/LearnedCost.h"
 
 #include "graphopt/Runtime/Benchmark.h"
 
@@ -334,7 +335,8 @@ absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
   Statement all(db_, "SELECT c.id, c.op, c.family, c.key, c.constants, c.dims, c.work, m.median_s, "
                      "m.q1_s, m.q3_s, m.min_s, m.runs, m.total_s, m.joules, m.energy_source, "
                      "(SELECT group_concat(source, char(10)) FROM sources s WHERE "
-                     "s.config_id = c.id) FROM configs c JOIN measurements m ON m.config_id = c.id "
+                     "s.config_id = c.id), c.flops, c.bytes_moved, c.compute_bound "
+                     "FROM configs c JOIN measurements m ON m.config_id = c.id "
                      "WHERE m.machine_id = ?1 ORDER BY c.id");
   if (!all.ok())
     return error("cannot read the measurements");
@@ -361,6 +363,9 @@ absl::StatusOr<std::vector<CostEntry>> CostDatabase::entries(int64_t machine) {
     }
     for (absl::string_view s : absl::StrSplit(all.text(15), '\n', absl::SkipEmpty()))
       e.sources.emplace_back(s);
+    e.flops = all.real(16);
+    e.bytesMoved = all.real(17);
+    e.computeBound = all.integer(18) != 0;
     out.push_back(std::move(e));
   }
   Statement steps(db_, "SELECT config_id, source, median_s, nodes FROM in_step "
@@ -427,6 +432,8 @@ llvm::StringRef CostModel::howName(How how) {
     return "missing";
   case How::InStep:
     return "in-step";
+  case How::Learned:
+    return "learned";
   }
   return "missing";
 }
@@ -464,6 +471,26 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
                                 std::log(inStep / e.measured.medianSeconds)});
     }
   }
+}
+
+CostModel::~CostModel() = default;
+CostModel::CostModel(CostModel &&) = default;
+
+const LearnedCost *CostModel::learned() const {
+  if (!learnedOn_)
+    return nullptr;
+  if (!learnedTried_) {
+    learnedTried_ = true;
+    std::vector<const CostEntry *> all;
+    for (const CostEntry &e : entries_)
+      all.push_back(&e);
+    auto trained = LearnedCost::train(all);
+    if (trained.ok())
+      learned_ = std::move(*trained);
+    else
+      learnedWhyNot_ = std::string(trained.status().message());
+  }
+  return learned_.get();
 }
 
 double CostModel::contextFactor(llvm::StringRef op, double work) const {
@@ -581,12 +608,35 @@ CostModel::Prediction CostModel::isolated(const OperatorConfig &config) const {
       return scaled(config, std::move(candidates), How::Family);
     }
   }
-  if (auto it = byOp_.find(config.op); it != byOp_.end()) {
+  // The operator's configurations nearest in work, where one is within
+  // kFamilyReach; else (none that near, or the operator never measured) the
+  // learned model, where there is one.
+  auto op = byOp_.find(config.op);
+  bool near = false;
+  if (op != byOp_.end())
+    for (const CostEntry *e : op->second) {
+      double w = std::max(e->work, 1.0);
+      near |= work >= w / kFamilyReach && work <= w * kFamilyReach;
+    }
+  auto fromOperator = [&] {
     std::vector<std::pair<double, const CostEntry *>> candidates;
-    for (const CostEntry *e : it->second)
+    for (const CostEntry *e : op->second)
       candidates.emplace_back(std::fabs(std::log2(work / std::max(e->work, 1.0))), e);
     return scaled(config, std::move(candidates), How::Operator);
+  };
+  if (op != byOp_.end() && near)
+    return fromOperator();
+  if (const LearnedCost *model = learned()) {
+    auto seconds = model->predict(CostFeatureInput::of(config));
+    if (seconds.ok()) {
+      Prediction p;
+      p.how = How::Learned;
+      p.seconds = *seconds;
+      return p;
+    }
   }
+  if (op != byOp_.end())
+    return fromOperator();
   return Prediction();
 }
 

@@ -2,6 +2,7 @@
 #include "graphopt/Analysis/Attribution.h"
 #include "graphopt/Analysis/ConfigNeighbours.h"
 #include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Analysis/LearnedCost.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
 #include "graphopt/IR/Parser.h"
@@ -13,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 using namespace graphopt;
@@ -476,4 +478,91 @@ TEST(CostModelTest, InStepTimesPredictTheirConfigurationAndCalibrateTheOperator)
   EXPECT_EQ(p.how, CostModel::How::Exact);
   EXPECT_DOUBLE_EQ(p.seconds, 1e-6);
   EXPECT_DOUBLE_EQ(withoutBoth.contextFactor("aten::relu", 1e3), 1);
+}
+
+namespace {
+
+/// An operator whose time is a fixed cost plus its bytes at 1 GB/s, at
+/// `count` sizes from 1 KB to 10 MB.
+std::vector<CostEntry> linearOperator(llvm::StringRef op, int count, int64_t firstId) {
+  std::vector<CostEntry> out;
+  for (int i = 0; i < count; ++i) {
+    double bytes = 1e3 * std::pow(1e4, static_cast<double>(i) / (count - 1));
+    CostEntry e = entry(firstId + i, op, (op + "(f32/1/cpu)->(f32/1/cpu)").str(),
+                        {static_cast<int64_t>(bytes / 8), static_cast<int64_t>(bytes / 8)},
+                        bytes, 2e-6 + bytes * 1e-9);
+    e.bytesMoved = bytes;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+} // namespace
+
+// The learned model refuses to train on too little, and otherwise follows
+// what it was trained on; an operator it never saw still gets a prediction
+// from its other features.
+TEST(LearnedCostTest, TrainsOnTheMeasurementsAndRefusesTooFew) {
+  std::vector<CostEntry> few = linearOperator("aten::exp", 5, 1);
+  std::vector<const CostEntry *> fewPtrs;
+  for (const CostEntry &e : few)
+    fewPtrs.push_back(&e);
+  auto refused = LearnedCost::train(fewPtrs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status().message()).find("at least 20 measurements"),
+            std::string::npos)
+      << refused.status().message();
+
+  std::vector<CostEntry> many = linearOperator("aten::exp", 60, 1);
+  std::vector<const CostEntry *> ptrs;
+  for (const CostEntry &e : many)
+    ptrs.push_back(&e);
+  auto model = LearnedCost::train(ptrs);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ((*model)->trainingRows(), 60u);
+  // Between two training sizes, within the step of the trees.
+  CostEntry query = linearOperator("aten::exp", 60, 100)[0];
+  query.bytesMoved = query.work = 2.5e5;
+  query.dims = {31250, 31250};
+  double truth = 2e-6 + 2.5e5 * 1e-9;
+  auto seconds = (*model)->predict(CostFeatureInput::of(query));
+  ASSERT_TRUE(seconds.ok()) << seconds.status().message();
+  EXPECT_NEAR(*seconds / truth, 1.0, 0.3) << *seconds;
+  // Unseen operator: its rate feature is missing, the rest stands.
+  query.op = "aten::sin";
+  std::vector<float> f = (*model)->features(CostFeatureInput::of(query));
+  ASSERT_EQ(f.size(), static_cast<size_t>(LearnedCost::kFeatures));
+  EXPECT_TRUE(std::isnan(f.back()));
+  EXPECT_FLOAT_EQ(f[7], 4); // f32
+  auto unseen = (*model)->predict(CostFeatureInput::of(query));
+  ASSERT_TRUE(unseen.ok());
+  EXPECT_GT(*unseen, 0);
+}
+
+// The cost model asks the learned model only where nothing measured is near:
+// an operator it never measured, or one measured only far from the query's work.
+TEST(CostModelTest, LearnedWhereNothingMeasuredIsNear) {
+  CostModel model(linearOperator("aten::exp", 40, 1));
+  EXPECT_EQ(model.predict(query("aten::sin", "k-sin", "aten::sin(f32/1/cpu)->(f32/1/cpu)",
+                                {1000, 1000}, 8e3))
+                .how,
+            CostModel::How::Learned);
+  // Near the measured works: interpolated as before.
+  EXPECT_EQ(model.predict(query("aten::exp", "k-near", "aten::exp(f16/1/cpu)->(f16/1/cpu)",
+                                {1000, 1000}, 8e3))
+                .how,
+            CostModel::How::Operator);
+  // 100x beyond the largest: learned.
+  EXPECT_EQ(model.predict(query("aten::exp", "k-far", "aten::exp(f16/1/cpu)->(f16/1/cpu)",
+                                {1 << 27, 1 << 27}, 1e9))
+                .how,
+            CostModel::How::Learned);
+  // Switched off, or too little to train on: the lookup alone.
+  CostModel lookupOnly(linearOperator("aten::exp", 40, 1));
+  lookupOnly.setLearned(false);
+  EXPECT_EQ(lookupOnly.predict(query("aten::sin", "k-sin", "x", {}, 8e3)).how,
+            CostModel::How::Missing);
+  CostModel small(linearOperator("aten::exp", 5, 1));
+  EXPECT_EQ(small.predict(query("aten::sin", "k-sin", "x", {}, 8e3)).how, CostModel::How::Missing);
+  EXPECT_NE(small.learnedUnavailable().find("at least 20"), std::string::npos);
 }

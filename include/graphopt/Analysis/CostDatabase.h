@@ -31,7 +31,10 @@
 // floor) interpolated in log work between those configurations, or the
 // nearest one's beyond them; else the same from the operator's
 // configurations nearest in work; else nothing, and the caller falls back to
-// the FLOP model and says so. Where in-step times exist (sources not left
+// the FLOP model and says so. Between the last two: where the operator was
+// never measured, or only at work more than 4x away, a model learned from the
+// machine's measurements (LearnedCost.h) predicts it, when there are enough
+// to train on. Where in-step times exist (sources not left
 // out), a configuration timed in a step is predicted by that time; any other
 // prediction is scaled by the in-step context of its operator: the geometric
 // mean of in-step over isolated time of the operator's three configurations
@@ -58,6 +61,8 @@
 struct sqlite3;
 
 namespace graphopt {
+
+class LearnedCost;
 
 inline constexpr int kCostDatabaseSchemaVersion = 2;
 
@@ -90,6 +95,8 @@ struct CostEntry {
   std::string op, family, key, constants;
   std::vector<int64_t> dims;
   double work = 0;
+  double flops = 0, bytesMoved = 0;
+  bool computeBound = false;
   MeasurementRecord measured;
   std::vector<std::string> sources;
   std::vector<InStepSample> inStep;
@@ -148,8 +155,9 @@ private:
 class CostModel {
 public:
   /// InStep: the configuration's own time inside a step (InStepSample).
-  enum class How { Exact, Family, Operator, Missing, InStep };
-  static constexpr int kHows = 5;
+  /// Learned: from its features (LearnedCost.h), where nothing measured is near.
+  enum class How { Exact, Family, Operator, Missing, InStep, Learned };
+  static constexpr int kHows = 6;
   struct Prediction {
     How how = How::Missing;
     double seconds = 0;
@@ -165,9 +173,10 @@ public:
   /// `machine` describes where they were measured (MachineInfo::describe).
   CostModel(std::vector<CostEntry> entries, const std::set<std::string> &excludedSources = {},
             std::string machine = "");
+  ~CostModel();
   CostModel(const CostModel &) = delete; // its maps point into entries_
   CostModel &operator=(const CostModel &) = delete;
-  CostModel(CostModel &&) = default;
+  CostModel(CostModel &&);
 
   Prediction predict(const OperatorConfig &config) const;
   /// The in-step context of `op` at `work` (see the file comment); 1 when the
@@ -175,6 +184,11 @@ public:
   double contextFactor(llvm::StringRef op, double work) const;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
+  /// Whether predictions may come from the learned model (on by default); it
+  /// is trained on first need.
+  void setLearned(bool on) { learnedOn_ = on; }
+  /// Why the learned model is not there, once asked for ("" when it is).
+  const std::string &learnedUnavailable() const { return learnedWhyNot_; }
   const std::string &machine() const { return machine_; }
   static llvm::StringRef howName(How how);
 
@@ -194,6 +208,12 @@ private:
   /// Per configuration key: its in-step time over the sources not left out.
   llvm::StringMap<double> inStep_;
   llvm::StringMap<std::vector<ContextPoint>> context_; ///< per operator
+  /// The learned model of where nothing measured is near, trained on first use.
+  const LearnedCost *learned() const;
+  bool learnedOn_ = true;
+  mutable bool learnedTried_ = false;
+  mutable std::unique_ptr<LearnedCost> learned_;
+  mutable std::string learnedWhyNot_;
 };
 
 } // namespace graphopt
