@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -259,6 +259,14 @@ bench-costdb: build
 	  --zoo $(BUILD_DIR)/zoo --exports $(BENCH_DIR)/exports --leave-out $(BENCH_COSTDB_LEAVE_OUT) \
 	  $(BENCH_COSTDB_ARGS) \
 	  --default-models '$(BENCH_COSTDB_DEFAULT_MODELS)' -o $(BENCH_DIR)/costdb$(if $(filter family,$(BENCH_COSTDB_LEAVE_OUT)),-family)
+
+# The cost database on five models it never saw (benchmarks/costdb/unseen.py: a MobileNetV2, an
+# EfficientNet-B0, a ViT-B/16, a DistilBERT-style encoder, an LSTM language model, random weights),
+# each predicted from the database bench-costdb built (run that first, with the options to
+# compare, e.g. BENCH_COSTDB_ARGS='--in-step --neighbours'). Idle machine: it measures time.
+bench-costdb-unseen: build
+	@$(VENV)/bin/python benchmarks/costdb/unseen.py --costdb $(BUILD_DIR)/bin/graph-opt-costdb \
+	  --db $(BENCH_DIR)/costdb/costs.sqlite -o $(BENCH_DIR)/costdb-unseen
 
 # Round trips on every graph of the zoo (python/tools/roundtrip_zoo.py): fx -> IR -> fx -> IR
 # and, after each pipeline, the .pt2 writer through torch.export.load, outputs compared bit
