@@ -489,6 +489,10 @@ const LearnedCost *CostModel::learned() const {
       learned_ = std::move(*trained);
     else
       learnedWhyNot_ = std::string(trained.status().message());
+    // Energy the same way, where enough measurements have it (a sensor).
+    if (learned_)
+      if (auto joules = LearnedCost::train(all, LearnedCost::Target::Joules); joules.ok())
+        learnedJoules_ = std::move(*joules);
   }
   return learned_.get();
 }
@@ -632,6 +636,9 @@ CostModel::Prediction CostModel::isolated(const OperatorConfig &config) const {
       Prediction p;
       p.how = How::Learned;
       p.seconds = *seconds;
+      if (learnedJoules_)
+        if (auto joules = learnedJoules_->predict(CostFeatureInput::of(config)); joules.ok())
+          p.joules = *joules;
       return p;
     }
   }

@@ -96,22 +96,28 @@ std::vector<float> LearnedCost::features(const CostFeatureInput &in) const {
 }
 
 absl::StatusOr<std::unique_ptr<LearnedCost>>
-LearnedCost::train(const std::vector<const CostEntry *> &entries, unsigned rounds) {
+LearnedCost::train(const std::vector<const CostEntry *> &entries, Target target,
+                   unsigned rounds) {
+  auto label = [target](const CostEntry *e) {
+    return target == Target::Seconds ? e->measured.medianSeconds
+                                     : e->measured.joulesPerCall.value_or(0);
+  };
   std::vector<const CostEntry *> usable;
   for (const CostEntry *e : entries)
-    if (e->measured.medianSeconds > 0)
+    if (label(e) > 0)
       usable.push_back(e);
   if (usable.size() < kMinTrainingRows)
-    return absl::FailedPreconditionError(
-        absl::StrCat("the learned cost model needs at least ", kMinTrainingRows,
-                     " measurements to train on; the database has ", usable.size()));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the learned cost model needs at least ", kMinTrainingRows, " measurements",
+        target == Target::Joules ? " with energy" : "", " to train on; the database has ",
+        usable.size()));
   std::unique_ptr<LearnedCost> model(new LearnedCost());
   model->rows_ = usable.size();
   // The operator's own rate, a feature of its every configuration.
   llvm::StringMap<std::pair<double, size_t>> sums;
   for (const CostEntry *e : usable) {
     auto &s = sums[e->op];
-    s.first += std::log(e->measured.medianSeconds / std::max(e->work, 1.0));
+    s.first += std::log(label(e) / std::max(e->work, 1.0));
     ++s.second;
   }
   for (const auto &entry : sums)
@@ -122,7 +128,7 @@ LearnedCost::train(const std::vector<const CostEntry *> &entries, unsigned round
   for (const CostEntry *e : usable) {
     std::vector<float> f = model->features(CostFeatureInput::of(*e));
     data.insert(data.end(), f.begin(), f.end());
-    labels.push_back(static_cast<float>(std::log(e->measured.medianSeconds)));
+    labels.push_back(static_cast<float>(std::log(label(e))));
   }
   DMatrixHandle matrix = nullptr;
   if (XGDMatrixCreateFromMat(data.data(), usable.size(), kFeatures, kMissing, &matrix) != 0)

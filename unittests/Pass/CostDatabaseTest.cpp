@@ -562,6 +562,17 @@ TEST(CostModelTest, LearnedWhereNothingMeasuredIsNear) {
   lookupOnly.setLearned(false);
   EXPECT_EQ(lookupOnly.predict(query("aten::sin", "k-sin", "x", {}, 8e3)).how,
             CostModel::How::Missing);
+  // With energy on enough measurements, the learned nodes get joules too.
+  std::vector<CostEntry> withEnergy = linearOperator("aten::exp", 40, 1);
+  for (CostEntry &e : withEnergy)
+    e.measured.joulesPerCall = e.measured.medianSeconds * 50; // 50 W
+  CostModel energetic(std::move(withEnergy));
+  CostModel::Prediction learned = energetic.predict(
+      query("aten::sin", "k-sin", "aten::sin(f32/1/cpu)->(f32/1/cpu)", {1000, 1000}, 8e3));
+  ASSERT_EQ(learned.how, CostModel::How::Learned);
+  ASSERT_TRUE(learned.joules);
+  EXPECT_NEAR(*learned.joules / learned.seconds, 50, 20);
+  EXPECT_FALSE(model.predict(query("aten::sin", "k-sin", "x", {1000, 1000}, 8e3)).joules);
   CostModel small(linearOperator("aten::exp", 5, 1));
   EXPECT_EQ(small.predict(query("aten::sin", "k-sin", "x", {}, 8e3)).how, CostModel::How::Missing);
   EXPECT_NE(small.learnedUnavailable().find("at least 20"), std::string::npos);

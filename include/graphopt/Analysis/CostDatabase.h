@@ -212,7 +212,7 @@ private:
   const LearnedCost *learned() const;
   bool learnedOn_ = true;
   mutable bool learnedTried_ = false;
-  mutable std::unique_ptr<LearnedCost> learned_;
+  mutable std::unique_ptr<LearnedCost> learned_, learnedJoules_;
   mutable std::string learnedWhyNot_;
 };
 

@@ -49,16 +49,20 @@ class LearnedCost {
 public:
   static constexpr size_t kMinTrainingRows = 20;
   static constexpr int kFeatures = 10;
+  /// What is learned: the isolated median time, or the joules per call
+  /// (from the entries that have them: a machine with an energy sensor).
+  enum class Target { Seconds, Joules };
 
-  /// Trains on `entries` (their isolated medians). An error says why not:
-  /// too few measurements, or XGBoost's own message.
+  /// Trains on `entries`. An error says why not: too few measurements of the
+  /// target, or XGBoost's own message.
   static absl::StatusOr<std::unique_ptr<LearnedCost>>
-  train(const std::vector<const CostEntry *> &entries, unsigned rounds = 200);
+  train(const std::vector<const CostEntry *> &entries, Target target = Target::Seconds,
+        unsigned rounds = 200);
   ~LearnedCost();
   LearnedCost(const LearnedCost &) = delete;
   LearnedCost &operator=(const LearnedCost &) = delete;
 
-  /// The predicted seconds.
+  /// The predicted seconds (or joules, for a Joules model).
   absl::StatusOr<double> predict(const CostFeatureInput &in) const;
   /// The features of `in` (kFeatures of them; NaN where missing).
   std::vector<float> features(const CostFeatureInput &in) const;
@@ -68,7 +72,7 @@ private:
   LearnedCost() = default;
   void *booster_ = nullptr; ///< XGBoost's BoosterHandle
   size_t rows_ = 0;
-  /// Per operator: the mean of log(seconds / work) over its training rows.
+  /// Per operator: the mean of log(target / work) over its training rows.
   llvm::StringMap<double> opRate_;
 };
 
