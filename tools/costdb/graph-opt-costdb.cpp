@@ -44,6 +44,7 @@
 #include <llvm/Support/WithColor.h>
 
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace graphopt;
@@ -195,25 +196,45 @@ absl::StatusOr<std::vector<Source>> readSources(const std::string &path) {
   return out;
 }
 
+/// What measure and fill start from: the database (made if missing), this
+/// machine's row in it, the energy meter where there is one.
+struct Measuring {
+  c10::Device device;
+  MachineInfo here;
+  std::unique_ptr<CostDatabase> db;
+  std::unique_ptr<EnergyMeter> meter;
+  std::string whyNoMeter;
+  std::optional<ConfigMeasurer> measurer;
+};
+
+absl::StatusOr<std::unique_ptr<Measuring>> startMeasuring() {
+  auto device = chosenDevice();
+  if (!device.ok())
+    return device.status();
+  auto db = CostDatabase::open(dbPath, /*create=*/true);
+  if (!db.ok())
+    return db.status();
+  auto m = std::make_unique<Measuring>(Measuring{*device, MachineInfo::current(*device),
+                                                 std::move(*db), nullptr, "", std::nullopt});
+  m->meter = findEnergyMeter(m->device, &m->whyNoMeter);
+  auto machine = m->db->machine(m->here);
+  if (!machine.ok())
+    return machine.status();
+  m->measurer.emplace(ConfigMeasurer{*m->db, *machine, timingOptions(m->device), m->meter.get(),
+                                     remeasure, verbose});
+  return m;
+}
+
 int measure() {
   if (!sourceName.empty() && measureInputs.size() > 1)
     return fail("--source names the source of one input; give one input with it");
-  auto device = chosenDevice();
-  if (!device.ok())
-    return fail(std::string(device.status().message()));
-  auto db = CostDatabase::open(dbPath, /*create=*/true);
-  if (!db.ok())
-    return fail(std::string(db.status().message()));
-  MachineInfo here = MachineInfo::current(*device);
-  std::string whyNoMeter;
-  std::unique_ptr<EnergyMeter> meter = findEnergyMeter(*device, &whyNoMeter);
+  auto setup = startMeasuring();
+  if (!setup.ok())
+    return fail(std::string(setup.status().message()));
+  auto &[device, here, db, meter, whyNoMeter, measurerSlot] = **setup;
+  ConfigMeasurer &measurer = *measurerSlot;
   llvm::outs() << "measuring on " << here.describe() << "; energy: "
                << (meter ? meter->source() : "no sensor found: " + whyNoMeter) << "\n";
-  auto machine = (*db)->machine(here);
-  if (!machine.ok())
-    return fail(std::string(machine.status().message()));
-
-  ConfigMeasurer measurer{**db, *machine, timingOptions(*device), meter.get(), remeasure, verbose};
   bool anyFailed = false;
   for (const std::string &input : measureInputs) {
     auto sources = readSources(input);
@@ -280,7 +301,7 @@ int measure() {
       Source &s = (*sources)[0];
       s.model->graph = std::move(s.graph); // the profile runs the model as imported
       AnalysisManager analyses;
-      auto profile = profileForAttribution(*s.model, input, *device, profileRuns, analyses);
+      auto profile = profileForAttribution(*s.model, input, device, profileRuns, analyses);
       if (!profile.ok())
         return fail(std::string(profile.status().message()));
       for (const Found &f : found) {
@@ -310,7 +331,7 @@ int measure() {
     for (auto &[op, u] : unmeasurable)
       llvm::outs() << "  not measured: " << op << " (" << u.first << " nodes): " << u.second << "\n";
   }
-  auto counts = (*db)->counts();
+  auto counts = db->counts();
   if (counts.ok())
     llvm::outs() << dbPath << ": " << counts->configs << " configurations, "
                  << counts->measurements << " measurements on " << counts->machines
@@ -371,20 +392,12 @@ int fill() {
     return fail(absl::StrCat("--target must be a share in (0, 1], not ", fillTarget.getValue()));
   if (fillPerRound == 0)
     return fail("--per-round must be at least 1");
-  auto device = chosenDevice();
-  if (!device.ok())
-    return fail(std::string(device.status().message()));
-  auto db = CostDatabase::open(dbPath, /*create=*/true);
-  if (!db.ok())
-    return fail(std::string(db.status().message()));
-  MachineInfo here = MachineInfo::current(*device);
-  std::string whyNoMeter;
-  std::unique_ptr<EnergyMeter> meter = findEnergyMeter(*device, &whyNoMeter);
-  auto machine = (*db)->machine(here);
-  if (!machine.ok())
-    return fail(std::string(machine.status().message()));
+  auto setup = startMeasuring();
+  if (!setup.ok())
+    return fail(std::string(setup.status().message()));
+  auto &[device, here, db, meter, whyNoMeter, measurerSlot] = **setup;
+  ConfigMeasurer &measurer = *measurerSlot;
   llvm::outs() << "filling " << dbPath << " on " << here.describe() << "\n";
-  ConfigMeasurer measurer{**db, *machine, timingOptions(*device), meter.get(), remeasure, verbose};
   FillOptions options;
   options.target = fillTarget;
   options.tolerance = tolerance;
@@ -394,7 +407,7 @@ int fill() {
   options.neighbours = fillNeighbours;
   options.profileRuns = profileRuns;
   options.source = sourceName;
-  auto result = fillDatabase(dbPath, fillInput, *device, measurer, options, llvm::outs());
+  auto result = fillDatabase(dbPath, fillInput, device, measurer, options, llvm::outs());
   if (!result.ok())
     return fail(std::string(result.status().message()));
   if (!result->targetMet)
