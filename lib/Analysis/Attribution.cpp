@@ -187,6 +187,10 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
     os << "predicted " << a.predictedNodes << " of " << a.nodes.size() << " nodes, "
        << a.exactNodes << " measured exactly\n";
   }
+  OpSummary all;
+  for (const NodeAttribution &n : a.nodes)
+    ++all.byHow[static_cast<int>(n.how)];
+  os << "nodes by how they were predicted: " << howCounts(all) << "\n";
   llvm::MapVector<llvm::StringRef, std::pair<size_t, std::string>> missing;
   for (const NodeAttribution &n : a.nodes)
     if (n.how == CostModel::How::Missing) {
