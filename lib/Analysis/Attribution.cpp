@@ -64,8 +64,6 @@ std::string csvField(llvm::StringRef s) {
 
 double ratioOrNegative(double num, double den) { return den > 0 ? num / den : -1; }
 
-int64_t tolerancePercent(const StepAttribution &a) { return std::llround(100 * a.tolerance); }
-
 } // namespace
 
 bool NodeAttribution::accurate(double tolerance) const {
@@ -81,6 +79,9 @@ double StepAttribution::exactShare() const {
 }
 double StepAttribution::accurateShare() const {
   return ratioOrNegative(accurateSeconds, measuredNodeSeconds);
+}
+double StepAttribution::predictedOverMeasured() const {
+  return ratioOrNegative(predictedSeconds, measuredStepSeconds);
 }
 
 StepAttribution attributeStep(const Graph &graph, const CostModel &model,
@@ -102,6 +103,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
     if (!config.ok()) {
       n.note = std::string(config.status().message());
     } else {
+      n.configKey = config->key;
       CostModel::Prediction p = model.predict(*config);
       n.how = p.how;
       if (p.how == CostModel::How::Missing)
@@ -140,9 +142,9 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   bool measured = a.measuredStepSeconds >= 0;
   os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
-  std::string within = absl::StrCat("within ", tolerancePercent(a), "%");
+  std::string tolerance = absl::StrCat(std::llround(100 * a.tolerance), "%");
   os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12} {4,10}  {5}\n", "operator", "nodes",
-                      measured ? "measured ms" : "", "predicted ms", measured ? within : "",
+                      measured ? "measured ms" : "", "predicted ms", measured ? "within " + tolerance : "",
                       "how");
   std::vector<OpSummary> ops = byOperator(a);
   size_t shown = 0;
@@ -168,8 +170,7 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   os << "\n";
   if (measured) {
     os << llvm::formatv("measured step: {0:f3} ms; predicted/measured {1:f3}\n",
-                        a.measuredStepSeconds * 1e3,
-                        a.measuredStepSeconds > 0 ? a.predictedSeconds / a.measuredStepSeconds : 0);
+                        a.measuredStepSeconds * 1e3, std::max(a.predictedOverMeasured(), 0.0));
     os << llvm::formatv("the nodes' medians add up to {0:f3} ms, {1:f1}% of the step\n",
                         a.measuredNodeSeconds * 1e3,
                         a.measuredStepSeconds > 0 ? 100 * a.measuredNodeSeconds / a.measuredStepSeconds
@@ -181,7 +182,7 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
                         std::to_string(a.exactNodes));
     os << llvm::formatv("accurate: {0:f1}% of the measured node time predicted within {1} of "
                         "what it measured, node by node ({2} of {3} nodes)\n",
-                        100 * a.accurateShare(), absl::StrCat(tolerancePercent(a), "%"),
+                        100 * a.accurateShare(), tolerance,
                         std::to_string(a.accurateNodes), std::to_string(a.nodes.size()));
   } else {
     os << "predicted " << a.predictedNodes << " of " << a.nodes.size() << " nodes, "
@@ -257,9 +258,7 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
       {"tolerance", a.tolerance},
       {"accurate_nodes", static_cast<int64_t>(a.accurateNodes)},
       {"accurate_share", orNull(a.accurateShare())},
-      {"predicted_over_measured_step",
-       a.measuredStepSeconds > 0 ? llvm::json::Value(a.predictedSeconds / a.measuredStepSeconds)
-                                 : llvm::json::Value(nullptr)},
+      {"predicted_over_measured_step", orNull(a.predictedOverMeasured())},
       {"operators", std::move(ops)}};
   return llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
 }

@@ -418,6 +418,13 @@ double distance(const OperatorConfig &c, const CostEntry &e) {
 constexpr size_t kNeighbours = 3;
 constexpr double kFamilyReach = 4.0;
 
+/// Energy follows time: `e`'s joules per second over `seconds` (none without a sensor).
+std::optional<double> joulesAt(const CostEntry &e, double seconds) {
+  if (!e.measured.joulesPerCall || e.measured.medianSeconds <= 0)
+    return std::nullopt;
+  return *e.measured.joulesPerCall / e.measured.medianSeconds * seconds;
+}
+
 } // namespace
 
 llvm::StringRef CostModel::howName(How how) {
@@ -471,6 +478,9 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
                                 std::log(inStep / e.measured.medianSeconds)});
     }
   }
+  for (auto &entry : context_)
+    std::sort(entry.getValue().begin(), entry.getValue().end(),
+              [](const ContextPoint &a, const ContextPoint &b) { return a.logWork < b.logWork; });
 }
 
 CostModel::~CostModel() = default;
@@ -501,17 +511,22 @@ double CostModel::contextFactor(llvm::StringRef op, double work) const {
   auto it = context_.find(op);
   if (it == context_.end() || it->second.empty())
     return 1;
-  // The operator's configurations timed both ways nearest in work.
-  std::vector<ContextPoint> points = it->second;
+  // The operator's configurations timed both ways nearest in work: from where
+  // the query falls among them (sorted by work), outwards to the nearer side.
+  const std::vector<ContextPoint> &points = it->second;
   double x = std::log(std::max(work, 1.0));
   size_t k = std::min(kNeighbours, points.size());
-  std::partial_sort(points.begin(), points.begin() + static_cast<long>(k), points.end(),
-                    [&](const ContextPoint &a, const ContextPoint &b) {
-                      return std::fabs(a.logWork - x) < std::fabs(b.logWork - x);
-                    });
+  size_t hi = static_cast<size_t>(
+      std::lower_bound(points.begin(), points.end(), x,
+                       [](const ContextPoint &p, double v) { return p.logWork < v; }) -
+      points.begin());
+  size_t lo = hi; // points[lo, hi) taken
   double sum = 0;
-  for (size_t i = 0; i < k; ++i)
-    sum += points[i].logRatio;
+  while (hi - lo < k) {
+    bool left = lo > 0 && (hi == points.size() ||
+                           x - points[lo - 1].logWork <= points[hi].logWork - x);
+    sum += left ? points[--lo].logRatio : points[hi++].logRatio;
+  }
   return std::exp(sum / static_cast<double>(k));
 }
 
@@ -557,9 +572,7 @@ CostModel::scaled(const OperatorConfig &config,
   p.how = how;
   p.seconds = floor + work / rate;
   p.nearest = candidates.front().second;
-  // Energy follows time: the nearest configuration's joules per second.
-  if (p.nearest->measured.joulesPerCall && p.nearest->measured.medianSeconds > 0)
-    p.joules = *p.nearest->measured.joulesPerCall / p.nearest->measured.medianSeconds * p.seconds;
+  p.joules = joulesAt(*p.nearest, p.seconds);
   return p;
 }
 
@@ -569,8 +582,7 @@ CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
     p.how = How::InStep;
     p.seconds = it->second;
     p.nearest = byKey_.lookup(config.key);
-    if (p.nearest->measured.joulesPerCall && p.nearest->measured.medianSeconds > 0)
-      p.joules = *p.nearest->measured.joulesPerCall / p.nearest->measured.medianSeconds * p.seconds;
+    p.joules = joulesAt(*p.nearest, p.seconds);
     return p;
   }
   Prediction p = isolated(config);

@@ -7,6 +7,7 @@
 #include "graphopt/Runtime/Benchmark.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
+#include "graphopt/Support/Statistics.h"
 
 #include <absl/strings/str_cat.h>
 
@@ -16,19 +17,6 @@
 namespace graphopt {
 
 namespace {
-
-/// The median of `xs` (the mean of the middle two for an even count).
-template <typename T> T median(std::vector<T> xs) {
-  if (xs.empty())
-    return T{};
-  size_t mid = xs.size() / 2;
-  std::nth_element(xs.begin(), xs.begin() + mid, xs.end());
-  T hi = xs[mid];
-  if (xs.size() % 2)
-    return hi;
-  T lo = *std::max_element(xs.begin(), xs.begin() + mid);
-  return static_cast<T>((lo + hi) / 2);
-}
 
 /// Every measured run's profile of every node, by rank, then run.
 struct Samples {
@@ -46,7 +34,7 @@ NodeStats medians(const std::vector<NodeProfile> &runs, int64_t inputBytes) {
     xs.reserve(runs.size());
     for (const NodeProfile &p : runs)
       xs.push_back(field(p));
-    return median(std::move(xs));
+    return medianOf(std::move(xs));
   };
   s.seconds = pick([](const NodeProfile &p) { return p.seconds; });
   s.peakBytes = inputBytes + pick([](const NodeProfile &p) { return p.peakBytes; });
@@ -149,9 +137,9 @@ void takeMedians(const Graph &graph, const LivenessResult &live, Samples &sample
     r.nodes.back().kind = nodeKind(*r.nodes.back().node, live, aliases);
     r.sumNodeSeconds += r.nodes.back().seconds;
   }
-  r.runNodeSeconds = median(std::move(runSums));
-  r.stepSeconds = median(std::move(samples.plainSeconds));
-  r.profiledStepSeconds = median(samples.stepSeconds);
+  r.runNodeSeconds = medianOf(std::move(runSums));
+  r.stepSeconds = medianOf(std::move(samples.plainSeconds));
+  r.profiledStepSeconds = medianOf(samples.stepSeconds);
   r.trace = std::move(samples.last);
 }
 

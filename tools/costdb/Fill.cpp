@@ -41,7 +41,7 @@ namespace {
 
 /// A configuration of the model that misses: its nodes' measured time.
 struct Miss {
-  OperatorConfig config;
+  const Node *node = nullptr; ///< its first node: the configuration is taken from it
   double seconds = 0;
   int64_t nodes = 0;
 };
@@ -64,18 +64,17 @@ Misses missesOf(const StepAttribution &a, const std::set<std::string> &tried) {
       m.exactButOff += n.measuredSeconds;
       continue;
     }
-    auto config = operatorConfigOf(*n.node);
-    if (!config.ok()) {
+    if (n.configKey.empty()) {
       m.unmeasurable += n.measuredSeconds;
       continue;
     }
-    if (tried.count(config->key)) {
+    if (tried.count(n.configKey)) {
       m.triedAndFailed += n.measuredSeconds;
       continue;
     }
-    auto [it, fresh] = index.try_emplace(config->key, m.measurable.size());
+    auto [it, fresh] = index.try_emplace(n.configKey, m.measurable.size());
     if (fresh)
-      m.measurable.push_back({std::move(*config), 0, 0});
+      m.measurable.push_back({n.node, 0, 0});
     m.measurable[it->second].seconds += n.measuredSeconds;
     ++m.measurable[it->second].nodes;
   }
@@ -127,7 +126,7 @@ absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::st
                         "{4:f3}, from {5} measurements\n",
                         std::to_string(round), 100 * a.accurateShare(), std::to_string(a.accurateNodes),
                         std::to_string(a.nodes.size()),
-                        a.measuredStepSeconds > 0 ? a.predictedSeconds / a.measuredStepSeconds : 0,
+                        std::max(a.predictedOverMeasured(), 0.0),
                         std::to_string(a.entries));
     if (a.accurateShare() >= options.target) {
       result.targetMet = true;
@@ -153,10 +152,13 @@ absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::st
       if (elapsed() >= options.budgetSeconds)
         break;
       const Miss &miss = last.measurable[i];
-      tried.insert(miss.config.key);
-      os << llvm::formatv("  {0,-40} {1,4} nodes, {2,12} missed\n", miss.config.op,
+      auto config = operatorConfigOf(*miss.node); // had a key in attributeStep: it has one
+      if (!config.ok())
+        return config.status();
+      tried.insert(config->key);
+      os << llvm::formatv("  {0,-40} {1,4} nodes, {2,12} missed\n", config->op,
                           std::to_string(miss.nodes), ms(miss.seconds));
-      auto outcome = measurer.measure(miss.config, source, miss.nodes, modelPath);
+      auto outcome = measurer.measure(*config, source, miss.nodes, modelPath);
       if (!outcome.ok())
         return outcome.status();
       covered += miss.seconds;
@@ -164,7 +166,7 @@ absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::st
       failedNow += *outcome == ConfigMeasurer::Outcome::Failed;
       if (!options.neighbours)
         continue;
-      for (const OperatorConfig &n : neighbourConfigs(miss.config, options.neighbourOptions)) {
+      for (const OperatorConfig &n : neighbourConfigs(*config, options.neighbourOptions)) {
         if (elapsed() >= options.budgetSeconds)
           break;
         auto o = measurer.measure(n, neighbourSource, 0, modelPath);

@@ -33,6 +33,7 @@
 #include "graphopt/Runtime/CudaBackend.h"
 #include "graphopt/Runtime/EnergyMeter.h"
 #include "graphopt/Support/FileIO.h"
+#include "graphopt/Support/Statistics.h"
 
 #include <ATen/Parallel.h>
 #include <absl/strings/str_cat.h>
@@ -311,9 +312,7 @@ int measure() {
             times.push_back((*profile)->nodes[r].seconds);
         if (times.empty())
           continue;
-        std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2),
-                         times.end());
-        InStepSample sample{f.source, times[times.size() / 2], f.nodes};
+        InStepSample sample{f.source, medianOf(std::move(times)), f.nodes};
         absl::Status st = measurer.putInStep(f.config, sample);
         if (!st.ok())
           return fail(std::string(st.message()));

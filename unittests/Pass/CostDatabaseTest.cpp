@@ -577,3 +577,20 @@ TEST(CostModelTest, LearnedWhereNothingMeasuredIsNear) {
   EXPECT_EQ(small.predict(query("aten::sin", "k-sin", "x", {}, 8e3)).how, CostModel::How::Missing);
   EXPECT_NE(small.learnedUnavailable().find("at least 20"), std::string::npos);
 }
+
+// The context factor of a query is the geometric mean over the operator's
+// three configurations timed both ways nearest to it in work.
+TEST(CostModelTest, TheContextFactorComesFromTheThreeNearestInWork) {
+  std::vector<CostEntry> entries;
+  double works[] = {1e2, 1e3, 1e4, 1e5, 1e6};
+  double ratios[] = {8, 4, 2, 1, 1};
+  for (int i = 0; i < 5; ++i) {
+    entries.push_back(entry(i + 1, "aten::add", "add", {i + 1}, works[i], 1e-6));
+    entries.back().inStep = {{"m", 1e-6 * ratios[i], 1}};
+  }
+  CostModel model(std::move(entries));
+  EXPECT_NEAR(model.contextFactor("aten::add", 1), std::cbrt(8.0 * 4 * 2), 1e-9);
+  EXPECT_NEAR(model.contextFactor("aten::add", 3e4), std::cbrt(2.0 * 1 * 4), 1e-9);
+  EXPECT_NEAR(model.contextFactor("aten::add", 1e9), 1.0 * std::cbrt(2.0), 1e-9);
+  EXPECT_DOUBLE_EQ(model.contextFactor("aten::mul", 1e3), 1);
+}

@@ -35,6 +35,9 @@ struct NodeAttribution {
   std::optional<double> predictedJoules;
   double measuredSeconds = -1; ///< the profile's median; -1 without a profile
   std::string note;            ///< why it has no prediction, when missing
+  /// Its configuration's key (OperatorConfig::key); empty when it has none
+  /// (a collective, an operand the graph computes that is not a tensor).
+  std::string configKey;
 
   /// Predicted, measured, and the prediction within `tolerance` of the
   /// measurement (|predicted - measured| <= tolerance * measured).
@@ -65,6 +68,8 @@ struct StepAttribution {
   double exactShare() const;
   /// accurateSeconds over measuredNodeSeconds (-1 without a profile).
   double accurateShare() const;
+  /// predictedSeconds over measuredStepSeconds (-1 without a profile).
+  double predictedOverMeasured() const;
 };
 
 /// The prediction of every node of `graph` (in graph order); `profile`, when
