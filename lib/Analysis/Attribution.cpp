@@ -90,6 +90,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
   a.tolerance = tolerance;
   a.entries = model.size();
   a.machine = model.machine();
+  a.speed = model.speed();
   bool allJoules = true;
   size_t rank = 0;
   for (const Node &node : graph.nodes()) {
@@ -110,6 +111,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
         n.note = "no measurement of this operator";
       n.predictedSeconds = p.seconds;
       n.predictedJoules = p.joules;
+      n.nearest = p.nearest;
     }
     if (n.how != CostModel::How::Missing) {
       a.predictedSeconds += n.predictedSeconds;
@@ -142,6 +144,10 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   bool measured = a.measuredStepSeconds >= 0;
   os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
+  if (a.speedProbes > 0)
+    os << llvm::formatv("calibrated: the machine takes {0:f3}x the database's times now (median "
+                        "of {1} probes, quartiles {2:f3}-{3:f3}); predictions scaled by it\n",
+                        a.speed, a.speedProbes, a.speedQ1, a.speedQ3);
   std::string tolerance = absl::StrCat(std::llround(100 * a.tolerance), "%");
   os << llvm::formatv("{0,-42} {1,6} {2,12} {3,12} {4,10}  {5}\n", "operator", "nodes",
                       measured ? "measured ms" : "", "predicted ms", measured ? "within " + tolerance : "",
@@ -259,6 +265,10 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
       {"accurate_nodes", static_cast<int64_t>(a.accurateNodes)},
       {"accurate_share", orNull(a.accurateShare())},
       {"predicted_over_measured_step", orNull(a.predictedOverMeasured())},
+      {"speed_factor", a.speed},
+      {"speed_probes", static_cast<int64_t>(a.speedProbes)},
+      {"speed_quartiles", a.speedProbes > 0 ? llvm::json::Value(llvm::json::Array{a.speedQ1, a.speedQ3})
+                                            : llvm::json::Value(nullptr)},
       {"operators", std::move(ops)}};
   return llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
 }

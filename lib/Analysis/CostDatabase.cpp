@@ -577,6 +577,12 @@ CostModel::scaled(const OperatorConfig &config,
 }
 
 CostModel::Prediction CostModel::predict(const OperatorConfig &config) const {
+  Prediction p = inContext(config);
+  p.seconds *= speed_;
+  return p;
+}
+
+CostModel::Prediction CostModel::inContext(const OperatorConfig &config) const {
   if (auto it = inStep_.find(config.key); it != inStep_.end()) {
     Prediction p;
     p.how = How::InStep;

@@ -28,6 +28,7 @@
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Analysis/SpeedCalibration.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Runtime/CudaBackend.h"
@@ -107,6 +108,12 @@ cl::list<std::string> excludeSources("exclude-source",
 cl::opt<bool> noProfile("no-profile",
                         cl::desc("Predict only: do not run the model (no measured figures)"),
                         cl::sub(attributeCmd));
+cl::opt<unsigned> calibrateProbes(
+    "calibrate",
+    cl::desc("Re-time this many of the database's configurations, before and after the profile, "
+             "and scale the predictions by how much slower or faster the machine runs now "
+             "(default 32; 0: predict from the stored times as they are)"),
+    cl::init(32), cl::sub(attributeCmd));
 cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
                               cl::sub(attributeCmd), cl::sub(fillCmd), cl::sub(measureCmd));
 cl::opt<double> tolerance("tolerance",
@@ -355,6 +362,33 @@ int attribute() {
     return fail(std::string(imported.status().message()));
   const Graph &graph = *imported->graph;
 
+  // The machine's speed now against the database's (SpeedCalibration.h): the
+  // measurements the step's predictions rest on, timed before and after the
+  // profile, which they bracket.
+  std::optional<SpeedCalibration> speed;
+  OperatorTimingOptions timing;
+  timing.device = *device;
+  auto notCalibrated = [&](const absl::Status &why) {
+    llvm::WithColor::warning(llvm::errs(), "graph-opt-costdb")
+        << dbPath << ": not calibrated: " << std::string(why.message()) << "\n";
+    speed.reset();
+  };
+  auto retime = [&] {
+    if (absl::Status st = speed->retime(timing); !st.ok())
+      notCalibrated(st);
+  };
+  if (calibrateProbes > 0) {
+    auto picked = SpeedCalibration::pickForStep(attributeStep(graph, *model, nullptr, tolerance),
+                                                calibrateProbes);
+    if (!picked.ok())
+      picked = SpeedCalibration::pick(*model, calibrateProbes);
+    if (picked.ok()) {
+      speed = std::move(*picked);
+      retime();
+    } else {
+      notCalibrated(picked.status());
+    }
+  }
   const ProfileResult *profile = nullptr;
   AnalysisManager analyses;
   if (!noProfile) {
@@ -363,8 +397,17 @@ int attribute() {
     if (!result.ok())
       return fail(std::string(result.status().message()));
     profile = *result;
+    if (speed)
+      retime();
   }
+  if (speed)
+    model->setSpeed(speed->factor());
   StepAttribution a = attributeStep(graph, *model, profile, tolerance);
+  if (speed) {
+    a.speedProbes = speed->probes();
+    a.speedQ1 = speed->q1();
+    a.speedQ3 = speed->q3();
+  }
   llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
   if (!excluded.empty()) {
     bool first = true;

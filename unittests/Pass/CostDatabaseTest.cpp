@@ -5,6 +5,7 @@
 #include "graphopt/Analysis/LearnedCost.h"
 #include "graphopt/Analysis/OperatorConfig.h"
 #include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Analysis/SpeedCalibration.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/Runtime/EnergyMeter.h"
 
@@ -593,4 +594,120 @@ TEST(CostModelTest, TheContextFactorComesFromTheThreeNearestInWork) {
   EXPECT_NEAR(model.contextFactor("aten::add", 3e4), std::cbrt(2.0 * 1 * 4), 1e-9);
   EXPECT_NEAR(model.contextFactor("aten::add", 1e9), 1.0 * std::cbrt(2.0), 1e-9);
   EXPECT_DOUBLE_EQ(model.contextFactor("aten::mul", 1e3), 1);
+}
+
+namespace {
+
+/// A model of relu, exp and mm on f32[8, 8], each measured: stored times as given.
+struct CalibrationFixture {
+  std::unique_ptr<Graph> graph;
+  std::vector<OperatorConfig> configs;
+  CostModel model;
+
+  static std::unique_ptr<Graph> step() {
+    return parse(R"(graph @g {
+  input %x : f32[8, 8] user_input
+  input %w : f32[8, 8] user_input
+forward:
+  %r = aten::relu(%x) : f32[8, 8]
+  %e = aten::exp(%r) : f32[8, 8]
+  %m = aten::mm(%e, %w) : f32[8, 8]
+  output %m user_output
+})");
+  }
+  static std::vector<CostEntry> entries(const Graph &g, const std::vector<double> &stored) {
+    std::vector<CostEntry> out;
+    size_t i = 0;
+    for (const Node &n : g.nodes()) {
+      auto c = operatorConfigOf(n);
+      EXPECT_TRUE(c.ok());
+      CostEntry e = entry(static_cast<int64_t>(i + 1), c->op, c->family, c->dims, c->work,
+                          stored[i]);
+      e.key = c->key;
+      out.push_back(std::move(e));
+      ++i;
+    }
+    return out;
+  }
+  explicit CalibrationFixture(const std::vector<double> &stored)
+      : graph(step()), model(entries(*graph, stored)) {}
+};
+
+} // namespace
+
+// The probes for a step are the measurements its predictions rest on, those
+// carrying the most predicted time first, weighted by it; the factor is the
+// weighted median of time now over time stored.
+TEST(SpeedCalibrationTest, ProbesTheStepsHeaviestMeasurementsAndTakesTheirWeightedMedian) {
+  // relu stored 1000 s (it runs in microseconds: ratio far below 1), exp and
+  // mm stored 1 ps (ratios far above 1).
+  CalibrationFixture f({1e3, 1e-12, 1e-12});
+  ASSERT_TRUE(f.graph);
+  StepAttribution predicted = attributeStep(*f.graph, f.model, nullptr);
+  ASSERT_EQ(predicted.nodes.size(), 3u);
+  for (const NodeAttribution &n : predicted.nodes)
+    EXPECT_NE(n.nearest, nullptr) << n.op;
+
+  // relu alone is longer than the default limit: only exp and mm are probes.
+  auto bounded = SpeedCalibration::pickForStep(predicted, 8);
+  ASSERT_TRUE(bounded.ok()) << bounded.status().message();
+  EXPECT_EQ(bounded->probes(), 2u);
+  auto one = SpeedCalibration::pickForStep(predicted, 1, 1e4);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->probes(), 1u); // relu, which carries the most
+  EXPECT_DOUBLE_EQ(one->factor(), 1); // not timed yet
+
+  auto all = SpeedCalibration::pickForStep(predicted, 8, 1e4);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->probes(), 3u);
+  OperatorTimingOptions timing;
+  timing.minRuns = 3;
+  timing.minSeconds = 0.001;
+  timing.warmupSeconds = 0;
+  ASSERT_TRUE(all->retime(timing).ok());
+  // relu's weight (1000 s of 1000 s) carries the median and the quartiles.
+  EXPECT_LT(all->factor(), 1e-3);
+  EXPECT_LE(all->q1(), all->factor());
+  EXPECT_LE(all->factor(), all->q3());
+
+  // Weighted alike (pick), two of three ratios are above 1: so is the median.
+  auto even = SpeedCalibration::pick(f.model, 3, 1e4);
+  ASSERT_TRUE(even.ok());
+  EXPECT_EQ(even->probes(), 3u);
+  ASSERT_TRUE(even->retime(timing).ok());
+  EXPECT_GT(even->factor(), 1e3);
+  EXPECT_LT(even->q1(), 1e-3);
+}
+
+TEST(SpeedCalibrationTest, RefusesWithoutMeasurementsShortEnough) {
+  CalibrationFixture f({10, 20, 30});
+  ASSERT_TRUE(f.graph);
+  auto none = SpeedCalibration::pick(f.model, 4); // every measurement over 5 ms
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message()).find("no measurement of at most 5 ms"),
+            std::string::npos)
+      << none.status().message();
+  StepAttribution predicted = attributeStep(*f.graph, f.model, nullptr);
+  EXPECT_FALSE(SpeedCalibration::pickForStep(predicted, 4).ok()); // none under 0.1 s
+  CostModel empty(std::vector<CostEntry>{});
+  EXPECT_FALSE(SpeedCalibration::pick(empty, 4).ok());
+}
+
+// The model's speed scales every predicted time, exact ones included, and
+// the attribution says what it was scaled by.
+TEST(SpeedCalibrationTest, TheSpeedScalesEveryPrediction) {
+  CalibrationFixture f({1e-3, 2e-3, 4e-3});
+  ASSERT_TRUE(f.graph);
+  StepAttribution before = attributeStep(*f.graph, f.model, nullptr);
+  f.model.setSpeed(1.5);
+  StepAttribution after = attributeStep(*f.graph, f.model, nullptr);
+  EXPECT_DOUBLE_EQ(before.predictedSeconds, 7e-3);
+  EXPECT_DOUBLE_EQ(after.predictedSeconds, 1.5 * 7e-3);
+  EXPECT_EQ(after.nodes[0].how, CostModel::How::Exact);
+  EXPECT_DOUBLE_EQ(after.nodes[0].predictedSeconds, 1.5e-3);
+  EXPECT_DOUBLE_EQ(after.speed, 1.5);
+  after.speedProbes = 3;
+  std::string json = attributionJson(after, "g");
+  EXPECT_NE(json.find("\"speed_factor\": 1.5"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"speed_probes\": 3"), std::string::npos) << json;
 }

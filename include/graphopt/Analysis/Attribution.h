@@ -38,6 +38,8 @@ struct NodeAttribution {
   /// Its configuration's key (OperatorConfig::key); empty when it has none
   /// (a collective, an operand the graph computes that is not a tensor).
   std::string configKey;
+  /// The measurement its prediction rests on most (CostModel::Prediction::nearest).
+  const CostEntry *nearest = nullptr;
 
   /// Predicted, measured, and the prediction within `tolerance` of the
   /// measurement (|predicted - measured| <= tolerance * measured).
@@ -62,6 +64,11 @@ struct StepAttribution {
   size_t predictedNodes = 0, exactNodes = 0, accurateNodes = 0;
   std::string machine; ///< what the predictions were measured on (CostModel::machine)
   size_t entries = 0;  ///< the measurements the model predicts from
+  /// What the predictions were scaled by (CostModel::speed) and, where the
+  /// machine's speed was calibrated (SpeedCalibration.h), from how many probes
+  /// and the quartiles of their ratios (0 probes: not calibrated).
+  double speed = 1, speedQ1 = 1, speedQ3 = 1;
+  size_t speedProbes = 0;
 
   /// explainedSeconds over measuredNodeSeconds (-1 without a profile).
   double explainedShare() const;

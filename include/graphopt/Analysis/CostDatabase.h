@@ -184,6 +184,13 @@ public:
   double contextFactor(llvm::StringRef op, double work) const;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
+  const std::vector<CostEntry> &entries() const { return entries_; }
+  /// Scales every predicted time by `factor`: how much slower the machine
+  /// runs now than when the database was measured (SpeedCalibration.h; 1 by
+  /// default). Joules are not scaled: a host slowed by its neighbours says
+  /// nothing of what a kernel draws.
+  void setSpeed(double factor) { speed_ = factor; }
+  double speed() const { return speed_; }
   /// Whether predictions may come from the learned model (on by default); it
   /// is trained on first need.
   void setLearned(bool on) { learnedOn_ = on; }
@@ -193,6 +200,7 @@ public:
   static llvm::StringRef howName(How how);
 
 private:
+  Prediction inContext(const OperatorConfig &config) const; ///< predict, before the speed
   Prediction isolated(const OperatorConfig &config) const;
   Prediction scaled(const OperatorConfig &config, std::vector<std::pair<double, const CostEntry *>>
                                                       candidates,
@@ -202,6 +210,7 @@ private:
   };
   std::vector<CostEntry> entries_;
   std::string machine_;
+  double speed_ = 1;
   llvm::StringMap<const CostEntry *> byKey_;
   llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
   llvm::StringMap<double> floor_; ///< per operator: its fastest measured call
