@@ -112,6 +112,8 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
       n.predictedSeconds = p.seconds;
       n.predictedJoules = p.joules;
       n.nearest = p.nearest;
+      n.work = config->work;
+      n.context = p.context;
     }
     if (n.how != CostModel::How::Missing) {
       a.predictedSeconds += n.predictedSeconds;
@@ -210,7 +212,7 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
 }
 
 std::string attributionCsv(const StepAttribution &a) {
-  std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note,predicted_over_measured\n";
+  std::string out = "rank,node,operator,how,predicted_s,predicted_j,measured_s,note,predicted_over_measured,work,context,speed\n";
   size_t rank = 0;
   for (const NodeAttribution &n : a.nodes) {
     absl::StrAppend(&out, rank++, ",", csvField(n.node->label()),
@@ -223,7 +225,9 @@ std::string attributionCsv(const StepAttribution &a) {
                     n.how != CostModel::How::Missing && n.measuredSeconds > 0
                         ? llvm::formatv("{0:f4}", n.predictedSeconds / n.measuredSeconds).str()
                         : "",
-                    "\n");
+                    ",", n.configKey.empty() ? "" : llvm::formatv("{0:e6}", n.work).str(), ",",
+                    n.how != CostModel::How::Missing ? llvm::formatv("{0:e6}", n.context).str() : "",
+                    ",", llvm::formatv("{0:f4}", a.speed).str(), "\n");
   }
   return out;
 }

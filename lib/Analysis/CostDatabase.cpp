@@ -593,7 +593,7 @@ CostModel::Prediction CostModel::inContext(const OperatorConfig &config) const {
   }
   Prediction p = isolated(config);
   if (p.how != How::Missing) {
-    p.context = contextFactor(config.op, config.work);
+    p.context = contextOf(config);
     p.seconds *= p.context;
     if (p.joules)
       *p.joules *= p.context;

@@ -114,6 +114,12 @@ cl::opt<unsigned> calibrateProbes(
              "and scale the predictions by how much slower or faster the machine runs now "
              "(default 32; 0: predict from the stored times as they are)"),
     cl::init(32), cl::sub(attributeCmd));
+cl::opt<CostModel::Context> contextMode(
+    "context", cl::desc("How an isolated prediction is brought into the step (docs/CostDB.md)"),
+    cl::values(clEnumValN(CostModel::Context::Nearest, "nearest",
+                          "by the operator's nearest configurations timed both ways (default)"),
+               clEnumValN(CostModel::Context::None, "none", "isolated times as they are")),
+    cl::init(CostModel::Context::Nearest), cl::sub(attributeCmd));
 cl::opt<unsigned> profileRuns("runs", cl::desc("Measured runs of the model's profile"), cl::init(5),
                               cl::sub(attributeCmd), cl::sub(fillCmd), cl::sub(measureCmd));
 cl::opt<double> tolerance("tolerance",
@@ -357,6 +363,7 @@ int attribute() {
   auto model = loadCostModel(dbPath, *device, excluded);
   if (!model.ok())
     return fail(std::string(model.status().message()));
+  model->setContext(contextMode);
   auto imported = importModel(attributeInput);
   if (!imported.ok())
     return fail(std::string(imported.status().message()));

@@ -40,6 +40,8 @@ struct NodeAttribution {
   std::string configKey;
   /// The measurement its prediction rests on most (CostModel::Prediction::nearest).
   const CostEntry *nearest = nullptr;
+  double work = 0;    ///< its configuration's work (OperatorConfig::work)
+  double context = 1; ///< the in-step context factor it was scaled by (Prediction::context)
 
   /// Predicted, measured, and the prediction within `tolerance` of the
   /// measurement (|predicted - measured| <= tolerance * measured).
@@ -90,7 +92,9 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 /// how it was predicted; the totals; the operators without a prediction.
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a);
 /// Per node, CSV: rank, node, operator, how, predicted_s, predicted_j, measured_s, note,
-/// predicted_over_measured (empty without a prediction or a measurement).
+/// predicted_over_measured (empty without a prediction or a measurement), work, context
+/// (the in-step context factor), speed (the calibration's factor): predicted_s over
+/// context and speed is what the database predicts the node alone.
 std::string attributionCsv(const StepAttribution &a);
 /// The totals and the per-operator table as JSON.
 std::string attributionJson(const StepAttribution &a, llvm::StringRef model);

@@ -190,6 +190,16 @@ public:
   /// default). Joules are not scaled: a host slowed by its neighbours says
   /// nothing of what a kernel draws.
   void setSpeed(double factor) { speed_ = factor; }
+  /// How an isolated prediction is brought into the step: Nearest, by the
+  /// operator's nearest configurations timed both ways (contextFactor; the
+  /// default); None, not at all (the isolated times as they are; in-step
+  /// times of the configuration itself are still used).
+  enum class Context { Nearest, None };
+  void setContext(Context c) { contextMode_ = c; }
+  /// The factor `config`'s isolated prediction is scaled by, as set.
+  double contextOf(const OperatorConfig &config) const {
+    return contextMode_ == Context::None ? 1 : contextFactor(config.op, config.work);
+  }
   double speed() const { return speed_; }
   /// Whether predictions may come from the learned model (on by default); it
   /// is trained on first need.
@@ -211,6 +221,7 @@ private:
   std::vector<CostEntry> entries_;
   std::string machine_;
   double speed_ = 1;
+  Context contextMode_ = Context::Nearest;
   llvm::StringMap<const CostEntry *> byKey_;
   llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
   llvm::StringMap<double> floor_; ///< per operator: its fastest measured call
