@@ -89,6 +89,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
   StepAttribution a;
   a.tolerance = tolerance;
   a.entries = model.size();
+  a.implausible = model.implausible().size();
   a.machine = model.machine();
   a.speed = model.speed();
   bool allJoules = true;
@@ -146,6 +147,10 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
   bool measured = a.measuredStepSeconds >= 0;
   os << "predicted from " << a.entries << " measurements on " << a.machine << "\n";
+  if (a.implausible > 0)
+    os << a.implausible << " measurement" << (a.implausible == 1 ? "" : "s")
+       << " far slower than a configuration of their family with more work (the machine in a "
+          "slow mode; measure --remeasure times them again): not interpolated from\n";
   if (a.speedProbes > 0)
     os << llvm::formatv("calibrated: the machine takes {0:f3}x the database's times now (median "
                         "of {1} probes, quartiles {2:f3}-{3:f3}); predictions scaled by it\n",
@@ -255,6 +260,7 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
       {"model", model},
       {"machine", a.machine},
       {"measurements", static_cast<int64_t>(a.entries)},
+      {"implausible_measurements", static_cast<int64_t>(a.implausible)},
       {"nodes", static_cast<int64_t>(a.nodes.size())},
       {"predicted_nodes", static_cast<int64_t>(a.predictedNodes)},
       {"exact_nodes", static_cast<int64_t>(a.exactNodes)},

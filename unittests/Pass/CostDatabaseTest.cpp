@@ -711,3 +711,63 @@ TEST(SpeedCalibrationTest, TheSpeedScalesEveryPrediction) {
   EXPECT_NE(json.find("\"speed_factor\": 1.5"), std::string::npos) << json;
   EXPECT_NE(json.find("\"speed_probes\": 3"), std::string::npos) << json;
 }
+
+// A configuration's layout: per operand, then for the node's results, how
+// many strided tensors its key prints.
+TEST(CostModelTest, LayoutSaysWhichOperandsAreStrided) {
+  auto g = parse(R"(graph @g {
+  input %x : f32[4, 8] user_input
+  input %w : f32[8, 4] user_input
+forward:
+  %t = aten::t(%w) : f32[4, 8]{strides=[1, 4]}
+  %c = aten::clone(%t) : f32[4, 8]
+  %y = aten::add.Tensor(%x, %t) : f32[4, 8]
+  output %c user_output
+  output %y user_output
+})");
+  ASSERT_TRUE(g);
+  std::vector<std::string> layouts;
+  for (const Node &n : g->nodes())
+    if (auto c = operatorConfigOf(n); c.ok())
+      layouts.push_back(layoutOf(c->key));
+  ASSERT_EQ(layouts.size(), 3u);
+  EXPECT_EQ(layouts[0], "01"); // t: a contiguous operand, a strided result
+  EXPECT_EQ(layouts[1], "10"); // clone of the strided view: a contiguous copy
+  EXPECT_EQ(layouts[2], "010"); // add: the second operand strided
+  EXPECT_EQ(layoutOf("not a graph"), "");
+}
+
+// A measurement far slower than a configuration of its family and layout
+// with more work caught the machine in a slow mode: no other configuration
+// is predicted from it.
+TEST(CostModelTest, LeavesOutMeasurementsFarSlowerThanLargerOnes) {
+  auto copy = [](int64_t n, llvm::StringRef layout) {
+    return absl::StrCat("graph @op {\n  input %a0 : f32[", n, ", ", n, "]", layout.str(),
+                        " user_input\nforward:\n  %r0 = aten::clone(%a0) : f32[", n, ", ", n,
+                        "]\n  output %r0 user_output\n}\n");
+  };
+  std::vector<CostEntry> entries;
+  auto add = [&](int64_t n, llvm::StringRef layout, double seconds) {
+    CostEntry e = entry(static_cast<int64_t>(entries.size() + 1), "aten::clone", "clone-f32",
+                        {n, n, n, n}, static_cast<double>(n * n), seconds);
+    e.key = copy(n, layout);
+    entries.push_back(std::move(e));
+  };
+  add(32, "", 1e-3);                      // 1 ms: 100x the larger copy below
+  add(64, "", 5e-6);
+  add(128, "", 1e-5);
+  add(32, "{strides=[1, 32]}", 4e-5);     // a permuting copy: 4x, of another layout, stays
+  add(16, "", 2e-6);
+  CostModel model(std::move(entries));
+  ASSERT_EQ(model.implausible().size(), 1u);
+  EXPECT_DOUBLE_EQ(model.implausible()[0]->measured.medianSeconds, 1e-3);
+  EXPECT_EQ(model.size(), 5u);
+  // Its own configuration keeps it; one beside it is predicted from the
+  // others, far under the 1 ms the slow one was caught at.
+  EXPECT_EQ(model.predict(query("aten::clone", copy(32, ""), "clone-f32", {}, 1024)).how,
+            CostModel::How::Exact);
+  CostModel::Prediction p =
+      model.predict(query("aten::clone", copy(33, ""), "clone-f32", {33, 33, 33, 33}, 1089));
+  EXPECT_EQ(p.how, CostModel::How::Family);
+  EXPECT_LT(p.seconds, 1e-4);
+}

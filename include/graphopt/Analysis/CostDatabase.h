@@ -100,7 +100,19 @@ struct CostEntry {
   MeasurementRecord measured;
   std::vector<std::string> sources;
   std::vector<InStepSample> inStep;
+  /// Which operands and results are laid out with strides (layoutOf(key))
+  /// and whether the measurement is implausible (CostModel::implausible);
+  /// filled by CostModel.
+  std::string layout;
+  bool implausible = false;
 };
+
+/// A configuration's layout in one word: per operand, then for the node's
+/// results, how many strided tensors its key (the one-node .gir) prints ('0'
+/// where contiguous). A permuted copy and a contiguous one of the same sizes
+/// are one family but may run at very different speeds: CostModel judges a
+/// measurement's plausibility only against those of its own layout.
+std::string layoutOf(llvm::StringRef key);
 
 class CostDatabase {
 public:
@@ -184,6 +196,13 @@ public:
   double contextFactor(llvm::StringRef op, double work) const;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
+  /// Measurements judged implausible: more than kImplausible times slower
+  /// than another of their family and layout with at least their work (the
+  /// machine was caught in a slow mode; `measure --remeasure` times them
+  /// again). They predict their own configuration only: no other is
+  /// interpolated or learned from them, nor takes its in-step context from them.
+  const std::vector<const CostEntry *> &implausible() const { return implausible_; }
+  static constexpr double kImplausible = 10;
   const std::vector<CostEntry> &entries() const { return entries_; }
   /// Scales every predicted time by `factor`: how much slower the machine
   /// runs now than when the database was measured (SpeedCalibration.h; 1 by
@@ -211,6 +230,7 @@ public:
 
 private:
   Prediction inContext(const OperatorConfig &config) const; ///< predict, before the speed
+  void markImplausible(); ///< sets CostEntry::implausible, fills implausible_
   Prediction isolated(const OperatorConfig &config) const;
   Prediction scaled(const OperatorConfig &config, std::vector<std::pair<double, const CostEntry *>>
                                                       candidates,
@@ -219,6 +239,7 @@ private:
     double logWork, logRatio; ///< log(in-step / isolated)
   };
   std::vector<CostEntry> entries_;
+  std::vector<const CostEntry *> implausible_;
   std::string machine_;
   double speed_ = 1;
   Context contextMode_ = Context::Nearest;
