@@ -485,10 +485,10 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
   markImplausible();
   for (const CostEntry &e : entries_) {
     byKey_[e.key] = &e;
-    if (e.implausible)
-      continue; // its own configuration only: not interpolated from
-    byFamily_[e.family].push_back(&e);
-    byOp_[e.op].push_back(&e);
+    if (!e.implausible) { // else its own configuration only: not interpolated from
+      byFamily_[e.family].push_back(&e);
+      byOp_[e.op].push_back(&e);
+    }
     auto [it, fresh] = floor_.try_emplace(e.op, e.measured.medianSeconds);
     if (!fresh)
       it->second = std::min(it->second, e.measured.medianSeconds);
@@ -504,8 +504,9 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
     if (nodes > 0 && e.measured.medianSeconds > 0) {
       double inStep = weighted / static_cast<double>(nodes);
       inStep_[e.key] = inStep;
-      context_[e.op].push_back({std::log(std::max(e.work, 1.0)),
-                                std::log(inStep / e.measured.medianSeconds)});
+      if (!e.implausible)
+        context_[e.op].push_back({std::log(std::max(e.work, 1.0)),
+                                  std::log(inStep / e.measured.medianSeconds)});
     }
   }
   for (auto &entry : context_)
