@@ -35,12 +35,11 @@ float firstElementSize(llvm::StringRef family) {
   return static_cast<float>(c10::elementSize(*dtype));
 }
 
-/// How many operands the key prints strides for: those not contiguous.
+/// How many operands and results the key prints strides for: those not contiguous.
 float stridedOperands(llvm::StringRef key) {
   size_t n = 0;
-  for (size_t at = key.find("strides="); at != llvm::StringRef::npos;
-       at = key.find("strides=", at + 1))
-    ++n;
+  for (char c : layoutOf(key))
+    n += static_cast<size_t>(c - '0');
   return static_cast<float>(n);
 }
 

@@ -1,7 +1,8 @@
 //===- graph-opt-costdb.cpp - The operator cost database's tool -----------===//
 //
 //   graph-opt-costdb measure   --db F [--source NAME] model.pt2 ... sweep.json ...
-//   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] [--tolerance T] model.pt2
+//   graph-opt-costdb attribute --db F [--leave-out | --exclude-source S] [--tolerance T]
+//                              [--calibrate N] [--context nearest|none] model.pt2
 //   graph-opt-costdb fill      --db F [--target 0.9] [--time-budget S] model.pt2
 //   graph-opt-costdb show      --db F
 //
@@ -10,7 +11,8 @@
 // combination), each timed on this machine (Analysis/OperatorTiming.h) and
 // stored (Analysis/CostDatabase.h); a configuration already measured here is
 // not measured again (--remeasure does). attribute: the model's step
-// predicted node by node from the database and set against its profile
+// predicted node by node from the database, calibrated to the machine's speed
+// now (Analysis/SpeedCalibration.h), and set against its profile
 // (Analysis/Attribution.h). fill: the accuracy loop (Fill.h): measure what
 // the model's step misses most, with its neighbours, until the share of its
 // node time predicted within the tolerance reaches the target. show: what the

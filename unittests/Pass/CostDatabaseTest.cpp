@@ -22,6 +22,17 @@ using namespace graphopt;
 
 namespace {
 
+/// relu, exp and mm on f32[8, 8]: the attribution's and the calibration's step.
+constexpr const char *kReluExpMm = R"(graph @g {
+  input %x : f32[8, 8] user_input
+  input %w : f32[8, 8] user_input
+forward:
+  %r = aten::relu(%x) : f32[8, 8]
+  %e = aten::exp(%r) : f32[8, 8]
+  %m = aten::mm(%e, %w) : f32[8, 8]
+  output %m user_output
+})";
+
 std::unique_ptr<Graph> parse(llvm::StringRef text) {
   auto g = parseGraph(text);
   EXPECT_TRUE(g.ok()) << g.status().message();
@@ -290,15 +301,7 @@ TEST(CostModelTest, PredictsExactlyThenFromTheFamilyThenFromTheOperator) {
 // tolerance of what they measured; a node the database cannot predict is
 // never accurate, however its time compares.
 TEST(AttributionTest, AccuracyIsTheMeasuredTimePredictedWithinTheTolerance) {
-  auto g = parse(R"(graph @g {
-  input %x : f32[8, 8] user_input
-  input %w : f32[8, 8] user_input
-forward:
-  %r = aten::relu(%x) : f32[8, 8]
-  %e = aten::exp(%r) : f32[8, 8]
-  %m = aten::mm(%e, %w) : f32[8, 8]
-  output %m user_output
-})");
+  auto g = parse(kReluExpMm);
   ASSERT_TRUE(g);
   std::vector<const Node *> nodes;
   for (const Node &n : g->nodes())
@@ -601,19 +604,10 @@ namespace {
 /// A model of relu, exp and mm on f32[8, 8], each measured: stored times as given.
 struct CalibrationFixture {
   std::unique_ptr<Graph> graph;
-  std::vector<OperatorConfig> configs;
   CostModel model;
 
   static std::unique_ptr<Graph> step() {
-    return parse(R"(graph @g {
-  input %x : f32[8, 8] user_input
-  input %w : f32[8, 8] user_input
-forward:
-  %r = aten::relu(%x) : f32[8, 8]
-  %e = aten::exp(%r) : f32[8, 8]
-  %m = aten::mm(%e, %w) : f32[8, 8]
-  output %m user_output
-})");
+    return parse(kReluExpMm);
   }
   static std::vector<CostEntry> entries(const Graph &g, const std::vector<double> &stored) {
     std::vector<CostEntry> out;

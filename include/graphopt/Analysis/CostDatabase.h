@@ -204,11 +204,6 @@ public:
   const std::vector<const CostEntry *> &implausible() const { return implausible_; }
   static constexpr double kImplausible = 10;
   const std::vector<CostEntry> &entries() const { return entries_; }
-  /// Scales every predicted time by `factor`: how much slower the machine
-  /// runs now than when the database was measured (SpeedCalibration.h; 1 by
-  /// default). Joules are not scaled: a host slowed by its neighbours says
-  /// nothing of what a kernel draws.
-  void setSpeed(double factor) { speed_ = factor; }
   /// How an isolated prediction is brought into the step: Nearest, by the
   /// operator's nearest configurations timed both ways (contextFactor; the
   /// default); None, not at all (the isolated times as they are; in-step
@@ -219,6 +214,11 @@ public:
   double contextOf(const OperatorConfig &config) const {
     return contextMode_ == Context::None ? 1 : contextFactor(config.op, config.work);
   }
+  /// Scales every predicted time by `factor`: how much slower the machine
+  /// runs now than when the database was measured (SpeedCalibration.h; 1 by
+  /// default). Joules are not scaled: a host slowed by its neighbours says
+  /// nothing of what a kernel draws.
+  void setSpeed(double factor) { speed_ = factor; }
   double speed() const { return speed_; }
   /// Whether predictions may come from the learned model (on by default); it
   /// is trained on first need.
