@@ -24,6 +24,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -106,12 +107,6 @@ def run_to_run(a, b, tolerance=0.25):
     return near / sum(a.values())
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if n else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", required=True, help="a cost database none of these models is in")
@@ -172,12 +167,13 @@ def main():
         d["accurate_shares"] = [x["accurate_share"] for x in ds]
         d["speed_factors"] = [x["speed_factor"] for x in ds]
         d["measured_steps"] = [x["measured_step_seconds"] for x in ds]
-        d["step_ratio"] = median(d["step_ratios"])
-        d["accurate"] = median(d["accurate_shares"])
+        d["step_ratio"] = statistics.median(d["step_ratios"])
+        d["accurate"] = statistics.median(d["accurate_shares"])
         nodes = [measured_nodes(x["csv"]) for x in ds]
         bounds = [run_to_run(nodes[i], nodes[j]) for i in range(len(nodes))
                   for j in range(len(nodes)) if i != j]
-        d["run_to_run"] = median([b for b in bounds if b is not None]) if len(nodes) > 1 else None
+        known = [b for b in bounds if b is not None]
+        d["run_to_run"] = statistics.median(known) if known else None
         del d["operators"]
         rows.append(d)
     with open(os.path.join(args.out, "unseen.csv"), "w", newline="") as f:

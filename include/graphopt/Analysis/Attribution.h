@@ -94,8 +94,9 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a);
 /// Per node, CSV: rank, node, operator, how, predicted_s, predicted_j, measured_s, note,
 /// predicted_over_measured (empty without a prediction or a measurement), work, context
-/// (the in-step context factor), speed (the calibration's factor): predicted_s over
-/// context and speed is what the database predicts the node alone.
+/// (the in-step context factor), speed (the calibration's factor): for a node not
+/// predicted by its own in-step time, predicted_s over context and speed is what the
+/// database predicts it alone.
 std::string attributionCsv(const StepAttribution &a);
 /// The totals and the per-operator table as JSON.
 std::string attributionJson(const StepAttribution &a, llvm::StringRef model);
