@@ -419,6 +419,7 @@ double distance(const OperatorConfig &c, const CostEntry &e) {
 
 constexpr size_t kNeighbours = 3;
 constexpr double kFamilyReach = 4.0;
+constexpr double kBusyShare = 0.1;
 
 /// Energy follows time: `e`'s joules per second over `seconds` (none without a sensor).
 std::optional<double> joulesAt(const CostEntry &e, double seconds) {
@@ -483,6 +484,7 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
   for (CostEntry &e : entries_)
     e.layout = layoutOf(e.key);
   markImplausible();
+  findBalance();
   for (const CostEntry &e : entries_) {
     byKey_[e.key] = &e;
     if (!e.implausible) { // else its own configuration only: not interpolated from
@@ -540,6 +542,32 @@ void CostModel::markImplausible() {
     }
 }
 
+void CostModel::findBalance() {
+  std::vector<double> flopRates, byteRates;
+  for (const CostEntry &e : entries_) {
+    double t = e.measured.medianSeconds;
+    if (e.implausible || !e.computeBound || t < kRooflineMinSeconds || e.flops <= 0 ||
+        e.bytesMoved <= 0)
+      continue;
+    flopRates.push_back(e.flops / t);
+    byteRates.push_back(e.bytesMoved / t);
+  }
+  if (flopRates.size() < kRooflineMinEntries)
+    return;
+  auto high = [](std::vector<double> &v) {
+    auto at = v.begin() + static_cast<long>(0.9 * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), at, v.end());
+    return *at;
+  };
+  balance_ = high(flopRates) / high(byteRates);
+}
+
+double CostModel::rooflineWork(bool computeBound, double flops, double bytes, double work) const {
+  if (!computeBound || balance_ <= 0 || flops <= 0)
+    return std::max(work, 1.0);
+  return std::max({flops, bytes * balance_, 1.0});
+}
+
 CostModel::~CostModel() = default;
 CostModel::CostModel(CostModel &&) = default;
 
@@ -591,31 +619,55 @@ double CostModel::contextFactor(llvm::StringRef op, double work) const {
 CostModel::Prediction
 CostModel::scaled(const OperatorConfig &config,
                   std::vector<std::pair<double, const CostEntry *>> candidates, How how) const {
-  // The nearest configurations (by the caller's distance), then along their
-  // work: each has a throughput past the operator's fixed cost (its fastest
-  // call), rate = work / (t - floor); the query's rate is interpolated between
-  // the two of them whose work brackets its own (in log work), or is the
-  // nearest one's beyond them (a kernel's throughput saturates; scaling a small
-  // call's time up linearly would carry its overhead along).
+  // The nearest configurations (by the caller's distance), each with a
+  // throughput past the operator's fixed cost (its fastest call): rate =
+  // work / (t - floor), the work a compute-bound operator's roofline work.
   size_t k = std::min(kNeighbours, candidates.size());
   std::partial_sort(candidates.begin(), candidates.begin() + static_cast<long>(k), candidates.end(),
                     [](const auto &a, const auto &b) { return a.first < b.first; });
   candidates.resize(k);
   double floor = floor_.lookup(config.op);
-  double work = std::max(config.work, 1.0);
+  double work = rooflineWork(config.computeBound, config.flops,
+                             static_cast<double>(config.bytesMoved), config.work);
   struct Point {
-    double logWork, rate;
+    double logWork, rate, distance;
+    double busyShare; ///< of its time, the share past the fixed cost
   };
   std::vector<Point> points;
   for (const auto &[d, e] : candidates) {
     // floor is the least of the operator's times, so never above this one's
     double busy = std::max(e->measured.medianSeconds - floor, 1e-12);
-    points.push_back({std::log(std::max(e->work, 1.0)), std::max(e->work, 1.0) / busy});
+    double w = rooflineWork(e->computeBound, e->flops, e->bytesMoved, e->work);
+    points.push_back({std::log(w), w / busy, d, busy / std::max(e->measured.medianSeconds, 1e-12)});
   }
   std::sort(points.begin(), points.end(),
             [](const Point &a, const Point &b) { return a.logWork < b.logWork; });
   double x = std::log(work), rate = points.front().rate;
-  if (x >= points.back().logWork) {
+  if (config.computeBound) {
+    // Against the roofline a kernel's rate depends on its shape more than on
+    // its work: the neighbours' rates, geometric mean weighted by nearness in
+    // shape and in roofline work (in doublings). Interpolating along work
+    // alone between the two that bracket it took a matrix product of 16 rows
+    // at the rate of one of 8 rows and twice its weight, 2.5x too slow.
+    // A neighbour whose time is nearly all the fixed cost says nothing of a
+    // rate (the operator's fastest call has none): left out while another is there.
+    double weights = 0, logRate = 0;
+    for (bool anyBusy : {true, false}) {
+      for (const Point &pt : points)
+        if (!anyBusy || pt.busyShare >= kBusyShare) {
+          double w = 1 / (0.5 + pt.distance + std::fabs(x - pt.logWork) / std::log(2.0));
+          weights += w;
+          logRate += w * std::log(pt.rate);
+        }
+      if (weights > 0)
+        break;
+    }
+    rate = std::exp(logRate / weights);
+  } else if (x >= points.back().logWork) {
+    // A memory-bound kernel's rate along its bytes: interpolated between the
+    // two neighbours whose work brackets its own (in log work), or the nearest
+    // one's beyond them (throughput saturates; scaling a small call's time up
+    // linearly would carry its overhead along).
     rate = points.back().rate;
   } else if (x > points.front().logWork) {
     for (size_t i = 1; i < points.size(); ++i)

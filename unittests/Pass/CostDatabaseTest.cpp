@@ -765,3 +765,84 @@ TEST(CostModelTest, LeavesOutMeasurementsFarSlowerThanLargerOnes) {
   EXPECT_EQ(p.how, CostModel::How::Family);
   EXPECT_LT(p.seconds, 1e-4);
 }
+
+// A matrix product with few rows reads its whole weight for them: bound by
+// memory, not by its FLOPs. Measurements that follow a roofline exactly
+// (100 GFLOP/s, 10 GB/s) give the machine's balance, 10 FLOPs per byte, and
+// a product of 16 rows, between the measured 8 and 64, is predicted at its
+// bytes' time; interpolating its rate along FLOPs between those two took it
+// twice too slow.
+TEST(CostModelTest, ComputeBoundCallsFollowTheRoofline) {
+  constexpr double kFlopRate = 100e9, kByteRate = 10e9;
+  struct Shape {
+    int64_t m, k, n;
+    double flops() const { return 2.0 * static_cast<double>(m * k * n); }
+    double bytes() const { return 4.0 * static_cast<double>(m * k + k * n + m * n); }
+    double seconds() const { return 1e-7 + std::max(flops() / kFlopRate, bytes() / kByteRate); }
+  };
+  std::vector<CostEntry> entries;
+  auto add = [&](Shape s) {
+    CostEntry e = entry(static_cast<int64_t>(entries.size() + 1), "aten::mm", "mm-f32",
+                        {s.m, s.k, s.k, s.n, s.m, s.n}, s.flops(), s.seconds());
+    e.computeBound = true;
+    e.flops = s.flops();
+    e.bytesMoved = s.bytes();
+    entries.push_back(std::move(e));
+  };
+  for (int64_t m : {1, 2, 4, 8, 64, 128, 256, 512})
+    for (int64_t k : {256, 512, 1024, 2048})
+      for (int64_t n : {256, 1024, 2048})
+        add({m, k, n});
+  add({1, 1, 1}); // the operator's fixed cost: 0.1 us, far from the rest
+  CostModel model(std::move(entries));
+  EXPECT_NEAR(model.balance(), kFlopRate / kByteRate, 0.01); // the 0.1 us fixed cost aside
+
+  Shape few{16, 2048, 2048};
+  ASSERT_LT(few.flops(), few.bytes() * model.balance()); // bound by memory
+  OperatorConfig q = query("aten::mm", "few", "mm-f32", {16, 2048, 2048, 2048, 16, 2048},
+                           few.flops());
+  q.computeBound = true;
+  q.flops = few.flops();
+  q.bytesMoved = static_cast<int64_t>(few.bytes());
+  CostModel::Prediction p = model.predict(q);
+  EXPECT_EQ(p.how, CostModel::How::Family);
+  EXPECT_NEAR(p.seconds, few.seconds(), 0.05 * few.seconds());
+
+  // Under kRooflineMinEntries measurements, no balance: work is the FLOPs.
+  std::vector<CostEntry> some;
+  for (int i = 0; i < 5; ++i) {
+    CostEntry e = entry(i + 1, "aten::mm", "mm-f32", {64, 64, 64, 64, 64, 64}, 1e6, 1e-4);
+    e.computeBound = true;
+    e.flops = 1e6;
+    e.bytesMoved = 1e5;
+    some.push_back(std::move(e));
+  }
+  EXPECT_EQ(CostModel(std::move(some)).balance(), 0);
+}
+
+// A compute-bound call's rate comes from the neighbours nearest in shape, not
+// from the one that happens to have its work: twice the columns of a 16-row
+// product run at that product's rate, not at the rate of a 1024-row product
+// of the same FLOPs (the one a rate interpolated along work alone took).
+TEST(CostModelTest, ComputeBoundRatesComeFromTheNearestShapes) {
+  std::vector<CostEntry> entries;
+  auto add = [&](llvm::StringRef family, std::vector<int64_t> dims, double flops, double rate) {
+    CostEntry e = entry(static_cast<int64_t>(entries.size() + 1), "aten::mm", family,
+                        std::move(dims), flops, flops / rate);
+    e.computeBound = true;
+    e.flops = flops;
+    entries.push_back(std::move(e));
+  };
+  add("mm-f32", {16, 2048, 2048, 512, 16, 512}, 2.0 * 16 * 2048 * 512, 80e9);
+  add("mm-f32", {1024, 64, 64, 512, 1024, 512}, 2.0 * 1024 * 64 * 512, 160e9);
+  add("mm-other", {1, 1, 1, 1, 1, 1}, 2, 2e7); // the operator's fixed cost, 0.1 us
+  CostModel model(std::move(entries));
+  double flops = 2.0 * 16 * 2048 * 1024;
+  OperatorConfig q = query("aten::mm", "wider", "mm-f32", {16, 2048, 2048, 1024, 16, 1024}, flops);
+  q.computeBound = true;
+  q.flops = flops;
+  CostModel::Prediction p = model.predict(q);
+  EXPECT_EQ(p.how, CostModel::How::Family);
+  double atItsShapesRate = flops / 80e9;
+  EXPECT_NEAR(p.seconds, atItsShapesRate, 0.15 * atItsShapesRate);
+}

@@ -227,10 +227,23 @@ public:
   const std::string &learnedUnavailable() const { return learnedWhyNot_; }
   const std::string &machine() const { return machine_; }
   static llvm::StringRef howName(How how);
+  /// The machine's balance for compute-bound operators, in FLOPs per byte:
+  /// their high FLOP rate over their high byte rate (each the 90th percentile
+  /// of the plausible measurements of at least kRooflineMinSeconds); 0 with
+  /// fewer than kRooflineMinEntries of them. A compute-bound call whose bytes
+  /// times this exceed its FLOPs is bound by memory (a matrix product with few
+  /// rows reads its whole weight for them).
+  double balance() const { return balance_; }
+  /// What a configuration's time is interpolated along: for a compute-bound
+  /// operator its roofline work, max(FLOPs, bytes x balance()); else its work.
+  double rooflineWork(bool computeBound, double flops, double bytes, double work) const;
+  static constexpr double kRooflineMinSeconds = 20e-6;
+  static constexpr size_t kRooflineMinEntries = 20;
 
 private:
   Prediction inContext(const OperatorConfig &config) const; ///< predict, before the speed
   void markImplausible(); ///< sets CostEntry::implausible, fills implausible_
+  void findBalance();     ///< sets balance_
   Prediction isolated(const OperatorConfig &config) const;
   Prediction scaled(const OperatorConfig &config, std::vector<std::pair<double, const CostEntry *>>
                                                       candidates,
@@ -242,6 +255,7 @@ private:
   std::vector<const CostEntry *> implausible_;
   std::string machine_;
   double speed_ = 1;
+  double balance_ = 0;
   Context contextMode_ = Context::Nearest;
   llvm::StringMap<const CostEntry *> byKey_;
   llvm::StringMap<std::vector<const CostEntry *>> byFamily_, byOp_;
