@@ -90,6 +90,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
   a.tolerance = tolerance;
   a.entries = model.size();
   a.implausible = model.implausible().size();
+  a.balance = model.balance();
   a.machine = model.machine();
   a.speed = model.speed();
   bool allJoules = true;
@@ -151,6 +152,10 @@ void printAttribution(llvm::raw_ostream &os, const StepAttribution &a) {
     os << a.implausible << " measurement" << (a.implausible == 1 ? "" : "s")
        << " far slower than a configuration of their family with more work (the machine in a "
           "slow mode; measure --remeasure times them again): not interpolated from\n";
+  if (a.balance > 0)
+    os << llvm::formatv("roofline: {0:f1} FLOPs per byte; a compute-bound call under it is priced "
+                        "as bound by its bytes\n",
+                        a.balance);
   if (a.speedProbes > 0)
     os << llvm::formatv("calibrated: the machine takes {0:f3}x the database's times now (median "
                         "of {1} probes, quartiles {2:f3}-{3:f3}); predictions scaled by it\n",
@@ -261,6 +266,7 @@ std::string attributionJson(const StepAttribution &a, llvm::StringRef model) {
       {"machine", a.machine},
       {"measurements", static_cast<int64_t>(a.entries)},
       {"implausible_measurements", static_cast<int64_t>(a.implausible)},
+      {"balance_flops_per_byte", a.balance > 0 ? llvm::json::Value(a.balance) : llvm::json::Value(nullptr)},
       {"nodes", static_cast<int64_t>(a.nodes.size())},
       {"predicted_nodes", static_cast<int64_t>(a.predictedNodes)},
       {"exact_nodes", static_cast<int64_t>(a.exactNodes)},

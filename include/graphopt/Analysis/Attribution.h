@@ -67,6 +67,7 @@ struct StepAttribution {
   std::string machine; ///< what the predictions were measured on (CostModel::machine)
   size_t entries = 0;  ///< the measurements the model predicts from
   size_t implausible = 0; ///< measurements it left out (CostModel::implausible)
+  double balance = 0;     ///< CostModel::balance, FLOPs per byte (0: none)
   /// What the predictions were scaled by (CostModel::speed) and, where the
   /// machine's speed was calibrated (SpeedCalibration.h), from how many probes
   /// and the quartiles of their ratios (0 probes: not calibrated).
