@@ -107,6 +107,9 @@ absl::StatusOr<Samples> sampleRuns(const Graph &graph, const ExecutionContext &c
       // The unprofiled step goes first, while the profiled run's results
       // (every gradient) are not held: both start from the same memory.
       [&](unsigned index) -> absl::Status {
+        if (index >= options.warmup && options.beforeRun)
+          if (absl::Status st = options.beforeRun(index - options.warmup); !st.ok())
+            return st;
         auto plainStep = plain.step(inputs);
         if (!plainStep.ok())
           return plainStep.status();

@@ -14,10 +14,9 @@
 
 namespace graphopt {
 
-absl::StatusOr<const ProfileResult *> profileForAttribution(ImportedModel &model,
-                                                            llvm::StringRef path,
-                                                            c10::Device device, unsigned runs,
-                                                            AnalysisManager &analyses) {
+absl::StatusOr<const ProfileResult *>
+profileForAttribution(ImportedModel &model, llvm::StringRef path, c10::Device device, unsigned runs,
+                      AnalysisManager &analyses, std::function<absl::Status(unsigned)> beforeRun) {
   const Graph &graph = *model.graph;
   ModelRunOptions options;
   options.device = device;
@@ -30,6 +29,7 @@ absl::StatusOr<const ProfileResult *> profileForAttribution(ImportedModel &model
       [context = *context]() -> absl::StatusOr<ExecutionContext> { return context; });
   ProfileAnalysis::Options popts;
   popts.runs = runs;
+  popts.beforeRun = std::move(beforeRun);
   auto result = analyses.getResult<ProfileAnalysis>(graph, popts);
   if (!result.ok())
     return absl::Status(result.status().code(),

@@ -24,17 +24,19 @@
 
 #include <llvm/Support/raw_ostream.h>
 
+#include <functional>
 #include <set>
 #include <string>
 
 namespace graphopt {
 
 /// The model's profile for attribution (warm-up, then `runs` measured runs),
-/// kept by `analyses`; an error names `path`.
-absl::StatusOr<const ProfileResult *> profileForAttribution(ImportedModel &model,
-                                                            llvm::StringRef path,
-                                                            c10::Device device, unsigned runs,
-                                                            AnalysisManager &analyses);
+/// kept by `analyses`; an error names `path`. `beforeRun`, if set, is called
+/// before each measured run (ProfileAnalysis::Options::beforeRun).
+absl::StatusOr<const ProfileResult *>
+profileForAttribution(ImportedModel &model, llvm::StringRef path, c10::Device device, unsigned runs,
+                      AnalysisManager &analyses,
+                      std::function<absl::Status(unsigned)> beforeRun = nullptr);
 
 struct FillOptions {
   double target = 0.9;          ///< the accurate share to reach

@@ -372,8 +372,10 @@ int attribute() {
   const Graph &graph = *imported->graph;
 
   // The machine's speed now against the database's (SpeedCalibration.h): the
-  // measurements the step's predictions rest on, timed before and after the
-  // profile, which they bracket.
+  // measurements the step's predictions rest on, timed before each of the
+  // profile's runs, interleaved with them (a shared host's speed moves within
+  // seconds; probes timed only before and after the profile missed it by as
+  // much as 1.45x against 1.0x), or once without a profile.
   std::optional<SpeedCalibration> speed;
   OperatorTimingOptions timing;
   timing.device = *device;
@@ -382,8 +384,10 @@ int attribute() {
         << dbPath << ": not calibrated: " << std::string(why.message()) << "\n";
     speed.reset();
   };
-  auto retime = [&] {
-    if (absl::Status st = speed->retime(timing); !st.ok())
+  auto retime = [&](const OperatorTimingOptions &how) {
+    if (!speed)
+      return;
+    if (absl::Status st = speed->retime(how); !st.ok())
       notCalibrated(st);
   };
   if (calibrateProbes > 0) {
@@ -391,23 +395,32 @@ int attribute() {
                                                 calibrateProbes);
     if (!picked.ok())
       picked = SpeedCalibration::pick(*model, calibrateProbes);
-    if (picked.ok()) {
+    if (picked.ok())
       speed = std::move(*picked);
-      retime();
-    } else {
+    else
       notCalibrated(picked.status());
-    }
   }
   const ProfileResult *profile = nullptr;
   AnalysisManager analyses;
   if (!noProfile) {
-    auto result =
-        profileForAttribution(*imported, attributeInput, *device, profileRuns, analyses);
+    // Between runs, each probe timed briefly: the runs give it many timings.
+    OperatorTimingOptions brief = timing;
+    brief.warmupRuns = 1;
+    brief.minRuns = 2;
+    brief.minSeconds = 0.005;
+    std::function<absl::Status(unsigned)> beforeRun;
+    if (speed)
+      beforeRun = [&](unsigned) {
+        retime(brief);
+        return absl::OkStatus();
+      };
+    auto result = profileForAttribution(*imported, attributeInput, *device, profileRuns, analyses,
+                                        std::move(beforeRun));
     if (!result.ok())
       return fail(std::string(result.status().message()));
     profile = *result;
-    if (speed)
-      retime();
+  } else {
+    retime(timing);
   }
   if (speed)
     model->setSpeed(speed->factor());

@@ -350,3 +350,36 @@ TEST_P(ProfileZooTest, ProfilesOnCudaWhenAGpuIsPresent) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ProfileZooTest, testing::ValuesIn(zooArchives({"train"})),
                          ArchiveName());
+
+// beforeRun is called once before each measured run, in order, never before
+// a warm-up run; an error from it stops the profile and is what it returns.
+TEST(ProfileTest, BeforeRunIsCalledBeforeEachMeasuredRunAndItsErrorStopsTheProfile) {
+  ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
+  auto model = importPt2(zooDir() + "/mlp-train.pt2");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  ExecutionContext context;
+  context.weights = &model->weights;
+  context.inputs = model->exampleInputs;
+
+  std::vector<unsigned> calls;
+  ProfileAnalysis::Options options{2, 3};
+  options.beforeRun = [&](unsigned run) {
+    calls.push_back(run);
+    return absl::OkStatus();
+  };
+  AnalysisManager analyses;
+  analyses.setExecutionContext(context);
+  auto r = analyses.getResult<ProfileAnalysis>(*model->graph, options);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(calls, (std::vector<unsigned>{0, 1, 2}));
+
+  options.beforeRun = [](unsigned run) {
+    return run == 1 ? absl::CancelledError("stopped at run 1") : absl::OkStatus();
+  };
+  AnalysisManager again;
+  again.setExecutionContext(context);
+  r = again.getResult<ProfileAnalysis>(*model->graph, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("stopped at run 1"), std::string::npos)
+      << r.status().message();
+}

@@ -23,6 +23,7 @@
 
 #include <array>
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace graphopt {
@@ -134,6 +135,11 @@ struct ProfileAnalysis {
   struct Options {
     unsigned warmup = 1;
     unsigned runs = 5;
+    /// Called before each measured run, outside its timing (a calibration
+    /// that must see the machine as the runs do: SpeedCalibration.h). Not
+    /// part of the cache key: whoever sets it wants its calls, so asks an
+    /// AnalysisManager that has no profile yet.
+    std::function<absl::Status(unsigned run)> beforeRun;
     std::string cacheKey() const;
   };
   /// Runs the graph with the AnalysisManager's execution context; depends on
