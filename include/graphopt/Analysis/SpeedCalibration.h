@@ -10,8 +10,9 @@
 // The calibration re-times some of the database's own configurations, its
 // probes, as `measure` times them, and compares them with their stored
 // medians: each probe's ratio is its time now (the geometric mean of its
-// timings, when timed more than once: before and after a profile, to bracket
-// it) over its stored median, and the factor is the weighted median of the
+// timings, when timed more than once: `attribute` times the probes before
+// each of the profile's runs, interleaved with them, since a shared host's
+// speed moves within seconds) over its stored median, and the factor is the weighted median of the
 // ratios, robust to a probe that happened to be noisy either time.
 // CostModel::setSpeed scales every prediction by it. The probes, for a step
 // (pickForStep): the measurements its predictions rest on that carry the
