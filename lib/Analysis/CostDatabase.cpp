@@ -507,8 +507,8 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
       double inStep = weighted / static_cast<double>(nodes);
       inStep_[e.key] = inStep;
       if (!e.implausible)
-        context_[e.op].push_back({std::log(std::max(e.work, 1.0)),
-                                  std::log(inStep / e.measured.medianSeconds)});
+        context_[e.op].push_back(
+            {std::log(std::max(e.work, 1.0)), inStep - e.measured.medianSeconds});
     }
   }
   for (auto &entry : context_)
@@ -593,27 +593,44 @@ const LearnedCost *CostModel::learned() const {
   return learned_.get();
 }
 
-double CostModel::contextFactor(llvm::StringRef op, double work) const {
+double CostModel::contextExtra(llvm::StringRef op, double work) const {
   auto it = context_.find(op);
   if (it == context_.end() || it->second.empty())
-    return 1;
+    return 0;
   // The operator's configurations timed both ways nearest in work: from where
-  // the query falls among them (sorted by work), outwards to the nearer side.
+  // the query falls among them (sorted by work), outwards to the nearer side;
+  // those more than kContextReach away are not extrapolated from. A median,
+  // not a mean: one configuration caught slow in its step (10-20x its
+  // isolated time, next to others at 1.2-3x) does not carry its neighbours.
+  // An extra, not a factor: a small kernel's in-step cost is mostly per call
+  // (threads woken, inputs not in cache), and scaling by a factor carried a
+  // 2 us reduction's 10x onto a 10 us one.
   const std::vector<ContextPoint> &points = it->second;
   double x = std::log(std::max(work, 1.0));
-  size_t k = std::min(kNeighbours, points.size());
+  size_t k = std::min(kContextPoints, points.size());
   size_t hi = static_cast<size_t>(
       std::lower_bound(points.begin(), points.end(), x,
                        [](const ContextPoint &p, double v) { return p.logWork < v; }) -
       points.begin());
   size_t lo = hi; // points[lo, hi) taken
-  double sum = 0;
+  std::vector<double> extras;
   while (hi - lo < k) {
     bool left = lo > 0 && (hi == points.size() ||
                            x - points[lo - 1].logWork <= points[hi].logWork - x);
-    sum += left ? points[--lo].logRatio : points[hi++].logRatio;
+    const ContextPoint &p = left ? points[--lo] : points[hi++];
+    if (std::fabs(p.logWork - x) <= std::log(kContextReach))
+      extras.push_back(p.extra);
   }
-  return std::exp(sum / static_cast<double>(k));
+  if (extras.empty())
+    return 0;
+  std::sort(extras.begin(), extras.end());
+  return extras[extras.size() / 2];
+}
+
+double CostModel::inStepOf(const OperatorConfig &config, double isolated) const {
+  if (contextMode_ == Context::None)
+    return isolated;
+  return std::max(isolated + contextExtra(config.op, config.work), isolated / 2);
 }
 
 CostModel::Prediction
@@ -703,8 +720,9 @@ CostModel::Prediction CostModel::inContext(const OperatorConfig &config) const {
   }
   Prediction p = isolated(config);
   if (p.how != How::Missing) {
-    p.context = contextOf(config);
-    p.seconds *= p.context;
+    double isolated = p.seconds;
+    p.seconds = inStepOf(config, isolated);
+    p.context = isolated > 0 ? p.seconds / isolated : 1;
     if (p.joules)
       *p.joules *= p.context;
   }

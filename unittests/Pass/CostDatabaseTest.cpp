@@ -452,7 +452,7 @@ TEST(CostModelTest, InStepTimesPredictTheirConfigurationAndCalibrateTheOperator)
     std::vector<CostEntry> out;
     out.push_back(entry(1, "aten::relu", "relu", {10}, 1e3, 1e-6));
     out.back().inStep = {{"a", 2e-6, 3}, {"b", 3e-6, 1}}; // weighted: 2.25e-6
-    out.push_back(entry(2, "aten::relu", "relu", {1000}, 1e6, 1e-4));
+    out.push_back(entry(2, "aten::relu", "relu", {40}, 4e3, 1e-4));
     out.push_back(entry(3, "aten::mm", "mm", {64, 64, 64, 64, 64, 64}, 1e6, 1e-3));
     return out;
   };
@@ -462,11 +462,12 @@ TEST(CostModelTest, InStepTimesPredictTheirConfigurationAndCalibrateTheOperator)
   EXPECT_DOUBLE_EQ(p.seconds, 2.25e-6);
   EXPECT_EQ(CostModel::howName(p.how), "in-step");
 
-  p = model.predict(query("aten::relu", "key2", "relu", {}, 1e6));
+  // Its in-step extra, 1.25 us, goes on relu's other configuration (4x its work).
+  p = model.predict(query("aten::relu", "key2", "relu", {}, 4e3));
   EXPECT_EQ(p.how, CostModel::How::Exact);
-  EXPECT_DOUBLE_EQ(p.context, 2.25);
-  EXPECT_DOUBLE_EQ(p.seconds, 1e-4 * 2.25);
-  EXPECT_DOUBLE_EQ(model.contextFactor("aten::relu", 5e5), 2.25);
+  EXPECT_DOUBLE_EQ(p.seconds, 1e-4 + 1.25e-6);
+  EXPECT_DOUBLE_EQ(p.context, (1e-4 + 1.25e-6) / 1e-4);
+  EXPECT_DOUBLE_EQ(model.contextExtra("aten::relu", 5e3), 1.25e-6);
 
   // No in-step time for mm: its isolated time stands.
   p = model.predict(query("aten::mm", "key3", "mm", {}, 1e6));
@@ -481,7 +482,7 @@ TEST(CostModelTest, InStepTimesPredictTheirConfigurationAndCalibrateTheOperator)
   p = withoutBoth.predict(query("aten::relu", "key1", "relu", {}, 0));
   EXPECT_EQ(p.how, CostModel::How::Exact);
   EXPECT_DOUBLE_EQ(p.seconds, 1e-6);
-  EXPECT_DOUBLE_EQ(withoutBoth.contextFactor("aten::relu", 1e3), 1);
+  EXPECT_DOUBLE_EQ(withoutBoth.contextExtra("aten::relu", 1e3), 0);
 }
 
 namespace {
@@ -582,21 +583,36 @@ TEST(CostModelTest, LearnedWhereNothingMeasuredIsNear) {
   EXPECT_NE(small.learnedUnavailable().find("at least 20"), std::string::npos);
 }
 
-// The context factor of a query is the geometric mean over the operator's
-// three configurations timed both ways nearest to it in work.
-TEST(CostModelTest, TheContextFactorComesFromTheThreeNearestInWork) {
+// The in-step extra of a query is the median of (in-step - isolated) over the
+// operator's five configurations timed both ways nearest to it in work, those
+// within 8x of it: one far slower in its step does not move it, and nothing
+// is extrapolated from configurations far away in work.
+TEST(CostModelTest, TheInStepExtraIsTheMedianOfTheNearestWithinReach) {
   std::vector<CostEntry> entries;
-  double works[] = {1e2, 1e3, 1e4, 1e5, 1e6};
-  double ratios[] = {8, 4, 2, 1, 1};
-  for (int i = 0; i < 5; ++i) {
+  double works[] = {1e3, 2e3, 4e3, 8e3, 16e3, 32e3, 1e6};
+  double extras[] = {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 600e-6, 100e-6};
+  for (int i = 0; i < 7; ++i) {
     entries.push_back(entry(i + 1, "aten::add", "add", {i + 1}, works[i], 1e-6));
-    entries.back().inStep = {{"m", 1e-6 * ratios[i], 1}};
+    entries.back().inStep = {{"m", 1e-6 + extras[i], 1}};
   }
   CostModel model(std::move(entries));
-  EXPECT_NEAR(model.contextFactor("aten::add", 1), std::cbrt(8.0 * 4 * 2), 1e-9);
-  EXPECT_NEAR(model.contextFactor("aten::add", 3e4), std::cbrt(2.0 * 1 * 4), 1e-9);
-  EXPECT_NEAR(model.contextFactor("aten::add", 1e9), 1.0 * std::cbrt(2.0), 1e-9);
-  EXPECT_DOUBLE_EQ(model.contextFactor("aten::mul", 1e3), 1);
+  // 8e3: 8e3, 4e3, 16e3, 2e3, 32e3 (600 us, an outlier): the median, 4 us.
+  EXPECT_NEAR(model.contextExtra("aten::add", 8e3), 4e-6, 1e-12);
+  // 1.1e3: its five nearest, 1e3 to 16e3, 16e3 beyond reach: the upper median of four.
+  EXPECT_NEAR(model.contextExtra("aten::add", 1.1e3), 3e-6, 1e-12);
+  // 1e6: only itself within 8x.
+  EXPECT_NEAR(model.contextExtra("aten::add", 1e6), 100e-6, 1e-12);
+  // Beyond every configuration's reach, or an operator never timed in a step: none.
+  EXPECT_DOUBLE_EQ(model.contextExtra("aten::add", 1e9), 0);
+  EXPECT_DOUBLE_EQ(model.contextExtra("aten::mul", 1e3), 0);
+
+  // A negative extra (faster in the step) takes a prediction down to half at most.
+  std::vector<CostEntry> faster;
+  faster.push_back(entry(1, "aten::add", "add", {1}, 1e3, 10e-6));
+  faster.back().inStep = {{"m", 1e-6, 1}};
+  faster.push_back(entry(2, "aten::add", "add", {2}, 2e3, 4e-6));
+  CostModel down(std::move(faster));
+  EXPECT_NEAR(down.predict(query("aten::add", "key2", "add", {}, 2e3)).seconds, 2e-6, 1e-12);
 }
 
 namespace {

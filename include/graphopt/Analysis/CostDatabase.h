@@ -36,10 +36,10 @@
 // machine's measurements (LearnedCost.h) predicts it, when there are enough
 // to train on. Where in-step times exist (sources not left
 // out), a configuration timed in a step is predicted by that time; any other
-// prediction is scaled by the in-step context of its operator: the geometric
-// mean of in-step over isolated time of the operator's three configurations
-// with both nearest in work (small memory-bound kernels run slower inside a
-// step than alone, large ones alike).
+// prediction gains the in-step extra of its operator: the median of (in-step
+// minus isolated time) over the operator's five configurations timed both
+// ways nearest in work, those within 8x of it (small kernels run slower
+// inside a step than alone, by a per-call cost more than a factor).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -175,7 +175,7 @@ public:
     double seconds = 0;
     std::optional<double> joules;
     const CostEntry *nearest = nullptr; ///< the entry it rests on most
-    /// The in-step context factor the isolated prediction was scaled by (1:
+    /// How many times the isolated prediction the in-step extra made it (1:
     /// none known for the operator, or an in-step time itself).
     double context = 1;
   };
@@ -191,9 +191,13 @@ public:
   CostModel(CostModel &&);
 
   Prediction predict(const OperatorConfig &config) const;
-  /// The in-step context of `op` at `work` (see the file comment); 1 when the
-  /// operator has no configuration timed both ways.
-  double contextFactor(llvm::StringRef op, double work) const;
+  /// The in-step extra of `op` at `work` in seconds (see the file comment;
+  /// the upper median of an even count; negative where the operator ran
+  /// faster in the step); 0 when none of its configurations timed both ways
+  /// is within kContextReach of `work`.
+  double contextExtra(llvm::StringRef op, double work) const;
+  static constexpr size_t kContextPoints = 5;
+  static constexpr double kContextReach = 8;
   /// The measurements it predicts from (after exclusion).
   size_t size() const { return entries_.size(); }
   /// Measurements judged implausible: more than kImplausible times slower
@@ -205,15 +209,14 @@ public:
   static constexpr double kImplausible = 10;
   const std::vector<CostEntry> &entries() const { return entries_; }
   /// How an isolated prediction is brought into the step: Nearest, by the
-  /// operator's nearest configurations timed both ways (contextFactor; the
+  /// operator's nearest configurations timed both ways (contextExtra; the
   /// default); None, not at all (the isolated times as they are; in-step
   /// times of the configuration itself are still used).
   enum class Context { Nearest, None };
   void setContext(Context c) { contextMode_ = c; }
-  /// The factor `config`'s isolated prediction is scaled by, as set.
-  double contextOf(const OperatorConfig &config) const {
-    return contextMode_ == Context::None ? 1 : contextFactor(config.op, config.work);
-  }
+  /// `isolated` seconds of `config` brought into the step, as set: plus its
+  /// operator's in-step extra, never under half of `isolated`.
+  double inStepOf(const OperatorConfig &config, double isolated) const;
   /// Scales every predicted time by `factor`: how much slower the machine
   /// runs now than when the database was measured (SpeedCalibration.h; 1 by
   /// default). Joules are not scaled: a host slowed by its neighbours says
@@ -249,7 +252,7 @@ private:
                                                       candidates,
                     How how) const;
   struct ContextPoint {
-    double logWork, logRatio; ///< log(in-step / isolated)
+    double logWork, extra; ///< in-step minus isolated seconds
   };
   std::vector<CostEntry> entries_;
   std::vector<const CostEntry *> implausible_;
