@@ -27,9 +27,11 @@
 // CostModel predicts from the measurements of one machine: the configuration
 // itself when measured; else from the three measured configurations of its
 // family nearest in log-sizes, along the work: t = floor + work / rate, the
-// floor the operator's fastest call, the rate (work per second past the
-// floor) interpolated in log work between those configurations, or the
-// nearest one's beyond them; else the same from the operator's
+// floor the operator's fastest call, the rate the work per second past the
+// floor; for a memory-bound operator interpolated in log work between those
+// configurations, or the nearest one's beyond them; for a compute-bound one,
+// whose work is its roofline work (rooflineWork), the neighbours' rates
+// weighted by nearness in sizes and work; else the same from the operator's
 // configurations nearest in work; else nothing, and the caller falls back to
 // the FLOP model and says so. Between the last two: where the operator was
 // never measured, or only at work more than 4x away, a model learned from the
