@@ -22,8 +22,8 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <array>
-#include <string>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace graphopt {
