@@ -668,17 +668,15 @@ CostModel::scaled(const OperatorConfig &config,
     // at the rate of one of 8 rows and twice its weight, 2.5x too slow.
     // A neighbour whose time is nearly all the fixed cost says nothing of a
     // rate (the operator's fastest call has none): left out while another is there.
+    bool anyBusy = std::any_of(points.begin(), points.end(),
+                               [](const Point &pt) { return pt.busyShare >= kBusyShare; });
     double weights = 0, logRate = 0;
-    for (bool anyBusy : {true, false}) {
-      for (const Point &pt : points)
-        if (!anyBusy || pt.busyShare >= kBusyShare) {
-          double w = 1 / (0.5 + pt.distance + std::fabs(x - pt.logWork) / std::log(2.0));
-          weights += w;
-          logRate += w * std::log(pt.rate);
-        }
-      if (weights > 0)
-        break;
-    }
+    for (const Point &pt : points)
+      if (!anyBusy || pt.busyShare >= kBusyShare) {
+        double w = 1 / (0.5 + pt.distance + std::fabs(x - pt.logWork) / std::log(2.0));
+        weights += w;
+        logRate += w * std::log(pt.rate);
+      }
     rate = std::exp(logRate / weights);
   } else if (x >= points.back().logWork) {
     // A memory-bound kernel's rate along its bytes: interpolated between the

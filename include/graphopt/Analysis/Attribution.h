@@ -41,7 +41,7 @@ struct NodeAttribution {
   /// The measurement its prediction rests on most (CostModel::Prediction::nearest).
   const CostEntry *nearest = nullptr;
   double work = 0;    ///< its configuration's work (OperatorConfig::work)
-  double context = 1; ///< the in-step context factor it was scaled by (Prediction::context)
+  double context = 1; ///< its in-step over its isolated prediction (Prediction::context)
 
   /// Predicted, measured, and the prediction within `tolerance` of the
   /// measurement (|predicted - measured| <= tolerance * measured).
@@ -95,7 +95,7 @@ StepAttribution attributeStep(const Graph &graph, const CostModel &model,
 void printAttribution(llvm::raw_ostream &os, const StepAttribution &a);
 /// Per node, CSV: rank, node, operator, how, predicted_s, predicted_j, measured_s, note,
 /// predicted_over_measured (empty without a prediction or a measurement), work, context
-/// (the in-step context factor), speed (the calibration's factor): for a node not
+/// (in-step over isolated prediction), speed (the calibration's factor): for a node not
 /// predicted by its own in-step time, predicted_s over context and speed is what the
 /// database predicts it alone.
 std::string attributionCsv(const StepAttribution &a);

@@ -139,7 +139,7 @@ struct ProfileAnalysis {
     /// that must see the machine as the runs do: SpeedCalibration.h). Not
     /// part of the cache key: whoever sets it wants its calls, so asks an
     /// AnalysisManager that has no profile yet.
-    std::function<absl::Status(unsigned run)> beforeRun;
+    std::function<absl::Status(unsigned run)> beforeRun = nullptr;
     std::string cacheKey() const;
   };
   /// Runs the graph with the AnalysisManager's execution context; depends on

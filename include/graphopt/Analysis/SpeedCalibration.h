@@ -12,8 +12,8 @@
 // medians: each probe's ratio is its time now (the geometric mean of its
 // timings, when timed more than once: `attribute` times the probes before
 // each of the profile's runs, interleaved with them, since a shared host's
-// speed moves within seconds) over its stored median, and the factor is the weighted median of the
-// ratios, robust to a probe that happened to be noisy either time.
+// speed moves within seconds) over its stored median, and the factor is the
+// weighted median of the ratios, robust to a probe that happened to be noisy either time.
 // CostModel::setSpeed scales every prediction by it. The probes, for a step
 // (pickForStep): the measurements its predictions rest on that carry the
 // most predicted time, each weighted by that time, so the configurations
