@@ -21,6 +21,12 @@ import torch  # noqa: F401  (loads LibTorch and torch's Python bindings first)
 _bundled_solver = os.path.join(os.path.dirname(__file__), "bin", "graph-opt-milp")
 if os.path.isfile(_bundled_solver):
     os.environ.setdefault("GRAPHOPT_MILP_SOLVER", _bundled_solver)
+# And the HTML report's script, which it draws with this interpreter (matplotlib: the wheel's
+# `report` extra).
+_bundled_report = os.path.join(os.path.dirname(__file__), "make_report.py")
+if os.path.isfile(_bundled_report):
+    os.environ.setdefault("GRAPHOPT_REPORT_SCRIPT", _bundled_report)
+    os.environ.setdefault("GRAPHOPT_REPORT_PYTHON", sys.executable)
 # checkpoint{planner=torch} runs torch's partitioner in `python -m graph_opt.knapsack`: from
 # Python, in this interpreter's program with this package (the driver uses the build's).
 os.environ.setdefault("GRAPHOPT_PYTHON", sys.executable)
@@ -39,11 +45,11 @@ from .export import export_inference, export_training_step
 from .fx import from_fx, to_exported_program, to_fx
 
 # Loaded on first use (__getattr__ below).
-_LAZY = {"auto_checkpoint": "eager"}
+_LAZY = {"auto_checkpoint": "eager", "profile": "model_profile", "ProfileReport": "model_profile"}
 
 __all__ = ["Error", "Graph", "auto_checkpoint", "backend", "compile", "execute", "export_inference",
            "export_training_step", "from_fx",
-           "partitioner", "profiler", "run_pipeline", "to_exported_program", "to_fx",
+           "partitioner", "profile", "ProfileReport", "profiler", "run_pipeline", "to_exported_program", "to_fx",
            "verify_rewrite"]
 
 # Reports a pass writes beside its JSON that are not data to load (a Chrome trace; on a rank

@@ -92,13 +92,31 @@ def is_backward_op(op):
     return base.endswith(("_backward", "_backward_data"))
 
 
+def _forward_decompositions_that_break_backward():
+    """Core ATen decompositions of forward operators whose results differ from the operator's
+    where its fused backward reads them. AOTAutograd differentiates the operator with its own
+    derivative formula and traces only its forward through the decomposition, so the backward
+    is fed what the decomposition returns."""
+    aten = torch.ops.aten
+    return {
+        # torch 2.11's decomposition returns the attention weights [N, H, L, S] as its second
+        # result, where the operator returns the logsumexp [N, H, L] that
+        # _scaled_dot_product_flash_attention_for_cpu_backward reads: every gradient through
+        # the attention came out wrong, silently (a Hugging Face T5's, whose relative
+        # position bias is SDPA's attn_mask).
+        aten._scaled_dot_product_flash_attention_for_cpu.default,
+    }
+
+
 def backward_decompositions(decompose_backward=False):
     """The decomposition table of the joint export: core ATen, without the backward
-    operators' own decompositions unless ``decompose_backward``."""
+    operators' own decompositions unless ``decompose_backward``, and without those of
+    ``_forward_decompositions_that_break_backward``."""
     from torch._decomp import core_aten_decompositions
-    table = core_aten_decompositions()
+    broken = _forward_decompositions_that_break_backward()
+    table = {op: fn for op, fn in core_aten_decompositions().items() if op not in broken}
     if decompose_backward:
-        return dict(table)
+        return table
     return {op: fn for op, fn in table.items() if not is_backward_op(op)}
 
 

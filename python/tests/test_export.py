@@ -189,3 +189,34 @@ def test_a_layout_torch_declares_wrongly_is_corrected_and_verifies(tmp_path):
     optimized = g.clone()
     graph_opt.run_pipeline(optimized, "repeat{cse,canonicalize,dce},reinplace")
     graph_opt.verify_rewrite(g, optimized, bitwise=True, check=True)
+
+
+def test_a_hugging_face_t5_exports_and_its_gradients_match_eager(tmp_path):
+    """transformers' T5ForConditionalGeneration (from its config) makes tensors while tracing
+    (its relative position buckets): export_training_step lifts them to the program's
+    constants, which torch.export's verifier had refused ("Invalid get_attr type ... on target
+    _tensor_constant0"); the step's gradients are eager's."""
+    from transformers import T5Config, T5ForConditionalGeneration
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=64, d_model=16, d_kv=4, d_ff=32, num_layers=1,
+                      num_decoder_layers=1, num_heads=2, dropout_rate=0.0,
+                      decoder_start_token_id=0, pad_token_id=0)
+    model = T5ForConditionalGeneration(config)
+    ids, labels = torch.randint(1, 64, (2, 6)), torch.randint(1, 64, (2, 4))
+
+    def loss_fn(m, ids, labels):
+        return m(input_ids=ids, labels=labels).loss
+
+    path = tmp_path / "t5.pt2"
+    graph_opt.export_training_step(model, loss_fn, (ids, labels), str(path))
+    g = graph_opt.Graph.load(str(path))
+    assert " constant " in g.print(), "T5's traced tensors are lifted constants"
+    gradients = {o["target"]: i for i, o in enumerate(g.outputs) if o["role"] == "gradient"}
+    loss_fn(model, ids, labels).backward()
+    ours = graph_opt.execute(g, inputs=[ids, labels])
+    # A gradient per parameter storage, named by one of its tied names (`shared` is read
+    # through the encoder's and the decoder's embeddings).
+    assert len(gradients) == len(list(model.parameters()))
+    for target, i in gradients.items():
+        p = model.get_parameter(target[len("model."):])
+        assert torch.allclose(ours[i], p.grad, rtol=1e-4, atol=1e-5), target

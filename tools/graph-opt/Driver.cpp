@@ -42,6 +42,7 @@
 
 #include <ATen/Context.h>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <unistd.h>
 #include <llvm/Support/Format.h>
@@ -281,8 +282,16 @@ int runDriver(int argc, char **argv);
 
 } // namespace
 
-const char *graphopt::reportPython() { return GRAPHOPT_REPORT_PYTHON; }
-const char *graphopt::reportScript() { return GRAPHOPT_REPORT_SCRIPT; }
+// The build's, unless the environment names others: an installed package
+// (graph_opt/__init__.py) has its own script and the interpreter it runs in.
+const char *graphopt::reportPython() {
+  const char *env = std::getenv("GRAPHOPT_REPORT_PYTHON");
+  return env && *env ? env : GRAPHOPT_REPORT_PYTHON;
+}
+const char *graphopt::reportScript() {
+  const char *env = std::getenv("GRAPHOPT_REPORT_SCRIPT");
+  return env && *env ? env : GRAPHOPT_REPORT_SCRIPT;
+}
 
 int graphopt::driverMain(int argc, char **argv) {
   // Where a GPU may be, LibTorch's CUDA backend is loaded before anything

@@ -10,7 +10,8 @@ namespace graphopt {
 int driverMain(int argc, char **argv);
 
 /// The interpreter and script that draw report.html from a profile
-/// (tools/report/make_report.py, with the project's Python: matplotlib).
+/// (tools/report/make_report.py, with the project's Python: matplotlib);
+/// $GRAPHOPT_REPORT_PYTHON and $GRAPHOPT_REPORT_SCRIPT name others.
 const char *reportPython();
 const char *reportScript();
 

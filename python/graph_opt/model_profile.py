@@ -1,0 +1,121 @@
+"""graph_opt.profile: a user's model profiled in three lines (docs/Python.md).
+
+    import graph_opt
+    report = graph_opt.profile(model, (images, labels), loss_fn=F.cross_entropy)
+    print(report)                    # step time, peak memory, time by module
+
+The training step is exported (graph_opt.export_training_step), run by graph-opt's profile
+pass (per-node medians of several runs, memory, activation metrics: docs/Profiling.md), and
+returned as a ProfileReport; with ``html=PATH`` the HTML report is drawn there too.
+"""
+import os
+import subprocess
+import tempfile
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+class ProfileReport:
+    """What the profile pass measured: ``step_time_s``, ``peak_bytes``, ``nodes`` (one dict
+    per node: ``node_name``, ``op``, ``module``, ``gtype`` (phase), ``median_run_time_s``,
+    ...), ``modules`` (time by module, slowest first), ``profile`` (the whole profile.json),
+    ``html`` (the report's path, or None). ``str(report)`` is the table."""
+
+    def __init__(self, profile, html=None):
+        self.profile = profile
+        self.html = html
+        self.step_time_s = profile["step_time_s"]
+        self.peak_bytes = profile["peak_bytes"]
+        self.nodes = profile["nodes"]
+        self.modules = self._time_by_module()
+
+    def _time_by_module(self):
+        """[{"module", "nodes", "time_s", "share", "forward_s", "backward_s", "optimizer_s"}],
+        slowest first; a node with no module path counts under "(no module)"."""
+        groups = {}
+        for n in self.nodes:
+            g = groups.setdefault(n["module"] or "(no module)",
+                                  {"nodes": 0, **{p: 0.0 for p in PHASES}})
+            g["nodes"] += 1
+            g[n["gtype"]] = g.get(n["gtype"], 0.0) + n["median_run_time_s"]
+        total = sum(sum(g[p] for p in PHASES) for g in groups.values()) or 1.0
+        rows = []
+        for name, g in groups.items():
+            t = sum(g[p] for p in PHASES)
+            rows.append({"module": name, "nodes": g["nodes"], "time_s": t, "share": t / total,
+                         **{f"{p}_s": g[p] for p in PHASES}})
+        return sorted(rows, key=lambda r: (-r["time_s"], r["module"]))
+
+    def table(self, top=15):
+        lines = [f"step {self.step_time_s * 1e3:.2f} ms (median of the profiled runs), peak "
+                 f"{self.peak_bytes / 2**20:.1f} MiB, {len(self.nodes)} nodes",
+                 f"{'module':<40} {'nodes':>6} {'ms':>9} {'share':>7} {'forward':>9} "
+                 f"{'backward':>9}"]
+        for r in self.modules[:top]:
+            lines.append(f"{r['module'][:40]:<40} {r['nodes']:>6} {r['time_s'] * 1e3:>9.3f} "
+                         f"{100 * r['share']:>6.1f}% {r['forward_s'] * 1e3:>9.3f} "
+                         f"{r['backward_s'] * 1e3:>9.3f}")
+        if len(self.modules) > top:
+            lines.append(f"({len(self.modules) - top} more modules)")
+        if self.html:
+            lines.append(f"report: {self.html}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+    def __repr__(self):
+        return (f"<graph_opt.ProfileReport step {self.step_time_s * 1e3:.2f} ms, peak "
+                f"{self.peak_bytes / 2**20:.1f} MiB, {len(self.modules)} modules>")
+
+
+def _draw_html(report_dir, html):
+    """report.html from report_dir's profile, moved to ``html`` (written whole or not at all)."""
+    from . import Error, _C
+    python, script = _C._report_tools()
+    for needed in (python, script):
+        if not os.path.exists(needed):
+            raise Error(f"profile: cannot draw {html}: {needed} is missing")
+    drawn = subprocess.run([python, script, report_dir], capture_output=True, text=True)
+    if drawn.returncode != 0:
+        raise Error(f"profile: drawing {html} failed: {drawn.stderr.strip()}")
+    target = os.path.abspath(os.fspath(html))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.replace(os.path.join(report_dir, "report.html"), target)
+    return target
+
+
+def profile(model, example_inputs, loss_fn=None, html=None, runs=5, warmup=1):
+    """Exports ``model``'s training step on ``example_inputs`` (a tuple), profiles it and
+    returns a ProfileReport.
+
+    ``loss_fn``: ``loss_fn(output, *targets)`` with the model called on the first input and
+    the rest its targets (``F.cross_entropy``), or None when the model returns the loss
+    itself from all the inputs. ``html``: where to write the HTML report (needs matplotlib,
+    the wheel's ``report`` extra). ``runs``/``warmup``: the profile pass's measured and
+    warm-up steps. Errors are graph_opt.Error."""
+    from . import Error, Graph, run_pipeline
+    from .export import export_training_step
+    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) \
+        else (example_inputs,)
+    if loss_fn is None:
+        def step_loss(m, *xs):
+            return m(*xs)
+    else:
+        if not inputs:
+            raise Error("profile: loss_fn needs the model's input and its targets in "
+                        "example_inputs")
+
+        def step_loss(m, x, *targets):
+            return loss_fn(m(x), *targets)
+    with tempfile.TemporaryDirectory(prefix="graph-opt-profile-") as tmp:
+        step = os.path.join(tmp, "step.pt2")
+        export_training_step(model, step_loss, inputs, step)
+        graph = Graph.load(step)
+        reports = os.path.join(tmp, "reports")
+        result = run_pipeline(graph, f"profile{{warmup={int(warmup)},runs={int(runs)}}}",
+                              report_dir=reports)
+        data = result["reports"].get("profile")
+        if data is None:
+            raise Error("profile: the profile pass wrote no profile.json")
+        return ProfileReport(data, _draw_html(reports, html) if html is not None else None)
