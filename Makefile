@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -70,6 +70,17 @@ check-install: setup
 	@$(CHECK_INSTALL_DIR)/venv/bin/pip install -q "scikit-build-core>=0.10"
 	@env -u PYTHONPATH $(CHECK_INSTALL_DIR)/venv/bin/pip install --no-build-isolation --no-index .
 	@cd $(CHECK_INSTALL_DIR) && env -u PYTHONPATH venv/bin/python $(CURDIR)/python/tests/check_install.py $(CURDIR)/examples/mlp_train_step.gir
+
+# The wheel: dist/graph_opt-<version>-cp311-cp311-manylinux_<glibc>_x86_64.whl, built by pip
+# from the project venv (scikit-build-core, in build/pip like check-install) and repaired by
+# auditwheel so that it carries every shared library it needs beyond torch's
+# (scripts/wheel.sh, docs/Python.md). check-wheel installs it into a fresh venv that has only
+# the project's torch and checks it from outside the checkout (scripts/check-wheel.sh).
+wheel: setup
+	@BUILD_DIR=$(BUILD_DIR) scripts/wheel.sh
+
+check-wheel: wheel
+	@BUILD_DIR=$(BUILD_DIR) scripts/check-wheel.sh
 
 # The default model: a ResNet-18 joint training step (full width, batch 4, 64x64 images),
 # exported once into the build tree and re-exported only when the exporter changes.

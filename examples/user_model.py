@@ -1,4 +1,5 @@
-"""A model of one's own, for `python -m graph_opt export examples.user_model:training_step`.
+"""A model of one's own, for `python -m graph_opt export examples.user_model:training_step`,
+or profiled in three lines by running this file (graph_opt.profile).
 
 docs/Importing.md starts from it: export the training step, then profile it with graph-opt.
 """
@@ -27,3 +28,14 @@ def training_step():
     """(model, loss_fn, example_inputs): what graph_opt.export_training_step takes."""
     torch.manual_seed(0)
     return SmallConvNet(), loss_fn, (torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,)))
+
+
+if __name__ == "__main__":
+    # The three-line profile (docs/Python.md): python examples/user_model.py [report.html]
+    import sys
+
+    import graph_opt
+    model, _, (images, labels) = training_step()
+    report = graph_opt.profile(model, (images, labels), loss_fn=F.cross_entropy,
+                               html=sys.argv[1] if len(sys.argv) > 1 else None)
+    print(report)

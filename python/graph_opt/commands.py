@@ -16,11 +16,22 @@ def graph_opt():
     sys.exit(driver.main(sys.argv[1:]))
 
 
-def _torch_library_dir():
-    """torch's lib/: a bundled program linked against LibTorch finds its libraries there (the
-    wheel carries none of them; torch's libc10_cuda finds the CUDA runtime itself)."""
+def torch_library_path():
+    """The directories of the shared libraries `import torch` loaded from its installation
+    (torch/lib, and its nvidia packages' CUDA runtime on a CUDA build), in load order: what a
+    bundled program linked against LibTorch needs on the loader's path, since the wheel
+    carries none of them (scripts/wheel.sh excludes them)."""
     import torch
-    return os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "lib")
+    site = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__)))
+    dirs = [os.path.join(site, "torch", "lib")]
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if path.startswith(site + os.sep) and ".so" in os.path.basename(path):
+                folder = os.path.dirname(path)
+                if folder not in dirs:
+                    dirs.append(folder)
+    return dirs
 
 
 def bundled_program(name):
@@ -37,6 +48,6 @@ def bundled_program(name):
 def graph_opt_costdb():
     path = bundled_program("graph-opt-costdb")
     env = dict(os.environ)
-    dirs = [_torch_library_dir()] + [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
+    dirs = torch_library_path() + [d for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     env["LD_LIBRARY_PATH"] = os.pathsep.join(dirs)
     os.execve(path, [path] + sys.argv[1:], env)
