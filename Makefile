@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -95,6 +95,12 @@ $(DEMO_MODEL): tools/export/export_model.py python/graph_opt/export.py Makefile 
 	@echo "demo: exporting ResNet-18 (joint training step, batch 96, 64x64) with torch.export, once"
 	@$(VENV)/bin/python tools/export/export_model.py --model resnet18 --mode train \
 	  --batch 96 --image-size 64 -o $@
+
+# Every shell block of README.md and docs/ run as written, or skipped with its reason
+# (scripts/check-docs.py: a <!-- docs-check: run|skip --> marker above each); the README's
+# examples read the demo's model, exported here if need be.
+check-docs: build $(DEMO_MODEL)
+	@$(VENV)/bin/python scripts/check-docs.py --build $(BUILD_DIR)
 
 # Redundant-op elimination to a fixpoint (what it merged, folded and removed: --pass-stats),
 # summary, liveness (simulated peak with the operators' scratch memory measured, breakdown,

@@ -26,6 +26,7 @@ steps=(
   "distributed|every two-rank test (make test-distributed)|$make --no-print-directory test-distributed"
   "roundtrip|the zoo through .pt2 and back (make check-roundtrip)|$make --no-print-directory check-roundtrip"
   "install|pip install into a fresh venv, used from outside the checkout (make check-install)|$make --no-print-directory check-install"
+  "docs|every shell block of README.md and docs/ run as written, or skipped with a reason (make check-docs)|$make --no-print-directory check-docs"
   "wheel|the wheel with the libraries it links (make wheel), installed into a fresh venv and checked from outside the checkout: ldd, the console commands, graph_opt.profile (make check-wheel)|$make --no-print-directory check-wheel"
   "fuzz|each fuzz harness, briefly, standalone driver (make fuzz-smoke)|$make --no-print-directory fuzz-smoke FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-45} FUZZ_PASS_RUNS=${CHECK_FUZZ_PASS_RUNS:-1000}"
 )

@@ -488,30 +488,93 @@ absl::StatusOr<VerificationReport> verifyRewrite(const Graph &original, const Gr
   return report;
 }
 
-void VerificationReport::print(llvm::raw_ostream &os) const {
+namespace {
+
+void printComparison(llvm::raw_ostream &os, const OutputComparison &c, size_t width) {
+  os << "  " << (c.passed ? "PASS" : "FAIL") << "  " << llvm::left_justify(c.label, width);
+  if (!c.problem.empty()) {
+    os << "  " << c.problem << " (" << c.originalValue << " vs " << c.rewrittenValue << ")\n";
+    return;
+  }
+  if (c.bitwise)
+    os << llvm::format("  max abs %.3g  max rel %.3g  (bitwise)\n", c.maxAbsError, c.maxRelError);
+  else if (c.spread > 0)
+    os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g: the original "
+                       "varies by up to %.3g from run to run)\n",
+                       c.maxAbsError, c.maxRelError, c.tolerance.rtol, c.tolerance.atol, c.spread);
+  else
+    os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g)\n", c.maxAbsError,
+                       c.maxRelError, c.tolerance.rtol, c.tolerance.atol);
+}
+
+/// What kind of result a label names: its first word ("loss", "gradient",
+/// "user_output"), and "state" for an input the step writes.
+std::string kindOf(llvm::StringRef label) {
+  if (label.endswith(" after the step"))
+    return "state";
+  return label.split(' ').first.str();
+}
+
+/// One line for all the results: how many of each kind, how they were
+/// compared, and the one furthest off (by relative error, then absolute).
+void printSummary(llvm::raw_ostream &os, llvm::ArrayRef<OutputComparison> outputs) {
+  std::map<std::string, size_t> kinds;
+  size_t bitwise = 0, failed = 0;
+  std::set<std::pair<double, double>> tolerances;
+  const OutputComparison *worst = nullptr;
+  for (const OutputComparison &c : outputs) {
+    ++kinds[kindOf(c.label)];
+    failed += !c.passed;
+    if (c.bitwise)
+      ++bitwise;
+    else
+      tolerances.insert({c.tolerance.rtol, c.tolerance.atol});
+    if (!worst || std::make_pair(c.maxRelError, c.maxAbsError) >
+                      std::make_pair(worst->maxRelError, worst->maxAbsError))
+      worst = &c;
+  }
+  os << "  " << outputs.size() << " results compared (";
+  bool first = true;
+  for (const auto &[kind, n] : kinds) {
+    os << (first ? "" : ", ") << n << " " << kind;
+    first = false;
+  }
+  os << "): ";
+  if (failed)
+    os << failed << " failed, ";
+  if (bitwise)
+    os << bitwise << " bitwise";
+  if (bitwise < outputs.size()) {
+    os << (bitwise ? ", " : "") << outputs.size() - bitwise << " within tolerance";
+    if (tolerances.size() == 1)
+      os << llvm::format(" (rtol %.2g, atol %.2g)", tolerances.begin()->first,
+                         tolerances.begin()->second);
+    else
+      os << " (per dtype)";
+  }
+  if (worst && (worst->maxAbsError > 0 || worst->maxRelError > 0))
+    os << llvm::format("; furthest: %s, max abs %.3g, max rel %.3g", worst->label.c_str(),
+                       worst->maxAbsError, worst->maxRelError);
+  else if (worst)
+    os << "; every one equal to the original's";
+  os << "\n";
+}
+
+} // namespace
+
+void VerificationReport::print(llvm::raw_ostream &os, bool eachResult) const {
   os << "verification on " << device.str();
   if (device.is_cpu())
     os << (gpuAvailable ? " (chosen)" : " (no GPU present, so CPU)");
   os << ":\n";
-  size_t width = 0;
-  for (const auto &c : outputs)
-    width = std::max(width, c.label.size());
-  for (const auto &c : outputs) {
-    os << "  " << (c.passed ? "PASS" : "FAIL") << "  " << llvm::left_justify(c.label, width);
-    if (!c.problem.empty()) {
-      os << "  " << c.problem << " (" << c.originalValue << " vs " << c.rewrittenValue << ")\n";
-      continue;
-    }
-    if (c.bitwise)
-      os << llvm::format("  max abs %.3g  max rel %.3g  (bitwise)\n", c.maxAbsError, c.maxRelError);
-    else if (c.spread > 0)
-      os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g: the original "
-                         "varies by up to %.3g from run to run)\n",
-                         c.maxAbsError, c.maxRelError, c.tolerance.rtol, c.tolerance.atol, c.spread);
-    else
-      os << llvm::format("  max abs %.3g  max rel %.3g  (rtol %.2g, atol %.2g)\n", c.maxAbsError,
-                         c.maxRelError, c.tolerance.rtol, c.tolerance.atol);
+  if (eachResult || !passed) {
+    size_t width = 0;
+    for (const auto &c : outputs)
+      width = std::max(width, c.label.size());
+    for (const auto &c : outputs)
+      printComparison(os, c, width);
   }
+  printSummary(os, outputs);
   if (!note.empty())
     os << "  note: " << note << "\n";
   os << (passed ? "verification PASSED" : "verification FAILED");

@@ -158,7 +158,7 @@ Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &
   if (!verified->passed) {
     llvm::raw_string_ostream os(why);
     os << "verification failed\n";
-    verified->print(os);
+    verified->print(os, /*eachResult=*/true);
     return Verdict::Fails;
   }
   if (pc.peakMustNotRise) {

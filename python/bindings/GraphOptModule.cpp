@@ -341,7 +341,7 @@ py::dict verifyRewritePy(Model &original, Model &rewritten, bool bitwise,
     raise(report.status());
   std::string text;
   llvm::raw_string_ostream os(text);
-  report->print(os);
+  report->print(os, /*eachResult=*/true);
   if (check && !report->passed)
     raise(absl::FailedPreconditionError(os.str()), kVerificationFailed);
   py::list outputs;

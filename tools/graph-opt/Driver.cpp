@@ -129,6 +129,11 @@ cl::opt<bool> verifyOutputs("verify",
                                      "inputs and seed and compare every output (exit 1 if they "
                                      "differ)"),
                             cl::cat(category));
+cl::opt<bool> verifyEachResult("v",
+                               cl::desc("With --verify: a line per output, gradient and state "
+                                        "the step writes, not only the summary (printed anyway "
+                                        "when verification fails)"),
+                               cl::cat(category));
 cl::opt<bool> verifyBitwise("bitwise",
                             cl::desc("With --verify: every output must be bitwise identical "
                                      "(no tolerance; both graphs run with PyTorch's deterministic "
@@ -555,7 +560,7 @@ int verifyAndBenchmark(Session &s, const ExecutionContext &context, const Graph 
   if (!report.ok())
     return fail(absl::StrCat(inputPath.getValue(), ": ", report.status().message()), kBadInput);
   llvm::outs().flush(); // keep the summary before the report
-  report->print(llvm::errs());
+  report->print(llvm::errs(), verifyEachResult);
   if (!report->passed) {
     if (s.settings.benchmark)
       llvm::errs() << "graph-opt: not benchmarking: the optimized graph does not compute what "

@@ -577,8 +577,7 @@ def _label_candidates(ax, profile, acts):
                     xytext=offset, textcoords="offset points", fontsize=9, ha="center",
                     va="center", fontweight="bold")
         node = _node_at(profile, a["creation_rank"])
-        made_by = f"{node['node_name']}, {node['module']}" if node and node["module"] else \
-            (node["node_name"] if node else "?")
+        made_by = node_title(node) if node else "?"
         lines.append(f"{i}  {a['activation_name']} ({made_by}): "
                      f"{fmt_bytes(a['median_mem_size_bytes'])}, idle "
                      f"{fmt_time(a['inactive_time_s'])}")
@@ -661,8 +660,7 @@ def summary_rows(profile, limit):
     counts = {ph: sum(1 for n in nodes if n["gtype"] == ph) for ph in PHASES}
     times = phase_times(p)
     peak_node = _node_at(p, p["peak_rank"])
-    peak_where = (f" at #{p['peak_rank']} {peak_node['node_name']} ({peak_node['gtype']}"
-                  f"{', ' + peak_node['module'] if peak_node['module'] else ''})"
+    peak_where = (f" at #{p['peak_rank']} {node_title(peak_node)} ({peak_node['gtype']})"
                   if peak_node else "")
     overhead = p["profiled_step_time_s"] - p["step_time_s"]
     rows = [
@@ -727,9 +725,16 @@ def activations_text(acts):
     return f"{len(acts)}, {fmt_bytes(total)} in all"
 
 
+def node_title(node, with_module=True):
+    """A node as people read it: its operator (no namespace or overload) and its module,
+    "convolution_backward · layer2.0.conv2", not the IR value it defines (getitem_123)."""
+    op = node["op"].split("::")[-1].split(".")[0]
+    return f"{op} · {node['module']}" if with_module and node["module"] else op
+
+
 def _where(profile, rank):
     node = _node_at(profile, rank)
-    return f"#{rank} {node['node_name']}" if node else f"#{rank}"
+    return f"#{rank} {node_title(node, with_module=False)}" if node else f"#{rank}"
 
 
 def largest_activations(profile):
@@ -754,13 +759,12 @@ def largest_activations(profile):
 def slowest_nodes(profile):
     nodes = sorted(profile["nodes"], key=lambda n: (-n["median_run_time_s"], n["rank"]))
     total = profile["sum_node_time_s"]
-    header = ["rank", "node", "op", "phase", "module", "time", "share", "peak memory",
-              "source"]
-    rows = [[str(n["rank"]), n["node_name"], n["op"], n["gtype"], n["module"] or "-",
-             fmt_time(n["median_run_time_s"]), fmt_percent(n["median_run_time_s"], total),
-             fmt_bytes(n["median_peak_mem_bytes"]), n["source"] or "-"]
+    header = ["rank", "node", "phase", "time", "share", "peak memory", "IR value", "source"]
+    rows = [[str(n["rank"]), node_title(n), n["gtype"], fmt_time(n["median_run_time_s"]),
+             fmt_percent(n["median_run_time_s"], total), fmt_bytes(n["median_peak_mem_bytes"]),
+             f"%{n['node_name']}", n["source"] or "-"]
             for n in nodes[:TOP_N]]
-    return header, rows, {0, 5, 6, 7}
+    return header, rows, {0, 3, 4, 5}
 
 
 def time_by_module(profile):
@@ -841,8 +845,8 @@ EXPLANATIONS = {
 
 def render_table(header, rows, numeric, css_class=""):
     def cell(tag, i, text):
-        cls = ' class="num"' if i in numeric else (' class="src"' if header[i] == "source"
-                                                     else "")
+        small = header[i] in ("source", "IR value")
+        cls = ' class="num"' if i in numeric else (' class="src"' if small else "")
         return f"<{tag}{cls}>{html.escape(text)}</{tag}>"
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "\n".join("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(r)) + "</tr>"

@@ -92,7 +92,10 @@ struct VerificationReport {
   /// reproduce from run to run, with their spread (compared more loosely).
   std::string note;
 
-  void print(llvm::raw_ostream &os) const;
+  /// A summary line (how many results of each kind, compared bitwise or
+  /// within which tolerance, the one furthest off), after a line per result
+  /// when `eachResult` or when verification failed.
+  void print(llvm::raw_ostream &os, bool eachResult = false) const;
 };
 
 /// Each output by the label the verifier matches two graphs' outputs on: role
