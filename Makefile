@@ -74,13 +74,13 @@ check-install: setup
 # The wheel: dist/graph_opt-<version>-cp311-cp311-manylinux_<glibc>_x86_64.whl, built by pip
 # from the project venv (scikit-build-core, in build/pip like check-install) and repaired by
 # auditwheel so that it carries every shared library it needs beyond torch's
-# (scripts/wheel.sh, docs/Python.md). check-wheel installs it into a fresh venv that has only
-# the project's torch and checks it from outside the checkout (scripts/check-wheel.sh).
+# (scripts/wheel.sh build, docs/Python.md). check-wheel installs it into a fresh venv that has
+# only the project's torch and checks it from outside the checkout (scripts/wheel.sh check).
 wheel: setup
-	@BUILD_DIR=$(BUILD_DIR) scripts/wheel.sh
+	@BUILD_DIR=$(BUILD_DIR) scripts/wheel.sh build
 
 check-wheel: wheel
-	@BUILD_DIR=$(BUILD_DIR) scripts/check-wheel.sh
+	@BUILD_DIR=$(BUILD_DIR) scripts/wheel.sh check
 
 # The default model: a ResNet-18 joint training step (full width, batch 4, 64x64 images),
 # exported once into the build tree and re-exported only when the exporter changes.

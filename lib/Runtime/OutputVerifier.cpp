@@ -521,14 +521,18 @@ void printSummary(llvm::raw_ostream &os, llvm::ArrayRef<OutputComparison> output
   std::map<std::string, size_t> kinds;
   size_t bitwise = 0, failed = 0;
   std::set<std::pair<double, double>> tolerances;
+  double rtol = 0, atol = 0;
   const OutputComparison *worst = nullptr;
   for (const OutputComparison &c : outputs) {
     ++kinds[kindOf(c.label)];
     failed += !c.passed;
     if (c.bitwise)
       ++bitwise;
-    else
+    else {
       tolerances.insert({c.tolerance.rtol, c.tolerance.atol});
+      rtol = std::max(rtol, c.tolerance.rtol);
+      atol = std::max(atol, c.tolerance.atol);
+    }
     if (!worst || std::make_pair(c.maxRelError, c.maxAbsError) >
                       std::make_pair(worst->maxRelError, worst->maxAbsError))
       worst = &c;
@@ -549,8 +553,8 @@ void printSummary(llvm::raw_ostream &os, llvm::ArrayRef<OutputComparison> output
     if (tolerances.size() == 1)
       os << llvm::format(" (rtol %.2g, atol %.2g)", tolerances.begin()->first,
                          tolerances.begin()->second);
-    else
-      os << " (per dtype)";
+    else // per dtype and role: -v lists each
+      os << llvm::format(" (rtol up to %.2g, atol up to %.2g)", rtol, atol);
   }
   if (worst && (worst->maxAbsError > 0 || worst->maxRelError > 0))
     os << llvm::format("; furthest: %s, max abs %.3g, max rel %.3g", worst->label.c_str(),

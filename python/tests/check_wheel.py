@@ -1,5 +1,5 @@
 """`make check-wheel`: the graph_opt wheel as a user installs it, checked from outside the
-checkout (scripts/check-wheel.sh makes the venv and installs the wheel with --no-index).
+checkout (`scripts/wheel.sh check` makes the venv and installs the wheel with --no-index).
 
     venv/bin/python check_wheel.py WORKDIR
 

@@ -66,8 +66,17 @@ TEST(OutputVerifierTest, IdenticalGraphsPassOnCpuAndSaySo) {
     EXPECT_EQ(report->device, c10::Device(c10::DeviceType::CPU));
     EXPECT_NE(os.str().find("no GPU present, so CPU"), std::string::npos) << os.str();
   }
-  EXPECT_NE(os.str().find("PASS  loss #0"), std::string::npos) << os.str();
+  // One summary line; a line per result only when asked (or on failure).
+  EXPECT_NE(os.str().find("2 results compared (1 loss, 1 user_output): 2 within tolerance"),
+            std::string::npos)
+      << os.str();
+  EXPECT_NE(os.str().find("every one equal to the original's"), std::string::npos) << os.str();
+  EXPECT_EQ(os.str().find("PASS  loss #0"), std::string::npos) << os.str();
   EXPECT_NE(os.str().find("verification PASSED"), std::string::npos) << os.str();
+  std::string each;
+  llvm::raw_string_ostream eachOs(each);
+  report->print(eachOs, /*eachResult=*/true);
+  EXPECT_NE(eachOs.str().find("PASS  loss #0"), std::string::npos) << eachOs.str();
 }
 
 TEST(OutputVerifierTest, DifferenceWithinToleranceIsAPass) {
