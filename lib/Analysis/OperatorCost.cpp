@@ -25,9 +25,14 @@ int64_t outputElements(const Node &node) {
   return n;
 }
 
-enum class Kind { Product, Conv, Other };
+enum class Kind { Product, Conv, Attention, Other };
 
 Kind kindOf(const Node &node) {
+  // Scaled dot-product attention, whichever kernel (math, flash, efficient,
+  // cuDNN) and direction: its schemas take query, key and value first (after
+  // the output's gradient in a backward).
+  if (llvm::StringRef(node.schema().name()).contains("scaled_dot_product"))
+    return Kind::Attention;
   return llvm::StringSwitch<Kind>(node.schema().name())
       .Cases("aten::mm", "aten::bmm", "aten::matmul", Kind::Product)
       .Cases("aten::addmm", "aten::baddbmm", "aten::linear", Kind::Product)
@@ -66,6 +71,24 @@ double estimateFlops(const Node &node) {
     } else if (const TensorType *w = tensorArg(node, 1); w && w->rank() > 1) {
       // Each output element: a dot product over the weight's per-channel slice.
       return 2.0 * static_cast<double>(out) * static_cast<double>(w->numel() / w->sizes[0]);
+    }
+  }
+  if (kind == Kind::Attention) {
+    // As torch.utils.flop_counter counts it: q [.., L, E], k [.., S, E],
+    // v [.., S, Ev]; forward Q K^T and P V, 2 * BH * L * S * (E + Ev); the
+    // backward recomputes Q K^T and makes dP, dV, dQ and dK, 2 * BH * L * S *
+    // (3E + 2Ev).
+    bool backward = llvm::StringRef(name).endswith("_backward");
+    unsigned first = backward ? 1 : 0;
+    const TensorType *q = tensorArg(node, first), *k = tensorArg(node, first + 1),
+                     *v = tensorArg(node, first + 2);
+    if (q && k && v && q->rank() >= 2 && k->rank() >= 2 && v->rank() >= 2) {
+      double l = static_cast<double>(q->sizes[q->rank() - 2]);
+      double e = static_cast<double>(q->sizes.back());
+      double s = static_cast<double>(k->sizes[k->rank() - 2]);
+      double ev = static_cast<double>(v->sizes.back());
+      double bh = l * e > 0 ? static_cast<double>(q->numel()) / (l * e) : 0;
+      return 2.0 * bh * l * s * (backward ? 3 * e + 2 * ev : e + ev);
     }
   }
   return static_cast<double>(out);

@@ -87,7 +87,7 @@ def check_libraries():
         fail("libraries resolved outside the wheel, torch and the C/C++ runtime:\n  " +
              "\n  ".join(outside))
     print(f"check-wheel: {len(elves)} ELF files; every library they load is the wheel's, "
-          f"torch's or the C/C++ runtime's; outside the wheel (ldd):")
+          f"torch's, or the C/C++ runtime and zlib; outside the wheel (ldd):")
     for owner in sorted(external):
         print(f"  {owner}: {' '.join(sorted(external[owner]))}")
 

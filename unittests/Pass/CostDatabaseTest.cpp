@@ -4,6 +4,7 @@
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/LearnedCost.h"
 #include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Analysis/OperatorCost.h"
 #include "graphopt/Analysis/OperatorTiming.h"
 #include "graphopt/Analysis/SpeedCalibration.h"
 #include "graphopt/IR/Parser.h"
@@ -861,4 +862,32 @@ TEST(CostModelTest, ComputeBoundRatesComeFromTheNearestShapes) {
   EXPECT_EQ(p.how, CostModel::How::Family);
   double atItsShapesRate = flops / 80e9;
   EXPECT_NEAR(p.seconds, atItsShapesRate, 0.15 * atItsShapesRate);
+}
+
+// Scaled dot-product attention, kept fused by the joint export (its CPU flash
+// kernel forward and backward): priced by its two products forward and five
+// backward, as torch.utils.flop_counter counts them, not one operation per
+// output element.
+TEST(OperatorCostTest, AttentionIsPricedByItsProducts) {
+  auto g = parse(R"(graph @attn {
+  input %q : f32[2, 4, 16, 8] user_input
+  input %k : f32[2, 4, 32, 8] user_input
+  input %v : f32[2, 4, 32, 6] user_input
+forward:
+  %out, %lse = aten::_scaled_dot_product_flash_attention_for_cpu(%q, %k, %v, 0.0, false) : f32[2, 4, 16, 6], f32[2, 4, 16]
+  %gq, %gk, %gv = aten::_scaled_dot_product_flash_attention_for_cpu_backward(%out, %q, %k, %v, %out, %lse, 0.0, false) : f32[2, 4, 16, 8], f32[2, 4, 32, 8], f32[2, 4, 32, 6]
+  output %gq user_output
+  output %gk user_output
+  output %gv user_output
+}
+)");
+  ASSERT_TRUE(g);
+  auto it = g->nodes().begin();
+  const Node &forward = *it, &backward = *++it;
+  const double bhls = 2.0 * 4 * 16 * 32;
+  EXPECT_TRUE(isComputeBound(forward));
+  EXPECT_TRUE(isComputeBound(backward));
+  EXPECT_DOUBLE_EQ(estimateFlops(forward), 2 * bhls * (8 + 6));
+  EXPECT_DOUBLE_EQ(estimateFlops(backward), 2 * bhls * (3 * 8 + 2 * 6));
+  EXPECT_DOUBLE_EQ(workOf(forward), estimateFlops(forward));
 }

@@ -3,7 +3,8 @@
 // What a node costs on paper, from the operator and the tensor types alone
 // (nothing runs): its floating-point operations (2*M*N*K for the matrix
 // products, 2 * output elements * the weight's per-output work for
-// convolutions, one per output element for everything else that computes,
+// convolutions, the two products of scaled dot-product attention (five in its
+// backward), one per output element for everything else that computes,
 // none for views) and the bytes it reads and writes. checkpoint{cost=flops}
 // turns the operations into seconds at a nominal rate; the cost database
 // (CostDatabase.h) records both beside each measured time and interpolates
@@ -24,7 +25,7 @@ double estimateFlops(const Node &node);
 int64_t estimateBytesMoved(const Node &node);
 
 /// True for the operators whose time follows their floating-point work
-/// (matrix products, convolutions); the time of every other operator follows
+/// (matrix products, convolutions, attention); the time of every other operator follows
 /// the bytes it moves.
 bool isComputeBound(const Node &node);
 
