@@ -1,6 +1,8 @@
 //===- CostDatabase.cpp - Measured operator costs, kept in SQLite ---------===//
 #include "graphopt/Analysis/CostDatabase.h"
 #include "graphopt/Analysis/LearnedCost.h"
+#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/IR/Parser.h"
 
 #include "graphopt/Runtime/Benchmark.h"
 
@@ -481,8 +483,10 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
     if (usable)
       entries_.push_back(std::move(e));
   }
-  for (CostEntry &e : entries_)
+  for (CostEntry &e : entries_) {
     e.layout = layoutOf(e.key);
+    repriceOnPaper(e);
+  }
   markImplausible();
   findBalance();
   for (const CostEntry &e : entries_) {
@@ -514,6 +518,24 @@ CostModel::CostModel(std::vector<CostEntry> entries, const std::set<std::string>
   for (auto &entry : context_)
     std::sort(entry.getValue().begin(), entry.getValue().end(),
               [](const ContextPoint &a, const ContextPoint &b) { return a.logWork < b.logWork; });
+}
+
+void CostModel::repriceOnPaper(CostEntry &e) {
+  // A query is priced on paper by this build's rules (OperatorCost.h); its
+  // neighbours must be too, whatever build measured them: the stored FLOPs,
+  // bytes and work are the measuring build's (attention, once one operation
+  // per output element, is priced by its products since), and interpolating
+  // between two rules put a ViT's attention backward 57x over.
+  auto graph = parseGraph(e.key);
+  if (!graph.ok())
+    return; // an operator this build does not know: the stored figures stand
+  auto config = operatorConfigOfGraph(std::move(*graph));
+  if (!config.ok())
+    return;
+  e.flops = config->flops;
+  e.bytesMoved = static_cast<double>(config->bytesMoved);
+  e.computeBound = config->computeBound;
+  e.work = config->work;
 }
 
 void CostModel::markImplausible() {

@@ -891,3 +891,35 @@ forward:
   EXPECT_DOUBLE_EQ(estimateFlops(backward), 2 * bhls * (3 * 8 + 2 * 6));
   EXPECT_DOUBLE_EQ(workOf(forward), estimateFlops(forward));
 }
+
+// An entry is priced on paper by this build's rules, not by the figures the
+// measuring build stored: a database measured before attention was priced by
+// its products held bytes as its work, and a query priced by FLOPs was
+// interpolated from them 57x over.
+TEST(CostModelTest, EntriesArePricedOnPaperByThisBuildsRules) {
+  auto config = operatorConfigOfGraph(parse(R"(graph @mm {
+  input %a : f32[8, 16] user_input
+  input %b : f32[16, 4] user_input
+forward:
+  %c = aten::mm(%a, %b) : f32[8, 4]
+  output %c user_output
+}
+)"));
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  CostEntry stale;
+  stale.key = config->key;
+  stale.flops = 1;
+  stale.bytesMoved = 2;
+  stale.work = 3;
+  stale.computeBound = false;
+  CostModel::repriceOnPaper(stale);
+  EXPECT_DOUBLE_EQ(stale.flops, 2.0 * 8 * 4 * 16);
+  EXPECT_DOUBLE_EQ(stale.bytesMoved, 4.0 * (8 * 16 + 16 * 4 + 8 * 4));
+  EXPECT_TRUE(stale.computeBound);
+  EXPECT_DOUBLE_EQ(stale.work, stale.flops);
+  CostEntry unknown; // a key this build cannot read keeps what was stored
+  unknown.key = "graph @g { not a graph";
+  unknown.work = 3;
+  CostModel::repriceOnPaper(unknown);
+  EXPECT_EQ(unknown.work, 3);
+}

@@ -168,6 +168,12 @@ private:
 /// Predictions from one machine's measurements.
 class CostModel {
 public:
+  /// Sets the entry's FLOPs, bytes, work and compute-bound as this build
+  /// estimates them from its key (OperatorCost.h), whatever build stored
+  /// them; unchanged when the key does not parse. The constructor applies it
+  /// to every entry, so that a query and its neighbours are priced alike.
+  static void repriceOnPaper(CostEntry &e);
+
   /// InStep: the configuration's own time inside a step (InStepSample).
   /// Learned: from its features (LearnedCost.h), where nothing measured is near.
   enum class How { Exact, Family, Operator, Missing, InStep, Learned };
