@@ -9,6 +9,7 @@ pass (per-node medians of several runs, memory, activation metrics: docs/Profili
 returned as a ProfileReport; with ``html=PATH`` the HTML report is drawn there too.
 """
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -81,7 +82,11 @@ def _draw_html(report_dir, html):
         raise Error(f"profile: drawing {html} failed: {drawn.stderr.strip()}")
     target = os.path.abspath(os.fspath(html))
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    os.replace(os.path.join(report_dir, "report.html"), target)
+    # Copied beside the target, then renamed: the scratch directory may be on another
+    # filesystem, where a rename cannot reach.
+    partial = target + ".partial"
+    shutil.copyfile(os.path.join(report_dir, "report.html"), partial)
+    os.replace(partial, target)
     return target
 
 
