@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace graphopt;
 
@@ -19,7 +20,13 @@ protected:
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("graphopt-fileio", dir));
     dir_ = std::string(dir.str());
   }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir_); }
+  void TearDown() override {
+    // remove_directories stops at a FIFO (one test makes one): unlink the
+    // entries first, so that no run leaves its directory in /tmp.
+    for (const std::string &name : entries())
+      ::unlink(path(name).c_str());
+    llvm::sys::fs::remove_directories(dir_);
+  }
   std::string path(llvm::StringRef name) const {
     llvm::SmallString<128> p(dir_);
     llvm::sys::path::append(p, name);

@@ -46,9 +46,21 @@ OperatorConfig configOfFirstNode(const Graph &g) {
   return c.ok() ? std::move(*c) : OperatorConfig();
 }
 
+/// The directories tempPath made, removed when the test program exits (each
+/// test's databases stay until then; before, every run left them in /tmp).
+struct TempDirs {
+  std::vector<std::string> made;
+  ~TempDirs() {
+    for (const std::string &dir : made)
+      llvm::sys::fs::remove_directories(dir);
+  }
+};
+
 std::string tempPath(llvm::StringRef name) {
+  static TempDirs dirs;
   llvm::SmallString<128> path;
   llvm::sys::fs::createUniqueDirectory("costdb-test", path);
+  dirs.made.emplace_back(path.str());
   return (path + "/" + name).str();
 }
 
@@ -196,6 +208,7 @@ TEST(EnergyMeterTest, ReadsRaplPackagesAndUndoesTheWrap) {
   EXPECT_FALSE(findEnergyMeter(c10::Device(c10::DeviceType::CPU), &why));
   EXPECT_NE(why.find("no readable RAPL package domain"), std::string::npos) << why;
   ::unsetenv("GRAPHOPT_POWERCAP_DIR");
+  llvm::sys::fs::remove_directories(root);
 }
 
 TEST(CostDatabaseTest, StoresAndReadsBackAMeasurement) {
