@@ -15,13 +15,15 @@
 #
 # scripts/wheel.sh check: the wheel `build` made, installed the way a user installs
 # it, checked from outside the checkout (python/tests/check_wheel.py).
-#   - a fresh venv from the project venv's base Python; its only package is torch, the
+#   - a fresh venv from the project venv's base Python (venv_with_wheel); its only package is torch, the
 #     project's (a .pth names the project venv's site-packages: torch is not downloaded
 #     again), and nothing is fetched (--no-index);
 #   - pip install dist/graph_opt-<version>-*.whl, then check_wheel.py from a scratch
 #     directory, with PYTHONPATH unset: ldd of every ELF file in the wheel, the console
 #     commands, the three-line profile; then python/tests/check_install.py's checks (the
-#     MILP planner through the bundled solver, export -> add-optimizer -> .pt2 -> fx).
+#     MILP planner through the bundled solver, export -> add-optimizer -> .pt2 -> fx);
+#   - the control: the unrepaired wheel (build/wheel-raw) must fail check_wheel.py's library
+#     check, so that a check which cannot fail is caught.
 #
 # Variables: BUILD_DIR (default build), WHEEL_DIR (dist).
 set -euo pipefail
@@ -54,26 +56,49 @@ build_wheel() {
   echo "wheel: $wheel ($(du -h "$wheel" | cut -f1); unpacked $(unzip -l "$wheel" | tail -1 | awk '{printf "%.0f MB", $1 / 1e6}'))"
 }
 
+# A venv at $1 whose only package is the project venv's torch (a .pth names the project venv's
+# site-packages), with the wheel $2 installed from the file alone (--no-index).
+venv_with_wheel() {
+  local base theirs mine
+  base=$("$venv/bin/python" -c 'import sys; print(sys._base_executable)')
+  "$base" -m venv "$1"
+  theirs=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  mine=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$theirs" > "$mine/project-venv.pth"
+  env -u PYTHONPATH "$1/bin/pip" install -q --no-index "$2"
+}
+
 check_wheel() {
   wheel=$(ls -t "$out"/graph_opt-"$version"-*.whl 2>/dev/null | head -1 || true)
   [[ -n "$wheel" ]] || { echo "check-wheel: no $out/graph_opt-$version-*.whl: run make wheel" >&2; exit 2; }
-  wheel=$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")
+  wheel=$(realpath "$wheel")
+  raw=("$build/wheel-raw"/graph_opt-*.whl)
+  [[ -f "${raw[0]}" ]] || { echo "check-wheel: no unrepaired wheel in $build/wheel-raw: run make wheel" >&2; exit 2; }
+  raw=$(realpath "${raw[0]}")
 
   dir=$(realpath -m "$build/check-wheel")
   rm -rf "$dir" && mkdir -p "$dir"
-  base=$("$venv/bin/python" -c 'import sys; print(sys._base_executable)')
-  "$base" -m venv "$dir/venv"
-  theirs=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  mine=$("$dir/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  echo "$theirs" > "$mine/project-venv.pth"
   echo "check-wheel: installing $(basename "$wheel") ($(du -h "$wheel" | cut -f1)) into a fresh venv"
-  env -u PYTHONPATH "$dir/venv/bin/pip" install -q --no-index "$wheel"
+  venv_with_wheel "$dir/venv" "$wheel"
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   cd "$work"
   env -u PYTHONPATH -u LD_LIBRARY_PATH "$dir/venv/bin/python" "$root/python/tests/check_wheel.py" "$work"
   env -u PYTHONPATH -u LD_LIBRARY_PATH "$dir/venv/bin/python" "$root/python/tests/check_install.py" \
     "$root/examples/mlp_train_step.gir"
+
+  # The control: the same wheel before auditwheel repaired it must fail the library check,
+  # naming a library it takes from the system (abseil), or the check proves nothing.
+  venv_with_wheel "$dir/raw-venv" "$raw"
+  if control=$(env -u PYTHONPATH -u LD_LIBRARY_PATH "$dir/raw-venv/bin/python" \
+                 "$root/python/tests/check_wheel.py" --libraries-only 2>&1); then
+    echo "check-wheel: FAILED: the unrepaired wheel passed the library check" >&2; exit 1
+  fi
+  grep -q "libabsl" <<<"$control" || {
+    echo "check-wheel: FAILED: the unrepaired wheel failed the library check otherwise:" >&2
+    echo "$control" >&2; exit 1; }
+  echo "check-wheel: control: the unrepaired wheel fails the library check" \
+       "($(grep -c ' => ' <<<"$control") libraries resolved from the system)"
 }
 
 case "${1:-}" in

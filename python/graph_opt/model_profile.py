@@ -8,19 +8,33 @@ The training step is exported (graph_opt.export_training_step), run by graph-opt
 pass (per-node medians of several runs, memory, activation metrics: docs/Profiling.md), and
 returned as a ProfileReport; with ``html=PATH`` the HTML report is drawn there too.
 """
+import importlib.util
 import os
 import shutil
 import subprocess
 import tempfile
 
-PHASES = ("forward", "backward", "optimizer")
+
+def _report_tables():
+    """make_report.py, the HTML report's script, as a module: its tables, which the report
+    object shares with report.html."""
+    from . import Error, _C
+    script = _C._report_tools()[1]
+    if not os.path.exists(script):
+        raise Error(f"profile: the report's script {script} is missing")
+    spec = importlib.util.spec_from_file_location("graph_opt_make_report", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class ProfileReport:
     """What the profile pass measured: ``step_time_s``, ``peak_bytes``, ``nodes`` (one dict
     per node: ``node_name``, ``op``, ``module``, ``gtype`` (phase), ``median_run_time_s``,
-    ...), ``modules`` (time by module, slowest first), ``profile`` (the whole profile.json),
-    ``html`` (the report's path, or None). ``str(report)`` is the table."""
+    ...), ``modules`` (time by module, slowest first: ``module``, ``nodes``, ``time_s``,
+    ``share``, ``forward_s``, ``backward_s``, ``optimizer_s``; the HTML report's "Time by
+    module"), ``profile`` (the whole profile.json), ``html`` (the report's path, or None).
+    ``str(report)`` is the table."""
 
     def __init__(self, profile, html=None):
         self.profile = profile
@@ -28,24 +42,14 @@ class ProfileReport:
         self.step_time_s = profile["step_time_s"]
         self.peak_bytes = profile["peak_bytes"]
         self.nodes = profile["nodes"]
-        self.modules = self._time_by_module()
-
-    def _time_by_module(self):
-        """[{"module", "nodes", "time_s", "share", "forward_s", "backward_s", "optimizer_s"}],
-        slowest first; a node with no module path counts under "(no module)"."""
-        groups = {}
-        for n in self.nodes:
-            g = groups.setdefault(n["module"] or "(no module)",
-                                  {"nodes": 0, **{p: 0.0 for p in PHASES}})
-            g["nodes"] += 1
-            g[n["gtype"]] = g.get(n["gtype"], 0.0) + n["median_run_time_s"]
-        total = sum(sum(g[p] for p in PHASES) for g in groups.values()) or 1.0
-        rows = []
-        for name, g in groups.items():
-            t = sum(g[p] for p in PHASES)
-            rows.append({"module": name, "nodes": g["nodes"], "time_s": t, "share": t / total,
-                         **{f"{p}_s": g[p] for p in PHASES}})
-        return sorted(rows, key=lambda r: (-r["time_s"], r["module"]))
+        report = _report_tables()
+        groups = report.module_times(profile)
+        total = sum(sum(g[p] for p in report.PHASES) for _, g in groups) or 1.0
+        self.modules = []
+        for name, g in groups:
+            t = sum(g[p] for p in report.PHASES)
+            self.modules.append({"module": name, "nodes": g["nodes"], "time_s": t,
+                                 "share": t / total, **{f"{p}_s": g[p] for p in report.PHASES}})
 
     def table(self, top=15):
         lines = [f"step {self.step_time_s * 1e3:.2f} ms (median of the profiled runs), peak "

@@ -2,9 +2,11 @@
 checkout (`scripts/wheel.sh check` makes the venv and installs the wheel with --no-index).
 
     venv/bin/python check_wheel.py WORKDIR
+    venv/bin/python check_wheel.py --libraries-only     (1 alone)
 
 1. Every ELF file the wheel installed resolves its shared libraries inside the wheel, inside
-   torch (its lib/ and its nvidia packages) or in the C/C++ runtime, and nowhere else (ldd,
+   torch (its lib/ and its nvidia packages) or in the C/C++ runtime and zlib, and nowhere
+   else (ldd,
    with torch's lib/ on the loader's path as `import torch` leaves it).
 2. The console commands: `graph-opt --version`; a model exported with the installed
    package, then `graph-opt model.pt2 -passes=... --verify`; `graph-opt-costdb` measuring and
@@ -46,17 +48,16 @@ def check_libraries():
     package = os.path.dirname(os.path.abspath(graph_opt.__file__))
     assert package.startswith(site), f"graph_opt imported from {package}, not {site}"
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-    # Where torch's own libraries are: its lib/ and, through the .pth the check's venv has,
-    # the project venv's site-packages (nvidia/...), whichever that is.
-    torch_site = os.path.dirname(torch_dir)
-    allowed = (package + os.sep, os.path.join(site, "graph_opt.libs") + os.sep,
-               torch_dir + os.sep, os.path.join(torch_site, "nvidia") + os.sep)
+    wheel_dirs = (package + os.sep, os.path.join(site, "graph_opt.libs") + os.sep)
+    # torch's own libraries: its lib/ and its nvidia packages, in the site-packages torch is
+    # in (through the .pth the check's venv has, the project venv's).
+    torch_dirs = (torch_dir + os.sep, os.path.join(os.path.dirname(torch_dir), "nvidia") + os.sep)
     from graph_opt.commands import torch_library_path
     # The loader's path as the graph-opt-costdb command sets it (and as `import torch` has
     # loaded those libraries before graph_opt._C).
     env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(torch_library_path()))
     elves, outside, external = [], [], {}
-    for top in (package, os.path.join(site, "graph_opt.libs")):
+    for top in wheel_dirs:
         for folder, _, files in os.walk(top):
             for name in files:
                 path = os.path.join(folder, name)
@@ -70,22 +71,26 @@ def check_libraries():
                         continue
                     soname = parts[0]
                     resolved = parts[2] if len(parts) > 2 and parts[1] == "=>" else parts[0]
+                    where = os.path.relpath(path, site)
                     if "not found" in line:
-                        outside.append(f"{os.path.relpath(path, site)}: {soname} not found")
+                        outside.append(f"{where}: {soname} not found")
                         continue
-                    if not os.path.realpath(resolved).startswith(allowed[:2]):
-                        owner = "torch" if os.path.realpath(resolved).startswith(allowed[2:]) \
-                            else "system"
-                        external.setdefault(owner, set()).add(soname)
-                    elif not RUNTIME.match(os.path.basename(soname)) and \
-                            not os.path.realpath(resolved).startswith(allowed) and \
-                            not resolved.startswith(allowed):
-                        outside.append(f"{os.path.relpath(path, site)}: {soname} => {resolved}")
+                    real = os.path.realpath(resolved)
+                    if real.startswith(wheel_dirs):
+                        continue
+                    if real.startswith(torch_dirs):
+                        owner = "torch"
+                    elif RUNTIME.match(os.path.basename(soname)):
+                        owner = "system"
+                    else:
+                        outside.append(f"{where}: {soname} => {resolved}")
+                        continue
+                    external.setdefault(owner, set()).add(soname)
     if len(elves) < 3:
         fail(f"only {len(elves)} ELF files in the installed wheel: {elves}")
     if outside:
-        fail("libraries resolved outside the wheel, torch and the C/C++ runtime:\n  " +
-             "\n  ".join(outside))
+        fail("libraries resolved outside the wheel, torch, the C/C++ runtime and zlib:\n  " +
+             "\n  ".join(sorted(set(outside))))
     print(f"check-wheel: {len(elves)} ELF files; every library they load is the wheel's, "
           f"torch's, or the C/C++ runtime and zlib; outside the wheel (ldd):")
     for owner in sorted(external):
@@ -132,6 +137,11 @@ def check_profile(work):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--libraries-only":
+        # The negative control (scripts/wheel.sh check): on the wheel before auditwheel
+        # repaired it, this must fail, naming the system's libraries.
+        check_libraries()
+        sys.exit(0)
     work = os.path.abspath(sys.argv[1])
     check_libraries()
     check_commands(work)

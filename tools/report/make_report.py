@@ -767,16 +767,22 @@ def slowest_nodes(profile):
     return header, rows, {0, 3, 4, 5}
 
 
-def time_by_module(profile):
-    """Node time summed by module path; nodes with none go to "(no module)"."""
+def module_times(profile):
+    """Node time summed by module path, slowest first: [(module, {"nodes": n, phase: seconds,
+    ...})]; nodes with none go to "(no module)". graph_opt.profile's report reads it too."""
     groups = {}
     for n in profile["nodes"]:
         g = groups.setdefault(n["module"] or "(no module)",
                               {"nodes": 0, **{p: 0.0 for p in PHASES}})
         g["nodes"] += 1
         g[n["gtype"]] += n["median_run_time_s"]
-    total = sum(sum(g[p] for p in PHASES) for g in groups.values())
-    ordered = sorted(groups.items(), key=lambda kv: (-sum(kv[1][p] for p in PHASES), kv[0]))
+    return sorted(groups.items(), key=lambda kv: (-sum(kv[1][p] for p in PHASES), kv[0]))
+
+
+def time_by_module(profile):
+    """The table of module_times."""
+    ordered = module_times(profile)
+    total = sum(sum(g[p] for p in PHASES) for _, g in ordered)
     header = ["module", "nodes", "time", "share"] + list(PHASES)
     rows = []
     for name, g in ordered[:TOP_N]:
