@@ -10,6 +10,11 @@
 // graph and the pipeline and aborts, so that libFuzzer keeps the input; a
 // refusal is fine. scripts/fuzz.sh runs it for FUZZ_PASS_RUNS inputs.
 //
+// At exit each process prints its graphs' verdicts per pipeline, and appends
+// them to the file GRAPHOPT_FUZZ_PASS_TALLY names, if set: libFuzzer's fork
+// mode keeps no job's output, and scripts/fuzz.sh sums the file's lines to
+// hold the whole run to the floors PassFuzzTest holds a seeded run to.
+//
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
 
@@ -21,7 +26,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace graphopt;
 using namespace graphopt::testing;
@@ -35,6 +44,24 @@ constexpr const char *kVerdictNames[] = {"verified", "refused", "budget unreacha
 std::vector<std::array<uint64_t, std::size(kVerdictNames)>> verdictCounts;
 uint64_t graphs = 0;
 
+/// One line per pipeline: "fuzz-passes-tally <graphs> <verified> <refused>
+/// <budget unreachable> <unrunnable> <failed> <pipeline>", written to the
+/// tally file in one append (lines of concurrent jobs do not interleave).
+void appendTally(const char *path) {
+  std::string lines;
+  for (size_t p = 0; p < verdictCounts.size(); ++p) {
+    lines += "fuzz-passes-tally " + std::to_string(graphs);
+    for (uint64_t n : verdictCounts[p])
+      lines += " " + std::to_string(n);
+    lines += std::string(" ") + shippedPipelines()[p].pipeline + "\n";
+  }
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0 || ::write(fd, lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
+    std::fprintf(stderr, "fuzz-passes: could not append the tally to %s\n", path);
+  if (fd >= 0)
+    ::close(fd);
+}
+
 void printVerdicts() {
   std::fprintf(stderr, "fuzz-passes: %llu graphs, per pipeline:\n",
                static_cast<unsigned long long>(graphs));
@@ -45,6 +72,9 @@ void printVerdicts() {
                    static_cast<unsigned long long>(verdictCounts[p][v]));
     std::fprintf(stderr, "\n");
   }
+  const char *tally = std::getenv("GRAPHOPT_FUZZ_PASS_TALLY");
+  if (tally && *tally && graphs > 0)
+    appendTally(tally);
 }
 
 } // namespace

@@ -135,7 +135,12 @@ for t in "${targets[@]}"; do
   before=$(ls "$artifacts" | wc -l)
   rm -rf "$tmp_root" && mkdir -p "$tmp_root"
   start=$(date +%s)
-  TMPDIR=$(cd "$tmp_root" && pwd) "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" ${seed_dir:+"$seed_dir"} >"$log" 2>&1
+  # fuzz-passes: every process appends its verdicts per pipeline here at exit (fork mode
+  # keeps no job's output); summed below.
+  tally=$build/logs/fuzz-passes.tally
+  [[ $t == fuzz-passes ]] && : >"$tally"
+  GRAPHOPT_FUZZ_PASS_TALLY=$([[ $t == fuzz-passes ]] && echo "$(cd "$(dirname "$tally")" && pwd)/$(basename "$tally")") \
+    TMPDIR=$(cd "$tmp_root" && pwd) "$build/bin/$t" "${args[@]}" "${extra[@]}" "$corpus" ${seed_dir:+"$seed_dir"} >"$log" 2>&1
   rc=$?
   rm -rf "$tmp_root"
   took=$(($(date +%s) - start))
@@ -158,6 +163,36 @@ for t in "${targets[@]}"; do
     grep -E '^==[0-9]+== ?ERROR: |^SUMMARY: |runtime error: |^terminate called|^  what\(\)|^fuzz-gir-roundtrip: |^fuzz-passes: |^INFO: (exiting|log of failing)' "$log" |
       cut -c1-240 | head -12
     [[ -n "$artifact" ]] && echo "fuzz: reproduce with: $build/bin/$t $artifact"
+  fi
+  # fuzz-passes: the verdicts per pipeline, summed over its processes, held to PassFuzzTest's
+  # floors: each pipeline rewrites and verifies at least 95% of the graphs, and at most 0.1%
+  # are graphs PyTorch itself does not run.
+  if [[ $t == fuzz-passes && -s "$tally" ]]; then
+    echo "fuzz: fuzz-passes verdicts per pipeline (graphs: verified, refused, budget unreachable, unrunnable, failed)"
+    if ! awk '$1 == "fuzz-passes-tally" {
+                name = $8; for (i = 9; i <= NF; ++i) name = name " " $i
+                if (!(name in seen)) { seen[name] = 1; order[++n] = name }
+                for (v = 3; v <= 7; ++v) sum[name, v] += $v
+              }
+              END {
+                bad = 0
+                for (k = 1; k <= n; ++k) {
+                  name = order[k]; graphs = 0
+                  for (v = 3; v <= 7; ++v) graphs += sum[name, v]
+                  verdict = ""
+                  if (sum[name, 3] < 0.95 * graphs) verdict = verdict "  BELOW THE FLOOR: verified < 95%"
+                  if (sum[name, 6] > 0.001 * graphs) verdict = verdict "  ABOVE THE CEILING: unrunnable > 0.1%"
+                  if (sum[name, 7] > 0) verdict = verdict "  FAILED"
+                  if (verdict != "") bad = 1
+                  printf "  %-90s %8d: %d, %d, %d, %d, %d (%.2f%% verified)%s\n", name, graphs,
+                         sum[name, 3], sum[name, 4], sum[name, 5], sum[name, 6], sum[name, 7],
+                         graphs ? 100 * sum[name, 3] / graphs : 0, verdict
+                }
+                exit bad
+              }' "$tally"; then
+      failed=1
+      [[ $result == ok ]] && result="FAILED (a pipeline out of its floors)" || result+="; a pipeline out of its floors"
+    fi
   fi
   # fuzz-passes: each run's graphs are recorded, so that runs add up (make fuzz-long's 1M).
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
