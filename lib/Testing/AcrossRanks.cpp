@@ -24,25 +24,53 @@ std::string describe(const GraphOutput &out) {
 
 } // namespace
 
+AcrossRanksReference referenceAcrossRanks(const Graph &original, uint64_t seed, int world) {
+  AcrossRanksReference reference;
+  WeightStore weights;
+  if (auto filled = fillMissingWeights(original, weights, seed); !filled.ok()) {
+    reference.error = absl::StrCat("stand-in weights: ", filled.status().message());
+    return reference;
+  }
+  for (int r = 0; r < world; ++r) {
+    auto made = makeExampleInputs(original, seed + 1 + r);
+    if (!made.ok()) {
+      reference.error = absl::StrCat("stand-in inputs: ", made.status().message());
+      return reference;
+    }
+    auto ran = Executor(original, weights).run(*made);
+    // A step PyTorch does not run on these inputs tests nothing here.
+    if (!ran.ok()) {
+      reference.outputs.clear();
+      return reference;
+    }
+    reference.outputs.push_back(std::move(ran->outputs));
+  }
+  return reference;
+}
+
 std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint64_t seed,
                              int rank, int world) {
+  return checkAcrossRanks(original, rewritten, seed, rank, world,
+                          referenceAcrossRanks(original, seed, world));
+}
+
+std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint64_t seed,
+                             int rank, int world, const AcrossRanksReference &ref) {
+  if (!ref.error.empty())
+    return ref.error;
+  if (ref.outputs.size() != static_cast<size_t>(world))
+    return "";
   WeightStore weights;
   if (auto filled = fillMissingWeights(original, weights, seed); !filled.ok())
     return absl::StrCat("stand-in weights: ", filled.status().message());
-  // The original on every rank's inputs: the reference has no collectives.
-  std::vector<std::vector<at::Tensor>> inputs;
-  std::vector<std::vector<at::Tensor>> reference;
-  for (int r = 0; r < world; ++r) {
-    auto made = makeExampleInputs(original, seed + 1 + r);
-    if (!made.ok())
-      return absl::StrCat("stand-in inputs: ", made.status().message());
-    inputs.push_back(std::move(*made));
-    auto ran = Executor(original, weights).run(inputs.back());
-    if (!ran.ok())
-      return ""; // a step PyTorch does not run on these inputs tests nothing here
-    reference.push_back(std::move(ran->outputs));
-  }
-  auto got = Executor(rewritten, weights).run(inputs[rank]);
+  // This rank's own copy of its inputs (the same draw): a run writes the
+  // inputs it writes in place before restoring them, and the other ranks'
+  // threads read the reference's.
+  auto inputs = makeExampleInputs(original, seed + 1 + rank);
+  if (!inputs.ok())
+    return absl::StrCat("stand-in inputs: ", inputs.status().message());
+  const std::vector<std::vector<at::Tensor>> &reference = ref.outputs;
+  auto got = Executor(rewritten, weights).run(*inputs);
   if (!got.ok())
     return absl::StrCat("rank ", rank, " on its own inputs: the rewritten graph could not run: ",
                         got.status().message());

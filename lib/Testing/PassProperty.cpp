@@ -234,7 +234,8 @@ PipelineVerdict runCase(const PipelineCase &pc, const Graph &graph, WeightStore 
 /// A pipeline for a world of ranks (pc.world), on every rank of a simulated
 /// world: each rank's verdict must be the same; a failure names its rank.
 PipelineVerdict runOnEveryRank(const PipelineCase &pc, const Graph &graph, uint64_t seed,
-                               int64_t peakBefore, PropertyOutcome &out) {
+                               int64_t peakBefore, const AcrossRanksReference &reference,
+                               PropertyOutcome &out) {
   // One world per size, for the process: its threads and their OpenMP teams
   // are made once.
   static std::map<int, std::unique_ptr<SimulatedWorld>> worlds;
@@ -253,7 +254,8 @@ PipelineVerdict runOnEveryRank(const PipelineCase &pc, const Graph &graph, uint6
       return inputs.status();
     verdicts[rank] = runCase(pc, graph, weights, *inputs, peakBefore, outcomes[rank],
                              [&](const Graph &rewritten) {
-                               return checkAcrossRanks(graph, rewritten, seed, rank, pc.world);
+                               return checkAcrossRanks(graph, rewritten, seed, rank, pc.world,
+                                                       reference);
                              });
     return absl::OkStatus();
   });
@@ -298,9 +300,19 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
     return out;
   }
   const int64_t peakBefore = LivenessAnalysis::compute(graph)->peakBytes;
+  // The original on each rank's inputs, by world size: made once, for every
+  // pipeline and rank.
+  std::map<int, AcrossRanksReference> references;
+  auto referenceFor = [&](int world) -> const AcrossRanksReference & {
+    auto it = references.find(world);
+    if (it == references.end())
+      it = references.emplace(world, referenceAcrossRanks(graph, seed, world)).first;
+    return it->second;
+  };
   for (const PipelineCase &pc : kPipelines) {
-    PipelineVerdict v = pc.world > 1 ? runOnEveryRank(pc, graph, seed, peakBefore, out)
-                                     : runCase(pc, graph, weights, *inputs, peakBefore, out);
+    PipelineVerdict v =
+        pc.world > 1 ? runOnEveryRank(pc, graph, seed, peakBefore, referenceFor(pc.world), out)
+                     : runCase(pc, graph, weights, *inputs, peakBefore, out);
     out.verdicts.push_back(v);
     if (v == PipelineVerdict::Unrunnable) {
       // A step PyTorch itself does not run tests nothing, in any pipeline.

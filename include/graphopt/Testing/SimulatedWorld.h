@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <absl/status/status.h>
 
 #include <cstdint>
@@ -70,5 +71,23 @@ namespace graphopt::testing {
 /// never reduced across ranks would pass; here it cannot.
 std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint64_t seed,
                              int rank, int world);
+
+/// What checkAcrossRanks compares with: `original` (which has no collectives)
+/// on each rank's stand-in inputs. It is the same for every rank and every
+/// rewrite of `original`, so a caller checking several (the pass fuzzer's
+/// pipelines, on every rank) makes it once, outside the world.
+struct AcrossRanksReference {
+  /// Per rank: the original's outputs on its inputs (none when the step does
+  /// not run on them: then nothing is checked).
+  std::vector<std::vector<at::Tensor>> outputs;
+  /// Why the stand-in weights or inputs could not be made ("" when they were).
+  std::string error;
+};
+AcrossRanksReference referenceAcrossRanks(const Graph &original, uint64_t seed, int world);
+
+/// checkAcrossRanks against a reference made by referenceAcrossRanks for the
+/// same `original`, `seed` and `world`.
+std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint64_t seed,
+                             int rank, int world, const AcrossRanksReference &reference);
 
 } // namespace graphopt::testing
