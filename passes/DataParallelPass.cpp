@@ -67,13 +67,26 @@ public:
     if (!buffer.ok())
       return buffer.status();
     const ValueType bufferType = (*buffer)->type();
+    // Each rank's share of the mean, divided before the sum as DDP does: a
+    // sum of large gradients would overflow where their mean does not (two
+    // float gradients of 2e38 sum to inf). For two ranks it is exact but in
+    // float's subnormal range, where halving drops a last bit.
+    Value *shares = *buffer;
+    if (world_ != 1) {
+      auto scaled = nodes_.inferred("aten::div.Scalar",
+                                    {Argument::value(*buffer), Argument::constant(Constant::ofInt(world_))},
+                                    at(issueBefore, issuePhase), tag, "dp_share");
+      if (!scaled.ok())
+        return scaled.status();
+      shares = *scaled;
+    }
     auto sum = nodes_.typed("_c10d_functional::all_reduce",
-                         {Argument::value(*buffer), Argument::constant(Constant::ofString("sum")),
+                         {Argument::value(shares), Argument::constant(Constant::ofString("sum")),
                           Argument::constant(Constant::ofString(group_))},
                          bufferType, at(issueBefore, issuePhase), tag, "dp_sum");
     if (!sum.ok())
       return sum.status();
-    // The mean below divides by world_: the executor checks the group's size against it.
+    // The shares above divide by world_: the executor checks the group's size against it.
     (*sum)->definingNode()->setAttr(kWorldSizeAttr, Constant::ofInt(world_));
 
     // Waited for before the first optimizer node that reads one of them.
@@ -89,14 +102,6 @@ public:
     if (!waited.ok())
       return waited.status();
     Value *total = *waited;
-    if (world_ != 1) {
-      auto mean = nodes_.inferred("aten::div.Scalar",
-                       {Argument::value(total), Argument::constant(Constant::ofInt(world_))},
-                       at(waitBefore, waitPhase), tag, "dp_mean");
-      if (!mean.ok())
-        return mean.status();
-      total = *mean;
-    }
     std::vector<int64_t> sizes;
     for (const Gradient &gr : bucket.gradients)
       sizes.push_back(gr.value->tensorType().numel());

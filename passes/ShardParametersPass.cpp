@@ -117,6 +117,16 @@ public:
         return padded.status();
       whole = *padded;
     }
+    // Each rank's share of the mean, divided before the sum (as in
+    // data-parallel): a sum of large gradients would overflow.
+    if (world_ != 1) {
+      auto scaled = nodes_.inferred("aten::div.Scalar",
+                                    {Argument::value(whole), Argument::constant(Constant::ofInt(world_))},
+                                    beforeOrAtEnd(g_, before, phase), tag, name + "_share");
+      if (!scaled.ok())
+        return scaled.status();
+      whole = *scaled;
+    }
     const TensorType &t = gradient->tensorType();
     return nodes_.typed("_c10d_functional::reduce_scatter_tensor",
                  {Argument::value(whole), Argument::constant(Constant::ofString("sum")),
@@ -126,19 +136,15 @@ public:
                  beforeOrAtEnd(g_, before, phase), tag, name + "_scattered");
   }
 
-  /// The wait for a reduce-scatter, and the mean over the ranks, before
-  /// `before` (null: at the end of the step).
+  /// The wait for a reduce-scatter (of shares already divided by the world:
+  /// its result is this rank's shard of the mean), before `before` (null: at
+  /// the end of the step).
   absl::StatusOr<Value *> finish(const Member &m, Value *scattered, Node *before) {
     const std::string tag = absl::StrCat("reduce-scatter ", m.target);
     const Phase phase = before ? before->phase() : g_.nodes().back().phase();
-    auto summed = nodes_.typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
+    return nodes_.typed("_c10d_functional::wait_tensor", {Argument::value(scattered)},
                         scattered->type(), beforeOrAtEnd(g_, before, phase), tag,
-                        scattered->name().str() + "_sum");
-    if (!summed.ok() || world_ == 1)
-      return summed;
-    return nodes_.inferred("aten::div.Scalar",
-                    {Argument::value(*summed), Argument::constant(Constant::ofInt(world_))},
-                    beforeOrAtEnd(g_, before, phase), tag, m.input->name().str() + "_grad_shard");
+                        m.input->name().str() + "_grad_shard");
   }
 
 private:

@@ -194,7 +194,12 @@ for t in "${targets[@]}"; do
       [[ $result == ok ]] && result="FAILED (a pipeline out of its floors)" || result+="; a pipeline out of its floors"
     fi
   fi
-  # fuzz-passes: each run's graphs are recorded, so that runs add up (make fuzz-long's 1M).
+  # fuzz-passes: each run's graphs are recorded, so that runs add up (make fuzz-long's 1M): the
+  # graphs its processes checked to the end, from the tally (in fork mode the log's final
+  # stats, when there are any, are a crashed job's alone).
+  if [[ $t == fuzz-passes && -s "$tally" ]]; then
+    execs=$(awk 'NR == 1 {name = $8} $1 == "fuzz-passes-tally" && $8 == name {n += $2} END {print n + 0}' "$tally")
+  fi
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
     history=$build/logs/fuzz-passes.history
     echo "$(date -u +%FT%TZ) $execs $result" >>"$history"

@@ -81,11 +81,17 @@ std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint
     if (it == before.end())
       return absl::StrCat(describe(out), " has no counterpart in the original graph");
     at::Tensor want = reference[rank][it->second];
-    if (out.role == OutputRole::Gradient) {
-      want = reference[0][it->second].clone();
+    if (out.role == OutputRole::Gradient && want.defined()) {
+      // The mean in double, rounded once: in the gradient's own dtype the sum
+      // of large gradients overflows where their mean does not.
+      const at::Tensor &first = reference[0][it->second];
+      const bool wide = first.is_floating_point() || first.is_complex();
+      const at::ScalarType wideType = first.is_complex() ? at::kComplexDouble : at::kDouble;
+      at::Tensor sum = first.to(wide ? wideType : first.scalar_type(), /*non_blocking=*/false,
+                                /*copy=*/true);
       for (int r = 1; r < world; ++r)
-        want.add_(reference[r][it->second]);
-      want.div_(world);
+        sum.add_(wide ? reference[r][it->second].to(wideType) : reference[r][it->second]);
+      want = sum.div_(world).to(first.scalar_type());
       if (parseShardTarget(out.target))
         want = shardOf(want, world, rank);
     }

@@ -35,8 +35,8 @@ const PipelineCase kPipelines[] = {
     {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},
     {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace", false},
     // A bucket of 256 bytes makes several buckets on most graphs.
-    {"data-parallel{world=2,bucket=256}", false, 2},
-    {"shard-parameters{world=2}", false, 2},
+    {"data-parallel{world=2,bucket=256}", false, 2, /*bitwise=*/false},
+    {"shard-parameters{world=2}", false, 2, /*bitwise=*/false},
 };
 
 /// What verifying one pipeline's rewrite found (`why` says how it fails).
@@ -145,7 +145,7 @@ std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer,
 Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &rewritten, WeightStore &weights,
                    const std::vector<at::Tensor> &inputs, int64_t peakBefore, std::string &why) {
   VerifierOptions vopts;
-  vopts.bitwise = true;
+  vopts.bitwise = pc.bitwise;
   auto verified = verifyRewrite(reference, rewritten, weights, inputs, vopts);
   if (!verified.ok()) {
     // A generated step PyTorch itself refuses to run (an in-place write from

@@ -39,6 +39,12 @@ struct PipelineCase {
   /// (every rank on the same inputs), then with each rank on its own
   /// (checkAcrossRanks).
   int world = 1;
+  /// Verified bitwise (every shipped pipeline but the distributed ones). The
+  /// mean over ranks divides each rank's gradient before the sum (as DDP
+  /// does, so that large gradients cannot overflow): exact for two ranks but
+  /// in float's subnormal range, so those are held to torch.testing's
+  /// tolerances.
+  bool bitwise = true;
 };
 
 /// What the project ships, and their composition. checkpoint plans on FLOPs
