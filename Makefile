@@ -313,7 +313,7 @@ bench-compare:
 # the libraries instrumented for libFuzzer, ASan and UBSan (GRAPHOPT_FUZZ=ON builds nothing
 # else), then each target run for FUZZ_SECONDS from seeds made out of the lit tests' .gir texts
 # and the zoo's smallest .pt2 archives, and the pass fuzzer (fuzz-passes) for FUZZ_PASS_RUNS
-# graphs, 50k by default, about 30 minutes (scripts/fuzz.sh, which lists its other variables).
+# graphs, 50k by default, about an hour with FUZZ_PASS_JOBS=2 (scripts/fuzz.sh, which lists its other variables).
 # Exit 1 when a target crashes; what crashed is in $(FUZZ_BUILD_DIR)/artifacts/<target>/.
 FUZZ_BUILD_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 180

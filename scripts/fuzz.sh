@@ -15,10 +15,14 @@
 # Environment:
 #   FUZZ_BUILD_DIR  the fuzzing build tree (default build-fuzz)
 #   FUZZ_SECONDS    seconds per target (default 180), fuzz-passes aside
-#   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about 30 minutes under ASan)
+#   FUZZ_PASS_RUNS  graphs fuzz-passes checks (default 50000: about an hour under ASan with
+#                   FUZZ_PASS_JOBS=2, docs/Robustness.md)
 #   FUZZ_PASS_JOBS  >1: fuzz-passes in libFuzzer's fork mode with that many processes (make
 #                   fuzz-long: 2); its corpus persists, and logs/fuzz-passes.history counts
 #                   the graphs of every run, so runs add up
+# fuzz-passes' processes append their verdicts per pipeline to logs/fuzz-passes.tally; the
+# run's sum is printed and held to PassFuzzTest's floors (each pipeline verifies >= 95% of the
+# graphs, <= 0.1% unrunnable, none failed), and a run out of them fails.
 #   FUZZ_RSS_MB     libFuzzer -rss_limit_mb, also the one-allocation limit (default 2048)
 #   FUZZ_TIMEOUT    libFuzzer -timeout: seconds one input may take (default 10)
 #   FUZZ_ZOO        where the .pt2 seeds come from (default build/zoo, made by `make test`)
