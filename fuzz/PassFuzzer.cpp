@@ -62,6 +62,23 @@ void appendTally(const char *path) {
     ::close(fd);
 }
 
+/// An input whose graph PyTorch itself does not run (it tests no pass): named
+/// in the tally, in hex, so that each is printed at the end of a fork-mode run.
+void appendUnrunnable(const char *path, const uint8_t *data, size_t size) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string line = "fuzz-passes-unrunnable ";
+  for (size_t i = 0; i < size; ++i) {
+    line += kHex[data[i] >> 4];
+    line += kHex[data[i] & 15];
+  }
+  line += "\n";
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    std::fprintf(stderr, "fuzz-passes: could not append to %s\n", path);
+  if (fd >= 0)
+    ::close(fd);
+}
+
 void printVerdicts() {
   std::fprintf(stderr, "fuzz-passes: %llu graphs, per pipeline:\n",
                static_cast<unsigned long long>(graphs));
@@ -95,6 +112,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   PropertyOutcome outcome = checkShippedPipelines(*made->graph, /*seed=*/size);
   ++graphs;
+  if (outcome.unrunnable) {
+    std::fprintf(stderr, "fuzz-passes: unrunnable: PyTorch does not run this input's graph\n");
+    if (const char *tally = std::getenv("GRAPHOPT_FUZZ_PASS_TALLY"); tally && *tally)
+      appendUnrunnable(tally, data, size);
+  }
   for (size_t p = 0; p < outcome.verdicts.size() && p < verdictCounts.size(); ++p)
     ++verdictCounts[p][static_cast<size_t>(outcome.verdicts[p])];
   if (outcome.failures.empty())

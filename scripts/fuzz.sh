@@ -173,6 +173,8 @@ for t in "${targets[@]}"; do
   # are graphs PyTorch itself does not run.
   if [[ $t == fuzz-passes && -s "$tally" ]]; then
     echo "fuzz: fuzz-passes verdicts per pipeline (graphs: verified, refused, budget unreachable, unrunnable, failed)"
+    # Each unrunnable input, in hex (GRAPHOPT_PASS_FUZZ_INPUT replays one saved as a file).
+    awk '$1 == "fuzz-passes-unrunnable" {print "  unrunnable input (hex): " $2}' "$tally" | cut -c1-240
     if ! awk '$1 == "fuzz-passes-tally" {
                 name = $8; for (i = 9; i <= NF; ++i) name = name " " $i
                 if (!(name in seen)) { seen[name] = 1; order[++n] = name }
