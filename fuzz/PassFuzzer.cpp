@@ -22,6 +22,8 @@
 #include "graphopt/Testing/PassProperty.h"
 #include "graphopt/Testing/RandomGraph.h"
 
+#include <llvm/ADT/StringExtras.h>
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -44,10 +46,22 @@ constexpr const char *kVerdictNames[] = {"verified", "refused", "budget unreacha
 std::vector<std::array<uint64_t, std::size(kVerdictNames)>> verdictCounts;
 uint64_t graphs = 0;
 
+/// Appends `text` to the tally file GRAPHOPT_FUZZ_PASS_TALLY names, if set,
+/// in one write (lines of concurrent jobs do not interleave).
+void appendToTally(const std::string &text) {
+  const char *path = std::getenv("GRAPHOPT_FUZZ_PASS_TALLY");
+  if (!path || !*path)
+    return;
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    std::fprintf(stderr, "fuzz-passes: could not append to %s\n", path);
+  if (fd >= 0)
+    ::close(fd);
+}
+
 /// One line per pipeline: "fuzz-passes-tally <graphs> <verified> <refused>
-/// <budget unreachable> <unrunnable> <failed> <pipeline>", written to the
-/// tally file in one append (lines of concurrent jobs do not interleave).
-void appendTally(const char *path) {
+/// <budget unreachable> <unrunnable> <failed> <pipeline>".
+std::string tallyLines() {
   std::string lines;
   for (size_t p = 0; p < verdictCounts.size(); ++p) {
     lines += "fuzz-passes-tally " + std::to_string(graphs);
@@ -55,28 +69,7 @@ void appendTally(const char *path) {
       lines += " " + std::to_string(n);
     lines += std::string(" ") + shippedPipelines()[p].pipeline + "\n";
   }
-  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
-  if (fd < 0 || ::write(fd, lines.data(), lines.size()) != static_cast<ssize_t>(lines.size()))
-    std::fprintf(stderr, "fuzz-passes: could not append the tally to %s\n", path);
-  if (fd >= 0)
-    ::close(fd);
-}
-
-/// An input whose graph PyTorch itself does not run (it tests no pass): named
-/// in the tally, in hex, so that each is printed at the end of a fork-mode run.
-void appendUnrunnable(const char *path, const uint8_t *data, size_t size) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string line = "fuzz-passes-unrunnable ";
-  for (size_t i = 0; i < size; ++i) {
-    line += kHex[data[i] >> 4];
-    line += kHex[data[i] & 15];
-  }
-  line += "\n";
-  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
-  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    std::fprintf(stderr, "fuzz-passes: could not append to %s\n", path);
-  if (fd >= 0)
-    ::close(fd);
+  return lines;
 }
 
 void printVerdicts() {
@@ -89,9 +82,8 @@ void printVerdicts() {
                    static_cast<unsigned long long>(verdictCounts[p][v]));
     std::fprintf(stderr, "\n");
   }
-  const char *tally = std::getenv("GRAPHOPT_FUZZ_PASS_TALLY");
-  if (tally && *tally && graphs > 0)
-    appendTally(tally);
+  if (graphs > 0)
+    appendToTally(tallyLines());
 }
 
 } // namespace
@@ -114,8 +106,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ++graphs;
   if (outcome.unrunnable) {
     std::fprintf(stderr, "fuzz-passes: unrunnable: PyTorch does not run this input's graph\n");
-    if (const char *tally = std::getenv("GRAPHOPT_FUZZ_PASS_TALLY"); tally && *tally)
-      appendUnrunnable(tally, data, size);
+    // Named in the tally, in hex, so that each is printed at the end of a
+    // fork-mode run.
+    appendToTally("fuzz-passes-unrunnable " +
+                  llvm::toHex(llvm::ArrayRef<uint8_t>(data, size), /*LowerCase=*/true) + "\n");
   }
   for (size_t p = 0; p < outcome.verdicts.size() && p < verdictCounts.size(); ++p)
     ++verdictCounts[p][static_cast<size_t>(outcome.verdicts[p])];
