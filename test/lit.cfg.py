@@ -3,6 +3,7 @@
 # graph-opt comes from this build; FileCheck, not and split-file from LLVM 14.
 import os
 import shutil
+import subprocess
 
 import lit.formats
 
@@ -128,6 +129,15 @@ if chromium is None:
 if chromium:
     config.available_features.add("chromium")
     config.substitutions.append(("%chromium", chromium))
+
+# A machine with an NVIDIA GPU (nvidia-smi lists one): scripts/device-check.sh run checks it
+# there instead of saying there is nothing to check (test/DeviceCheck).
+try:
+    if shutil.which("nvidia-smi") and subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0:
+        config.available_features.add("nvidia-gpu")
+except (OSError, subprocess.SubprocessError):
+    pass
 
 # The full tier (REQUIRES: full-tier): end-to-end runs of the benchmark harness, the batch-size
 # sweep and the peers, tens of seconds each, that test the tools around the optimizer rather

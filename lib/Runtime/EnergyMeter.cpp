@@ -10,6 +10,10 @@
 
 #include <dlfcn.h>
 
+#ifdef GRAPHOPT_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include <cstdlib>
 #include <optional>
 #include <vector>
@@ -105,7 +109,8 @@ std::unique_ptr<EnergyMeter> findRapl(std::string *why) {
 class NvmlMeter : public EnergyMeter {
 public:
   using GetEnergy = int (*)(void *, unsigned long long *);
-  NvmlMeter(void *device, GetEnergy get, int index) : device_(device), get_(get), index_(index) {}
+  NvmlMeter(void *device, GetEnergy get, std::string which)
+      : device_(device), get_(get), which_(std::move(which)) {}
   absl::StatusOr<double> joules() override {
     unsigned long long millijoules = 0;
     if (int rc = get_(device_, &millijoules); rc != 0)
@@ -113,13 +118,50 @@ public:
           absl::StrCat("nvmlDeviceGetTotalEnergyConsumption failed (NVML error ", rc, ")"));
     return static_cast<double>(millijoules) * 1e-3;
   }
-  std::string source() const override { return absl::StrCat("NVML: GPU ", index_); }
+  std::string source() const override { return absl::StrCat("NVML: ", which_); }
 
 private:
   void *device_;
   GetEnergy get_;
-  int index_;
+  std::string which_;
 };
+
+} // namespace
+
+std::string nvmlUuidText(const unsigned char (&bytes)[16]) {
+  // NVML's form: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (nvidia-smi -L prints it).
+  static const char *digits = "0123456789abcdef";
+  std::string text = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      text += '-';
+    text += digits[bytes[i] >> 4];
+    text += digits[bytes[i] & 15];
+  }
+  return text;
+}
+
+namespace {
+
+/// The NVML name of CUDA device `index`: its UUID. CUDA numbers devices
+/// fastest first and after CUDA_VISIBLE_DEVICES, NVML by PCI bus over all of
+/// them, so the same index can be another GPU; the UUID is the same in both.
+std::optional<std::string> cudaDeviceUuid(int index) {
+#ifdef GRAPHOPT_WITH_CUDA
+  cudaDeviceProp props{};
+  if (cudaGetDeviceProperties(&props, index) != cudaSuccess) {
+    (void)cudaGetLastError(); // clear the sticky error for the next caller
+    return std::nullopt;
+  }
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i)
+    bytes[i] = static_cast<unsigned char>(props.uuid.bytes[i]);
+  return nvmlUuidText(bytes);
+#else
+  (void)index;
+  return std::nullopt;
+#endif
+}
 
 std::unique_ptr<EnergyMeter> findNvml(int index, std::string *why) {
   void *lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -128,20 +170,28 @@ std::unique_ptr<EnergyMeter> findNvml(int index, std::string *why) {
     return nullptr;
   }
   using Init = int (*)();
-  using GetHandle = int (*)(unsigned, void **);
+  using ByUuid = int (*)(const char *, void **);
   auto init = reinterpret_cast<Init>(::dlsym(lib, "nvmlInit_v2"));
-  auto handle = reinterpret_cast<GetHandle>(::dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto byUuid = reinterpret_cast<ByUuid>(::dlsym(lib, "nvmlDeviceGetHandleByUUID"));
   auto energy =
       reinterpret_cast<NvmlMeter::GetEnergy>(::dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
-  void *device = nullptr;
-  unsigned long long probe = 0;
-  if (!init || !handle || !energy || init() != 0 ||
-      handle(static_cast<unsigned>(index), &device) != 0 || energy(device, &probe) != 0) {
-    *why = absl::StrCat("NVML has no energy counter for GPU ", index,
-                        " (Volta and later report one)");
+  std::optional<std::string> uuid = cudaDeviceUuid(index);
+  if (!uuid) {
+    // NVML's own index is not CUDA's: without the UUID no counter is known to
+    // be this device's.
+    *why = absl::StrCat("CUDA gave no UUID for device cuda:", index,
+                        ", so NVML's device for it is unknown");
     return nullptr;
   }
-  return std::make_unique<NvmlMeter>(device, energy, index);
+  void *device = nullptr;
+  unsigned long long probe = 0;
+  if (!init || !byUuid || !energy || init() != 0 || byUuid(uuid->c_str(), &device) != 0 ||
+      energy(device, &probe) != 0) {
+    *why = absl::StrCat("NVML has no energy counter for cuda:", index, " (", *uuid,
+                        "; Volta and later report one)");
+    return nullptr;
+  }
+  return std::make_unique<NvmlMeter>(device, energy, absl::StrCat("cuda:", index, " ", *uuid));
 }
 
 } // namespace

@@ -211,6 +211,17 @@ TEST(EnergyMeterTest, ReadsRaplPackagesAndUndoesTheWrap) {
   llvm::sys::fs::remove_directories(root);
 }
 
+// NVML is asked for the CUDA device's UUID, in the form nvidia-smi -L prints
+// (CUDA's index and NVML's can name different GPUs).
+TEST(EnergyMeterTest, NamesTheCudaDeviceByItsNvmlUuid) {
+  const unsigned char bytes[16] = {0x1f, 0x2e, 0x3d, 0x4c, 0x5b, 0x6a, 0x79, 0x88,
+                                   0x97, 0xa6, 0xb5, 0xc4, 0xd3, 0xe2, 0xf1, 0x00};
+  EXPECT_EQ(nvmlUuidText(bytes), "GPU-1f2e3d4c-5b6a-7988-97a6-b5c4d3e2f100");
+  std::string why;
+  if (!findEnergyMeter(c10::Device(c10::DeviceType::CUDA, 0), &why))
+    EXPECT_FALSE(why.empty()); // no NVML, or no such device: it says which
+}
+
 TEST(CostDatabaseTest, StoresAndReadsBackAMeasurement) {
   std::string path = tempPath("costs.sqlite");
   auto g = parse(R"(graph @g {

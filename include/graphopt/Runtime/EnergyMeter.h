@@ -6,7 +6,9 @@
 //  - NVIDIA GPUs: NVML's total energy counter of the device
 //    (nvmlDeviceGetTotalEnergyConsumption, millijoules since the driver
 //    loaded), from libnvidia-ml.so.1, loaded at run time (the driver ships it;
-//    nothing links it, so the build runs where there is none).
+//    nothing links it, so the build runs where there is none). The device is
+//    found by its UUID, which CUDA and NVML share: their indices differ
+//    (CUDA numbers fastest first and after CUDA_VISIBLE_DEVICES).
 //  - CPUs: Linux powercap's RAPL package domains
 //    (/sys/class/powercap/intel-rapl:N/energy_uj, summed over the packages,
 //    its wrap-around at max_energy_range_uj undone). $GRAPHOPT_POWERCAP_DIR
@@ -30,12 +32,16 @@ public:
   virtual ~EnergyMeter() = default;
   /// The counter now, in joules (from an arbitrary origin).
   virtual absl::StatusOr<double> joules() = 0;
-  /// What it reads, in words: "RAPL: package-0, package-1", "NVML: GPU 0".
+  /// What it reads, in words: "RAPL: package-0, package-1", "NVML: cuda:0 GPU-<uuid>".
   virtual std::string source() const = 0;
 };
 
 /// The meter for `device`, or null with `*whyNone` saying what was looked
 /// for and not found.
 std::unique_ptr<EnergyMeter> findEnergyMeter(c10::Device device, std::string *whyNone);
+
+/// A CUDA device UUID's 16 bytes as NVML names the device
+/// ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it).
+std::string nvmlUuidText(const unsigned char (&bytes)[16]);
 
 } // namespace graphopt
