@@ -27,7 +27,8 @@ case "$verb" in
       echo "device-check: no NVIDIA GPU here (nvidia-smi lists none); nothing to check"
       exit 0
     fi
-    exec python3 scripts/device_check.py run ;;
+    shift
+    exec python3 scripts/device_check.py run "$@" ;;
   *)
     echo "usage: scripts/device-check.sh pack|run" >&2
     exit 2 ;;

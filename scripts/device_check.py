@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACK = Path(os.environ.get("DEVICE_PACK") or ROOT / ".device-pack")
 PROGRAMS = ("graph-opt", "graph-opt-costdb", "graph-opt-milp")
+# The image's python3 (KINDS.md of the device tool): the graph_opt extension is built for it too.
+DEVICE_PYTHON_VERSION = "3.12"
 PACK_LIMIT_BYTES = 60 * 1024 * 1024
 # Every Linux with glibc and GCC's runtime has these; the image's torch was built against them.
 SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
@@ -83,7 +85,42 @@ def needs_packing(name: str, path: Path, torch_site: Path) -> bool:
     return torch_site not in path.resolve().parents
 
 
-def pack(build: Path) -> None:
+def device_python() -> str:
+    """An interpreter of the device's CPython version, for its headers: $DEVICE_PYTHON, else
+    pyenv's, else python3.12 on PATH; the first that runs."""
+    name = f"python{DEVICE_PYTHON_VERSION}"
+    candidates = [os.environ["DEVICE_PYTHON"]] if os.environ.get("DEVICE_PYTHON") else []
+    candidates += [str(p) for p in sorted(Path.home().glob(
+        f".pyenv/versions/{DEVICE_PYTHON_VERSION}.*/bin/{name}"), reverse=True)]
+    candidates += [p for p in [shutil.which(name)] if p]  # a pyenv shim may not run
+    for python in candidates:
+        try:
+            subprocess.run([python, "-c", "import sysconfig"], check=True, capture_output=True)
+            return python
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    fail(f"no CPython {DEVICE_PYTHON_VERSION} here for the device's graph_opt extension "
+         f"(tried {', '.join(candidates) or 'none'}; DEVICE_PYTHON names one; only its headers "
+         "are read)")
+
+
+def build_device_module(build: Path) -> Path:
+    """The graph_opt extension for the device's CPython (python/CMakeLists.txt,
+    GRAPHOPT_DEVICE_PYTHON): configured into `build` and built there."""
+    python = device_python()
+    for argv in (["cmake", "-S", str(ROOT), "-B", str(build), f"-DGRAPHOPT_DEVICE_PYTHON={python}"],
+                 ["cmake", "--build", str(build), "--target", "graphopt_python_device"]):
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            fail(f"{' '.join(argv)} failed:\n{tail(done.stdout + done.stderr, 20)}")
+    modules = sorted((build / "python-device" / "graph_opt").glob(
+        f"_C.cpython-{DEVICE_PYTHON_VERSION.replace('.', '')}-*.so"))
+    if not modules:
+        fail(f"{build}/python-device/graph_opt has no _C for CPython {DEVICE_PYTHON_VERSION}")
+    return modules[-1]
+
+
+def pack(build: Path, with_python: bool = True) -> None:
     import torch  # the venv's: the CUDA wheel graph-opt is built against
 
     torch_site = Path(torch.__file__).resolve().parent.parent
@@ -102,6 +139,14 @@ def pack(build: Path) -> None:
         for lib, path in shared_libraries(src).items():
             if needs_packing(lib, path, torch_site):
                 libs[lib] = path
+    if with_python:
+        package = staging / "python" / "graph_opt"
+        package.mkdir(parents=True)
+        module = build_device_module(build)
+        shutil.copy2(module, package / module.name)
+        subprocess.run(["strip", "--strip-unneeded", str(package / module.name)], check=True)
+        for source in sorted((ROOT / "python" / "graph_opt").glob("*.py")):
+            shutil.copy2(source, package / source.name)
     for lib, path in sorted(libs.items()):
         dst = staging / "lib" / lib
         shutil.copy2(path.resolve(), dst)
@@ -111,7 +156,7 @@ def pack(build: Path) -> None:
     total = sum(files.values())
     manifest = {"format": "graph-opt-device-pack/1", "commit": git_commit(),
                 "torch": torch.__version__, "cuda": torch.version.cuda,
-                "python_built_for": f"{sys.version_info.major}.{sys.version_info.minor}",
+                "python_module_for": DEVICE_PYTHON_VERSION,
                 "total_bytes": total, "files": files}
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     if total > PACK_LIMIT_BYTES:
@@ -123,7 +168,9 @@ def pack(build: Path) -> None:
     print(f"device-check: packed {len(files)} files, {total / 2**20:.1f} MiB, in {PACK} "
           f"(torch {torch.__version__}, commit {manifest['commit'][:12]})")
     for rel, size in files.items():
-        print(f"  {size / 2**20:7.2f} MiB  {rel}")
+        if not rel.endswith(".py"):
+            print(f"  {size / 2**20:7.2f} MiB  {rel}")
+    print(f"  and {sum(rel.endswith('.py') for rel in files)} Python files of graph_opt")
 
 
 # ----------------------------------------------------------------------------------------- run
@@ -198,7 +245,7 @@ def device_facts(run: Run) -> dict:
             "python": sys.version.split()[0]}
 
 
-def export_models(run: Run, work: Path) -> dict[str, Path]:
+def export_models(run: Run, work: Path, env) -> dict[str, Path]:
     """The three models' training steps at their default size, exported in parallel."""
     procs = {}
     for model in MODELS:
@@ -206,7 +253,7 @@ def export_models(run: Run, work: Path) -> dict[str, Path]:
         argv = [sys.executable, "tools/export/export_model.py", "--model", model, "--mode",
                 "train", "-q", "-o", str(path)] + (["--tiny"] if TINY else [])
         run.log.write(f"$ {' '.join(argv)}\n")
-        procs[model] = (path, subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE,
+        procs[model] = (path, subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, env=env,
                                                stderr=subprocess.STDOUT, text=True))
     exported = {}
     deadline = time.monotonic() + EXPORT_SECONDS
@@ -358,17 +405,124 @@ def check_energy(run: Run, costdb: Path, env, facts: dict, work: Path) -> None:
                device_found_by_uuid=uuid_ok, said=tail(output, 4))
 
 
-def check_torch_compile(run: Run) -> None:
-    # The graph_opt package's extension is built here for this machine's CPython; the image's
-    # python3 is another minor version, so it cannot import it (not yet packed).
-    import torch  # noqa: F401
-
-    run.record("torch.compile: gpt2 through graph-opt's partitioner and torch's knapsack", None,
-               why="the graph_opt extension module is not in the pack yet (built here for "
-                   "CPython 3.11; the device image runs 3.12)")
+COMPILE_NAME = "torch.compile: gpt2 through graph-opt's partitioner and torch's knapsack"
+COMPILE_BUDGETS = (0.5, 0.3)
+COMPILE_STEPS = 20
 
 
-def run_checks() -> int:
+def check_torch_compile(run: Run, env) -> None:
+    """GPT-2 trained through torch.compile, in a process of its own (compile_training)."""
+    if run.left() < 150:
+        run.record(COMPILE_NAME, None, why="out of time")
+        return
+    path = run.out / "torch-compile.json"
+    rc, output = run.command([sys.executable, str(Path(__file__).resolve()), "compile-training",
+                              f"--json={path}"] + (["--rehearse"] if TINY else []),
+                             run.left(), env)
+    if rc != 0 or not path.is_file():
+        run.record(COMPILE_NAME, False, rc=rc, output=tail(output, 12))
+        return
+    result = json.loads(path.read_text())
+    run.record(COMPILE_NAME, result.pop("pass"), **result)
+
+
+def compile_training(json_path: Path) -> None:
+    """GPT-2 (its default size, dropout off so the two partitions draw nothing) trained
+    COMPILE_STEPS AdamW steps under torch.compile with torch's knapsack and with graph-opt's
+    partitioner (verify=True: its first step is compared with torch's partition), each at
+    every COMPILE_BUDGETS share of the activation memory, from the same initial weights.
+    Losses compared (the first within 1e-4, every step within 1e-2, relative: Inductor's
+    kernels differ between partitions), measured peak (torch.cuda.max_memory_allocated over
+    the steps after the first), median step time over the last 10 steps."""
+    import copy
+    import statistics
+
+    import torch
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    sys.path.insert(0, str(ROOT / "tools" / "export"))
+    import export_model as em
+    import graph_opt
+
+    spec = em.MODELS["gpt2"]
+    sizes = em.Sizes(tiny=TINY, **{"batch": None, "image_size": None, "seq_len": None,
+                                   **(spec.tiny if TINY else spec.defaults)})
+    built = em.build_model("gpt2", sizes, seed=0, dropout=False)
+    step, _ = em.train_step_module(built)
+    device = torch.device(DEVICE)
+    args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in built.train_args)
+    step = step.to(device)
+
+    def train(partitioner, budget):
+        model = copy.deepcopy(step)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        compiled = torch.compile(model)
+        losses, times = [], []
+        sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+        with functorch_config.patch(activation_memory_budget=budget), \
+                inductor_config.patch(custom_partitioner_fn=partitioner):
+            for i in range(COMPILE_STEPS):
+                if i == 1 and device.type == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                sync()
+                began = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                (loss,) = compiled(*args)
+                loss.backward()
+                optimizer.step()
+                sync()
+                times.append(time.perf_counter() - began)
+                losses.append(float(loss))
+        peak = torch.cuda.max_memory_allocated() if device.type == "cuda" else None
+        torch._dynamo.reset()
+        return {"losses": losses, "peak_bytes": peak,
+                "median_step_s": statistics.median(times[-10:])}
+
+    result = {"model": "gpt2", "sizes": dataclass_dict(sizes), "steps": COMPILE_STEPS,
+              "device": DEVICE, "runs": {}}
+    passed = True
+    for budget in COMPILE_BUDGETS:
+        knapsack = train(None, budget)
+        ours = train(graph_opt.partitioner(memory_budget=budget, strict=True, verify=True),
+                     budget)
+        first = abs(ours["losses"][0] - knapsack["losses"][0]) / abs(knapsack["losses"][0])
+        worst = max(abs(a - b) / abs(b) for a, b in zip(ours["losses"], knapsack["losses"]))
+        ok = first <= 1e-4 and worst <= 1e-2
+        passed &= ok
+        result["runs"][f"budget={budget}"] = {
+            "knapsack": knapsack, "graph_opt": ours, "first_loss_rel_diff": first,
+            "worst_loss_rel_diff": worst, "losses_agree": ok,
+            "peak_ratio": (ours["peak_bytes"] / knapsack["peak_bytes"]
+                           if knapsack["peak_bytes"] else None),
+            "step_ratio": ours["median_step_s"] / knapsack["median_step_s"]}
+    result["pass"] = passed
+    json_path.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def dataclass_dict(value) -> dict:
+    import dataclasses
+    return dataclasses.asdict(value)
+
+
+CHECKS = ("verify", "profile", "offload", "energy", "compile")
+
+
+def python_package_dir(build: Path) -> Path:
+    """Where graph_opt is for this interpreter: the pack's (built for the device's CPython),
+    else, rehearsing here, the build tree's."""
+    import sysconfig
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if (PACK / "python" / "graph_opt" / f"_C{suffix}").is_file():
+        return PACK / "python"
+    if TINY and (build / "python" / "graph_opt" / f"_C{suffix}").is_file():
+        return build / "python"
+    fail(f"the pack has no graph_opt extension for this CPython ({suffix}): it was built for "
+         f"{DEVICE_PYTHON_VERSION} (DEVICE_PYTHON when packing)")
+
+
+def run_checks(only: tuple[str, ...], build: Path) -> int:
     import torch
 
     if DEVICE == "cuda" and not torch.cuda.is_available():
@@ -391,6 +545,10 @@ def run_checks() -> int:
     torch_lib = Path(torch.__file__).resolve().parent / "lib"
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
         [str(PACK / "lib"), str(torch_lib)] + [p for p in [env.get("LD_LIBRARY_PATH")] if p])
+    # The exporter and the torch.compile check import graph_opt; its programs from the pack.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(python_package_dir(build))] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["GRAPHOPT_MILP_SOLVER"] = str(PACK / "bin" / "graph-opt-milp")
     graph_opt, costdb = PACK / "bin" / "graph-opt", PACK / "bin" / "graph-opt-costdb"
     rc, output = run.command([str(graph_opt), "--version"], 60, env)
     if rc != 0:
@@ -400,12 +558,18 @@ def run_checks() -> int:
     run.results["device"] = facts = device_facts(run)
     run.write()
     with tempfile.TemporaryDirectory(prefix="device-check-") as work:
-        models = export_models(run, Path(work))
-        check_verifier(run, graph_opt, models, env)
-        check_profile(run, graph_opt, models, env)
-        check_offload(run, graph_opt, models, env)
-        check_energy(run, costdb, env, facts, Path(work))
-        check_torch_compile(run)
+        models = (export_models(run, Path(work), env)
+                  if {"verify", "profile", "offload"} & set(only) else {})
+        if "verify" in only:
+            check_verifier(run, graph_opt, models, env)
+        if "profile" in only:
+            check_profile(run, graph_opt, models, env)
+        if "offload" in only:
+            check_offload(run, graph_opt, models, env)
+        if "energy" in only:
+            check_energy(run, costdb, env, facts, Path(work))
+        if "compile" in only:
+            check_torch_compile(run, env)
     run.write()
     r = run.results
     print(f"device-check: {r['passed']} passed, {r['failed']} failed, {r['not_run']} not run, "
@@ -415,7 +579,14 @@ def run_checks() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("verb", choices=("pack", "run"))
+    parser.add_argument("verb", choices=("pack", "run", "compile-training"))
+    parser.add_argument("--only", default=",".join(CHECKS),
+                        help=f"run: these checks, comma-separated (default all: "
+                             f"{','.join(CHECKS)}); a second call can finish what a first left")
+    parser.add_argument("--json", help="compile-training: where its result goes")
+    parser.add_argument("--without-python", action="store_true",
+                        help="pack: leave out the graph_opt package (its extension is built "
+                             "for the device's CPython, a build of its own; the tests use this)")
     parser.add_argument("--rehearse", action="store_true",
                         help="run: every check on the CPU with the tiny models (tries the "
                              "script here; says nothing about CUDA)")
@@ -423,12 +594,18 @@ def main() -> None:
                         help="the build tree whose programs are packed (default build)")
     args = parser.parse_args()
     if args.verb == "pack":
-        pack(ROOT / args.build)
-    else:
-        global DEVICE, TINY
-        if args.rehearse:
-            DEVICE, TINY = "cpu", True
-        sys.exit(run_checks())
+        pack(ROOT / args.build, with_python=not args.without_python)
+        return
+    global DEVICE, TINY
+    if args.rehearse:
+        DEVICE, TINY = "cpu", True
+    if args.verb == "compile-training":
+        compile_training(Path(args.json))
+        return
+    only = tuple(c for c in args.only.split(",") if c)
+    if unknown := [c for c in only if c not in CHECKS]:
+        fail(f"--only: no check {', '.join(unknown)} (the checks: {', '.join(CHECKS)})")
+    sys.exit(run_checks(only, ROOT / args.build))
 
 
 if __name__ == "__main__":
