@@ -549,6 +549,10 @@ def run_checks(only: tuple[str, ...], build: Path) -> int:
     env["PYTHONPATH"] = os.pathsep.join(
         [str(python_package_dir(build))] + [p for p in [env.get("PYTHONPATH")] if p])
     env["GRAPHOPT_MILP_SOLVER"] = str(PACK / "bin" / "graph-opt-milp")
+    # cuBLAS is deterministic only with a fixed workspace (torch's reproducibility notes);
+    # --bitwise runs with torch's deterministic algorithms in warn-only mode, so without it
+    # matrix products would only warn and could differ.
+    env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     graph_opt, costdb = PACK / "bin" / "graph-opt", PACK / "bin" / "graph-opt-costdb"
     rc, output = run.command([str(graph_opt), "--version"], 60, env)
     if rc != 0:
