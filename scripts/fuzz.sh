@@ -204,7 +204,8 @@ for t in "${targets[@]}"; do
   # graphs its processes checked to the end, from the tally (in fork mode the log's final
   # stats, when there are any, are a crashed job's alone).
   if [[ $t == fuzz-passes && -s "$tally" ]]; then
-    execs=$(awk 'NR == 1 {name = $8} $1 == "fuzz-passes-tally" && $8 == name {n += $2} END {print n + 0}' "$tally")
+    # (the first tally line, not the file's first line: that can be an unrunnable input's)
+    execs=$(awk '$1 == "fuzz-passes-tally" { if (name == "") name = $8; if ($8 == name) n += $2 } END {print n + 0}' "$tally")
   fi
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
     history=$build/logs/fuzz-passes.history
