@@ -15,6 +15,7 @@ run:  with the image's torch (LD_LIBRARY_PATH: the pack's lib/, then torch's lib
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -483,7 +484,7 @@ def compile_training(json_path: Path) -> None:
         return {"losses": losses, "peak_bytes": peak,
                 "median_step_s": statistics.median(times[-10:])}
 
-    result = {"model": "gpt2", "sizes": dataclass_dict(sizes), "steps": COMPILE_STEPS,
+    result = {"model": "gpt2", "sizes": dataclasses.asdict(sizes), "steps": COMPILE_STEPS,
               "device": DEVICE, "runs": {}}
     passed = True
     for budget in COMPILE_BUDGETS:
@@ -502,11 +503,6 @@ def compile_training(json_path: Path) -> None:
             "step_ratio": ours["median_step_s"] / knapsack["median_step_s"]}
     result["pass"] = passed
     json_path.write_text(json.dumps(result, indent=1) + "\n")
-
-
-def dataclass_dict(value) -> dict:
-    import dataclasses
-    return dataclasses.asdict(value)
 
 
 CHECKS = ("verify", "profile", "offload", "energy", "compile")
