@@ -114,7 +114,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t p = 0; p < outcome.verdicts.size() && p < verdictCounts.size(); ++p)
     ++verdictCounts[p][static_cast<size_t>(outcome.verdicts[p])];
   if (outcome.failures.empty())
-    return 0;
+    // -1 keeps an unrunnable input out of the corpus: mutating it would mostly
+    // make more graphs that test nothing.
+    return outcome.unrunnable ? -1 : 0;
   for (const std::string &failure : outcome.failures)
     std::fprintf(stderr, "fuzz-passes: %s\n", failure.c_str());
   std::fprintf(stderr, "the graph:\n%s", printGraphToString(*made->graph).c_str());

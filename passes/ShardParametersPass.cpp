@@ -50,6 +50,7 @@ struct Parameter {
   /// view of it (beyond the views themselves), the first backward use of either.
   Node *firstForward = nullptr, *lastForward = nullptr, *firstBackward = nullptr;
   bool keep = false;      ///< the forward gather stays alive for backward
+  bool returned = false;  ///< the step returns it: its forward gather lives to the end
   Value *forwardWhole = nullptr; ///< the parameter rebuilt in forward
 };
 
@@ -190,7 +191,7 @@ void findUses(Parameter &p, const AliasInfo &aliasInfo) {
   llvm::sort(p.views, [](const Node *a, const Node *b) { return a->comesBefore(b); });
   for (const Member &m : p.members)
     for (const Use &u : m.input->uses())
-      if (u.user->phase() == Phase::Forward &&
+      if (u.user && u.user->phase() == Phase::Forward &&
           (!p.firstForward || u.user->comesBefore(p.firstForward)))
         p.firstForward = u.user;
   for (const Value *v : aliases)
@@ -272,9 +273,6 @@ absl::Status checkMember(const Graph &graph, const Parameter &p, const Member &m
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": its gradient %", g->name().str(), " has another type than the parameter"));
   }
-  if (llvm::any_of(m.input->uses(), [](const Use &u) { return !u.user; }))
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is a graph output: the whole parameter exists on no rank"));
   return absl::OkStatus();
 }
 
@@ -331,8 +329,57 @@ absl::StatusOr<std::vector<Parameter>> collectParameters(const Graph &graph, int
   return params;
 }
 
-/// Which gathers stay alive for backward: the shortest waits first, up to
-/// `keep` of the bytes that could stay. Returns the bytes kept.
+bool isGraphOutput(const Value *v) {
+  return llvm::any_of(v->uses(), [](const Use &u) { return !u.user; });
+}
+
+/// A parameter the step returns (itself, not a view: views of it are
+/// rebuilt from the gathered whole already) is returned as a view of its
+/// forward gather, made at the end of forward: after the rewrite the whole
+/// parameter exists only gathered. The output is then a copy of the
+/// parameter, no longer its storage. Returns how many parameters are.
+absl::StatusOr<int64_t> returnGatheredParameters(Graph &graph, std::vector<Parameter> &params) {
+  Node *endOfForward = nullptr;
+  for (Node &n : graph.nodes())
+    if (n.phase() != Phase::Forward) {
+      endOfForward = &n;
+      break;
+    }
+  TaggedNodeBuilder nodes(graph, ShardParametersPass::kAttr);
+  std::vector<Parameter *> changed;
+  for (Parameter &p : params) {
+    bool returned = false;
+    for (Member &m : p.members) {
+      if (!isGraphOutput(m.input))
+        continue;
+      auto copy = nodes.inferred("aten::alias", {Argument::value(m.input)},
+                                 beforeOrAtEnd(graph, endOfForward, Phase::Forward),
+                                 absl::StrCat("returned whole ", m.target),
+                                 m.input->name().str() + "_returned");
+      if (!copy.ok())
+        return copy.status();
+      m.input->replaceUsesWithIf(*copy, [](const Use &u) { return !u.user; });
+      returned = true;
+    }
+    if (returned) {
+      p.returned = true;
+      changed.push_back(&p);
+    }
+  }
+  if (!changed.empty()) { // the new views change where the parameters are used
+    const AliasInfo aliasInfo(graph);
+    for (Parameter *p : changed) {
+      p->views.clear();
+      p->firstForward = p->lastForward = p->firstBackward = nullptr;
+      findUses(*p, aliasInfo);
+    }
+  }
+  return static_cast<int64_t>(changed.size());
+}
+
+/// Which gathers stay alive for backward: a returned parameter's (alive to
+/// the end anyway, not counted), then the shortest waits first, up to `keep`
+/// of the bytes that could stay. Returns the bytes kept.
 int64_t chooseKept(const Graph &graph, std::vector<Parameter> &params, const MemoryAmount &keep) {
   llvm::DenseMap<const Node *, int64_t> position;
   for (const Node &n : graph.nodes())
@@ -340,7 +387,9 @@ int64_t chooseKept(const Graph &graph, std::vector<Parameter> &params, const Mem
   std::vector<Parameter *> candidates;
   int64_t candidateBytes = 0;
   for (Parameter &p : params)
-    if (p.firstForward && p.firstBackward) {
+    if (p.firstForward && p.firstBackward && p.returned)
+      p.keep = true; // alive to the end anyway: backward reads it at no cost
+    else if (p.firstForward && p.firstBackward) {
       candidates.push_back(&p);
       candidateBytes += p.gatheredBytes;
     }
@@ -554,6 +603,11 @@ absl::StatusOr<bool> ShardParametersPass::transform(Graph &graph, AnalysisManage
   if (params.empty())
     return false;
 
+  auto returned = returnGatheredParameters(graph, params);
+  if (!returned.ok())
+    return returned.status();
+  if (*returned)
+    addStatistic("parameters returned as a gathered copy", *returned);
   const int64_t kept = chooseKept(graph, params, keep_.get());
   if (absl::Status st = addShardInputs(graph, params, group_.get()); !st.ok())
     return st;

@@ -1,6 +1,7 @@
 //===- RandomGraph.cpp - Random well-typed training graphs for pass fuzzing ===//
 #include "graphopt/Testing/RandomGraph.h"
 
+#include "graphopt/Analysis/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"
@@ -81,6 +82,8 @@ private:
   Value *pick(const std::vector<Value *> &pool) { return pool[c_.below(pool.size())]; }
   /// A value of `pool` with `v`'s sizes, or null.
   Value *sameSizes(const std::vector<Value *> &pool, const Value *v);
+  /// PyTorch runs `x.op_(y)` (an in-place binary write to x).
+  bool runsInPlace(const Value *x, const Value *y) const;
   /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
   void step(std::vector<Value *> &pool, Phase phase);
   // step's kinds of node, each reading `x` (drawn from `pool`) and drawing
@@ -141,6 +144,28 @@ Value *Generator::sameSizes(const std::vector<Value *> &pool, const Value *v) {
     if (p->tensorType().sizes == v->tensorType().sizes)
       matches.push_back(p);
   return matches.empty() ? nullptr : pick(matches);
+}
+
+// PyTorch's own rules for an in-place write, so that every generated step
+// runs: autograd refuses a write to a parameter (a leaf that requires grad)
+// or a view of one, TensorIterator refuses a written tensor that overlaps
+// itself (stride 0 over more than one element) and an operand that shares
+// some of its bytes with another layout (at::assert_no_partial_overlap; the
+// same tensor, or one of the same layout, is a full overlap and runs).
+bool Generator::runsInPlace(const Value *x, const Value *y) const {
+  const AliasInfo alias(g_, AliasFacts::RootsOnly);
+  const llvm::SmallVector<const Value *, 2> roots = alias.roots(x);
+  for (const Value *root : roots)
+    if (root->isGraphInput() && g_.inputs()[root->index()].role == InputRole::Parameter)
+      return false;
+  const TensorType &a = x->tensorType(), &b = y->tensorType();
+  for (int64_t d = 0; d < a.rank(); ++d)
+    if (a.sizes[d] > 1 && a.strides[d] == 0)
+      return false;
+  if (x == y || !alias.mayOverlap(x, y))
+    return true;
+  return alias.roots(y) == roots && a.sizes == b.sizes && a.strides == b.strides &&
+         a.storageOffset == b.storageOffset;
 }
 
 void Generator::keep(std::vector<Value *> &pool, Node *n) {
@@ -241,10 +266,9 @@ void Generator::addInPlace(std::vector<Value *> &pool, Value *x, Phase phase) {
   Value *y = sameSizes(pool, x);
   if (!y || x->tensorType().dtype != y->tensorType().dtype)
     return;
-  Node *def = x->definingNode();
-  bool throughView = opEffects(*def).isView();
-  if (def->opName() == "aten::expand")
-    return; // writing an expanded view overlaps itself
+  if (!runsInPlace(x, y))
+    return;
+  bool throughView = opEffects(*x->definingNode()).isView();
   Node *n = c_.chance(50) ? call("aten::add_.Tensor", {val(x), val(y)}, phase)
                           : call("aten::mul_.Tensor", {val(x), val(y)}, phase);
   if (n)
@@ -255,7 +279,7 @@ void Generator::addInPlace(std::vector<Value *> &pool, Value *x, Phase phase) {
 // An in-place write to a graph input (a buffer, as BN statistics are).
 void Generator::addInPlaceInput(std::vector<Value *> &pool, Phase phase) {
   Value *y = sameSizes(pool, buffer_);
-  if (!y || phase != Phase::Forward)
+  if (!y || phase != Phase::Forward || !runsInPlace(buffer_, y))
     return;
   Node *n = call("aten::add_.Tensor", {val(buffer_), val(y)}, phase);
   if (n)

@@ -75,6 +75,52 @@ TEST(SimulatedWorldTest, DataParallelAndShardsAverageEachRanksGradients) {
   }
 }
 
+// A step that returns its parameters themselves (w read in forward, v only in
+// backward): shard-parameters used to refuse it ("the whole parameter exists
+// on no rank"); each is now returned as a view of its forward gather, the
+// same values on every rank.
+TEST(SimulatedWorldTest, AParameterTheStepReturnsComesBackGathered) {
+  auto g = parseOrFail(R"(graph @returns {
+  input %w : f32[4, 4] parameter "w"
+  input %v : f32[3] parameter "v"
+  input %x : f32[3, 4] user_input
+forward:
+  %h = aten::mm(%x, %w) : f32[3, 4]
+  %loss = aten::sum(%h) : f32[]
+backward:
+  %ones = aten::ones_like(%h, pin_memory=false) : f32[3, 4]
+  %xt = aten::t(%x) : f32[4, 3]{strides=[1, 4]}
+  %gw = aten::mm(%xt, %ones) : f32[4, 4]
+  %gv = aten::mul.Tensor(%v, 2.0) : f32[3]
+  output %loss loss
+  output %gw gradient "w"
+  output %gv gradient "v"
+  output %w user_output
+  output %v user_output
+}
+)");
+  ASSERT_TRUE(g);
+  std::unique_ptr<Graph> rewritten = rewrite(*g, "shard-parameters{world=2}");
+  int returned = 0;
+  for (const GraphOutput &o : rewritten->outputs())
+    if (o.role == OutputRole::UserOutput) {
+      ASSERT_NE(o.value->definingNode(), nullptr);
+      EXPECT_EQ(o.value->definingNode()->opName(), "aten::alias");
+      ++returned;
+    }
+  EXPECT_EQ(returned, 2);
+  SimulatedWorld world(2);
+  std::vector<std::string> found(2);
+  auto statuses = world.run([&](int rank) {
+    found[rank] = testing::checkAcrossRanks(*g, *rewritten, 7, rank, 2);
+    return absl::OkStatus();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_EQ(found[rank], "") << "rank " << rank;
+  }
+}
+
 // The step as it was, with no reduction: each rank's gradient is its own,
 // not the mean, and the check says so.
 TEST(SimulatedWorldTest, AStepThatNeverReducesFailsTheCrossRankCheck) {
