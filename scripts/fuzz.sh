@@ -208,9 +208,14 @@ for t in "${targets[@]}"; do
     execs=$(awk '$1 == "fuzz-passes-tally" { if (name == "") name = $8; if ($8 == name) n += $2 } END {print n + 0}' "$tally")
   fi
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
+    # Each line: time, commit (with -dirty when the tree had changes: such runs add up with
+    # nothing), graphs, result. Runs add up only at one commit: a change to the passes or the
+    # generator makes other graphs and other rewrites. (Lines before 2026-12-04 have no commit.)
     history=$build/logs/fuzz-passes.history
-    echo "$(date -u +%FT%TZ) $execs $result" >>"$history"
-    echo "fuzz: fuzz-passes has checked $(awk '{n += $2} END {print n}' "$history") graphs in this tree ($history)"
+    commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+    git diff --quiet HEAD 2>/dev/null || commit+=-dirty
+    echo "$(date -u +%FT%TZ) $commit $execs $result" >>"$history"
+    echo "fuzz: fuzz-passes has checked $(awk -v c="$commit" '$2 == c && c !~ /-dirty$/ {n += $3} END {print n + 0}' "$history") graphs at commit $commit, $(awk -v c="$commit" '$2 == c && $4 == "ok" {n += $3} END {print n + 0}' "$history") of them in runs with no failure ($history)"
   fi
   summary+=("$(printf '%-20s %6ss %10s execs %8s/s  %-24s rss %5s MB  %s' \
                "$t" "$took" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$result")")
