@@ -19,7 +19,8 @@
 #                   FUZZ_PASS_JOBS=2, docs/Robustness.md)
 #   FUZZ_PASS_JOBS  >1: fuzz-passes in libFuzzer's fork mode with that many processes (make
 #                   fuzz-long: 2); its corpus persists, and logs/fuzz-passes.history counts
-#                   the graphs of every run, so runs add up
+#                   the graphs of every run with its commit and source hash, so runs of one
+#                   source add up
 # fuzz-passes' processes append their verdicts per pipeline to logs/fuzz-passes.tally; the
 # run's sum is printed and held to PassFuzzTest's floors (each pipeline verifies >= 95% of the
 # graphs, <= 0.1% unrunnable, none failed), and a run out of them fails.
@@ -46,6 +47,13 @@ read -r -a extra <<<"${FUZZ_ARGS:-}"
 if [[ "${FUZZ_KEEP_GOING:-0}" == 1 ]]; then
   extra+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 fi
+
+# What the fuzzers are built from, at the start (fuzz-passes' history adds runs up by it): the
+# commit, and one hash of the trees the build compiles ("dirty" when they have changes).
+source_paths=(lib passes include fuzz cmake CMakeLists.txt requirements.txt)
+start_commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+start_source=$(git rev-parse "${source_paths[@]/#/HEAD:}" 2>/dev/null | sha1sum | cut -c1-12)
+git diff --quiet HEAD -- "${source_paths[@]}" 2>/dev/null || start_source+=-dirty
 
 all_targets=(fuzz-gir-roundtrip fuzz-pt2-import fuzz-gir-run fuzz-passes)
 targets=("$@")
@@ -208,14 +216,13 @@ for t in "${targets[@]}"; do
     execs=$(awk '$1 == "fuzz-passes-tally" { if (name == "") name = $8; if ($8 == name) n += $2 } END {print n + 0}' "$tally")
   fi
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
-    # Each line: time, commit (with -dirty when the tree had changes: such runs add up with
-    # nothing), graphs, result. Runs add up only at one commit: a change to the passes or the
-    # generator makes other graphs and other rewrites. (Lines before 2026-12-04 have no commit.)
+    # Each line: time, commit, source (below), graphs, result. Runs add up only over one
+    # source: a change to the passes or the generator makes other graphs and other rewrites,
+    # and a commit that changes only docs or tests does not. (Lines before 2026-12-04 have
+    # neither.)
     history=$build/logs/fuzz-passes.history
-    commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-    git diff --quiet HEAD 2>/dev/null || commit+=-dirty
-    echo "$(date -u +%FT%TZ) $commit $execs $result" >>"$history"
-    echo "fuzz: fuzz-passes has checked $(awk -v c="$commit" '$2 == c && c !~ /-dirty$/ {n += $3} END {print n + 0}' "$history") graphs at commit $commit, $(awk -v c="$commit" '$2 == c && $4 == "ok" {n += $3} END {print n + 0}' "$history") of them in runs with no failure ($history)"
+    echo "$(date -u +%FT%TZ) $start_commit $start_source $execs $result" >>"$history"
+    echo "fuzz: fuzz-passes has checked $(awk -v s="$start_source" '$3 == s && s !~ /dirty/ {n += $4} END {print n + 0}' "$history") graphs of source $start_source, $(awk -v s="$start_source" '$3 == s && s !~ /dirty/ && $5 == "ok" {n += $4} END {print n + 0}' "$history") of them in runs with no failure ($history)"
   fi
   summary+=("$(printf '%-20s %6ss %10s execs %8s/s  %-24s rss %5s MB  %s' \
                "$t" "$took" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$result")")
