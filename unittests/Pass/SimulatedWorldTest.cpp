@@ -57,22 +57,26 @@ std::unique_ptr<Graph> rewrite(const Graph &g, const char *pipeline) {
   return out;
 }
 
+/// `rewritten` on a world of two, each rank on its own inputs, agrees with
+/// `original` as checkAcrossRanks holds it (gradients averaged over the ranks).
+void expectEveryRankAgrees(const Graph &original, const Graph &rewritten, const char *what) {
+  SimulatedWorld world(2);
+  std::vector<std::string> found(2);
+  auto statuses = world.run([&](int rank) {
+    found[rank] = testing::checkAcrossRanks(original, rewritten, 7, rank, 2);
+    return absl::OkStatus();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(statuses[rank].ok()) << statuses[rank].message();
+    EXPECT_EQ(found[rank], "") << what << ", rank " << rank;
+  }
+}
+
 TEST(SimulatedWorldTest, DataParallelAndShardsAverageEachRanksGradients) {
   auto g = parseOrFail(kStep);
   ASSERT_TRUE(g);
-  SimulatedWorld world(2);
-  for (const char *pipeline : {"data-parallel{world=2,bucket=16}", "shard-parameters{world=2}"}) {
-    std::unique_ptr<Graph> rewritten = rewrite(*g, pipeline);
-    std::vector<std::string> found(2);
-    auto statuses = world.run([&](int rank) {
-      found[rank] = testing::checkAcrossRanks(*g, *rewritten, 7, rank, 2);
-      return absl::OkStatus();
-    });
-    for (int rank = 0; rank < 2; ++rank) {
-      EXPECT_TRUE(statuses[rank].ok()) << statuses[rank].message();
-      EXPECT_EQ(found[rank], "") << pipeline << ", rank " << rank;
-    }
-  }
+  for (const char *pipeline : {"data-parallel{world=2,bucket=16}", "shard-parameters{world=2}"})
+    expectEveryRankAgrees(*g, *rewrite(*g, pipeline), pipeline);
 }
 
 // A step that returns its parameters themselves (w read in forward, v only in
@@ -109,16 +113,7 @@ backward:
       ++returned;
     }
   EXPECT_EQ(returned, 2);
-  SimulatedWorld world(2);
-  std::vector<std::string> found(2);
-  auto statuses = world.run([&](int rank) {
-    found[rank] = testing::checkAcrossRanks(*g, *rewritten, 7, rank, 2);
-    return absl::OkStatus();
-  });
-  for (int rank = 0; rank < 2; ++rank) {
-    EXPECT_TRUE(statuses[rank].ok()) << statuses[rank].message();
-    EXPECT_EQ(found[rank], "") << "rank " << rank;
-  }
+  expectEveryRankAgrees(*g, *rewritten, "shard-parameters{world=2}");
 }
 
 // The step as it was, with no reduction: each rank's gradient is its own,
