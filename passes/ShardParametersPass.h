@@ -26,10 +26,12 @@
 // Tied parameters (one storage, several inputs) are gathered once; each keeps
 // its own gradient, reduce-scattered, and its shard input is tied to the
 // owner's (add-optimizer then sums their gradients into one update).
-// Parameters without a gradient stay whole; buffers are not sharded. Refused:
-// a graph with an optimizer already (run shard-parameters first), one that is
-// data-parallel or sharded already, parameters that are not dense and
-// contiguous or are graph outputs, a tie between inputs of different types.
+// A parameter the step returns is returned as a view of its forward gather
+// (a copy of its values). Parameters without a gradient stay whole; buffers
+// are not sharded. Refused: a graph with an optimizer already (run
+// shard-parameters first), one that is data-parallel or sharded already,
+// parameters that are not dense and contiguous or are written in place, a tie
+// between inputs of different types.
 // docs/Distributed.md.
 //
 //===----------------------------------------------------------------------===//
