@@ -11,7 +11,8 @@
 // refusal is fine. scripts/fuzz.sh runs it for FUZZ_PASS_RUNS inputs.
 //
 // At exit each process prints its graphs' verdicts per pipeline, and appends
-// them to the file GRAPHOPT_FUZZ_PASS_TALLY names, if set: libFuzzer's fork
+// them (each unrunnable input and refusal as it comes) to the file
+// GRAPHOPT_FUZZ_PASS_TALLY names, if set: libFuzzer's fork
 // mode keeps no job's output, and scripts/fuzz.sh sums the file's lines to
 // hold the whole run to the floors PassFuzzTest holds a seeded run to.
 //
@@ -24,6 +25,7 @@
 
 #include <llvm/ADT/StringExtras.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -113,6 +115,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (size_t p = 0; p < outcome.verdicts.size() && p < verdictCounts.size(); ++p)
     ++verdictCounts[p][static_cast<size_t>(outcome.verdicts[p])];
+  // Each refusal's reason, so that a run's table says why a pipeline fell
+  // short of its floor.
+  std::string refusals;
+  for (const auto &[pipeline, message] : outcome.refusals) {
+    std::string reason = refusalReason(message);
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    refusals += "fuzz-passes-refused " + pipeline + ": " + reason + "\n";
+  }
+  if (!refusals.empty())
+    appendToTally(refusals);
   if (outcome.failures.empty())
     // -1 keeps an unrunnable input out of the corpus: mutating it would mostly
     // make more graphs that test nothing.

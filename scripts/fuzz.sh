@@ -183,6 +183,9 @@ for t in "${targets[@]}"; do
     echo "fuzz: fuzz-passes verdicts per pipeline (graphs: verified, refused, budget unreachable, unrunnable, failed)"
     # Each unrunnable input, in hex (GRAPHOPT_PASS_FUZZ_INPUT replays one saved as a file).
     awk '$1 == "fuzz-passes-unrunnable" {print "  unrunnable input (hex): " $2}' "$tally" | cut -c1-240
+    # The refusals by reason (numbers and parenthesized parts left out), the most frequent first.
+    awk '$1 == "fuzz-passes-refused" { $1 = ""; n[substr($0, 2)]++ }
+         END { for (r in n) printf "  %8d refused: %s\n", n[r], r }' "$tally" | sort -rn | head -15 | cut -c1-240
     if ! awk '$1 == "fuzz-passes-tally" {
                 name = $8; for (i = 9; i <= NF; ++i) name = name " " $i
                 if (!(name in seen)) { seen[name] = 1; order[++n] = name }

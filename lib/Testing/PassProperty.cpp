@@ -324,4 +324,19 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
   return out;
 }
 
+std::string refusalReason(llvm::StringRef message, size_t n) {
+  std::string s;
+  int depth = 0;
+  for (char c : message) {
+    depth += c == '(';
+    if (depth == 0 && !(c >= '0' && c <= '9'))
+      s += c;
+    depth -= c == ')' && depth > 0;
+  }
+  size_t colon = s.find(": ");
+  if (colon != std::string::npos && colon + 2 < s.size())
+    s = s.substr(colon + 2);
+  return s.substr(0, n);
+}
+
 } // namespace graphopt::testing

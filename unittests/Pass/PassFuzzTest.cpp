@@ -39,23 +39,6 @@ uint64_t envNumber(const char *name, uint64_t fallback) {
   return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-/// A refusal's reason without what differs graph to graph (numbers, and
-/// the parts in parentheses), so that refusals group by reason.
-std::string reasonOf(llvm::StringRef message, size_t n = 110) {
-  std::string s;
-  int depth = 0;
-  for (char c : message.str()) {
-    depth += c == '(';
-    if (depth == 0 && !(c >= '0' && c <= '9'))
-      s += c;
-    depth -= c == ')' && depth > 0;
-  }
-  size_t colon = s.find(": ");
-  if (colon != std::string::npos && colon + 2 < s.size())
-    s = s.substr(colon + 2);
-  return s.substr(0, n);
-}
-
 /// The floors every fuzz run holds: at least this share of the graphs
 /// rewritten and verified by each pipeline, and at most this share whose
 /// reference PyTorch itself does not run (each printed).
@@ -123,7 +106,7 @@ TEST(PassFuzzTest, EveryPipelineRefusesClearlyOrVerifiesBitwise) {
       ADD_FAILURE() << "seed " << seed << ", " << failure << "\n" << printGraphToString(g);
     }
     for (const auto &[pipeline, message] : outcome.refusals) {
-      ++tally.refusals[absl::StrCat(pipeline, ": ", reasonOf(message))];
+      ++tally.refusals[absl::StrCat(pipeline, ": ", refusalReason(message))];
       if (showRefused)
         std::cout << "refused, seed " << seed << ", -passes='" << pipeline << "': " << message
                   << "\n" << printGraphToString(g);

@@ -23,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
 
 #include <cstdint>
 #include <string>
@@ -86,5 +87,10 @@ std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer, Weig
 /// torch.optim.AdamW's first step (the for-loop form of torch/optim/adamw.py,
 /// state from zero) on the gradients of the graph before the pass.
 PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed);
+
+/// A refusal's reason without what differs graph to graph (digits, the parts
+/// in parentheses, what comes before the first ": "), at most `n` characters,
+/// so that refusals group by reason.
+std::string refusalReason(llvm::StringRef message, size_t n = 110);
 
 } // namespace graphopt::testing
