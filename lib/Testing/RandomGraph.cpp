@@ -84,6 +84,9 @@ private:
   Value *sameSizes(const std::vector<Value *> &pool, const Value *v);
   /// PyTorch runs `x.op_(y)` (an in-place binary write to x).
   bool runsInPlace(const Value *x, const Value *y) const;
+  /// PyTorch runs each of `n`'s in-place writes (runsInPlace against each of
+  /// its tensor operands); true for a node that writes nothing.
+  bool writesRun(const Node &n) const;
   /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
   void step(std::vector<Value *> &pool, Phase phase);
   // step's kinds of node, each reading `x` (drawn from `pool`) and drawing
@@ -166,6 +169,14 @@ bool Generator::runsInPlace(const Value *x, const Value *y) const {
     return true;
   return alias.roots(y) == roots && a.sizes == b.sizes && a.strides == b.strides &&
          a.storageOffset == b.storageOffset;
+}
+
+bool Generator::writesRun(const Node &n) const {
+  for (const Value *written : writtenValues(n))
+    for (const Value *y : n.operandValues())
+      if (y->isTensor() && !runsInPlace(written, y))
+        return false;
+  return true;
 }
 
 void Generator::keep(std::vector<Value *> &pool, Node *n) {
@@ -416,9 +427,13 @@ void Generator::repeatedBlocks(std::vector<Value *> &pool) {
       if (!clone.ok())
         return;
       // Typed again from what it reads now (a view of the block's result may
-      // be laid out otherwise than one of its input).
-      if (!inferNodeTypes(**clone).ok())
+      // be laid out otherwise than one of its input), and its writes checked
+      // again: the block's input is now the result before, which may be a
+      // view of a parameter or overlap what the copy writes.
+      if (!inferNodeTypes(**clone).ok() || !writesRun(**clone)) {
+        (void)g_.eraseNode(*clone);
         return;
+      }
       count(Feature::Forward);
       for (Value *v : (*clone)->outputs())
         if (v->isTensor())
