@@ -144,6 +144,35 @@ const char *whyNotWritableInPlace(const AliasInfo &aa, const Node &node, const V
   return nullptr;
 }
 
+const char *whyPyTorchRefusesWrite(const AliasInfo &aa, const Value &written,
+                                   const Value &operand) {
+  const Graph &g = aa.graph();
+  llvm::SmallVector<const Value *, 2> roots = aa.roots(&written);
+  for (const Value *root : roots)
+    if (root->isGraphInput() && g.inputs()[root->index()].role == InputRole::Parameter)
+      return "the written tensor is a parameter or a view of one (a leaf that requires grad)";
+  if (!written.isTensor() || !operand.isTensor())
+    return nullptr;
+  const TensorType &a = written.tensorType(), &b = operand.tensorType();
+  for (int64_t d = 0; d < a.rank(); ++d)
+    if (a.sizes[d] > 1 && a.strides[d] == 0)
+      return "the written tensor overlaps itself (a stride of 0)";
+  if (&written == &operand || !aa.mayOverlap(&written, &operand))
+    return nullptr;
+  if (aa.roots(&operand) == roots && a.sizes == b.sizes && a.strides == b.strides &&
+      a.storageOffset == b.storageOffset)
+    return nullptr; // the same bytes in the same layout: a full overlap
+  return "an operand overlaps the written tensor in part";
+}
+
+const char *whyPyTorchRefusesWrites(const AliasInfo &aa, const Node &node) {
+  for (const Value *written : writtenValues(node))
+    for (const Value *operand : node.operandValues())
+      if (const char *why = whyPyTorchRefusesWrite(aa, *written, *operand))
+        return why;
+  return nullptr;
+}
+
 bool isReplayableDropout(const Node &node) {
   if (node.schema().name() != "aten::native_dropout" || node.numOutputs() != 2 ||
       node.numArgs() < 3 || !node.arg(0).isValue() || !node.arg(1).isConstant())

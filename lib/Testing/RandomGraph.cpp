@@ -2,6 +2,7 @@
 #include "graphopt/Testing/RandomGraph.h"
 
 #include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Analysis/RewriteLegality.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"
@@ -83,10 +84,9 @@ private:
   /// A value of `pool` with `v`'s sizes, or null.
   Value *sameSizes(const std::vector<Value *> &pool, const Value *v);
   /// PyTorch runs `x.op_(y)` (an in-place binary write to x).
-  bool runsInPlace(const Value *x, const Value *y) const;
-  /// PyTorch runs each of `n`'s in-place writes (runsInPlace against each of
-  /// its tensor operands); true for a node that writes nothing.
-  bool writesRun(const Node &n) const;
+  bool runsInPlace(const Value *x, const Value *y) const {
+    return !whyPyTorchRefusesWrite(AliasInfo(g_, AliasFacts::RootsOnly), *x, *y);
+  }
   /// One node in `phase` reading from `pool`; adds what it makes to `pool`.
   void step(std::vector<Value *> &pool, Phase phase);
   // step's kinds of node, each reading `x` (drawn from `pool`) and drawing
@@ -147,36 +147,6 @@ Value *Generator::sameSizes(const std::vector<Value *> &pool, const Value *v) {
     if (p->tensorType().sizes == v->tensorType().sizes)
       matches.push_back(p);
   return matches.empty() ? nullptr : pick(matches);
-}
-
-// PyTorch's own rules for an in-place write, so that every generated step
-// runs: autograd refuses a write to a parameter (a leaf that requires grad)
-// or a view of one, TensorIterator refuses a written tensor that overlaps
-// itself (stride 0 over more than one element) and an operand that shares
-// some of its bytes with another layout (at::assert_no_partial_overlap; the
-// same tensor, or one of the same layout, is a full overlap and runs).
-bool Generator::runsInPlace(const Value *x, const Value *y) const {
-  const AliasInfo alias(g_, AliasFacts::RootsOnly);
-  const llvm::SmallVector<const Value *, 2> roots = alias.roots(x);
-  for (const Value *root : roots)
-    if (root->isGraphInput() && g_.inputs()[root->index()].role == InputRole::Parameter)
-      return false;
-  const TensorType &a = x->tensorType(), &b = y->tensorType();
-  for (int64_t d = 0; d < a.rank(); ++d)
-    if (a.sizes[d] > 1 && a.strides[d] == 0)
-      return false;
-  if (x == y || !alias.mayOverlap(x, y))
-    return true;
-  return alias.roots(y) == roots && a.sizes == b.sizes && a.strides == b.strides &&
-         a.storageOffset == b.storageOffset;
-}
-
-bool Generator::writesRun(const Node &n) const {
-  for (const Value *written : writtenValues(n))
-    for (const Value *y : n.operandValues())
-      if (y->isTensor() && !runsInPlace(written, y))
-        return false;
-  return true;
 }
 
 void Generator::keep(std::vector<Value *> &pool, Node *n) {
@@ -430,7 +400,8 @@ void Generator::repeatedBlocks(std::vector<Value *> &pool) {
       // be laid out otherwise than one of its input), and its writes checked
       // again: the block's input is now the result before, which may be a
       // view of a parameter or overlap what the copy writes.
-      if (!inferNodeTypes(**clone).ok() || !writesRun(**clone)) {
+      if (!inferNodeTypes(**clone).ok() ||
+          whyPyTorchRefusesWrites(AliasInfo(g_, AliasFacts::RootsOnly), **clone)) {
         (void)g_.eraseNode(*clone);
         return;
       }

@@ -179,6 +179,41 @@ forward:
   EXPECT_EQ(whyNotMergeable(after, *nodeOf(*g, "gb2"), *nodeOf(*g, "gb3")), "");
 }
 
+// The in-place writes PyTorch refuses (the pass fuzzer's generator asks, so
+// that every step it makes runs): a partial overlap, a self-overlapping
+// written tensor, a parameter written through a view; a full overlap runs.
+TEST(RewriteLegalityTest, SaysWhichInPlaceWritesPyTorchRefuses) {
+  auto g = parseOrFail(R"(graph @writes {
+  input %w : f32[2, 2] parameter "w"
+  input %x : f32[2, 2] user_input
+  input %y : f32[2] user_input
+forward:
+  %a = aten::exp(%x) : f32[2, 2]
+  %at = aten::t(%a) : f32[2, 2]{strides=[1, 2]}
+  %aa = aten::alias(%a) : f32[2, 2]
+  %row = aten::slice.Tensor(%a, 0, 0, 1) : f32[1, 2]
+  %row2 = aten::slice.Tensor(%a, 0, 1, 2) : f32[1, 2]{offset=2}
+  %e = aten::expand(%y, [2, 2]) : f32[2, 2]{strides=[0, 1]}
+  %wt = aten::t(%w) : f32[2, 2]{strides=[1, 2]}
+  %loss = aten::sum(%a) : f32[]
+  output %loss loss
+})");
+  ASSERT_TRUE(g);
+  AliasInfo aa(*g, AliasFacts::RootsOnly);
+  auto why = [&](const char *written, const char *operand) {
+    const char *w = whyPyTorchRefusesWrite(aa, *valueNamed(*g, written), *valueNamed(*g, operand));
+    return std::string(w ? w : "");
+  };
+  EXPECT_EQ(why("a", "at"), "an operand overlaps the written tensor in part");
+  EXPECT_EQ(why("a", "a"), "");
+  EXPECT_EQ(why("a", "aa"), ""); // the same bytes, the same layout
+  EXPECT_EQ(why("row", "row2"), ""); // one storage, bytes apart
+  EXPECT_EQ(why("e", "x"), "the written tensor overlaps itself (a stride of 0)");
+  EXPECT_EQ(why("wt", "x"),
+            "the written tensor is a parameter or a view of one (a leaf that requires grad)");
+  EXPECT_EQ(whyPyTorchRefusesWrites(aa, *nodeOf(*g, "a")), nullptr); // writes nothing
+}
+
 TEST(RewriteLegalityTest, InPlaceWritesNeverKeepALargerBaseAlive) {
   auto g = parseOrFail(R"(graph @base {
   input %x : f32[1024] user_input

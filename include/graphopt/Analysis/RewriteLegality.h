@@ -49,6 +49,19 @@ bool mayReplaceCopy(const AliasInfo &aa, const Value &y, const Value &x);
 /// would keep the whole base alive as long as the result: the peak could rise).
 const char *whyNotWritableInPlace(const AliasInfo &aa, const Node &node, const Value &self);
 
+/// PyTorch runs it: why PyTorch would refuse an in-place write to `written`
+/// by a node that also reads `operand` (`written.add_(operand)`; `operand`
+/// may be `written` itself), or null when it runs. autograd refuses a write
+/// to a parameter (a leaf that requires grad) or a view of one; TensorIterator
+/// refuses a written tensor that overlaps itself (stride 0 over more than one
+/// element) and an operand that shares some of its bytes with another layout
+/// (at::assert_no_partial_overlap; the same layout is a full overlap and runs).
+const char *whyPyTorchRefusesWrite(const AliasInfo &aa, const Value &written,
+                                   const Value &operand);
+/// whyPyTorchRefusesWrite for each value `node` writes against each of its
+/// tensor operands; null for a node that writes nothing.
+const char *whyPyTorchRefusesWrites(const AliasInfo &aa, const Node &node);
+
 /// May recompute: why a second call of `node` would not give what the first
 /// did (side effects, writes in place, random draws), or "" when it may be
 /// recomputed. aten::native_dropout in training with a constant p is
