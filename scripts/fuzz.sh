@@ -219,7 +219,7 @@ for t in "${targets[@]}"; do
     execs=$(awk '$1 == "fuzz-passes-tally" { if (name == "") name = $8; if ($8 == name) n += $2 } END {print n + 0}' "$tally")
   fi
   if [[ $t == fuzz-passes && -n "$execs" ]]; then
-    # Each line: time, commit, source (below), graphs, result. Runs add up only over one
+    # Each line: time, commit, source (hashed at the start), graphs, result. Runs add up over one
     # source: a change to the passes or the generator makes other graphs and other rewrites,
     # and a commit that changes only docs or tests does not. (Lines before 2026-12-04 have
     # neither.)
