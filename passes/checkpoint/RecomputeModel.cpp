@@ -331,17 +331,19 @@ absl::Status PlanState::grow(int32_t c, Clones &added) {
     if (!n)
       return refuse(absl::StrCat("it needs the graph input %", v->name().str(),
                                  ", written in place before then"));
-    // A clone makes all of its node's outputs: one per (node, rank).
-    if (isCloned(n, p) || added.count({n, p}))
-      continue;
     if (std::string why = model_->whyNotRecomputable(*n); !why.empty())
       return refuse(absl::StrCat("it needs %", v->name().str(), ", and ", why));
     // A storage written in place after it was made holds what the write
-    // left: running its node again gives what it held before the write.
+    // left: running its node again gives what it held before the write. Asked
+    // before the clone check: a clone made for another output of the same node
+    // (max.dim's indices) gives this output's value from before the write too.
     if (model_->aliases_->firstWriteOf(v) >= 0)
       return refuse(absl::StrCat("it needs %", v->name().str(),
                                  ", which is written in place: a second call would give what it "
                                  "held before the write"));
+    // A clone makes all of its node's outputs: one per (node, rank).
+    if (isCloned(n, p) || added.count({n, p}))
+      continue;
     added.insert({n, p});
     int64_t rank = live.rank.lookup(n);
     // A dropout is replayed from its mask where that is kept, else from the
@@ -467,9 +469,10 @@ namespace {
 class CloneWriter {
 public:
   CloneWriter(Graph &target, std::vector<Node *> at, const RecomputeSet &set,
-              const ValueMap<Value *> *cloneMap, NodeMap<int64_t> *sourceRank)
+              const ValueMap<Value *> *cloneMap, NodeMap<int64_t> *sourceRank,
+              const AliasInfo &aliases)
       : target_(target), at_(std::move(at)), cloneMap_(cloneMap), sourceRank_(sourceRank),
-        operands_(target, nullptr) {
+        aliases_(aliases), operands_(target, nullptr) {
     for (const RecomputeSet::Redirect &r : set.redirected)
       own_[r.value] = &r;
   }
@@ -484,7 +487,13 @@ private:
     return cloneMap_ ? cloneMap_->lookup(v) : const_cast<Value *>(v);
   }
   /// What a clone made before rank `p` reads for `v`: a clone made there, the
-  /// dropped value's own clone while it lives, or (null) `v` itself.
+  /// dropped value's own clone while it lives, or (null) `v` itself. A value
+  /// written in place is always read itself: a clone of its node (made for
+  /// another output, as max.dim's indices) holds what it held before the write,
+  /// and the plan reads such a value only where the original holds it. A value
+  /// written in place is always read itself: a clone of its node (made for
+  /// another output, as max.dim's indices) holds what it held before the write,
+  /// and the plan admits such a read only where the original holds it.
   Value *source(const Value *v, int64_t p) const;
   /// The generator's state taken just before a dropout's forward call (one
   /// per dropout, made on first need), for the clones that replay it.
@@ -501,6 +510,7 @@ private:
   const std::vector<Node *> at_; ///< target's node of each rank, before any insertion
   const ValueMap<Value *> *cloneMap_;
   NodeMap<int64_t> *sourceRank_;
+  const AliasInfo &aliases_; ///< of the graph the plan was made for
   llvm::DenseMap<std::pair<const Value *, int64_t>, Value *> made_;
   llvm::DenseMap<const Value *, const RecomputeSet::Redirect *> own_;
   llvm::DenseMap<int64_t, Value *> states_;
@@ -508,6 +518,8 @@ private:
 };
 
 Value *CloneWriter::source(const Value *v, int64_t p) const {
+  if (aliases_.firstWriteOf(v) >= 0)
+    return nullptr;
   if (auto it = made_.find({v, p}); it != made_.end())
     return it->second;
   if (auto it = own_.find(v); it != own_.end() && it->second->before <= p && p <= it->second->until)
@@ -635,7 +647,7 @@ absl::StatusOr<unsigned> RecomputeModel::apply(const RecomputeSet &set, Graph &t
     for (size_t r = 0; r < at.size(); ++r)
       (*sourceRank)[at[r]] = static_cast<int64_t>(r);
   }
-  CloneWriter writer(target, std::move(at), set, cloneMap, sourceRank);
+  CloneWriter writer(target, std::move(at), set, cloneMap, sourceRank, *aliases_);
   unsigned added = 0;
   for (const RecomputeSet::Clone &c : set.clones) {
     if (absl::Status st = writer.add(c, baseline_.rank.lookup(c.original)); !st.ok())
