@@ -490,10 +490,7 @@ private:
   /// dropped value's own clone while it lives, or (null) `v` itself. A value
   /// written in place is always read itself: a clone of its node (made for
   /// another output, as max.dim's indices) holds what it held before the write,
-  /// and the plan reads such a value only where the original holds it. A value
-  /// written in place is always read itself: a clone of its node (made for
-  /// another output, as max.dim's indices) holds what it held before the write,
-  /// and the plan admits such a read only where the original holds it.
+  /// and the plan reads such a value only where the original holds it.
   Value *source(const Value *v, int64_t p) const;
   /// The generator's state taken just before a dropout's forward call (one
   /// per dropout, made on first need), for the clones that replay it.
