@@ -60,6 +60,10 @@ targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
   [[ -x "$build/bin/$t" ]] || { echo "fuzz: $build/bin/$t is not built (make fuzz builds it)" >&2; exit 2; }
+  # A binary older than its sources would be credited in the history to source it was not
+  # built from (this script does not build; make fuzz and make fuzz-long do).
+  newer=$(find "${source_paths[@]}" -type f -newer "$build/bin/$t" -print -quit 2>/dev/null)
+  [[ -z "$newer" ]] || { echo "fuzz: $build/bin/$t is older than $newer: rebuild it (make fuzz or make fuzz-long) before fuzzing" >&2; exit 2; }
 done
 
 split_file=$(command -v split-file || echo /usr/lib/llvm-14/bin/split-file)
