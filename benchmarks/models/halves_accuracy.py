@@ -59,7 +59,7 @@ def predicted_rows(step, args, budgets, activations):
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
     graph_opt = peers._graph_opt()
-    from graph_opt import compile as go_compile
+    from graph_opt.candidates import copy_joint
     from graph_opt.halves import halves_peak
     from graph_opt.joint import import_joint
 
@@ -71,14 +71,14 @@ def predicted_rows(step, args, budgets, activations):
             for b in budgets:
                 with functorch_config.patch(activation_memory_budget=b):
                     fw, bw = min_cut_rematerialization_partition(
-                        go_compile._copy_joint(gm), joint_inputs, **kwargs)
+                        copy_joint(gm), joint_inputs, **kwargs)
                 rows.append((f"knapsack@{b}", b, halves_peak(fw, bw, n)))
             partitioner = graph_opt.partitioner(peak=1 << 50, strict=True, verify=False)
             imported = import_joint(gm, n)
             for a in activations:
-                _, plan, fw, bw, halves = partitioner._attempt(
+                attempt = partitioner._attempt(
                     gm, joint_inputs, kwargs, imported, activations=int(a * MiB), closest=True)
-                rows.append((f"graph-opt activations={a:g}MiB", None, halves))
+                rows.append((f"graph-opt activations={a:g}MiB", None, attempt.halves))
             with functorch_config.patch(activation_memory_budget=1.0):
                 return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
 

@@ -31,11 +31,11 @@ def timing_torchs_min_cut(partitioner, seconds):
     joint graph, appending the time to `seconds`."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
-    from graph_opt import compile as go_compile
+    from graph_opt.candidates import copy_joint
 
     class Timed(CustomPartitionerFn):
         def __call__(self, gm, joint_inputs, **kwargs):
-            copy = go_compile._copy_joint(gm)
+            copy = copy_joint(gm)
             start = time.perf_counter()
             min_cut_rematerialization_partition(copy, joint_inputs, **kwargs)
             seconds.append(time.perf_counter() - start)

@@ -26,7 +26,6 @@ runs graph-opt's halves and torch's own partition's halves of each joint graph o
 same made-up inputs and seed when it is compiled, and raises PartitionMismatch with the
 first output or gradient that differs (verify_partition.py). See docs/TorchCompile.md.
 """
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -41,6 +40,8 @@ from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
 from . import _C, session
 from ._C import Error
+from .candidates import (Candidate, choose, copy_joint, equivalent_budget,
+                         recomputed_by, torch_partition)
 from .fx import from_fx
 from .halves import halves_peak
 from .verify_partition import PartitionMismatch, verify_partition
@@ -48,7 +49,7 @@ from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_r
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
                     import_joint, is_rng_state, nbytes,
                     no_dispatch_modes, output_nodes, plan_joint, replacements,
-                    rng_state_bytes, saved_by_torch, tag_joint, torch_saved)
+                    rng_state_bytes, saved_by_torch, tag_joint)
 
 __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PartitionMismatch", "PlanMismatch", "backend",
            "compile_pipeline", "partitioner", "plan_joint", "reset_stats", "rewrite_inference",
@@ -63,6 +64,8 @@ __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PartitionMismatch", "Plan
 class _Stats:
     plans: list = dataclasses.field(default_factory=list)      # one per planned joint graph
     reasons: list = dataclasses.field(default_factory=list)    # one per fallback
+    # one per graph whose peak= no candidate met (the least-peak one was used)
+    unmet: list = dataclasses.field(default_factory=list)
     inference: list = dataclasses.field(default_factory=list)  # one per inference graph
     peak_rounds: int = 0  # plans made again under peak= after the halves missed the bound
     planning_seconds: float = 0.0
@@ -77,8 +80,11 @@ _STATS = _Stats()
 
 def stats():
     """What graph-opt did inside torch.compile in this process: {"graphs":
-    joint graphs partitioned with graph-opt's plan, "fallbacks": graphs given
-    to torch's default partitioner, "reasons": one line per fallback,
+    joint graphs partitioned by graph-opt (with its plan, or under peak= or memory_budget=
+    with torch's own partition where that is the candidate chosen: each plan's "partition"
+    says which), "fallbacks": graphs given to torch's partitioner after graph-opt failed,
+    "reasons": one line per fallback, "unmet": one line per graph whose peak= no candidate
+    met (the least-peak candidate was used),
     "inference_graphs": graphs without backward through the pipeline,
     "inference": per such graph, its nodes before and after and the values
     the pipeline replaced, "plans": per partitioned graph, its saved and
@@ -92,7 +98,8 @@ def stats():
     return {"graphs": len(_STATS.plans), "fallbacks": len(_STATS.reasons),
             "inference_graphs": len(_STATS.inference),
             "inference": [dict(i) for i in _STATS.inference],
-            "reasons": list(_STATS.reasons), "plans": [dict(p) for p in _STATS.plans],
+            "reasons": list(_STATS.reasons), "unmet": list(_STATS.unmet),
+            "plans": [dict(p) for p in _STATS.plans],
             "peak_replans": _STATS.peak_rounds,
             "planning_seconds": _STATS.planning_seconds,
             "partition_seconds": _STATS.partition_seconds,
@@ -139,20 +146,10 @@ def _format_bytes(n):
 
 
 def _warn_fallback(reason, instead="torch's default partitioner"):
-    _STATS.reasons.append(reason)
-    warnings.warn(f"graph-opt: {reason}; {instead} partitions this graph "
-                  "instead (graph_opt.compile.stats() counts these)", RuntimeWarning,
-                  stacklevel=3)
-
-
-def _copy_joint(gm):
-    """A copy of the joint graph whose nodes' metadata can be changed apart from the
-    original's: torch's partitioner rewrites the graph it is given, and a failure must leave
-    the original to the fallback."""
-    work = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    for old, new in zip(gm.graph.nodes, work.graph.nodes):
-        new.meta = dict(old.meta)
-    return work
+    line = f"{reason}; {instead} partitions this graph instead"
+    _STATS.reasons.append(line)
+    warnings.warn(f"graph-opt: {line} (graph_opt.compile.stats() counts these)",
+                  RuntimeWarning, stacklevel=3)
 
 
 class GraphOptPartitioner(CustomPartitionerFn):
@@ -184,19 +181,42 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def _fallback(self, gm, joint_inputs, kwargs, reason):
         """torch's partitioner in graph-opt's place, held to the user's bound where one was
-        given: at memory_budget=B the knapsack at activation_memory_budget=B; under peak=,
-        which the knapsack cannot take, at 0 (the least it saves). Never unbudgeted where
-        the user asked for a budget."""
-        budget = self.memory_budget if self.memory_budget is not None else (
-            0.0 if self.peak is not None else None)
-        if budget is None:
+        given: at memory_budget=B the knapsack at activation_memory_budget=B, unless its
+        predicted peak is above torch's default partition's; under peak=, which the knapsack
+        cannot take, torch's partitions (its default, the knapsack at the budget equivalent to
+        the bound and at 0) chosen by predicted peak as candidates.choose chooses. Never a
+        partition predicted to peak above the unbudgeted one; where no prediction can be
+        made, torch's default (no budget it might make worse)."""
+        if self.memory_budget is None and self.peak is None:
             _warn_fallback(reason)
             return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-        _warn_fallback(reason, f"torch's partitioner at activation_memory_budget={budget}"
-                       + (f" (the least it saves: it takes no peak={self.peak})"
-                          if self.memory_budget is None else ""))
-        with _functorch_config.patch(activation_memory_budget=budget):
+        fused = self.kernels == "inductor"
+        try:
+            default = torch_partition(gm, joint_inputs, kwargs, 1.0, fused)
+            if self.peak is not None:
+                aim = self._peak_aim()
+                budgets = dict.fromkeys(b for b in (equivalent_budget(aim, default), 0.0)
+                                        if b is not None and b < 1)
+                options = [default] + [torch_partition(gm, joint_inputs, kwargs, b, fused)
+                                       for b in budgets]
+                chosen, met = choose(aim, default, None, lambda: options, lambda: options)
+            else:  # the knapsack at the user's budget unless it peaks above the default
+                chosen, met = choose(None, default, None, lambda: [torch_partition(
+                    gm, joint_inputs, kwargs, self.memory_budget, fused)], lambda: [default])
+        except Exception as e:  # no prediction: torch's default, never a budget's worse peak
+            _warn_fallback(reason, "torch's default partitioner (its partitions' peaks could "
+                           f"not be predicted: {type(e).__name__}: {e})".splitlines()[0])
             return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+        what = ("torch's default partition" if chosen.budget >= 1.0 else
+                f"torch's partitioner at activation_memory_budget={chosen.budget:.3g}")
+        if self.peak is None:
+            why = "no higher than torch's default partition's"
+        elif met:
+            why = "of torch's partitions, the one within the bound that recomputes least"
+        else:
+            why = f"peak={self.peak} cannot be met: the least of torch's partitions' peaks"
+        _warn_fallback(reason, f"{what} (predicted peak {_format_bytes(chosen.peak)}, {why})")
+        return chosen.fw, chosen.bw
 
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
@@ -227,7 +247,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         into record["verify_widened"] ({name: {"difference", "torch_spread"}})."""
         start = time.perf_counter()
         try:
-            theirs = min_cut_rematerialization_partition(_copy_joint(gm), joint_inputs, **kwargs)
+            theirs = min_cut_rematerialization_partition(copy_joint(gm), joint_inputs, **kwargs)
             try:
                 # Where values differ: torch's partition at activation_memory_budget=0 shows
                 # how far torch's own partitions differ there (T5's shared relative-attention
@@ -235,7 +255,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 def other():
                     with _functorch_config.patch(activation_memory_budget=0.0):
                         return min_cut_rematerialization_partition(
-                            _copy_joint(gm), joint_inputs, **kwargs)
+                            copy_joint(gm), joint_inputs, **kwargs)
                 widened = {}
                 count = verify_partition(gm, (fw, bw), theirs, kwargs["num_fwd_outputs"],
                                          other=other, widened=widened)
@@ -255,20 +275,19 @@ class GraphOptPartitioner(CustomPartitionerFn):
         finally:
             _STATS.verify_seconds += time.perf_counter() - start
 
-    @staticmethod
-    def _torch_saved_bytes(gm, joint_inputs, kwargs):
-        """The activation bytes (distinct storages, inputs apart) torch's own partition of
-        the joint graph saves without a budget: the 1.0 of its activation_memory_budget."""
-        return torch_saved(_copy_joint(gm), 1.0, joint_inputs, **kwargs)[1]
+    def _peak_aim(self):
+        """The predicted peak plans are held to under peak=: the bound less _PEAK_MARGIN."""
+        return int(_C._bytes_option("peak", self.peak) * (1 - _PEAK_MARGIN))
 
     def _attempt(self, gm, joint_inputs, kwargs, imported, activations=None, closest=False,
                  known=None):
-        """One plan of graph-opt's, tagged and partitioned by torch: (work graph, plan,
-        forward, backward, the halves' peak (halves_peak)). `imported`: the joint graph's
-        JointImport (each plan starts from a clone of it). `known`: {recomputed values:
-        attempt} of plans partitioned before (the same plan is not partitioned twice)."""
+        """One plan of graph-opt's, tagged and partitioned by torch: a Candidate (its work
+        graph, plan, forward, backward and the halves' peak, halves_peak). `imported`: the
+        joint graph's JointImport (each plan starts from a clone of it). `known`:
+        {recomputed values: candidate} of plans partitioned before (the same plan is not
+        partitioned twice)."""
         num_fwd_outputs = kwargs["num_fwd_outputs"]
-        work = _copy_joint(gm)
+        work = copy_joint(gm)
         plan = plan_joint(work, num_fwd_outputs, self.pipeline, activations=activations,
                           closest=closest, imported=imported)
         key = (frozenset(plan.recomputed), frozenset(plan.replaced.items()))
@@ -288,15 +307,15 @@ class GraphOptPartitioner(CustomPartitionerFn):
         halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
         halves["seconds"] = time.perf_counter() - partitioned  # the prediction's own cost
         halves["partition_seconds"] = partitioned - start  # torch's min-cut
-        attempt = (work, plan, fw, bw, halves)
+        attempt = Candidate("graph-opt", fw, bw, halves, work, plan)
         if known is not None:
             known[key] = attempt
         return attempt
 
-    def _attempts_for_peak(self, gm, joint_inputs, kwargs, imported):
-        """Plans for peak=: graph-opt plans on the joint graph in its own executor's
-        order, and the step that runs is the halves torch builds, which Inductor fuses
-        (halves.py). The knob is the bytes forward saves for backward (checkpoint's
+    def _attempts_for_peak(self, gm, joint_inputs, kwargs, imported, known=None):
+        """graph-opt's plans for peak=: graph-opt plans on the joint graph in its own
+        executor's order, and the step that runs is the halves torch builds, which Inductor
+        fuses (halves.py). The knob is the bytes forward saves for backward (checkpoint's
         activations= bound, in bytes), which reach the halves' peak one for one; the search
         aims _PEAK_MARGIN under the bound (what halves.py's prediction may miss Inductor's
         allocations by). The first round saves all (no recomputation); then the bound on the
@@ -306,16 +325,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
         and one within are known, halves the interval between the bytes the over plan saved
         and the bound the within plan was asked; activations=0 is the least the planner
         saves (unmet=closest).
-        The plan kept is the one within the aim whose halves peak highest (least
-        recomputed). Returns (attempt, plans made, halves peaks seen); Error with the least
-        peak reached where no plan is within the aim."""
+        Returns (the plan within the aim whose halves peak highest (least recomputed), or
+        None where none is; plans made; halves peaks seen). `known` as _attempt's."""
         bound = _C._bytes_option("peak", self.peak)
-        aim = int(bound * (1 - _PEAK_MARGIN))
-        seen, known, best, least, rounds_over = [], {}, None, None, 0
+        aim = self._peak_aim()
+        known = {} if known is None else known
+        seen, best, rounds_over = [], None, 0
         within, over = None, None  # the highest saved-bytes bound within, the lowest over
-
-        def peak_of(attempt):
-            return attempt[4]["peak_bytes"]
         target = _UNBOUNDED
         for _ in range(_MAX_PEAK_ROUNDS):
             plans = len(known)
@@ -323,14 +339,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
                                     closest=True, known=known)
             if len(known) == plans:
                 break  # a plan seen before: the bounds between give no other
-            got = peak_of(attempt)
+            got = attempt.peak
             seen.append(got)
-            least = got if least is None else min(least, got)
             rounds_over = rounds_over + 1 if got > aim else 0
             if got <= aim:
-                if best is None or got > peak_of(best):
+                if best is None or got > best.peak:
                     best = attempt
-                if aim - got <= _PEAK_SLACK * bound or not attempt[1].recomputed:
+                if aim - got <= _PEAK_SLACK * bound or not attempt.plan.recomputed:
                     break
                 within = target if within is None else max(within, target)
             else:
@@ -339,7 +354,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 # What this plan saved, not the bound asked (the first round's is
                 # _UNBOUNDED: halving towards it asked for that same plan again, and the
                 # search stopped where it was, 12.5% under Llama's bound under cost=inductor).
-                saved = min(target, attempt[4]["saved_bytes"])
+                saved = min(target, attempt.saved_bytes)
                 over = saved if over is None else min(over, saved)
             if within is not None and over is not None:
                 following = (within + over) // 2
@@ -348,44 +363,116 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 # from 816 MiB: 695, 692, 692 and 690.5 MiB at steps of the overshoot), each
                 # further round over the aim doubles the step.
                 step = (aim - got) * 2 ** max(0, rounds_over - 1)
-                following = max(0, min(target, attempt[4]["saved_bytes"]) + step)
+                following = max(0, min(target, attempt.saved_bytes) + step)
             if following in (within, over, target):
                 break
             target = following
-        if best is None:
-            # A plan predicted between the aim and the bound is not taken: on BERT-base one
-            # measured 0.4% over its bound where an older halves.py predicted it 2% under.
-            raise Error(f"peak={self.peak} cannot be met: the least peak of the step "
-                        f"torch.compile runs (forward and backward halves, inputs included) "
-                        f"that graph-opt's plans reached is {_format_bytes(least)}, and plans "
-                        f"are held {_PEAK_MARGIN:.0%} under peak= for what that prediction "
-                        f"may miss ({len(seen)} plans tried)")
+        # A plan predicted between the aim and the bound is not taken: on BERT-base one
+        # measured 0.4% over its bound where an older halves.py predicted it 2% under.
         return best, len(seen), seen
+
+    def _fixed_candidates(self, gm, joint_inputs, kwargs, imported, known, default):
+        """The candidates whose least peak a bound no other candidate meets is given, the
+        same whatever bound was asked: torch's default partition and its knapsack at 0, and
+        graph-opt's plans saving at most 0, 1/4, 1/2 and 3/4 of what its plan without a bound
+        saves, and that plan (on the deep residual MLP the search's plans at one bound
+        reached 18.18 MiB, at a tighter one 28.18: the least it reports must not depend on
+        where the search started)."""
+        fused = self.kernels == "inductor"
+        found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, fused)]
+        everything = self._attempt(gm, joint_inputs, kwargs, imported, activations=_UNBOUNDED,
+                                   closest=True, known=known)
+        found.append(everything)
+        for quarter in range(4):
+            found.append(self._attempt(gm, joint_inputs, kwargs, imported, closest=True,
+                                       activations=everything.saved_bytes * quarter // 4,
+                                       known=known))
+        return found
+
+    def _choose_for_peak(self, gm, joint_inputs, kwargs, imported, default):
+        """The partition under peak= (candidates.choose): graph-opt's search's plan, torch's
+        default or its knapsack at the equivalent budget, or the least of the fixed
+        candidates. Returns (candidate, met, plans graph-opt made in its search, their halves
+        peaks). Where none meets the bound: strict raises with the least; otherwise a warning
+        names the least-peak candidate, which is used."""
+        aim = self._peak_aim()
+        known = {}
+        planned, rounds, seen = self._attempts_for_peak(gm, joint_inputs, kwargs, imported,
+                                                        known)
+
+        def torch_options():
+            budget = equivalent_budget(aim, default)
+            if budget is None or budget >= 1.0:
+                return [default]
+            return [default, torch_partition(gm, joint_inputs, kwargs, budget,
+                                             self.kernels == "inductor")]
+        chosen, met = choose(aim, default, planned, torch_options, lambda: self._fixed_candidates(
+            gm, joint_inputs, kwargs, imported, known, default))
+        if not met:
+            message = (f"peak={self.peak} cannot be met: the least peak of the step "
+                       f"torch.compile runs (forward and backward halves, inputs included) "
+                       f"that graph-opt's plans and torch's partitions reach is "
+                       f"{_format_bytes(chosen.peak)} ({chosen.source}), and plans are held "
+                       f"{_PEAK_MARGIN:.0%} under peak= for what that prediction may miss")
+            if self.strict:
+                raise Error(message)
+            _STATS.unmet.append(message)
+            warnings.warn(f"graph-opt: {message}; that least-peak partition is used "
+                          "(graph_opt.compile.stats()['unmet'] counts these)", RuntimeWarning,
+                          stacklevel=4)
+        return chosen, met, rounds, seen
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
-        activations, rounds, seen = None, 1, None
+        activations, rounds, seen, met, default = None, 1, None, True, None
         imported = import_joint(gm, num_fwd_outputs)
-        if self.peak is not None:
-            (work, plan, fw, bw, halves), rounds, seen = self._attempts_for_peak(
-                gm, joint_inputs, kwargs, imported)
+        if self.peak is None and self.memory_budget is None:
+            chosen = self._attempt(gm, joint_inputs, kwargs, imported)
         else:
-            if self.memory_budget is not None:
-                activations = int(self.memory_budget * self._torch_saved_bytes(
-                    gm, joint_inputs, kwargs))
-            work, plan, fw, bw, halves = self._attempt(gm, joint_inputs, kwargs, imported,
-                                                       activations=activations)
+            # torch's own unbudgeted partition: no budget may make the step peak higher
+            default = torch_partition(gm, joint_inputs, kwargs, 1.0, self.kernels == "inductor")
+            if self.peak is not None:
+                chosen, met, rounds, seen = self._choose_for_peak(gm, joint_inputs, kwargs,
+                                                                  imported, default)
+            else:
+                activations = int(self.memory_budget * _activation_bytes(default,
+                                                                         num_fwd_outputs))
+                planned = self._attempt(gm, joint_inputs, kwargs, imported,
+                                        activations=activations)
+                # where graph-opt's plan peaks above torch's default: the knapsack at the
+                # same budget if it does not, else the default
+                chosen, met = choose(None, default, planned, lambda: [torch_partition(
+                    gm, joint_inputs, kwargs, self.memory_budget, self.kernels == "inductor")],
+                    lambda: [default])
         _STATS.peak_rounds += rounds - 1
-        _STATS.partition_seconds += halves["partition_seconds"]
+        _STATS.partition_seconds += chosen.halves["partition_seconds"]
+        record = self._record(gm, chosen, num_fwd_outputs, activations)
+        if default is not None:
+            record["unbudgeted_halves_peak_bytes"] = default.peak
+        if self.peak is not None:
+            record["peak_bound_bytes"] = _C._bytes_option("peak", self.peak)
+            record["peak_aim_bytes"] = self._peak_aim()
+            record["peak_met"] = met
+            record["peak_rounds"] = rounds
+            record["peak_rounds_halves_bytes"] = seen
+        return chosen.fw, chosen.bw, record
+
+    def _record(self, gm, chosen, num_fwd_outputs, activations):
+        """What stats()["plans"] says of a partition: its saved and recomputed values and
+        bytes, the halves' prediction, and which candidate it is (`partition`)."""
+        fw, plan = chosen.fw, chosen.plan
         saved = saved_by_torch(fw, num_fwd_outputs)
-        joint = {n.name: n for n in work.graph.nodes}
-        if self.check_saved:
+        joint = {n.name: n for n in chosen.work.graph.nodes}
+        if plan is not None and self.check_saved:
             check_saved(plan, saved, joint)
         storages = activation_storages(joint[n] for n in saved)
         rng_states = [n for n in output_nodes(fw)[num_fwd_outputs:]
                       if isinstance(n, torch.fx.Node) and is_rng_state(n)]
-        record = {
+        return {
             "nodes": sum(1 for n in gm.graph.nodes if n.op == "call_function"),
+            # "graph-opt", or torch's own partition chosen instead: "torch" (its default),
+            # "knapsack@B" (candidates.py)
+            "partition": chosen.source,
             "saved": sorted(saved),
             # what the forward keeps for backward beyond its inputs: activations (distinct
             # storages) and the RNG states of recomputed random operators
@@ -393,24 +480,26 @@ class GraphOptPartitioner(CustomPartitionerFn):
             + sum(rng_state_bytes(n) for n in rng_states),
             "activation_bytes": sum(nbytes(r) for r in storages),
             "rng_states": len(rng_states),
-            "planned_rng_states": len(plan.rng_states),
+            "planned_rng_states": len(plan.rng_states) if plan is not None else 0,
             "activations_bound": activations,
-            "recomputed": sorted(plan.recomputed),
+            "recomputed": sorted(recomputed_by(chosen)),
             # the step torch.compile runs, as halves.py predicts Inductor allocates it
-            "halves_peak_bytes": halves["peak_bytes"],
-            "halves": halves,
+            "halves_peak_bytes": chosen.peak,
+            "halves": chosen.halves,
             "checkpoint": {k: plan.report.get(k) for k in (
                 "budget_unmet", "predicted_peak_bytes", "nodes_added", "input_bytes",
                 "unoptimised_peak_bytes",
                 "step_peak_bound_bytes", "cost")
-                if k in plan.report},
+                if k in plan.report} if plan is not None else {},
         }
-        if self.peak is not None:
-            record["peak_bound_bytes"] = _C._bytes_option("peak", self.peak)
-            record["peak_aim_bytes"] = int(record["peak_bound_bytes"] * (1 - _PEAK_MARGIN))
-            record["peak_rounds"] = rounds
-            record["peak_rounds_halves_bytes"] = seen
-        return fw, bw, record
+
+
+def _activation_bytes(candidate, num_fwd_outputs):
+    """The activation bytes (distinct storages, inputs apart) a partition's forward saves:
+    of torch's default partition, the 1.0 of its activation_memory_budget."""
+    joint = {n.name: n for n in candidate.work.graph.nodes}
+    return sum(nbytes(r) for r in activation_storages(
+        joint[n] for n in saved_by_torch(candidate.fw, num_fwd_outputs)))
 
 
 def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):

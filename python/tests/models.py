@@ -45,3 +45,27 @@ class TinyTransformer(torch.nn.Module):
             x = x + self.proj[i](attended)
             x = x + self.down[i](torch.nn.functional.gelu(self.up[i](self.norm2[i](x))))
         return x.square().mean()
+
+
+class PreNormResidualMLP(torch.nn.Module):
+    """`blocks` pre-norm residual blocks x + down(gelu(up(layer_norm(x)))), dim -> hidden ->
+    dim, as nn.Sequential: a deep MLP whose activations dominate its peak, and whose residual
+    stream makes some recomputation plans peak higher than saving everything (each block's
+    input is recomputed from the one before, all of them as backward starts)."""
+
+    def __init__(self, blocks=8, dim=64, hidden=256):
+        super().__init__()
+        self.blocks = torch.nn.Sequential(*(_PreNormBlock(dim, hidden) for _ in range(blocks)))
+
+    def forward(self, x):
+        return self.blocks(x).square().mean()
+
+
+class _PreNormBlock(torch.nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim)
+        self.up, self.down = torch.nn.Linear(dim, hidden), torch.nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
