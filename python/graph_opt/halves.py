@@ -294,6 +294,46 @@ class _Half:
         # inputs no kernel reads are freed as the half starts
         self.unread = sum(b for p, b in held.items() if p not in self.readers and p not in
                           self.keep)
+        self.shared = self._read_by_a_fused_sibling() if fused else {}
+
+    def _made_by(self, d):
+        """The kernel that makes buffer d (a result's operator), or None (an input)."""
+        d = self.producer.get(d, d)
+        return d if d in self.reads else None
+
+    def _read_by_a_fused_sibling(self):
+        """{kernel: the buffers it reads that a sibling kernel also reads}, where a sibling is
+        another fused (not extern) kernel over as many elements with no path between the two.
+        Inductor's scheduler fuses such kernels into one (they share a read: its horizontal
+        fusion), and then writes no result over the buffer they share: its in-place rule
+        (Scheduler.decide_inplace_update) takes an input only where the kernel is its one
+        remaining reader, and the other reader in the same fused kernel has not completed.
+        On a residual MLP's backward the recomputed gelu and gelu's backward read the saved
+        pre-activation in one kernel, and neither writes over it: one buffer more than
+        running them apart (the last one writing over it) would allocate."""
+        position = {n: i for i, n in enumerate(self.kernels)}
+        ancestors = {}
+        for n in self.kernels:  # graph order is a topological order
+            mask = 0
+            for d in self.reads[n]:
+                k = self._made_by(d)
+                if k is not None:
+                    mask |= ancestors[k] | (1 << position[k])
+            ancestors[n] = mask
+        readers = {}
+        for n in self.kernels:
+            if self.inplace[n] and _numel(n) is not None:
+                for d in self.reads[n]:
+                    readers.setdefault(d, []).append(n)
+        shared = {}
+        for d, ns in readers.items():
+            for i, a in enumerate(ns):
+                for b in ns[i + 1:]:
+                    if (_numel(a) == _numel(b) and not ancestors[b] >> position[a] & 1
+                            and not ancestors[a] >> position[b] & 1):
+                        shared.setdefault(a, set()).add(d)
+                        shared.setdefault(b, set()).add(d)
+        return shared
 
     def _reusable(self, d):
         return d.op != "placeholder" or d in self.donated
@@ -318,8 +358,8 @@ class _Half:
             inplace = None
             if self.inplace[n]:
                 inplace = next((d for d in dying if self._reusable(d)
-                                and self.size.get(d) == size and d not in self.moved[n]),
-                               None)
+                                and self.size.get(d) == size and d not in self.moved[n]
+                                and d not in self.shared.get(n, ())), None)
                 if inplace is not None:  # written in place of an input dying here
                     dying.remove(inplace)
             pooled = None
@@ -345,10 +385,7 @@ class _Half:
         among the kernels whose inputs are ready, while one fits under the peak so far the
         one leaving the least live, else the one that peaks least; ties in graph order."""
         position = {n: i for i, n in enumerate(self.kernels)}
-
-        def made_by(d):  # the kernel that makes buffer d (a result's operator), or None
-            d = self.producer.get(d, d)
-            return d if d in position else None
+        made_by = self._made_by
         waiting = {n: len({made_by(d) for d in self.reads[n]} - {None}) for n in self.kernels}
         users = {}
         for n in self.kernels:

@@ -172,3 +172,26 @@ def test_a_kernel_writes_over_a_dying_input_only_element_for_element():
     moved = aten(lambda a, t: (torch.tanh(a.t()) * t,), (ROWS, COLS), ())
     got = halves_peak(fw, moved, num_fwd_outputs=1)
     assert got["backward_peak_bytes"] == start + act, got  # beside it
+
+
+def test_kernels_fused_on_a_shared_read_write_over_none_of_it():
+    """Two pointwise results over as many elements that read one buffer, neither reading the
+    other, are one kernel in Inductor (its horizontal fusion on the shared read), and its
+    in-place rule takes an input only where the kernel is its one remaining reader: neither
+    result is written over the buffer they share, though it dies there. (A residual MLP's
+    backward reads its saved pre-activation in a recomputed gelu and in gelu's backward this
+    way; halves.py had the last of the two write over it, one buffer under the measured
+    peak, and a plan under peak= measured over its bound.)"""
+    def siblings(x, w):
+        h = x @ w            # an extern kernel: its own buffer
+        a = torch.tanh(h)    # saved: realized, reads h
+        b = h * 3            # saved: realized, reads h, fused with tanh's kernel
+        return a.sum() + b.sum(), a, b
+
+    fw = aten(siblings, (ROWS, 16), (16, COLS))
+    bw = aten(lambda a, b, t: (a * b * t,), (ROWS, COLS), (ROWS, COLS), ())
+    inputs = (ROWS * 16 + 16 * COLS) * F32
+    act = ROWS * COLS * F32
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    # h, a and b live together; scalars (the sums, the loss) beside them
+    assert inputs + 3 * act <= got["forward_peak_bytes"] <= inputs + 3 * act + 4 * F32, got
