@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-halves bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -189,6 +189,9 @@ bench-compile: build
 # checks that every graph-opt peak is within its bound and monotone; tables, JSON and Pareto
 # plots in $(BENCH_DIR)/peak. About 20 minutes per default-size model on 2 cores.
 # BENCH_PEAK_PIPELINE replaces graph-opt's pipeline (e.g. one with checkpoint{cost=inductor}).
+# BENCH_PEAK_MODELS may name models outside the zoo, built from configs
+# (benchmarks/models/unseen_models.py: hf-causal-lm, hf-distilbert, hf-bart, hf-vit,
+# mobilenet_v2, deep-mlp), e.g. BENCH_PEAK_MODELS=hf-causal-lm:default,deep-mlp:default.
 comma := ,
 empty :=
 space := $(empty) $(empty)
@@ -199,6 +202,15 @@ bench-peak: build
 	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
 	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  $(if $(BENCH_PEAK_PIPELINE),--pipeline '$(BENCH_PEAK_PIPELINE)') -o $(BENCH_DIR)/peak
+
+# halves.py's peak prediction against the measured peak of the step torch.compile runs, per
+# model and knapsack budget (benchmarks/models/halves_accuracy.py; docs/TorchCompile.md "The
+# peak of the halves"): the zoo's models at the default size and those outside it.
+BENCH_HALVES_MODELS ?= hf-causal-lm:default,hf-distilbert:default,hf-bart:default,mobilenet_v2:default,deep-mlp:default,hf-vit:default,gpt2:default,bert:default,llama:default,t5:default,resnet50:default
+BENCH_HALVES_BUDGETS ?= 1.0,0.3
+bench-halves: build
+	@$(VENV)/bin/python benchmarks/models/halves_accuracy.py --models '$(BENCH_HALVES_MODELS)' \
+	  --budgets '$(BENCH_HALVES_BUDGETS)' --activations '' $(if $(BENCH_THREADS),--threads $(BENCH_THREADS))
 
 # checkpoint's cost models under peak= inside torch.compile (benchmarks/models/cost_ab.py,
 # docs/TorchCompile.md "Which cost model plans inside torch.compile"): per model, at bounds

@@ -177,12 +177,23 @@ def first_line(e):
 
 def build(model_spec, facts_path, dropout=True):
     """(training-step module, its arguments, its configuration) as export_model.py builds
-    them; with facts_path, checked against what was exported."""
+    them; with facts_path, checked against what was exported. The models outside the zoo
+    (unseen_models.py: Hugging Face and torchvision models from configs, a deep MLP) are
+    built by name too, at their one (default) size."""
     import export_model as em
+    import unseen_models
 
     name, _, size = model_spec.partition(":")
+    if name in unseen_models.MODELS and name not in em.MODELS:
+        if facts_path:
+            raise PeerError(f"model '{name}' is not one the exporter exports: no --facts")
+        try:
+            return unseen_models.build(name, size, dropout)
+        except ValueError as e:
+            raise PeerError(str(e)) from None
     if name not in em.MODELS:
-        raise PeerError(f"unknown model '{name}' (known: {', '.join(em.MODELS)})")
+        raise PeerError(f"unknown model '{name}' (known: {', '.join(em.MODELS)}; outside the "
+                        f"zoo, from configs: {', '.join(unseen_models.MODELS)})")
     args = argparse.Namespace(tiny=size == "tiny", batch=None, image_size=None, seq_len=None)
     sizes = em.resolve_sizes(name, em.MODELS[name], args)
     built = em.build_model(name, sizes, SEED, dropout=dropout)
