@@ -74,7 +74,9 @@ def predicted_rows(step, args, budgets, activations):
                         copy_joint(gm), joint_inputs, **kwargs)
                 rows.append((f"knapsack@{b}", b, halves_peak(fw, bw, n)))
             partitioner = graph_opt.partitioner(peak=1 << 50, strict=True, verify=False)
-            imported = import_joint(gm, n)
+            # graph-opt's import only where its plans are asked for: torch's partitions are
+            # predicted from graphs graph-opt cannot take too (a tensor constant: BART)
+            imported = import_joint(gm, n) if activations else None
             for a in activations:
                 attempt = partitioner._attempt(
                     gm, joint_inputs, kwargs, imported, activations=int(a * MiB), closest=True)

@@ -90,18 +90,17 @@ def _mobilenet(dropout):
     return model, args, {"torchvision": "mobilenet_v2", "num_classes": 1000}
 
 
-class _Block(torch.nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(dim)
-        self.up, self.down = torch.nn.Linear(dim, hidden), torch.nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
-
-
 def _deep_mlp(dropout):
-    model = torch.nn.Sequential(*(_Block(256, 1024) for _ in range(8)))
+    """The Python tests' PreNormResidualMLP (python/tests/models.py), larger: its forward is
+    the loss (the mean square)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
+                        "tests", "models.py")
+    spec = importlib.util.spec_from_file_location("graph_opt_test_models", path)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model = models.PreNormResidualMLP(blocks=8, dim=256, hidden=1024)
     return model, (torch.randn(512, 256),), {"blocks": 8, "dim": 256, "hidden": 1024}
 
 
@@ -109,8 +108,8 @@ def _classify(model, x, y):
     return torch.nn.functional.cross_entropy(model(x), y)
 
 
-def _mean_square(model, x):
-    return model(x).square().mean()
+def _own_loss(model, x):
+    return model(x)
 
 
 MODELS = {
@@ -119,7 +118,7 @@ MODELS = {
     "hf-bart": (_bart, _hf_loss),
     "hf-vit": (_vit, _hf_loss),
     "mobilenet_v2": (_mobilenet, _classify),
-    "deep-mlp": (_deep_mlp, _mean_square),
+    "deep-mlp": (_deep_mlp, _own_loss),
 }
 
 

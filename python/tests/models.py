@@ -1,5 +1,18 @@
-"""Small models the Python tests share."""
+"""Small models the Python tests share, and how they measure a step's peak."""
 import torch
+
+
+def measured_whole_peak(fn, model, x):
+    """The whole step's peak as c10's CPU allocator sees it (graph-opt's tracking
+    allocator): what one fn(x).backward() allocates above its start, plus the parameters
+    and the batch, which were there before it."""
+    import graph_opt
+    for p in model.parameters():
+        p.grad = None
+    with graph_opt._C._CpuMemoryTracker() as tracker:
+        fn(x).backward()
+    return tracker.peak_bytes + sum(t.untyped_storage().nbytes()
+                                    for t in [*model.parameters(), x])
 
 
 class ResidualMLP(torch.nn.Module):

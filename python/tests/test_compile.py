@@ -17,7 +17,7 @@ import torch
 import graph_opt
 from graph_opt import compile as goc
 from graph_opt.testing import saved_activation_bytes
-from models import ResidualMLP, TinyTransformer
+from models import ResidualMLP, TinyTransformer, measured_whole_peak
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
@@ -420,18 +420,6 @@ def test_peak_with_inductors_costs():
     plan = compiled_plan(model, x, pipeline="checkpoint{budget=90%,cost=inductor}", peak=bound)
     assert plan["recomputed"] and plan["halves_peak_bytes"] <= bound
     assert plan["checkpoint"]["cost"].startswith("inductor: fusing operators by the bytes")
-
-
-def measured_whole_peak(fn, model, x):
-    """The whole step's peak as c10's CPU allocator sees it (graph-opt's tracking
-    allocator): what one fn(x).backward() allocates above its start, plus the parameters
-    and the batch, which were there before it."""
-    for p in model.parameters():
-        p.grad = None
-    with graph_opt._C._CpuMemoryTracker() as tracker:
-        fn(x).backward()
-    return tracker.peak_bytes + sum(t.untyped_storage().nbytes()
-                                    for t in [*model.parameters(), x])
 
 
 @pytest.mark.parametrize("name", ["residual-mlp", "transformer"])
