@@ -538,9 +538,12 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     bounds the whole step's peak, its inputs (parameters, buffers, the batch) included,
     of the forward and backward halves torch builds, as halves.py predicts Inductor
     allocates them: planned again until that peak is within `peak` less a margin (what is
-    and is not counted, and the search: docs/TorchCompile.md). A graph graph-opt cannot plan falls back to
-    torch's partitioner held to the bound where it can be: memory_budget=B's knapsack at B,
-    peak='s at 0, the least torch saves."""
+    and is not counted, and the search: docs/TorchCompile.md). Under either bound torch's
+    own partitions are candidates beside graph-opt's plans, chosen by that predicted peak,
+    and none is used whose predicted peak is above torch's unbudgeted partition's (a bound
+    no candidate meets gets the least-peak one, with a warning; strict=True raises with
+    that least: candidates.py). A graph graph-opt cannot plan falls back to torch's
+    partitions chosen the same way."""
     return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,
                                verify=verify, peak=peak)
 
