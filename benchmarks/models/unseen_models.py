@@ -95,11 +95,15 @@ def _deep_mlp(dropout):
     the loss (the mean square)."""
     import importlib.util
     import os
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
-                        "tests", "models.py")
-    spec = importlib.util.spec_from_file_location("graph_opt_test_models", path)
-    models = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(models)
+    import sys
+    name = "graph_opt_test_models"
+    if name not in sys.modules:  # torch.compile imports the module its forward lives in
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
+                            "tests", "models.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    models = sys.modules[name]
     model = models.PreNormResidualMLP(blocks=8, dim=256, hidden=1024)
     return model, (torch.randn(512, 256),), {"blocks": 8, "dim": 256, "hidden": 1024}
 
