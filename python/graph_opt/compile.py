@@ -406,8 +406,12 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 return [default]
             return [default, torch_partition(gm, joint_inputs, kwargs, budget,
                                              self.kernels == "inductor")]
-        chosen, met = choose(aim, default, planned, torch_options, lambda: self._fixed_candidates(
-            gm, joint_inputs, kwargs, imported, known, default))
+        def fixed():
+            # the fixed set, and every plan the search made (known): the least named is
+            # never above a plan seen on the way
+            found = self._fixed_candidates(gm, joint_inputs, kwargs, imported, known, default)
+            return found + [c for c in known.values() if all(c is not f for f in found)]
+        chosen, met = choose(aim, default, planned, torch_options, fixed)
         if not met:
             message = (f"peak={self.peak} cannot be met: the least peak of the step "
                        f"torch.compile runs (forward and backward halves, inputs included) "
