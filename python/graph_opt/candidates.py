@@ -13,8 +13,8 @@ the choice among them is made on that prediction alone:
 - else the torch partition that meets the bound and peaks highest (recomputes least): its
   default, or its knapsack at the budget equivalent to the bound (equivalent_budget);
 - else the least peak reachable (least_reachable): the least of a fixed set of candidates
-  that does not depend on the bound asked for, so that a tighter bound never reports a
-  higher least than a looser one.
+  that does not depend on the bound asked for (so that what a tighter bound reports is
+  never above what the fixed set reaches), with the plans the search made on the way.
 """
 import copy
 import dataclasses
