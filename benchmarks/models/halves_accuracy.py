@@ -49,7 +49,7 @@ def measured(step, args, budget, held):
     return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
 
 
-def predicted_rows(step, args, budgets, activations):
+def predicted_rows(step, args, budgets, activations, inductor=False):
     """halves.py on torch's partitions at `budgets` and graph-opt's plans at `activations`,
     from the joint graph torch.compile hands the partitioner (the step is compiled once with
     a partitioner that records and then returns torch's default partition)."""
@@ -65,6 +65,15 @@ def predicted_rows(step, args, budgets, activations):
 
     rows = []
 
+    def row(name, budget, fw, bw, halves, n):
+        if inductor:  # Inductor's own code for the halves, read (inductor_read.py)
+            from graph_opt.inductor_read import read_halves
+            try:
+                halves = dict(halves, inductor=read_halves(fw, bw, n))
+            except Exception as e:
+                halves = dict(halves, inductor={"error": f"{type(e).__name__}: {e}"})
+        rows.append((name, budget, halves))
+
     class Recorder(CustomPartitionerFn):
         def __call__(self, gm, joint_inputs, **kwargs):
             n = kwargs["num_fwd_outputs"]
@@ -72,7 +81,7 @@ def predicted_rows(step, args, budgets, activations):
                 with functorch_config.patch(activation_memory_budget=b):
                     fw, bw = min_cut_rematerialization_partition(
                         copy_joint(gm), joint_inputs, **kwargs)
-                rows.append((f"knapsack@{b}", b, halves_peak(fw, bw, n)))
+                row(f"knapsack@{b}", b, fw, bw, halves_peak(fw, bw, n), n)
             partitioner = graph_opt.partitioner(peak=1 << 50, strict=True, verify=False)
             # graph-opt's import only where its plans are asked for: torch's partitions are
             # predicted from graphs graph-opt cannot take too (a tensor constant: BART)
@@ -80,7 +89,8 @@ def predicted_rows(step, args, budgets, activations):
             for a in activations:
                 attempt = partitioner._attempt(
                     gm, joint_inputs, kwargs, imported, activations=int(a * MiB), closest=True)
-                rows.append((f"graph-opt activations={a:g}MiB", None, attempt.halves))
+                row(f"graph-opt activations={a:g}MiB", None, attempt.fw, attempt.bw,
+                    attempt.halves, n)
             with functorch_config.patch(activation_memory_budget=1.0):
                 return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
 
@@ -104,6 +114,9 @@ def main(argv=None):
     parser.add_argument("--activations", default="100,0",
                         help="graph-opt plans' saved-activation bounds, MiB")
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--inductor-read", action="store_true",
+                        help="also read each partition's peak from Inductor's own generated "
+                             "code (inductor_read.py: slow, seconds per half)")
     args = parser.parse_args(argv)
     try:
         budgets = [float(b) for b in args.budgets.split(",") if b]
@@ -118,10 +131,17 @@ def main(argv=None):
         held = peers.held_bytes(step, inputs)
         print(f"{spec}: parameters and batch {held / MiB:.1f} MiB (MiB below; each figure "
               "includes them)", flush=True)
-        for name, budget, h in predicted_rows(step, inputs, budgets, activations):
+        for name, budget, h in predicted_rows(step, inputs, budgets, activations,
+                                              args.inductor_read):
             line = (f"  {name:34s} predicted whole {h['peak_bytes'] / MiB:7.1f} forward "
                     f"{h['forward_peak_bytes'] / MiB:7.1f} backward "
                     f"{h['backward_peak_bytes'] / MiB:7.1f} saved {h['saved_bytes'] / MiB:7.1f}")
+            if "inductor" in h:
+                r = h["inductor"]
+                line += (f" | Inductor's code: error {r['error']}" if "error" in r else
+                         f" | Inductor's code whole {r['peak_bytes'] / MiB:7.1f} forward "
+                         f"{r['forward_peak_bytes'] / MiB:7.1f} backward "
+                         f"{r['backward_peak_bytes'] / MiB:7.1f} ({r['seconds']:.1f} s)")
             if budget is not None:
                 whole, forward, at_backward, backward = measured(step, inputs, budget, held)
                 line += (f" | measured whole {whole / MiB:7.1f} forward {forward / MiB:7.1f} "

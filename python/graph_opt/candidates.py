@@ -24,7 +24,6 @@ import torch
 from torch._functorch import config as _functorch_config
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from .halves import halves_peak
 
 TORCH_DEFAULT = "torch"
 
@@ -63,14 +62,16 @@ def copy_joint(gm):
     return work
 
 
-def torch_partition(gm, joint_inputs, kwargs, budget, fused):
+def torch_partition(gm, joint_inputs, kwargs, budget, price):
     """torch's own partition of `gm` at activation_memory_budget=`budget` (1.0: its default,
-    as torch.compile partitions without a budget), with its halves' predicted peak."""
+    as torch.compile partitions without a budget), with its halves' peak as `price(fw, bw,
+    num_fwd_outputs)` gives it (the partitioner's: halves.py's prediction, or Inductor's
+    code read)."""
     work = copy_joint(gm)
     start = time.perf_counter()
     with _functorch_config.patch(activation_memory_budget=budget):
         fw, bw = min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
-    halves = halves_peak(fw, bw, kwargs["num_fwd_outputs"], fused=fused)
+    halves = price(fw, bw, kwargs["num_fwd_outputs"])
     halves["partition_seconds"] = time.perf_counter() - start
     source = TORCH_DEFAULT if budget >= 1.0 else f"knapsack@{budget:.3g}"
     return Candidate(source, fw, bw, halves, work, budget=budget)

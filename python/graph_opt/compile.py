@@ -158,9 +158,14 @@ class GraphOptPartitioner(CustomPartitionerFn):
     See the module's docstring and docs/TorchCompile.md."""
 
     def __init__(self, pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None,
-                 check_saved=True, verify=None, peak=None):
+                 check_saved=True, verify=None, peak=None, predict="halves"):
         if memory_budget is not None:
             check_memory_budget(memory_budget)
+        if predict not in ("halves", "inductor"):
+            raise Error(f"predict={predict!r}: one of 'halves' (halves.py's model of "
+                        "Inductor, milliseconds) or 'inductor' (Inductor's own code for the "
+                        "halves, read: seconds per plan)")
+        self.predict = predict
         self.pipeline = pipeline
         self.strict = strict
         self.verify = _verify_default() if verify is None else bool(verify)
@@ -177,7 +182,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def uuid(self):
         from . import __version__
         return ("graph-opt", __version__, _implementation_hash(), self.pipeline, self.strict,
-                self.memory_budget, self.peak, self.check_saved, self.verify, self.kernels)
+                self.memory_budget, self.peak, self.check_saved, self.verify, self.kernels,
+                self.predict)
 
     def _fallback(self, gm, joint_inputs, kwargs, reason):
         """torch's partitioner in graph-opt's place, held to the user's bound where one was
@@ -190,19 +196,19 @@ class GraphOptPartitioner(CustomPartitionerFn):
         if self.memory_budget is None and self.peak is None:
             _warn_fallback(reason)
             return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
-        fused = self.kernels == "inductor"
         try:
-            default = torch_partition(gm, joint_inputs, kwargs, 1.0, fused)
+            default = torch_partition(gm, joint_inputs, kwargs, 1.0, self._price)
             if self.peak is not None:
                 aim = self._peak_aim()
                 budgets = dict.fromkeys(b for b in (equivalent_budget(aim, default), 0.0)
                                         if b is not None and b < 1)
-                options = [default] + [torch_partition(gm, joint_inputs, kwargs, b, fused)
+                options = [default] + [torch_partition(gm, joint_inputs, kwargs, b, self._price)
                                        for b in budgets]
                 chosen, met = choose(aim, default, None, lambda: options, lambda: options)
             else:  # the knapsack at the user's budget unless it peaks above the default
                 chosen, met = choose(None, default, None, lambda: [torch_partition(
-                    gm, joint_inputs, kwargs, self.memory_budget, fused)], lambda: [default])
+                    gm, joint_inputs, kwargs, self.memory_budget, self._price)],
+                    lambda: [default])
         except Exception as e:  # no prediction: torch's default, never a budget's worse peak
             _warn_fallback(reason, "torch's default partitioner (its partitions' peaks could "
                            f"not be predicted: {type(e).__name__}: {e})".splitlines()[0])
@@ -275,6 +281,29 @@ class GraphOptPartitioner(CustomPartitionerFn):
         finally:
             _STATS.verify_seconds += time.perf_counter() - start
 
+    def _price(self, fw, bw, num_fwd_outputs):
+        """The peak of a partition's halves (halves_peak's figures): halves.py's prediction,
+        or with predict="inductor" under Inductor's kernels, the peaks read from Inductor's
+        own code for them (inductor_read.py; its figures replace the prediction's peaks, the
+        prediction's stay as "predicted_*"; where the reading fails, the prediction, and
+        "inductor_read_error" says why)."""
+        halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
+        halves["priced_by"] = "halves"
+        if self.predict != "inductor" or self.kernels != "inductor":
+            return halves
+        from .inductor_read import read_halves
+        try:
+            read = read_halves(fw, bw, num_fwd_outputs)
+        except Exception as e:
+            halves["inductor_read_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+            return halves
+        for key in ("peak_bytes", "forward_peak_bytes", "backward_peak_bytes"):
+            halves["predicted_" + key] = halves[key]
+            halves[key] = read[key]
+        halves["priced_by"] = "inductor"
+        halves["read_seconds"] = read["seconds"]
+        return halves
+
     def _peak_aim(self):
         """The predicted peak plans are held to under peak=: the bound less _PEAK_MARGIN."""
         return int(_C._bytes_option("peak", self.peak) * (1 - _PEAK_MARGIN))
@@ -304,7 +333,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         with _functorch_config.patch(activation_memory_budget=1.0, cse=False):
             fw, bw = min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
         partitioned = time.perf_counter()
-        halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
+        halves = self._price(fw, bw, num_fwd_outputs)
         halves["seconds"] = time.perf_counter() - partitioned  # the prediction's own cost
         halves["partition_seconds"] = partitioned - start  # torch's min-cut
         attempt = Candidate("graph-opt", fw, bw, halves, work, plan)
@@ -378,8 +407,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         saves, and that plan (on the deep residual MLP the search's plans at one bound
         reached 18.18 MiB, at a tighter one 28.18: the least it reports must not depend on
         where the search started)."""
-        fused = self.kernels == "inductor"
-        found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, fused)]
+        found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, self._price)]
         everything = self._attempt(gm, joint_inputs, kwargs, imported, activations=_UNBOUNDED,
                                    closest=True, known=known)
         found.append(everything)
@@ -404,8 +432,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             budget = equivalent_budget(aim, default)
             if budget is None or budget >= 1.0:
                 return [default]
-            return [default, torch_partition(gm, joint_inputs, kwargs, budget,
-                                             self.kernels == "inductor")]
+            return [default, torch_partition(gm, joint_inputs, kwargs, budget, self._price)]
         def fixed():
             # the fixed set, and every plan the search made (known): the least named is
             # never above a plan seen on the way
@@ -434,7 +461,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             chosen = self._attempt(gm, joint_inputs, kwargs, imported)
         else:
             # torch's own unbudgeted partition: no budget may make the step peak higher
-            default = torch_partition(gm, joint_inputs, kwargs, 1.0, self.kernels == "inductor")
+            default = torch_partition(gm, joint_inputs, kwargs, 1.0, self._price)
             if self.peak is not None:
                 chosen, met, rounds, seen = self._choose_for_peak(gm, joint_inputs, kwargs,
                                                                   imported, default)
@@ -446,7 +473,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 # where graph-opt's plan peaks above torch's default: the knapsack at the
                 # same budget if it does not, else the default
                 chosen, met = choose(None, default, planned, lambda: [torch_partition(
-                    gm, joint_inputs, kwargs, self.memory_budget, self.kernels == "inductor")],
+                    gm, joint_inputs, kwargs, self.memory_budget, self._price)],
                     lambda: [default])
         _STATS.peak_rounds += rounds - 1
         _STATS.partition_seconds += chosen.halves["partition_seconds"]
@@ -530,7 +557,7 @@ def _verify_default():
 
 
 def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, verify=None,
-                peak=None):
+                peak=None, predict="halves"):
     """A torch._inductor CustomPartitionerFn running `pipeline`; set it as
     torch._inductor.config.custom_partitioner_fn. With `memory_budget` (a share,
     as torch._functorch.config.activation_memory_budget), every checkpoint
@@ -547,9 +574,11 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     and none is used whose predicted peak is above torch's unbudgeted partition's (a bound
     no candidate meets gets the least-peak one, with a warning; strict=True raises with
     that least: candidates.py). A graph graph-opt cannot plan falls back to torch's
-    partitions chosen the same way."""
+    partitions chosen the same way. `predict="inductor"` prices every partition by reading
+    Inductor's own code for its halves (inductor_read.py: exact where halves.py's model
+    misses, seconds per plan instead of milliseconds)."""
     return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,
-                               verify=verify, peak=peak)
+                               verify=verify, peak=peak, predict=predict)
 
 
 def _boxed_nop(gm, example_inputs):
@@ -598,12 +627,12 @@ def _eager_compiler(kind):
 class _Backend:
     """torch.compile(model, backend=graph_opt.backend(...))."""
 
-    def __init__(self, pipeline, inner, strict, memory_budget, verify, peak):
+    def __init__(self, pipeline, inner, strict, memory_budget, verify, peak, predict):
         if inner not in ("inductor", "eager"):
             raise Error(f"backend: inner={inner!r}; one of 'inductor', 'eager'")
         self.partitioner = GraphOptPartitioner(pipeline, strict=strict,
                                                memory_budget=memory_budget, verify=verify,
-                                               peak=peak)
+                                               peak=peak, predict=predict)
         self.partitioner.kernels = inner
         self.inner = inner
 
@@ -645,10 +674,10 @@ class _Backend:
 
 
 def backend(pipeline=DEFAULT_PIPELINE, inner="inductor", strict=False, memory_budget=None,
-            verify=None, peak=None):
+            verify=None, peak=None, predict="halves"):
     """A torch.compile backend: AOTAutograd, graph-opt's partitioner running
-    `pipeline` (memory_budget and peak as partitioner()'s), then Inductor
+    `pipeline` (memory_budget, peak and predict as partitioner()'s), then Inductor
     (inner="inductor") or the graphs as they are (inner="eager", torch's
     aot_eager with graph-opt's partition). Inference graphs go through the
     pipeline (rewrite_inference) and the inner compiler. `verify` as partitioner()'s."""
-    return _Backend(pipeline, inner, strict, memory_budget, verify, peak)
+    return _Backend(pipeline, inner, strict, memory_budget, verify, peak, predict)

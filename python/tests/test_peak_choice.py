@@ -17,6 +17,18 @@ from models import PreNormResidualMLP, measured_whole_peak
 warnings.filterwarnings("ignore", category=FutureWarning)
 
 
+@pytest.fixture(autouse=True)
+def fresh_compile_state():
+    """Each test compiles afresh: a compile served from torch's caches (a run before this
+    one) does not call the partitioner, and stats() would count nothing."""
+    torch._dynamo.reset()
+    goc.reset_stats()
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch._inductor.config.patch(fx_graph_cache=False):
+        yield
+    torch._dynamo.reset()
+
+
 def compiled_peak(model, x, backend):
     """(the measured whole-step peak of a compiled step, the stats of its compile)."""
     torch._dynamo.reset()
