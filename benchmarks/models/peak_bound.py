@@ -4,7 +4,7 @@ items 2 and 4; docs/TorchCompile.md, "peak= against the knapsack").
 
     peak_bound.py --models gpt2:default[,bert:default,...] [--budgets 0.5,0.3,0.1,0.05]
                   [--extra 0.9,0.7] [--steps 10] [--warmup 2] [--threads N]
-                  [--pipeline P] [-o DIR]
+                  [--pipeline P] [--predict halves|inductor] [-o DIR]
 
 Per model (built as the harness builds it: peers.build, dropout off so that compiled steps
 are deterministic to compare), in one process:
@@ -16,7 +16,8 @@ are deterministic to compare), in one process:
    peak (`graph-opt@peak(B)`, graph_opt.backend(peak=..., verify=True): its partition is
    checked against torch's own on every forward output and gradient when it compiles;
    `--pipeline` replaces the partitioner's default pipeline, e.g.
-   "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=inductor}").
+   "repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=inductor}"; `--predict
+   inductor` prices partitions by Inductor's own code, predict="inductor").
    The two steps are timed interleaved (A, B, B, A, ... for --steps pairs after --warmup
    steps each); the ratio of graph-opt's median step time to the knapsack's is printed with
    a 95% interval (bootstrap over the pairs, 2000 resamples): "faster" or "slower" only where
@@ -138,7 +139,7 @@ def _reason(error):
     return lines[0] if lines else type(error).__name__
 
 
-def graph_opt_point(step, args, bound, warmup, pipeline=None):
+def graph_opt_point(step, args, bound, warmup, pipeline=None, predict="halves"):
     """graph-opt's partitioner at peak=bound (running `pipeline`, default the partitioner's
     own): (run, module, row) or (None, None, row) where it refused the bound."""
     import torch._dynamo
@@ -147,6 +148,7 @@ def graph_opt_point(step, args, bound, warmup, pipeline=None):
     graph_opt.compile.reset_stats()
     try:
         options = {"pipeline": pipeline} if pipeline else {}
+        options["predict"] = predict
         run, module, seconds = compiled(step, args, graph_opt.backend(
             peak=bound, strict=True, verify=True, **options), warmup=warmup)
     except torch._dynamo.exc.BackendCompilerFailed as e:
@@ -167,14 +169,14 @@ def graph_opt_point(step, args, bound, warmup, pipeline=None):
     return run, module, row
 
 
-def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None):
+def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None, predict="halves"):
     import torch
     import torch._dynamo
 
     step, args, _ = peers.build(spec, None, dropout=False)
     held = peers.held_bytes(step, args)
     result = {"model": spec, "input_bytes": held, "knapsack": [], "graph_opt": [],
-              "extra": [], "pipeline": pipeline}
+              "extra": [], "pipeline": pipeline, "predict": predict}
     torch._dynamo.reset()
     run, module, seconds = compiled(step, args, warmup=warmup)
     unbudgeted = whole_peak(run, module, args)
@@ -190,7 +192,7 @@ def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None):
         kpeak = whole_peak(ka, km, args)
         krow = {"budget": budget, "peak": kpeak, "compile_seconds": kseconds}
         result["knapsack"].append(krow)
-        ga, gm, grow = graph_opt_point(step, args, kpeak, warmup, pipeline)
+        ga, gm, grow = graph_opt_point(step, args, kpeak, warmup, pipeline, predict)
         if ga is not None:
             grow["peak"] = whole_peak(ga, gm, args)
             ta, tb = interleaved((ka, km), (ga, gm), steps)
@@ -210,7 +212,7 @@ def run_model(spec, budgets, extra, steps, warmup, out, pipeline=None):
     for fraction in extra:
         bound = int(held + fraction * (unbudgeted - held))
         torch._dynamo.reset()
-        ga, gm, grow = graph_opt_point(step, args, bound, warmup, pipeline)
+        ga, gm, grow = graph_opt_point(step, args, bound, warmup, pipeline, predict)
         grow["fraction"] = fraction
         if ga is not None:
             grow["peak"] = whole_peak(ga, gm, args)
@@ -342,6 +344,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--predict", default="halves", choices=("halves", "inductor"),
+                        help="how graph-opt's partitioner prices a partition (predict=)")
     parser.add_argument("--pipeline", help="graph-opt's pipeline (default the partitioner's; "
                         "peak= replaces its checkpoint bounds)")
     parser.add_argument("-o", "--out", default="build/bench/peak")
@@ -356,7 +360,8 @@ def main(argv=None):
     fresh_compiles(a.threads, a.out)
     results = []
     for spec in a.models.split(","):
-        results.append(run_model(spec, budgets, extra, a.steps, a.warmup, a.out, a.pipeline))
+        results.append(run_model(spec, budgets, extra, a.steps, a.warmup, a.out, a.pipeline,
+                                 a.predict))
         name = spec.replace(":", "-")
         plot(results[-1], os.path.join(a.out, f"pareto-{name}.png"))
         c = results[-1]["checks"]
