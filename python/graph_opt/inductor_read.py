@@ -82,7 +82,8 @@ def _generate(gm, is_backward, donated=None):
 
 def _call_body(source):
     lines = source.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == "def call(self, args):")
+    start = next(i for i, line in enumerate(lines)
+                 if re.fullmatch(r"def call\((self, )?args\):", line.strip()))
     indent = len(lines[start]) - len(lines[start].lstrip())
     body = []
     for line in lines[start + 1:]:
