@@ -2,7 +2,8 @@
 "Never worse than no budget").
 
 Under peak= or memory_budget= the partitioner never hands torch.compile a partition whose
-predicted peak (halves.py) is above that of torch's own unbudgeted partition: a budget that
+priced peak (halves.py's prediction, or with predict="inductor" Inductor's own code read) is
+above that of torch's own unbudgeted partition: a budget that
 makes the step peak higher than no budget at all is pytorch/pytorch#197838's trap, which a
 planner exists to avoid. So beside graph-opt's plans, torch's default partition and its
 knapsack (activation_memory_budget) are candidates, each priced by the same prediction, and
