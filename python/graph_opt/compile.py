@@ -404,8 +404,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """The candidates whose least peak a bound no other candidate meets is given, the
         same whatever bound was asked: torch's default partition and its knapsack at 0, and
         graph-opt's plans saving at most 0, 1/4, 1/2 and 3/4 of what its plan without a bound
-        saves, and that plan (on the deep residual MLP the search's plans at one bound
-        reached 18.18 MiB, at a tighter one 28.18: the least it reports must not depend on
+        saves, and that plan (issue 82 reports a deep residual MLP whose search reached
+        18.18 MiB at one bound and 28.18 at a tighter one: the least must not depend on
         where the search started)."""
         found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, self._price)]
         everything = self._attempt(gm, joint_inputs, kwargs, imported, activations=_UNBOUNDED,
@@ -433,6 +433,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             if budget is None or budget >= 1.0:
                 return [default]
             return [default, torch_partition(gm, joint_inputs, kwargs, budget, self._price)]
+
         def fixed():
             # the fixed set, and every plan the search made (known): the least named is
             # never above a plan seen on the way
@@ -492,11 +493,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """What stats()["plans"] says of a partition: its saved and recomputed values and
         bytes, the halves' prediction, and which candidate it is (`partition`)."""
         fw, plan = chosen.fw, chosen.plan
-        saved = saved_by_torch(fw, num_fwd_outputs)
-        joint = {n.name: n for n in chosen.work.graph.nodes}
+        saved, joint, storages = _saved_storages(chosen, num_fwd_outputs)
         if plan is not None and self.check_saved:
             check_saved(plan, saved, joint)
-        storages = activation_storages(joint[n] for n in saved)
         rng_states = [n for n in output_nodes(fw)[num_fwd_outputs:]
                       if isinstance(n, torch.fx.Node) and is_rng_state(n)]
         return {
@@ -525,12 +524,18 @@ class GraphOptPartitioner(CustomPartitionerFn):
         }
 
 
-def _activation_bytes(candidate, num_fwd_outputs):
-    """The activation bytes (distinct storages, inputs apart) a partition's forward saves:
-    of torch's default partition, the 1.0 of its activation_memory_budget."""
+def _saved_storages(candidate, num_fwd_outputs):
+    """(the names of the values a partition's forward saves, the joint graph's nodes by
+    name, the distinct storages those values hold, inputs apart)."""
+    saved = saved_by_torch(candidate.fw, num_fwd_outputs)
     joint = {n.name: n for n in candidate.work.graph.nodes}
-    return sum(nbytes(r) for r in activation_storages(
-        joint[n] for n in saved_by_torch(candidate.fw, num_fwd_outputs)))
+    return saved, joint, activation_storages(joint[n] for n in saved)
+
+
+def _activation_bytes(candidate, num_fwd_outputs):
+    """The activation bytes a partition's forward saves: of torch's default partition, the
+    1.0 of its activation_memory_budget."""
+    return sum(nbytes(r) for r in _saved_storages(candidate, num_fwd_outputs)[2])
 
 
 def rewrite_inference(gm, pipeline=DEFAULT_PIPELINE):
