@@ -264,6 +264,21 @@ def checkpoint_blocks(step):
     return [name for name, _ in blocks]
 
 
+
+def per_block_checkpoint(step):
+    """Per-block checkpointing as a user would turn it on: Hugging Face's own
+    gradient_checkpointing_enable() (non-reentrant, as training scripts set it) where the
+    model has it, else torch.utils.checkpoint around every block (checkpoint_blocks). Returns
+    what was done, in words."""
+    for name, module in step.named_modules():
+        if getattr(module, "supports_gradient_checkpointing", False) and \
+                hasattr(module, "gradient_checkpointing_enable"):
+            module.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+            return f"{name or 'the model'}.gradient_checkpointing_enable()"
+    names = checkpoint_blocks(step)
+    return f"torch.utils.checkpoint around {len(names)} blocks"
+
 # ---------------------------------------------------------------------------------------------
 # Steps and their verification
 
