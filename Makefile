@@ -227,7 +227,11 @@ bench-cost: build
 # docs/Checkpointing.md "peak= in eager PyTorch"): per model, bounds BENCH_EAGER_SHARES of the
 # way from the inputs to the plain step's measured peak; the planned step's measured peak
 # against each, its losses against the plain model's (bitwise), the step time ratio over
-# interleaved pairs. Tables and JSON in $(BENCH_DIR)/eager.
+# interleaved pairs with its bootstrap interval; then per-block checkpointing (Hugging Face's
+# gradient_checkpointing_enable() where the model has it, torch.utils.checkpoint per block
+# otherwise) and graph-opt at its measured peak, timed against it. Tables, JSON and a plot
+# (eager_peak.png) in $(BENCH_DIR)/eager. BENCH_EAGER_MODELS may name the models outside the
+# zoo (hf-causal-lm, hf-distilbert, hf-bart, hf-vit, mobilenet_v2, deep-mlp).
 BENCH_EAGER_MODELS ?= resnet50:default,bert:default,gpt2:default,llama:default,t5:default
 BENCH_EAGER_SHARES ?= 0.9,0.75,0.6
 bench-eager: build

@@ -14,8 +14,8 @@ the choice among them is made on that prediction alone:
 - else the torch partition that meets the bound and peaks highest (recomputes least): its
   default, or its knapsack at the budget equivalent to the bound (equivalent_budget);
 - else the least peak reachable (least_reachable): the least of a fixed set of candidates
-  that does not depend on the bound asked for (so that what a tighter bound reports is
-  never above what the fixed set reaches), with the plans the search made on the way.
+  and the plans of a search aimed just under that set's least, none of which depends on
+  the bound asked for, so every bound no candidate meets gets the same least.
 """
 import copy
 import dataclasses

@@ -40,7 +40,7 @@ from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
 from . import _C, session
 from ._C import Error
-from .candidates import (Candidate, choose, copy_joint, equivalent_budget,
+from .candidates import (Candidate, choose, copy_joint, equivalent_budget, least_reachable,
                          recomputed_by, torch_partition)
 from .fx import from_fx
 from .halves import halves_peak
@@ -341,7 +341,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
             known[key] = attempt
         return attempt
 
-    def _attempts_for_peak(self, gm, joint_inputs, kwargs, imported, known=None):
+    def _attempts_for_peak(self, gm, joint_inputs, kwargs, imported, known=None, aim=None,
+                           attempts=None):
         """graph-opt's plans for peak=: graph-opt plans on the joint graph in its own
         executor's order, and the step that runs is the halves torch builds, which Inductor
         fuses (halves.py). The knob is the bytes forward saves for backward (checkpoint's
@@ -355,19 +356,24 @@ class GraphOptPartitioner(CustomPartitionerFn):
         and the bound the within plan was asked; activations=0 is the least the planner
         saves (unmet=closest).
         Returns (the plan within the aim whose halves peak highest (least recomputed), or
-        None where none is; plans made; halves peaks seen). `known` as _attempt's."""
-        bound = _C._bytes_option("peak", self.peak)
-        aim = self._peak_aim()
+        None where none is; plans made; halves peaks seen). `known` as _attempt's. `aim`
+        replaces the one peak= gives (the bound is then taken as aim / (1 - _PEAK_MARGIN));
+        `attempts`, a list, gets every plan the search made."""
+        if aim is None:
+            bound, aim = _C._bytes_option("peak", self.peak), self._peak_aim()
+        else:
+            bound = int(aim / (1 - _PEAK_MARGIN))
         known = {} if known is None else known
         seen, best, rounds_over = [], None, 0
         within, over = None, None  # the highest saved-bytes bound within, the lowest over
         target = _UNBOUNDED
+        mine = []  # this search's plans (known may hold other searches' too)
         for _ in range(_MAX_PEAK_ROUNDS):
-            plans = len(known)
             attempt = self._attempt(gm, joint_inputs, kwargs, imported, activations=target,
                                     closest=True, known=known)
-            if len(known) == plans:
-                break  # a plan seen before: the bounds between give no other
+            if any(attempt is a for a in mine):
+                break  # a plan this search made before: the bounds between give no other
+            mine.append(attempt)
             got = attempt.peak
             seen.append(got)
             rounds_over = rounds_over + 1 if got > aim else 0
@@ -398,6 +404,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
             target = following
         # A plan predicted between the aim and the bound is not taken: on BERT-base one
         # measured 0.4% over its bound where an older halves.py predicted it 2% under.
+        if attempts is not None:
+            attempts.extend(mine)
         return best, len(seen), seen
 
     def _fixed_candidates(self, gm, joint_inputs, kwargs, imported, known, default):
@@ -435,10 +443,15 @@ class GraphOptPartitioner(CustomPartitionerFn):
             return [default, torch_partition(gm, joint_inputs, kwargs, budget, self._price)]
 
         def fixed():
-            # the fixed set, and every plan the search made (known): the least named is
-            # never above a plan seen on the way
+            # The fixed set, and the plans of a search aimed just under its least: the aim
+            # comes from the fixed set, not from the bound asked, so the least named (and
+            # used) is the same at every bound no candidate meets. The plans the search for
+            # the user's bound made are not among them: which it makes depends on the bound.
             found = self._fixed_candidates(gm, joint_inputs, kwargs, imported, known, default)
-            return found + [c for c in known.values() if all(c is not f for f in found)]
+            below = []
+            self._attempts_for_peak(gm, joint_inputs, kwargs, imported, known,
+                                    aim=least_reachable(found).peak - 1, attempts=below)
+            return found + [c for c in below if all(c is not f for f in found)]
         chosen, met = choose(aim, default, planned, torch_options, fixed)
         if not met:
             message = (f"peak={self.peak} cannot be met: the least peak of the step "

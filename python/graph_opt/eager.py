@@ -128,6 +128,10 @@ def _checkpointed(function, decisions, written, *args, **kwargs):
             with torch.no_grad():
                 for b, value in zip(written, before):
                     b.copy_(value)
+    if all(recompute for _, recompute in decisions):
+        # Plain checkpoint: a policy that recomputes everything only adds a dispatch mode's
+        # cost to every operator
+        return checkpoint(run, *args, use_reentrant=False, **kwargs)
     return checkpoint(run, *args, use_reentrant=False,
                       context_fn=lambda: create_selective_checkpoint_contexts(_policy(decisions)),
                       **kwargs)
@@ -465,13 +469,15 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             report = dict(report, eager_measured_peak_bytes=whole, eager_regions_whole=True)
             if whole <= bound:
                 fitting = (whole, report, regions, recorded)
-            measured = min(measured, whole)
         if fitting is None:
-            least = (f"; the last was the least-peak plan graph-opt makes "
+            unmet = (f"; the planner's least-peak plan was among them "
                      f"({report['budget_unmet']})" if report.get("budget_unmet") else "")
+            whole = (", their regions recomputed whole the last" if least_over is not None
+                     else "")
             raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
-                        f"PyTorch: the step still measures {measured} bytes after "
-                        f"{len(tried)} plans, each tightened by the last one's excess{least}")
+                        f"PyTorch: the step still measures {min(tried.values())} bytes at the "
+                        f"least of {len(tried)} plans (each tightened by the last one's "
+                        f"excess{whole}){unmet}")
         measured, report, regions, recorded = fitting
         report["eager_rounds"] = len(tried)
         unplan()

@@ -107,7 +107,7 @@ def test_a_peak_eager_cannot_reach_says_so_and_leaves_the_model():
     model = ResidualMLP(3, torch.tanh)  # its own forward makes the activations
     with pytest.raises(graph_opt.Error, match=r"peak=1300KiB \(1331200 bytes\) is not met in "
                                               r"eager PyTorch: the step still measures \d+ "
-                                              r"bytes after \d+ plans"):
+                                              r"bytes at the least of \d+ plans"):
         graph_opt.auto_checkpoint(model, (x,), peak="1300KiB")
     assert not any("_graph_opt_forward" in m.__dict__ for m in model.modules())
 
