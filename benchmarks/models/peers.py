@@ -80,7 +80,6 @@ Output: a JSON object (to -o, atomically, and a one-line summary on stdout): sta
 torch.compile failure, ...). Exit 0 when the JSON was written, 2 on bad arguments.
 """
 import argparse
-import collections
 import copy
 import dataclasses
 import json
@@ -216,33 +215,14 @@ def build(model_spec, facts_path, dropout=True):
 
 
 def find_blocks(root):
-    """The blocks to checkpoint: (qualified name, module) for every child of an nn.ModuleList
-    or nn.Sequential that has at least two children of its class having submodules (ResNet's
-    BasicBlock / Bottleneck in layer1..4, BertLayer, GPT2Block, T5Block, LlamaDecoderLayer).
-    A block's own submodules are not searched."""
-    import torch.nn as nn
+    """The blocks to checkpoint: graph_opt.eager_regions.repeated_blocks (every child of an
+    nn.ModuleList or nn.Sequential that has at least two children of its class having
+    submodules: ResNet's BasicBlock / Bottleneck in layer1..4, BertLayer, GPT2Block, T5Block,
+    LlamaDecoderLayer)."""
+    _graph_opt()  # on the path
+    from graph_opt.eager_regions import repeated_blocks
 
-    blocks = []
-
-    def visit(module, prefix):
-        for name, child in module.named_children():
-            path = f"{prefix}.{name}" if prefix else name
-            repeated = set()
-            if isinstance(child, (nn.ModuleList, nn.Sequential)):
-                counts = collections.Counter(type(c) for c in child.children()
-                                             if next(c.children(), None) is not None)
-                repeated = {cls for cls, n in counts.items() if n >= 2}
-            if not repeated:
-                visit(child, path)
-                continue
-            for kname, k in child.named_children():
-                if type(k) in repeated:
-                    blocks.append((f"{path}.{kname}", k))
-                else:
-                    visit(k, f"{path}.{kname}")
-
-    visit(root, "")
-    return blocks
+    return repeated_blocks(root)
 
 
 def checkpoint_blocks(step):

@@ -37,7 +37,7 @@ from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
 
 from . import _C, run_pipeline
 from ._C import Error, Graph
-from .eager_regions import op_key, regions as plan_regions
+from .eager_regions import Region, op_key, regions as plan_regions, repeated_blocks
 from .export import export_training_step
 from .joint import check_peak, with_peak
 
@@ -368,10 +368,13 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     peak higher by the room left (eager often frees more than the plan counted on, and
     recomputing less is faster); once one plan has fitted and one has not, the next is made
     halfway between their targets. A tightened target under the least the planner reaches
-    gets its least-peak plan (unmet=closest); where that still measures over, its regions
-    are tried once more each recomputed whole (only their inputs kept, as
-    torch.utils.checkpoint keeps them; "eager_regions_whole" in the report). At most six
-    plans besides, and the loosest that measured within the bound is applied.
+    gets its least-peak plan (unmet=closest). Where no plan fits, checkpoints that keep only
+    their inputs (as torch.utils.checkpoint keeps them) are tried: the regions of the plan
+    that measured least, each recomputed whole, then the model's repeated blocks
+    (eager_regions.repeated_blocks: per-block checkpointing); "eager_regions_whole" in the
+    report says which ("regions" or "blocks"; the report is otherwise the least-measured
+    plan's). At most six plans besides, and the loosest that measured within the bound is
+    applied.
     model.graph_opt_plan is the checkpoint pass's report of the plan
     applied (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole
     step's), "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans made) added (its
@@ -456,23 +459,32 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
             else:
                 target = str(planned_for + (bound - measured))
         if fitting is None and least_over is not None:
-            # The regions of the plan that measured least, each recomputed whole (only their
-            # inputs kept, as torch.utils.checkpoint keeps them): the least eager holds with
-            # these regions, below what the planner's per-operator decisions keep where its
-            # model of the step and eager's differ.
-            _, report, regions, recorded = least_over
-            regions = _whole(regions)
-            unplan()
-            _apply(regions, modules, recorded)
-            whole = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
-            tried[_signature(regions, recorded)] = whole
-            report = dict(report, eager_measured_peak_bytes=whole, eager_regions_whole=True)
-            if whole <= bound:
-                fitting = (whole, report, regions, recorded)
+            # Last, checkpoints that keep only their inputs (as torch.utils.checkpoint keeps
+            # them): the regions of the plan that measured least, each recomputed whole (the
+            # least eager holds with those regions, below what the planner's per-operator
+            # decisions keep where its model of the step and eager's differ); then the
+            # model's repeated blocks, each recomputed whole (per-block checkpointing).
+            _, report, regions, _ = least_over
+            blocks = [Region(path) for path, _ in repeated_blocks(model)]
+            for whole, how in ((_whole(regions), "regions"), (blocks, "blocks")):
+                if not whole:
+                    continue
+                unplan()
+                recorded = _record(model, loss_fn, example_inputs, whole)
+                applied = _signature(whole, recorded)
+                if applied not in tried:
+                    _apply(whole, modules, recorded)
+                    tried[applied] = report["input_bytes"] + _measured_peak(model, loss_fn,
+                                                                            example_inputs)
+                measured = tried[applied]
+                if measured <= bound:
+                    fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
+                                              eager_regions_whole=how), whole, recorded)
+                    break
         if fitting is None:
             unmet = (f"; the planner's least-peak plan was among them "
                      f"({report['budget_unmet']})" if report.get("budget_unmet") else "")
-            whole = (", their regions recomputed whole the last" if least_over is not None
+            whole = (", then checkpoints that keep only their inputs" if least_over is not None
                      else "")
             raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in eager "
                         f"PyTorch: the step still measures {min(tried.values())} bytes at the "

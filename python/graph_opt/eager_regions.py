@@ -37,6 +37,37 @@ def module_path(node):
     return module.strip('"') if isinstance(module, str) else ""
 
 
+def repeated_blocks(root):
+    """The model's blocks: (qualified name, module) for every child of an nn.ModuleList or
+    nn.Sequential that has at least two children of its class having submodules (ResNet's
+    Bottleneck in layer1..4, a transformer's decoder layers, the blocks of a residual MLP).
+    A block's own submodules are not searched. Each under a checkpoint of its own is
+    per-block checkpointing: auto_checkpoint's last candidate, and the benchmarks' peer."""
+    import collections
+
+    blocks = []
+
+    def visit(module, prefix):
+        for name, child in module.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            repeated = set()
+            if isinstance(child, (torch.nn.ModuleList, torch.nn.Sequential)):
+                counts = collections.Counter(type(c) for c in child.children()
+                                             if next(c.children(), None) is not None)
+                repeated = {cls for cls, n in counts.items() if n >= 2}
+            if not repeated:
+                visit(child, path)
+                continue
+            for kname, k in child.named_children():
+                if type(k) in repeated:
+                    blocks.append((f"{path}.{kname}", k))
+                else:
+                    visit(k, f"{path}.{kname}")
+
+    visit(root, "")
+    return blocks
+
+
 def _parts(path):
     return path.split(".") if path else []
 

@@ -4,7 +4,7 @@ import types
 
 import torch
 
-from graph_opt.eager_regions import Region, regions
+from graph_opt.eager_regions import Region, regions, repeated_blocks
 
 
 class Block(torch.nn.Module):
@@ -135,3 +135,14 @@ def test_a_call_keeping_a_sliver_of_its_bytes_is_recomputed():
     assert keys(found) == ["model.blocks.0.norm"]
     assert found[0].nodes == [("aten::native_batch_norm", True), ("aten::gelu", True),
                               ("aten::addmm", True)]
+
+
+def test_repeated_blocks_are_the_children_of_a_list_or_sequential_of_one_class():
+    """The blocks per-block checkpointing wraps (auto_checkpoint's last candidate): the
+    ModuleList's Blocks, not their submodules; a Sequential of distinct leaf layers (the
+    Blocks' own mlp) holds no block, and neither does a lone child of its class."""
+    net = Net()
+    assert [name for name, _ in repeated_blocks(net)] == ["blocks.0", "blocks.1"]
+    assert repeated_blocks(net.blocks[0]) == []
+    lone = torch.nn.Sequential(Block(), torch.nn.Linear(4, 4))
+    assert repeated_blocks(torch.nn.ModuleDict({"body": lone})) == []
