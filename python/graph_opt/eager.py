@@ -374,13 +374,13 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     (eager_regions.repeated_blocks: per-block checkpointing); "eager_regions_whole" in the
     report says which ("regions" or "blocks"; the report is otherwise the least-measured
     plan's). At most six plans besides, and the loosest that measured within the bound is
-    applied.
-    model.graph_opt_plan is the checkpoint pass's report of the plan
-    applied (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole
-    step's), "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans made) added (its
-    step_peak_bound_bytes is the target it was planned for). Raises
-    graph_opt.Error where the step cannot be exported, no plan reaches the peak (the message
-    gives the least reachable) or eager's measured peak stays over it."""
+    applied. model.graph_opt_plan is the checkpoint pass's report of the plan applied
+    (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole step's),
+    "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans measured) added (its
+    step_peak_bound_bytes is the target it was planned for). Raises graph_opt.Error where
+    the step cannot be exported, or where nothing tried measures within the peak in eager:
+    the message gives the least measured, and the planner's own least where the bound is
+    below it."""
     peak_text = check_peak(peak)
     bound = _C._bytes_option("peak", peak_text)
     if not isinstance(example_inputs, tuple):
@@ -407,10 +407,11 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     try:
         for rounds in range(1, _MAX_ROUNDS + 1):
             unplan()  # the last round's plan off
-            # After the first round a target may lie below the least the planner reaches
-            # (eager kept more than the plan counted on): its closest plan is still worth
-            # measuring, eager may hold it under the bound.
-            pipe = with_peak(pipeline or "checkpoint{}", target, closest=rounds > 1)
+            # A target may lie below the least the planner reaches (the bound, or a target
+            # tightened by eager's excess): its closest plan is still worth measuring, since
+            # the planner's model of the step is not eager's, and where even it does not fit
+            # the checkpoints keeping only their inputs below may.
+            pipe = with_peak(pipeline or "checkpoint{}", target, closest=True)
             try:
                 result = run_pipeline(original.clone(), pipe)
             except Error as e:
