@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""graph_opt.auto_checkpoint on the zoo's models in eager PyTorch (issue 53, item 6;
-docs/Checkpointing.md, "peak= in eager PyTorch").
+"""graph_opt.auto_checkpoint on the zoo's models and those outside it in eager PyTorch
+(issue 53, item 6; issue 82, item 3; docs/Checkpointing.md, "peak= in eager PyTorch").
 
-    eager_peak.py --models resnet50:default[,gpt2:default,...] [--shares 0.9,0.75,0.6]
-                  [--steps 3] [--timed 5] [--threads N] [-o DIR]
+    eager_peak.py --models resnet50:default[,hf-distilbert:default,...]
+                  [--shares 0.9,0.75,0.6] [--no-per-block] [--steps 3] [--timed 8]
+                  [--threads N] [-o DIR]
 
 Per model (built as the harness builds it: peers.build, dropout on), in one process:
 
@@ -336,7 +337,9 @@ def plot(results, path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="resnet50:default")
-    ap.add_argument("--shares", default="0.9,0.75,0.6")
+    ap.add_argument("--shares", default="0.9,0.75,0.6",
+                    help="bounds as shares of the way from the inputs to the plain peak "
+                    "('': none, the per-block comparison alone)")
     ap.add_argument("--steps", type=int, default=3, help="SGD steps whose losses are compared")
     ap.add_argument("--timed", type=int, default=8, help="interleaved timed rounds (0: none)")
     ap.add_argument("--no-per-block", dest="per_block", action="store_false",
@@ -344,8 +347,8 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("-o", "--out", default="build/bench/eager")
     a = ap.parse_args(argv)
-    try:
-        shares = [float(s) for s in a.shares.split(",")]
+    try:  # an empty list: the per-block comparison alone
+        shares = [float(s) for s in a.shares.split(",") if s.strip()]
     except ValueError:
         ap.error(f"--shares: not a list of numbers: {a.shares!r}")
     if not all(0 < s < 1 for s in shares):
