@@ -131,7 +131,7 @@ def fit(step, args, bound, steps, pairs, against=None):
     point["plan_seconds"] = time.perf_counter() - start
     plan = fitted.graph_opt_plan
     point.update(status="planned", regions=fitted.graph_opt_regions,
-                 rounds=plan["eager_rounds"],
+                 rounds=plan["eager_rounds"], whole=plan.get("eager_regions_whole"),
                  graph_opt_measured_bytes=plan["eager_measured_peak_bytes"],
                  measured_bytes=whole_peak(fitted, args))
     want = losses(copy.deepcopy(step), args, steps)
@@ -247,8 +247,8 @@ def _time_cell(p):
 
 
 def _regions_cell(p):
-    return (f"{len(p['regions'])}: " + ", ".join(p["regions"][:4])
-            + (", ..." if len(p["regions"]) > 4 else ""))
+    return (f"{len(p['regions'])}" + (f" ({p['whole']} whole)" if p.get("whole") else "")
+            + ": " + ", ".join(p["regions"][:4]) + (", ..." if len(p["regions"]) > 4 else ""))
 
 
 def markdown(results):
