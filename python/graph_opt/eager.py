@@ -29,6 +29,7 @@ import copy
 import functools
 import os
 import tempfile
+import time
 import types
 
 import torch
@@ -352,7 +353,70 @@ _MAX_ROUNDS = 6
 _WITHIN = 0.05  # issue 82: a binding bound's measured peak within 5% under it
 
 
-def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
+def _timed_step(model, loss_fn, example_inputs):
+    """Seconds of one step (forward and backward) as the model stands, put back after."""
+    with _step_undone(model):
+        if any(p.is_cuda for p in model.parameters()):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss_fn(model, *example_inputs).backward()
+        if any(p.is_cuda for p in model.parameters()):
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+
+def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
+    """`fitting` (measured, report, regions, recorded), or the model's repeated blocks each
+    recomputed whole (per-block checkpointing) where they too measure within `bound` and
+    their steps are faster: a plan's selective-checkpoint policies cost time on every
+    operator (3.5% of a small causal LM's step), which can outweigh what they save. Timed
+    on the example inputs, _TIMED_ROUNDS rounds interleaved after a warm-up step each; the
+    medians are recorded in the report ("eager_step_seconds")."""
+    blocks = [Region(path) for path, _ in repeated_blocks(model)]
+    if not blocks:
+        return fitting
+    measured, report, regions, recorded = fitting
+    unplan = functools.partial(_unplan_all, modules)
+    unplan()
+    blocks_recorded = _record(model, loss_fn, example_inputs, blocks)
+    applied = _signature(blocks, blocks_recorded)
+    if applied == _signature(regions, recorded):
+        return fitting
+    if applied not in tried:
+        _apply(blocks, modules, blocks_recorded)
+        tried[applied] = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
+    if tried[applied] > bound:
+        return fitting
+    sides = ((regions, recorded), (blocks, blocks_recorded))
+    seconds = ([], [])
+    for i in range(_TIMED_ROUNDS + 1):
+        for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+            unplan()
+            _apply(sides[k][0], modules, sides[k][1])
+            t = _timed_step(model, loss_fn, example_inputs)
+            if i:  # the first round warms up
+                seconds[k].append(t)
+    unplan()
+    plan_s, blocks_s = (sorted(x)[len(x) // 2] for x in seconds)
+    times = {"plan": plan_s, "blocks": blocks_s}
+    if blocks_s < plan_s:
+        return (tried[applied], dict(report, eager_measured_peak_bytes=tried[applied],
+                                     eager_regions_whole="blocks", eager_step_seconds=times),
+                blocks, blocks_recorded)
+    report["eager_step_seconds"] = times
+    return fitting
+
+
+def _unplan_all(modules):
+    for module in modules.values():
+        _unplan_module(module)
+
+
+# Timed rounds of _faster_of (each runs both sides once).
+_TIMED_ROUNDS = 3
+
+
+def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, timed=True):
     """`model` with graph-opt's recomputation plan for a step whose whole peak is at most
     `peak` (bytes: an int, or "8GiB", "700MiB") applied through torch.utils.checkpoint;
     the same module object, changed in place, is returned. `loss_fn(model,
@@ -374,7 +438,10 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     (eager_regions.repeated_blocks: per-block checkpointing); "eager_regions_whole" in the
     report says which ("regions" or "blocks"; the report is otherwise the least-measured
     plan's). At most six plans besides, and the loosest that measured within the bound is
-    applied. model.graph_opt_plan is the checkpoint pass's report of the plan applied
+    chosen. With `timed` (the default), where the model has repeated blocks and they too,
+    each recomputed whole, measure within the bound, the chosen plan and they are timed on
+    the example inputs (three interleaved steps each) and the faster is applied
+    ("eager_step_seconds" in the report). model.graph_opt_plan is the checkpoint pass's report of the plan applied
     (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole step's),
     "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans measured) added (its
     step_peak_bound_bytes is the target it was planned for). Raises graph_opt.Error where
@@ -401,9 +468,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
     least_over = None  # the plan measured least over the bound: (measured, report, regions,
     #                    recorded)
 
-    def unplan():
-        for module in modules.values():
-            _unplan_module(module)
+    unplan = functools.partial(_unplan_all, modules)
     try:
         for rounds in range(1, _MAX_ROUNDS + 1):
             unplan()  # the last round's plan off
@@ -491,6 +556,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None):
                         f"PyTorch: the step still measures {min(tried.values())} bytes at the "
                         f"least of {len(tried)} plans (each tightened by the last one's "
                         f"excess{whole}){unmet}")
+        if timed and fitting[1].get("eager_regions_whole") != "blocks":
+            fitting = _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried)
         measured, report, regions, recorded = fitting
         report["eager_rounds"] = len(tried)
         unplan()

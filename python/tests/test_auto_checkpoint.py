@@ -258,8 +258,50 @@ def test_a_target_that_maps_to_a_plan_already_measured_is_not_the_end_of_the_sea
         plain(x).backward()
     plain.zero_grad(set_to_none=True)
     bound = input_bytes + tracker.peak_bytes // 2
+    # timed=False: the search's own plan, not per-block checkpointing where it times faster
     fitted = graph_opt.auto_checkpoint(copy.deepcopy(plain), (x,), peak=bound,
-                                       pipeline="checkpoint{cost=flops}")
+                                       pipeline="checkpoint{cost=flops}", timed=False)
     plan = fitted.graph_opt_plan
     assert 0.9 * bound <= plan["eager_measured_peak_bytes"] <= bound, (plan, bound)
     assert not plan.get("eager_regions_whole")
+
+
+@pytest.mark.parametrize("blocks_faster", [True, False])
+def test_the_faster_of_the_plan_and_per_block_checkpointing_is_applied(monkeypatch,
+                                                                       blocks_faster):
+    """Where the model's blocks, each recomputed whole, also measure within the bound, the
+    plan and they are timed (step times stubbed here: no test depends on how fast the
+    machine is) and the faster is applied; training is unchanged either way."""
+    from graph_opt import eager
+    calls = []
+
+    def stub(model, loss_fn, example_inputs):
+        whole = all("_graph_opt_decisions" not in m.__dict__
+                    or all(r for _, r in m._graph_opt_decisions) for m in model.modules())
+        calls.append(whole)
+        return 1.0 if whole == blocks_faster else 2.0
+    monkeypatch.setattr(eager, "_timed_step", stub)
+    torch.manual_seed(0)
+    plain = PreNormResidualMLP(blocks=8, dim=64, hidden=256)
+    x = torch.randn(512, 64)
+    input_bytes = sum(t.untyped_storage().nbytes() for t in [*plain.parameters(), x])
+    plain.zero_grad(set_to_none=True)
+    with _C._CpuMemoryTracker() as tracker:
+        plain(x).backward()
+    plain.zero_grad(set_to_none=True)
+    bound = input_bytes + tracker.peak_bytes // 2
+    fitted = graph_opt.auto_checkpoint(copy.deepcopy(plain), (x,), peak=bound,
+                                       pipeline="checkpoint{cost=flops}")
+    plan = fitted.graph_opt_plan
+    assert len(calls) == 2 * (eager._TIMED_ROUNDS + 1) and any(calls) and not all(calls)
+    assert set(plan["eager_step_seconds"]) == {"plan", "blocks"}
+    assert (plan.get("eager_regions_whole") == "blocks") == blocks_faster
+    if blocks_faster:
+        assert fitted.graph_opt_regions == [f"blocks.{i}" for i in range(8)]
+    assert plan["eager_measured_peak_bytes"] <= bound
+
+    def own_loss(model, x, _):
+        return model(x)
+    got_losses, _ = train(copy.deepcopy(fitted), x, None, loss_of=own_loss)
+    want_losses, _ = train(copy.deepcopy(plain), x, None, loss_of=own_loss)
+    assert got_losses == want_losses
