@@ -353,6 +353,16 @@ _MAX_ROUNDS = 6
 _WITHIN = 0.05  # issue 82: a binding bound's measured peak within 5% under it
 
 
+def _held_bytes(model, example_inputs):
+    """What the step holds before it starts: the parameters, buffers and tensor inputs, each
+    storage once (a batch passed twice, as inputs and labels, is held once; the exported
+    graph has an input for each)."""
+    tensors = [*model.parameters(), *model.buffers(),
+               *(x for x in example_inputs if isinstance(x, torch.Tensor))]
+    return sum(t.untyped_storage().nbytes()
+               for t in {t.untyped_storage()._cdata: t for t in tensors}.values())
+
+
 def _timed_step(model, loss_fn, example_inputs):
     """Seconds of one step (forward and backward) as the model stands, put back after."""
     with _step_undone(model):
@@ -384,7 +394,8 @@ def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
         return fitting
     if applied not in tried:
         _apply(blocks, modules, blocks_recorded)
-        tried[applied] = report["input_bytes"] + _measured_peak(model, loss_fn, example_inputs)
+        tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(model, loss_fn,
+                                                                             example_inputs)
     if tried[applied] > bound:
         return fitting
     sides = ((regions, recorded), (blocks, blocks_recorded))
@@ -424,8 +435,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     `pipeline` replaces the planning pipeline (default "checkpoint{peak=PEAK}"; any
     checkpoint entry in it gets peak=PEAK).
 
-    The whole peak is the step's inputs as graph-opt counts them (parameters, buffers,
-    the batch) plus what one step on the example inputs allocates above them, measured
+    The whole peak is what the step holds before it starts (parameters, buffers, the batch:
+    each storage once) plus what one step on the example inputs allocates above it, measured
     by the allocator once the plan is applied; where that is over `peak` (eager keeps a
     little more than the exported graph: dropout's mask as floats, for one), the plan is
     made again for a peak lower by the excess, and where it is more than 5% under, for a
@@ -496,8 +507,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
             applied = _signature(regions, recorded)
             if applied not in tried:  # else the same plan on the model again: its peak known
                 _apply(regions, modules, recorded)
-                tried[applied] = report["input_bytes"] + _measured_peak(model, loss_fn,
-                                                                        example_inputs)
+                tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(
+                    model, loss_fn, example_inputs)
             measured = tried[applied]
             report["eager_measured_peak_bytes"] = measured
             report["eager_peak_bound_bytes"] = bound
@@ -540,8 +551,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
                 applied = _signature(whole, recorded)
                 if applied not in tried:
                     _apply(whole, modules, recorded)
-                    tried[applied] = report["input_bytes"] + _measured_peak(model, loss_fn,
-                                                                            example_inputs)
+                    tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(
+                        model, loss_fn, example_inputs)
                 measured = tried[applied]
                 if measured <= bound:
                     fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
