@@ -244,11 +244,9 @@ def test_a_bound_per_block_checkpointing_meets_is_met_by_checkpoints_keeping_onl
     assert all(torch.equal(g, w) for g, w in zip(got_weights, want_weights))
 
 
-def test_a_target_that_maps_to_a_plan_already_measured_is_not_the_end_of_the_search():
-    """Eager cannot tell every two plans apart: a tightened target whose plan puts the same
-    checkpoints on the model as one measured before is not measured again, and the search
-    goes on from its known peak (it stopped there before, and a bound halfway from the
-    inputs to the plain peak was refused after four plans although a plan fits it)."""
+def deep_mlp_halfway():
+    """An 8-block pre-norm residual MLP, its batch, and the bound halfway from what its step
+    holds to its plain whole peak."""
     torch.manual_seed(0)
     plain = PreNormResidualMLP(blocks=8, dim=64, hidden=256)
     x = torch.randn(512, 64)
@@ -257,7 +255,15 @@ def test_a_target_that_maps_to_a_plan_already_measured_is_not_the_end_of_the_sea
     with _C._CpuMemoryTracker() as tracker:
         plain(x).backward()
     plain.zero_grad(set_to_none=True)
-    bound = input_bytes + tracker.peak_bytes // 2
+    return plain, x, input_bytes + tracker.peak_bytes // 2
+
+
+def test_a_target_that_maps_to_a_plan_already_measured_is_not_the_end_of_the_search():
+    """Eager cannot tell every two plans apart: a tightened target whose plan puts the same
+    checkpoints on the model as one measured before is not measured again, and the search
+    goes on from its known peak (it stopped there before, and a bound halfway from the
+    inputs to the plain peak was refused after four plans although a plan fits it)."""
+    plain, x, bound = deep_mlp_halfway()
     # timed=False: the search's own plan, not per-block checkpointing where it times faster
     fitted = graph_opt.auto_checkpoint(copy.deepcopy(plain), (x,), peak=bound,
                                        pipeline="checkpoint{cost=flops}", timed=False)
@@ -281,15 +287,7 @@ def test_the_faster_of_the_plan_and_per_block_checkpointing_is_applied(monkeypat
         calls.append(whole)
         return 1.0 if whole == blocks_faster else 2.0
     monkeypatch.setattr(eager, "_timed_step", stub)
-    torch.manual_seed(0)
-    plain = PreNormResidualMLP(blocks=8, dim=64, hidden=256)
-    x = torch.randn(512, 64)
-    input_bytes = sum(t.untyped_storage().nbytes() for t in [*plain.parameters(), x])
-    plain.zero_grad(set_to_none=True)
-    with _C._CpuMemoryTracker() as tracker:
-        plain(x).backward()
-    plain.zero_grad(set_to_none=True)
-    bound = input_bytes + tracker.peak_bytes // 2
+    plain, x, bound = deep_mlp_halfway()
     fitted = graph_opt.auto_checkpoint(copy.deepcopy(plain), (x,), peak=bound,
                                        pipeline="checkpoint{cost=flops}")
     plan = fitted.graph_opt_plan
