@@ -112,12 +112,12 @@ def timing(base, other):
             "time_verdict": verdict(ratio, low, high), "time_ratio_range": [ratios[0], ratios[-1]]}
 
 
-def fit(step, args, bound, steps, pairs, against=None):
+def fit(step, args, bound, steps, pairs, timed=True):
     """auto_checkpoint(peak=bound) on a fresh copy of `step`: its measured whole peak, its
-    losses against the plain step's, and (unless `against`: the caller times it) its step
-    time against the plain step's over interleaved pairs. Returns the point (status
-    "refused" with graph-opt's message where it refuses the bound); "module" is the fitted
-    copy, dropped before the JSON is written."""
+    losses against the plain step's, and (with `timed`; else the caller times it) its step
+    time against the plain step's over interleaved pairs. Returns (the point: status
+    "refused" with graph-opt's message where it refuses the bound; the fitted copy, or
+    None)."""
     import graph_opt
 
     point = {"bound_bytes": bound}
@@ -127,7 +127,7 @@ def fit(step, args, bound, steps, pairs, against=None):
         graph_opt.auto_checkpoint(fitted, args, peak=bound, loss_fn=lambda m, *xs: m(*xs)[0])
     except graph_opt.Error as e:
         point.update(status="refused", message=str(e), plan_seconds=time.perf_counter() - start)
-        return point
+        return point, None
     point["plan_seconds"] = time.perf_counter() - start
     plan = fitted.graph_opt_plan
     point.update(status="planned", regions=fitted.graph_opt_regions,
@@ -138,12 +138,11 @@ def fit(step, args, bound, steps, pairs, against=None):
     got = losses(copy.deepcopy(fitted), args, steps)
     point["losses_equal"] = want == got
     point["losses"] = {"plain": want, "fitted": got}
-    if pairs and against is None:
+    if pairs and timed:
         a, b = step_times([copy.deepcopy(step), copy.deepcopy(fitted)], args, pairs)
         point.update(plain_seconds=statistics.median(a), fitted_seconds=statistics.median(b),
                      **timing(a, b))
-    point["module"] = fitted
-    return point
+    return point, fitted
 
 
 def describe(point):
@@ -169,14 +168,11 @@ def per_block(step, args, steps, pairs):
     except peers.PeerError as e:
         return {"status": "no blocks", "message": str(e)}
     peak = whole_peak(blocked, args)
-    result = {"status": "measured", "how": how, "peak_bytes": peak,
-              "losses_equal_plain": losses(copy.deepcopy(blocked), args, steps)
-              == losses(copy.deepcopy(step), args, steps)}
-    point = result["graph_opt"] = fit(step, args, peak, steps, pairs, against=blocked)
-    if pairs and point["status"] == "planned":
+    point, fitted = fit(step, args, peak, steps, pairs, timed=False)
+    result = {"status": "measured", "how": how, "peak_bytes": peak, "graph_opt": point}
+    if pairs and fitted is not None:
         plain, blocks, fitted = step_times(
-            [copy.deepcopy(step), copy.deepcopy(blocked), copy.deepcopy(point["module"])],
-            args, pairs)
+            [copy.deepcopy(step), copy.deepcopy(blocked), copy.deepcopy(fitted)], args, pairs)
         result.update(plain_seconds=statistics.median(plain),
                       seconds=statistics.median(blocks), against_plain=timing(plain, blocks))
         point.update(fitted_seconds=statistics.median(fitted), against_plain=timing(plain, fitted),
@@ -193,16 +189,14 @@ def run_model(spec, shares, steps, pairs, with_per_block=True):
           f"before the step)", flush=True)
     result = {"model": spec, "plain_peak_bytes": plain_peak, "held_bytes": held, "points": []}
     for share in shares:
-        point = fit(step, args, held + int(share * (plain_peak - held)), steps, pairs)
+        point, _ = fit(step, args, held + int(share * (plain_peak - held)), steps, pairs)
         point["share"] = share
-        point.pop("module", None)
         print(f"  share {share}: {describe(point)}", flush=True)
         result["points"].append(point)
     if with_per_block:
         block = per_block(step, args, steps, pairs)
         result["per_block"] = block
         if block["status"] == "measured":
-            block["graph_opt"].pop("module", None)
             print(f"  per-block ({block['how']}): {block['peak_bytes'] / MiB:.1f} MiB; "
                   f"graph-opt at it: {describe(block['graph_opt'])} (time against per-block)",
                   flush=True)

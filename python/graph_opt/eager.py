@@ -337,6 +337,19 @@ def _signature(regions, recorded):
                  for r in regions if r.key in recorded)
 
 
+def _peak_of(regions, recorded, model, modules, loss_fn, example_inputs, tried):
+    """The whole measured peak of `regions` (as recorded) put on the model: measured once
+    per signature, kept in `tried` ({signature: peak}); the plan stays applied where it was
+    measured now."""
+    applied = _signature(regions, recorded)
+    if applied not in tried:
+        _unplan_all(modules)
+        _apply(regions, modules, recorded)
+        tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(model, loss_fn,
+                                                                             example_inputs)
+    return tried[applied]
+
+
 def _whole(regions):
     """Copies of `regions` with every operator recomputed."""
     out = []
@@ -365,12 +378,13 @@ def _held_bytes(model, example_inputs):
 
 def _timed_step(model, loss_fn, example_inputs):
     """Seconds of one step (forward and backward) as the model stands, put back after."""
+    cuda = any(p.is_cuda for p in model.parameters())
     with _step_undone(model):
-        if any(p.is_cuda for p in model.parameters()):
+        if cuda:
             torch.cuda.synchronize()
         start = time.perf_counter()
         loss_fn(model, *example_inputs).backward()
-        if any(p.is_cuda for p in model.parameters()):
+        if cuda:
             torch.cuda.synchronize()
         return time.perf_counter() - start
 
@@ -386,36 +400,31 @@ def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
     if not blocks:
         return fitting
     measured, report, regions, recorded = fitting
-    unplan = functools.partial(_unplan_all, modules)
-    unplan()
+    _unplan_all(modules)
     blocks_recorded = _record(model, loss_fn, example_inputs, blocks)
-    applied = _signature(blocks, blocks_recorded)
-    if applied == _signature(regions, recorded):
+    if _signature(blocks, blocks_recorded) == _signature(regions, recorded):
         return fitting
-    if applied not in tried:
-        _apply(blocks, modules, blocks_recorded)
-        tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(model, loss_fn,
-                                                                             example_inputs)
-    if tried[applied] > bound:
+    blocks_peak = _peak_of(blocks, blocks_recorded, model, modules, loss_fn, example_inputs,
+                           tried)
+    if blocks_peak > bound:
         return fitting
     sides = ((regions, recorded), (blocks, blocks_recorded))
     seconds = ([], [])
     for i in range(_TIMED_ROUNDS + 1):
         for k in ((0, 1) if i % 2 == 0 else (1, 0)):
-            unplan()
+            _unplan_all(modules)
             _apply(sides[k][0], modules, sides[k][1])
             t = _timed_step(model, loss_fn, example_inputs)
             if i:  # the first round warms up
                 seconds[k].append(t)
-    unplan()
+    _unplan_all(modules)
     plan_s, blocks_s = (sorted(x)[len(x) // 2] for x in seconds)
     times = {"plan": plan_s, "blocks": blocks_s}
     if blocks_s < plan_s:
-        return (tried[applied], dict(report, eager_measured_peak_bytes=tried[applied],
-                                     eager_regions_whole="blocks", eager_step_seconds=times),
+        return (blocks_peak, dict(report, eager_measured_peak_bytes=blocks_peak,
+                                  eager_regions_whole="blocks", eager_step_seconds=times),
                 blocks, blocks_recorded)
-    report["eager_step_seconds"] = times
-    return fitting
+    return (measured, dict(report, eager_step_seconds=times), regions, recorded)
 
 
 def _unplan_all(modules):
@@ -452,9 +461,10 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     chosen. With `timed` (the default), where the model has repeated blocks and they too,
     each recomputed whole, measure within the bound, the chosen plan and they are timed on
     the example inputs (three interleaved steps each) and the faster is applied
-    ("eager_step_seconds" in the report). model.graph_opt_plan is the checkpoint pass's report of the plan applied
-    (docs/Checkpointing.md#the-report), with "eager_measured_peak_bytes" (the whole step's),
-    "eager_peak_bound_bytes" (`peak`) and "eager_rounds" (plans measured) added (its
+    ("eager_step_seconds" in the report). model.graph_opt_plan is the checkpoint pass's
+    report of the plan applied (docs/Checkpointing.md#the-report), with
+    "eager_measured_peak_bytes" (the whole step's), "eager_peak_bound_bytes" (`peak`) and
+    "eager_rounds" (plans measured) added (its
     step_peak_bound_bytes is the target it was planned for). Raises graph_opt.Error where
     the step cannot be exported, or where nothing tried measures within the peak in eager:
     the message gives the least measured, and the planner's own least where the bound is
@@ -504,12 +514,9 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
                 raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
             regions = plan_regions(original, report, model)
             recorded = _record(model, loss_fn, example_inputs, regions)
-            applied = _signature(regions, recorded)
-            if applied not in tried:  # else the same plan on the model again: its peak known
-                _apply(regions, modules, recorded)
-                tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(
-                    model, loss_fn, example_inputs)
-            measured = tried[applied]
+            # a plan eager cannot tell from one measured before is not measured again
+            measured = _peak_of(regions, recorded, model, modules, loss_fn, example_inputs,
+                                tried)
             report["eager_measured_peak_bytes"] = measured
             report["eager_peak_bound_bytes"] = bound
             report["eager_rounds"] = len(tried)
@@ -548,12 +555,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
                     continue
                 unplan()
                 recorded = _record(model, loss_fn, example_inputs, whole)
-                applied = _signature(whole, recorded)
-                if applied not in tried:
-                    _apply(whole, modules, recorded)
-                    tried[applied] = _held_bytes(model, example_inputs) + _measured_peak(
-                        model, loss_fn, example_inputs)
-                measured = tried[applied]
+                measured = _peak_of(whole, recorded, model, modules, loss_fn, example_inputs,
+                                    tried)
                 if measured <= bound:
                     fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
                                               eager_regions_whole=how), whole, recorded)

@@ -18,6 +18,7 @@ whole step would recompute all of forward at once (measured: a higher peak than 
 and an activation that only such a region could hold stays saved. Regions inside another
 are merged into it.
 """
+import collections
 import re
 
 import torch
@@ -43,8 +44,6 @@ def repeated_blocks(root):
     Bottleneck in layer1..4, a transformer's decoder layers, the blocks of a residual MLP).
     A block's own submodules are not searched. Each under a checkpoint of its own is
     per-block checkpointing: auto_checkpoint's last candidate, and the benchmarks' peer."""
-    import collections
-
     blocks = []
 
     def visit(module, prefix):
