@@ -164,6 +164,112 @@ def _same_positions(n, a):
             and tuple(out.shape) == tuple(val.shape))
 
 
+def _in_loop_order(n, a):
+    """Whether operator `n`'s loop reads operand `a` in the order `a`'s own loop wrote it:
+    element for element (_same_positions), or as a reduction over `a`'s trailing dimensions
+    (a row's sum reads the row as it was written). Inductor's scheduler fuses a kernel into
+    its reader only on such a read (Scheduler.fusable_read_and_write)."""
+    if _same_positions(n, a):
+        return True
+    target = n.target
+    if (not isinstance(target, torch._ops.OpOverload) or torch.Tag.reduction not in target.tags
+            or not n.args or n.args[0] is not a):
+        return False
+    val = a.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return False
+    dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+    if dims is None:
+        return True  # every dimension
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:
+        return True
+    if not all(isinstance(d, int) for d in dims):
+        return False
+    rank = max(val.dim(), 1)
+    return sorted(d % rank for d in dims) == list(range(rank - len(dims), rank))
+
+
+def _loop_numel(n):
+    """The elements a kernel's loop runs over: a reduction's operand's, else its result's."""
+    target = n.target
+    if (isinstance(target, torch._ops.OpOverload) and torch.Tag.reduction in target.tags
+            and n.args and isinstance(n.args[0], torch.fx.Node)):
+        return _numel(n.args[0])
+    return _numel(n)
+
+
+def _keeps_its_rows(n, realized, base):
+    """Whether the loop of fused value `n` keeps its last dimension apart from the others:
+    its body reads something broadcast across it (a row's scalar, a column index: 1 <
+    elements < n's). Inductor merges the dimensions of a loop whose every read is
+    contiguous across them (ir.py's simplify_loops), and then runs it as one flat loop."""
+    total = _numel(n)
+    if total is None or total <= 1:
+        return False
+    seen, stack = set(), [n]
+    while stack:
+        m = stack.pop()
+        for a in m.all_input_nodes:
+            if a in seen:
+                continue
+            seen.add(a)
+            count = _numel(a)
+            if count is not None and 1 < count < total:
+                return True
+            if base(a) not in realized:
+                stack.append(a)
+    return False
+
+
+def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
+    """The realized fused values Inductor's C++ backend never allocates: a pointwise value
+    realized because several kernels read it (_realized_on_reuse), read by a reduction over
+    its trailing dimension and otherwise by pointwise kernels over as many elements, each
+    reading it in its loop's order, with no other kernel between it and them, where the
+    value's loop and its pointwise readers' keep their rows apart (_keeps_its_rows).
+    Inductor fuses them on their shared outer loop, one row at a time
+    (OuterLoopFusedSchedulerNode), and then holds the value one row at a time in a local
+    buffer instead of a global one (CppScheduling's try_outer_loop_fusion_with_local_buf).
+    A causal LM's cross-entropy backward: the gradient of the 32k-wide logits, one-hot
+    from the labels, is read by its row sum and by the log-softmax's backward; halves.py
+    had allocated it (125 MiB on a 4-layer Llama at batch 16 x 64, beside the recomputed
+    logits: 94 MiB over the 279 MiB Inductor's own code allocates for that step). Where
+    the value's loop is flat, Inductor stores it and the last reader writes over it."""
+    kernels = [n for n in nodes if n.op == "call_function" and n in realized
+               and _result_of(n) is None]
+    position = {n: i for i, n in enumerate(kernels)}
+    ancestors, readers = {}, {}
+    for n in kernels:  # graph order is a topological order
+        mask = 0
+        for d in reads[n]:
+            k = _result_of(d) or d
+            if k in position:
+                mask |= ancestors[k] | (1 << position[k])
+            readers.setdefault(d, []).append(n)
+        ancestors[n] = mask
+    kept = set(keep_alive)
+    local = set()
+    for p in kernels:
+        rs = readers.get(p)
+        if (kinds.get(p) != "pointwise" or p in kept or not rs
+                or not _keeps_its_rows(p, realized, base)):
+            continue
+        rows = [r for r in rs if kinds.get(r) == "reduction" and _numel(r) not in (None, 1)]
+        if not rows or any(
+                kinds.get(r) not in ("pointwise", "reduction") or _loop_numel(r) != _numel(p)
+                or p in unordered[r]
+                or (kinds.get(r) == "pointwise" and not _keeps_its_rows(r, realized, base))
+                for r in rs):
+            continue
+        bit = 1 << position[p]
+        between = [k for k in kernels if ancestors[k] & bit and k not in rs
+                   and any(ancestors[r] >> position[k] & 1 for r in rs)]
+        if not between:
+            local.add(p)
+    return local
+
+
 def _is_view(node):
     return node.target is operator.getitem or alias_source(node) is not None
 
@@ -231,37 +337,15 @@ class _Half:
                 realized.update(rs.values())
         # which realized buffers each node reads, fused values seen through; a fused
         # value Inductor realizes after all (_realized_on_reuse) reads as a buffer
-        # `moved[n]`: the buffers n reads at other positions than it writes (through a
-        # slice, a transpose, a broadcast, a gather): a kernel cannot write over those
-        reads, inlined, moved = {}, {}, {}
-        for n in nodes:
-            deps, ops, count, elsewhere = set(), set(), 0, set()
-            for a in n.all_input_nodes:
-                b = base(a)
-                shifted = _moves_elements(a) or not _same_positions(n, a)
-                if b in realized:
-                    deps.add(b)
-                    if shifted:
-                        elsewhere.add(b)
-                elif b in inlined:
-                    deps |= reads[b]
-                    elsewhere |= reads[b] if shifted else moved[b]
-                    ops |= inlined[b][0]
-                    count += inlined[b][1]
-            reads[n] = deps
-            moved[n] = elsewhere
-            if (owner := _result_of(n)) is not None:
-                if owner in realized:
-                    realized.add(base(n))
-                else:  # a result of a fused operator: read through, as the operator
-                    inlined[n] = (ops, count)
-            elif fused and kinds.get(n) == "pointwise" and n not in realized:
-                ops.add(n.target.overloadpacket.__name__)
-                count += 1
-                if _realized_on_reuse(n, deps, ops, count):
-                    realized.add(n)
-                else:
-                    inlined[n] = (ops, count)
+        reads, moved, unordered = self._read_through(nodes, kinds, realized, base, fused)
+        # a realized value whose readers all fuse with it into one kernel is never
+        # allocated (_kernel_local): read through, as a fused value, the rest decided as is
+        local = _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive,
+                              base) if fused else set()
+        if local:
+            realized -= local
+            reads, moved, _ = self._read_through(nodes, kinds, realized, base, fused,
+                                                 decided=True)
         self.kernels = [n for n in nodes if n.op == "call_function" and n in realized
                         and _result_of(n) is None]
         self.reads = {n: reads[n] for n in self.kernels}
@@ -295,6 +379,52 @@ class _Half:
         self.unread = sum(b for p, b in held.items() if p not in self.readers and p not in
                           self.keep)
         self.shared = self._read_by_a_fused_sibling() if fused else {}
+
+    @staticmethod
+    def _read_through(nodes, kinds, realized, base, fused, decided=False):
+        """({node: the realized buffers it reads}, {node: those it reads at other positions
+        than it writes}, {node: those it reads out of its loop's order}), fused values seen
+        through. Adds to `realized` the fused values Inductor realizes on reuse
+        (_realized_on_reuse) and the results of realized multi-output operators; with
+        `decided`, `realized` is final and every other fused value is read through.
+        `moved[n]`: read through a slice, a transpose, a broadcast, a gather: a kernel
+        cannot write over those. `unordered[n]`: the same, except that a reduction over its
+        operand's trailing dimensions reads that operand in its loop's order."""
+        reads, inlined, moved, unordered = {}, {}, {}, {}
+        for n in nodes:
+            deps, ops, count, elsewhere, out_of_order = set(), set(), 0, set(), set()
+            for a in n.all_input_nodes:
+                b = base(a)
+                shifted = _moves_elements(a) or not _same_positions(n, a)
+                skewed = _moves_elements(a) or not _in_loop_order(n, a)
+                if b in realized:
+                    deps.add(b)
+                    if shifted:
+                        elsewhere.add(b)
+                    if skewed:
+                        out_of_order.add(b)
+                elif b in inlined:
+                    deps |= reads[b]
+                    elsewhere |= reads[b] if shifted else moved[b]
+                    out_of_order |= reads[b] if skewed else unordered[b]
+                    ops |= inlined[b][0]
+                    count += inlined[b][1]
+            reads[n] = deps
+            moved[n] = elsewhere
+            unordered[n] = out_of_order
+            if (owner := _result_of(n)) is not None:
+                if owner in realized:
+                    realized.add(base(n))
+                else:  # a result of a fused operator: read through, as the operator
+                    inlined[n] = (ops, count)
+            elif fused and kinds.get(n) == "pointwise" and n not in realized:
+                ops.add(n.target.overloadpacket.__name__)
+                count += 1
+                if not decided and _realized_on_reuse(n, deps, ops, count):
+                    realized.add(n)
+                else:
+                    inlined[n] = (ops, count)
+        return reads, moved, unordered
 
     def _made_by(self, d):
         """The kernel that makes buffer d (a result's operator), or None (an input)."""

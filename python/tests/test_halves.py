@@ -195,3 +195,46 @@ def test_kernels_fused_on_a_shared_read_write_over_none_of_it():
     got = halves_peak(fw, bw, num_fwd_outputs=1)
     # h, a and b live together; scalars (the sums, the loss) beside them
     assert inputs + 3 * act <= got["forward_peak_bytes"] <= inputs + 3 * act + 4 * F32, got
+
+
+def _cross_entropy_like_backward(dim):
+    """A backward shaped like a cross-entropy's over a wide vocabulary: the logits h
+    recomputed by a matmul; a gradient g as wide, a per-row factor (from the labels and the
+    tangent, broadcast across the row) times three full-width buffers, so Inductor realizes
+    it on reuse (five reads, over realize_reads_threshold) and keeps its rows apart; read by
+    its sum over `dim` and by the softmax's backward, which takes the row sum broadcast."""
+    def bw(x, w, lab, a, b, c, t):
+        h = x @ w                                   # extern: its own buffer
+        g = (lab * t) * (a * b + c)
+        s = g.sum(dim, keepdim=True)
+        return (g - torch.exp(h) * s,)
+    return bw
+
+
+@pytest.mark.parametrize("dim,allocated", [
+    (1, False),   # a row sum: fused with g one row at a time, g in a one-row local buffer
+    (-1, False),  # the same dimension
+    (0, True),    # a column sum: no shared outer loop, g allocated
+])
+def test_a_value_fused_one_row_at_a_time_is_never_allocated(dim, allocated):
+    """Inductor's C++ backend fuses a value read by its row sum and by pointwise kernels on
+    their shared outer loop, and holds the value one row at a time in a local buffer
+    (try_outer_loop_fusion_with_local_buf): it is never allocated, and the last kernel
+    writes over the logits. On a 4-layer Llama's cross-entropy backward halves.py had
+    allocated that gradient beside the recomputed logits: 94 MiB over the step's 279 MiB
+    as Inductor's own code allocates it. (Each expected figure here is also what
+    inductor_read.py reads from Inductor's code for these graphs.)"""
+    big, row = (ROWS, COLS), (ROWS, 1)
+    fw = aten(lambda x, w, lab, a, b, c: ((x @ w).sum(), x, w, lab, a, b, c),
+              (ROWS, 16), (16, COLS), row, big, big, big)
+    bw = aten(_cross_entropy_like_backward(dim), (ROWS, 16), (16, COLS), row, big, big, big,
+              ())
+    inputs = (ROWS * 16 + 16 * COLS + ROWS + 3 * ROWS * COLS) * F32
+    act = ROWS * COLS * F32
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    # backward starts with the inputs (saved as themselves), the loss and the tangent;
+    # then h; the sum beside it; the gradient written over h where g is never allocated,
+    # else g beside h (and the gradient written over g)
+    start = inputs + F32 + F32
+    expected = start + act + (ROWS if dim != 0 else COLS) * F32 + (act if allocated else 0)
+    assert got["backward_peak_bytes"] == expected, (got, expected)
