@@ -33,7 +33,10 @@ that reads it, through any chain of fused values between them, has been computed
 kernel (not an extern one) whose realized input dies in it, with the same size, read
 element for element (no slice, transpose, broadcast or gather on the way), writes over that
 input (Inductor's in-place reuse): no new buffer; graph inputs of the forward half
-(parameters and the batch) are never written over. The kernels run in graph order or in
+(parameters and the batch) are never written over. On the CPU, a value realized on reuse
+whose readers are its row sum and pointwise kernels over the same rows is held one row at a
+time in a kernel-local buffer, never allocated (_kernel_local: a cross-entropy's gradient
+over a wide vocabulary). The kernels run in graph order or in
 Inductor's least-peak-first order, whichever peaks lower (reorder_for_peak_memory keeps the
 order it estimates lowest).
 
@@ -235,7 +238,8 @@ def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
     from the labels, is read by its row sum and by the log-softmax's backward; halves.py
     had allocated it (125 MiB on a 4-layer Llama at batch 16 x 64, beside the recomputed
     logits: 94 MiB over the 279 MiB Inductor's own code allocates for that step). Where
-    the value's loop is flat, Inductor stores it and the last reader writes over it."""
+    the value's loop is flat, Inductor stores it and the last reader writes over it. CPU
+    only: Triton's kernels hold no such local buffer (not modelled on CUDA, not measured)."""
     kernels = [n for n in nodes if n.op == "call_function" and n in realized
                and _result_of(n) is None]
     position = {n: i for i, n in enumerate(kernels)}
@@ -252,7 +256,9 @@ def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
     local = set()
     for p in kernels:
         rs = readers.get(p)
+        val = p.meta.get("val")
         if (kinds.get(p) != "pointwise" or p in kept or not rs
+                or not (isinstance(val, torch.Tensor) and val.device.type == "cpu")
                 or not _keeps_its_rows(p, realized, base)):
             continue
         rows = [r for r in rs if kinds.get(r) == "reduction" and _numel(r) not in (None, 1)]
