@@ -283,13 +283,18 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def _price(self, fw, bw, num_fwd_outputs):
         """The peak of a partition's halves (halves_peak's figures): halves.py's prediction,
-        or with predict="inductor" under Inductor's kernels, the peaks read from Inductor's
+        or with predict="inductor" under Inductor's kernels (and with "halves" where halves.py
+        counts values whose allocation it cannot tell: row_local_values), the peaks read from Inductor's
         own code for them (inductor_read.py; its figures replace the prediction's peaks, the
         prediction's stay as "predicted_*"; where the reading fails, the prediction, and
         "inductor_read_error" says why)."""
         halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
         halves["priced_by"] = "halves"
-        if self.predict != "inductor" or self.kernels != "inductor":
+        # halves.py's model cannot tell whether Inductor holds a value one row at a time
+        # (halves.py's _kernel_local: 125 MiB either way on a 4-layer Llama's cross-entropy
+        # backward): there, predict="halves" reads Inductor's code too
+        if self.kernels != "inductor" or (self.predict != "inductor"
+                                          and not halves.get("row_local_values")):
             return halves
         from .inductor_read import read_halves
         try:
@@ -594,7 +599,9 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     that least: candidates.py). A graph graph-opt cannot plan falls back to torch's
     partitions chosen the same way. `predict="inductor"` prices every partition by reading
     Inductor's own code for its halves (inductor_read.py: exact where halves.py's model
-    misses, seconds per plan instead of milliseconds)."""
+    misses, seconds per plan instead of milliseconds); the default, "halves", reads it only
+    for partitions where halves.py counts values whose allocation depends on Inductor's
+    fusion order (row_local_values: a cross-entropy's gradient over a wide vocabulary)."""
     return GraphOptPartitioner(pipeline, strict=strict, memory_budget=memory_budget,
                                verify=verify, peak=peak, predict=predict)
 

@@ -34,11 +34,13 @@ kernel (not an extern one) whose realized input dies in it, with the same size, 
 element for element (no slice, transpose, broadcast or gather on the way), writes over that
 input (Inductor's in-place reuse): no new buffer; graph inputs of the forward half
 (parameters and the batch) are never written over. On the CPU, a value realized on reuse
-whose readers are its row sum and pointwise kernels over the same rows is held one row at a
-time in a kernel-local buffer, never allocated (_kernel_local: a cross-entropy's gradient
-over a wide vocabulary). The kernels run in graph order or in
-Inductor's least-peak-first order, whichever peaks lower (reorder_for_peak_memory keeps the
-order it estimates lowest).
+whose readers are its row sum and pointwise kernels over the same rows may be held one row
+at a time in a kernel-local buffer, never allocated (_kernel_local: a cross-entropy's gradient
+over a wide vocabulary) where Inductor's fusion order puts the value and all its readers in
+one kernel, which this model cannot tell: such values are allocated and counted
+("row_local_values"), and the partitioner reads Inductor's own code there. The kernels run
+in graph order or in Inductor's least-peak-first order, whichever peaks lower
+(reorder_for_peak_memory keeps the order it estimates lowest).
 
 Where Inductor's layout optimization takes the forward (convolutions on the CPU), the graph
 inputs a convolution reads are copied to channels-last as the forward starts, and saved in
@@ -226,20 +228,23 @@ def _keeps_its_rows(n, realized, base):
 
 
 def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
-    """The realized fused values Inductor's C++ backend never allocates: a pointwise value
+    """The realized fused values Inductor's C++ backend may never allocate: a pointwise value
     realized because several kernels read it (_realized_on_reuse), read by a reduction over
     its trailing dimension and otherwise by pointwise kernels over as many elements, each
     reading it in its loop's order, with no other kernel between it and them, where the
     value's loop and its pointwise readers' keep their rows apart (_keeps_its_rows).
-    Inductor fuses them on their shared outer loop, one row at a time
-    (OuterLoopFusedSchedulerNode), and then holds the value one row at a time in a local
-    buffer instead of a global one (CppScheduling's try_outer_loop_fusion_with_local_buf).
-    A causal LM's cross-entropy backward: the gradient of the 32k-wide logits, one-hot
-    from the labels, is read by its row sum and by the log-softmax's backward; halves.py
-    had allocated it (125 MiB on a 4-layer Llama at batch 16 x 64, beside the recomputed
-    logits: 94 MiB over the 279 MiB Inductor's own code allocates for that step). Where
-    the value's loop is flat, Inductor stores it and the last reader writes over it. CPU
-    only: Triton's kernels hold no such local buffer (not modelled on CUDA, not measured)."""
+    Where Inductor's scheduler fuses the value and all its readers into one kernel on their
+    shared outer loop (OuterLoopFusedSchedulerNode), it holds the value one row at a time
+    in a local buffer instead of a global one (CppScheduling's
+    try_outer_loop_fusion_with_local_buf). Whether it does depends on the order its greedy
+    fusion takes pairs in, which this model does not follow: on a 4-layer Llama's
+    cross-entropy backward (the one-hot gradient of the 32k-wide logits, read by its row
+    sum and by the log-softmax's backward) it did for 6 of 8 plans (125 MiB never
+    allocated) and not for the other 2, whose graphs around the value are the same.
+    halves_peak() therefore allocates these values and reports them ("row_local_values");
+    the partitioner reads Inductor's own code where there are any (compile.py). Where the
+    value's loop is flat, Inductor stores it and the last reader writes over it. CPU only:
+    Triton's kernels hold no such local buffer (not modelled on CUDA)."""
     kernels = [n for n in nodes if n.op == "call_function" and n in realized
                and _result_of(n) is None]
     position = {n: i for i, n in enumerate(kernels)}
@@ -307,7 +312,7 @@ class _Half:
     """One half as Inductor's kernels run it: the buffers it allocates, which of them each
     kernel reads, and the orders Inductor may run the kernels in."""
 
-    def __init__(self, gm, fused, keep_alive, held, donated, same=None):
+    def __init__(self, gm, fused, keep_alive, held, donated, same=None, row_local=False):
         """`keep_alive`: values whose buffers outlive the half (its outputs); `held`:
         {placeholder: bytes} for inputs this half frees after their last read (backward's
         saved values), `donated` those of them a kernel may write over; `same`:
@@ -344,11 +349,13 @@ class _Half:
         # which realized buffers each node reads, fused values seen through; a fused
         # value Inductor realizes after all (_realized_on_reuse) reads as a buffer
         reads, moved, unordered = self._read_through(nodes, kinds, realized, base, fused)
-        # a realized value whose readers all fuse with it into one kernel is never
-        # allocated (_kernel_local): read through, as a fused value, the rest decided as is
+        # a realized value Inductor may hold one row at a time (_kernel_local): with
+        # row_local, never allocated (read through, as a fused value, the rest decided as
+        # is); else allocated, and counted
         local = _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive,
                               base) if fused else set()
-        if local:
+        self.row_local = len(local)
+        if local and row_local:
             realized -= local
             reads, moved, _ = self._read_through(nodes, kinds, realized, base, fused,
                                                  decided=True)
@@ -590,7 +597,7 @@ def _channels_last_copies(fw):
     return copies
 
 
-def halves_peak(fw, bw, num_fwd_outputs, fused=True):
+def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     """The bytes allocated at the step's highest point when torch.compile runs forward `fw`
     and backward `bw` (fx GraphModules from torch's partitioner, meta["val"] set), with the
     forward's inputs (parameters, buffers, the batch) counted from the start and the
@@ -599,7 +606,9 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
     cross from forward to backward; layout copies: the channels-last copies of forward
     inputs that cross with them, _channels_last_copies).
     `fused`: Inductor's kernels (the rules above); without it every operator writes a
-    buffer of its own, as the halves run node by node (graph_opt.backend(inner="eager"))."""
+    buffer of its own, as the halves run node by node (graph_opt.backend(inner="eager")).
+    "row_local_values": how many values Inductor may hold one row at a time
+    (_kernel_local), allocated here unless `row_local` (then never allocated)."""
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
     inputs = sum(_nbytes(p) for p in fw_placeholders)
     fw_outs = [o for o in output_nodes(fw) if isinstance(o, torch.fx.Node)]
@@ -609,9 +618,9 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
                 if isinstance(o, torch.fx.Node)}
     copies = _channels_last_copies(fw) if fused else {}
     # a copy no backward reads is freed after its last forward read
-    forward_peak, after_forward = _Half(
-        fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
-        set()).walk(inputs + sum(copies.values()))
+    forward = _Half(fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
+                    set(), row_local=row_local)
+    forward_peak, after_forward = forward.walk(inputs + sum(copies.values()))
     crossing_bytes = sum(_multi_output_bytes(b) for b in crossing if b.op != "placeholder")
     # Backward's placeholders: the saved values (in the forward's output order after its own
     # outputs) and then the tangents, which autograd allocates as backward starts.
@@ -632,9 +641,11 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True):
             donated.add(p)
     tangents = sum(_nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
-    backward_peak, _ = _Half(bw, fused, {storage_root(o) for o in bw_outs}, placeholder_bytes,
-                             donated, same).walk(after_forward + tangents)
+    backward = _Half(bw, fused, {storage_root(o) for o in bw_outs}, placeholder_bytes,
+                     donated, same, row_local=row_local)
+    backward_peak, _ = backward.walk(after_forward + tangents)
     return {"peak_bytes": max(forward_peak, backward_peak), "input_bytes": inputs,
             "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,
             "saved_bytes": crossing_bytes,
-            "layout_copy_bytes": sum(b for p, b in copies.items() if p in crossing)}
+            "layout_copy_bytes": sum(b for p, b in copies.items() if p in crossing),
+            "row_local_values": forward.row_local + backward.row_local}

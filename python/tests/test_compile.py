@@ -731,12 +731,14 @@ def test_reading_inductors_code_prices_a_large_vocabulary_causal_lm_as_it_runs()
             assert plan["peak_met"] and got <= options["peak"], (got, options, plan)
 
 
-def test_halves_predicts_a_large_vocabulary_causal_lms_plan_as_it_runs():
-    """halves.py (the default prediction, milliseconds where reading Inductor's code takes
-    seconds) on graph-opt's own plan for a causal LM with a 32k vocabulary, the logits
-    recomputed in backward: the measured peak within 5%. The cross-entropy's gradient of
-    the logits is held one row at a time by Inductor's C++ kernels; halves.py had allocated
-    it beside the recomputed logits (20% over on this model, 34% on a 4-layer one)."""
+def test_the_default_prediction_prices_a_large_vocabulary_causal_lms_plan_as_it_runs():
+    """The default prediction (predict="halves") on graph-opt's own plan for a causal LM
+    with a 32k vocabulary, the logits recomputed in backward: the measured peak within 5%.
+    Whether Inductor's C++ kernels hold the cross-entropy's gradient of the logits one row
+    at a time depends on its fusion order, which halves.py does not follow: it counts that
+    value (row_local_values) and the partition is read from Inductor's code instead.
+    Before, halves.py allocated it beside the recomputed logits: 20% over on this model,
+    34% on a 4-layer one (where Inductor allocates it for some plans, not for others)."""
     step, ids = tiny_causal_lm()
     torch._dynamo.reset()
     goc.reset_stats()
@@ -746,6 +748,7 @@ def test_halves_predicts_a_large_vocabulary_causal_lms_plan_as_it_runs():
     measured_whole_peak(fn, step, ids)  # compiles
     got = measured_whole_peak(fn, step, ids)
     (plan,) = goc.stats()["plans"]
-    assert plan["partition"] == "graph-opt" and plan["halves"]["priced_by"] == "halves", plan
-    predicted = plan["halves_peak_bytes"]
-    assert abs(predicted - got) <= 0.05 * got, (predicted, got, plan["halves"])
+    halves = plan["halves"]
+    assert plan["partition"] == "graph-opt" and halves["row_local_values"] >= 1, plan
+    assert halves["priced_by"] == "inductor", halves
+    assert abs(plan["halves_peak_bytes"] - got) <= 0.05 * got, (got, halves)
