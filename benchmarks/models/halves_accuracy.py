@@ -16,8 +16,10 @@ harness builds it, dropout off) this prints, for torch's partition at each knaps
              bytes live when backward starts, the backward's;
 
 and, for graph-opt's plans at each `--activations` bound (MiB of saved activations, checkpoint's
-activations= in bytes, unmet=closest as the peak= search plans), the predicted figures alone
-(the peak= search's own view of them; peak_bound.py measures the plans it accepts).
+activations= in bytes, unmet=closest as the peak= search plans), the predicted figures (the
+peak= search's own view of them: halves.py, read from Inductor's code where halves.py counts
+values whose allocation it cannot tell), and with --measure-plans the plan compiled as the
+partition and measured the same way.
 Diagnostic output only: nothing is written. Exit 0, or 2 on bad arguments.
 """
 import argparse
@@ -46,6 +48,40 @@ def measured(step, args, budget, held):
             run()
     peers.clear_grads(list(mine.parameters()))
     m = peers.step_memory(run)
+    return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
+
+
+def measured_plan(step, args, activations, held):
+    """The same peaks for graph-opt's plan at `activations` bytes of saved activations
+    (unmet=closest, as the peak= search plans), compiled with that plan as the partition."""
+    import torch
+    import torch._functorch.config as functorch_config
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    graph_opt = peers._graph_opt()
+    from graph_opt.joint import import_joint
+
+    class Plan(CustomPartitionerFn):
+        def __call__(self, gm, joint_inputs, **kwargs):
+            partitioner = graph_opt.partitioner(peak=1 << 50, strict=True, verify=False)
+            attempt = partitioner._attempt(
+                gm, joint_inputs, kwargs, import_joint(gm, kwargs["num_fwd_outputs"]),
+                activations=activations, closest=True)
+            return attempt.fw, attempt.bw
+
+        def uuid(self):
+            return None
+
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(custom_partitioner_fn=Plan(), fx_graph_cache=False), \
+            functorch_config.patch(enable_autograd_cache=False):
+        mine = copy.deepcopy(step)
+        run = peers.training_step(torch.compile(mine), args)
+        for _ in range(3):  # compile, then warm up
+            peers.clear_grads(list(mine.parameters()))
+            run()
+        peers.clear_grads(list(mine.parameters()))
+        m = peers.step_memory(run)
     return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
 
 
@@ -89,7 +125,7 @@ def predicted_rows(step, args, budgets, activations, inductor=False):
             for a in activations:
                 attempt = partitioner._attempt(
                     gm, joint_inputs, kwargs, imported, activations=int(a * MiB), closest=True)
-                row(f"graph-opt activations={a:g}MiB", None, attempt.fw, attempt.bw,
+                row(f"graph-opt activations={a:g}MiB", a, attempt.fw, attempt.bw,
                     attempt.halves, n)
             with functorch_config.patch(activation_memory_budget=1.0):
                 return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
@@ -114,6 +150,8 @@ def main(argv=None):
     parser.add_argument("--activations", default="100,0",
                         help="graph-opt plans' saved-activation bounds, MiB")
     parser.add_argument("--threads", type=int)
+    parser.add_argument("--measure-plans", action="store_true",
+                        help="also compile and measure each graph-opt plan (a compile each)")
     parser.add_argument("--inductor-read", action="store_true",
                         help="also read each partition's peak from Inductor's own generated "
                              "code (inductor_read.py: slow, seconds per half)")
@@ -136,14 +174,20 @@ def main(argv=None):
             line = (f"  {name:34s} predicted whole {h['peak_bytes'] / MiB:7.1f} forward "
                     f"{h['forward_peak_bytes'] / MiB:7.1f} backward "
                     f"{h['backward_peak_bytes'] / MiB:7.1f} saved {h['saved_bytes'] / MiB:7.1f}")
+            if h.get("priced_by") == "inductor":  # halves.py could not tell: read instead
+                line += (f" (read from Inductor's code; halves.py "
+                         f"{h['predicted_peak_bytes'] / MiB:.1f})")
             if "inductor" in h:
                 r = h["inductor"]
                 line += (f" | Inductor's code: error {r['error']}" if "error" in r else
                          f" | Inductor's code whole {r['peak_bytes'] / MiB:7.1f} forward "
                          f"{r['forward_peak_bytes'] / MiB:7.1f} backward "
                          f"{r['backward_peak_bytes'] / MiB:7.1f} ({r['seconds']:.1f} s)")
-            if budget is not None:
-                whole, forward, at_backward, backward = measured(step, inputs, budget, held)
+            plan = name.startswith("graph-opt")
+            if budget is not None and (not plan or args.measure_plans):
+                whole, forward, at_backward, backward = (
+                    measured_plan(step, inputs, int(budget * MiB), held) if plan
+                    else measured(step, inputs, budget, held))
                 line += (f" | measured whole {whole / MiB:7.1f} forward {forward / MiB:7.1f} "
                          f"at backward start {at_backward / MiB:7.1f} backward "
                          f"{backward / MiB:7.1f}")
