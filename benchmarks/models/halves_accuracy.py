@@ -34,21 +34,31 @@ import peers  # noqa: E402
 MiB = 2 ** 20
 
 
-def measured(step, args, budget, held):
-    """(whole, forward, at backward start, backward) peaks of one profiled compiled step."""
+def _profiled(step, args, held, *patches):
+    """(whole, forward, at backward start, backward) peaks of one profiled step compiled
+    under `patches` (config patch contexts), after a compile and a warm-up step."""
+    import contextlib
+
     import torch
-    import torch._functorch.config as functorch_config
 
     torch._dynamo.reset()
-    mine = copy.deepcopy(step)
-    run = peers.training_step(torch.compile(mine), args)
-    with functorch_config.patch(activation_memory_budget=budget):
+    with contextlib.ExitStack() as stack:
+        for patch in patches:
+            stack.enter_context(patch)
+        mine = copy.deepcopy(step)
+        run = peers.training_step(torch.compile(mine), args)
         for _ in range(3):  # compile, then warm up
             peers.clear_grads(list(mine.parameters()))
             run()
-    peers.clear_grads(list(mine.parameters()))
-    m = peers.step_memory(run)
+        peers.clear_grads(list(mine.parameters()))
+        m = peers.step_memory(run)
     return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
+
+
+def measured(step, args, budget, held):
+    """The peaks of the step compiled with torch's partition at knapsack budget `budget`."""
+    import torch._functorch.config as functorch_config
+    return _profiled(step, args, held, functorch_config.patch(activation_memory_budget=budget))
 
 
 def measured_plan(step, args, activations, held):
@@ -72,17 +82,10 @@ def measured_plan(step, args, activations, held):
         def uuid(self):
             return None
 
-    torch._dynamo.reset()
-    with torch._inductor.config.patch(custom_partitioner_fn=Plan(), fx_graph_cache=False), \
-            functorch_config.patch(enable_autograd_cache=False):
-        mine = copy.deepcopy(step)
-        run = peers.training_step(torch.compile(mine), args)
-        for _ in range(3):  # compile, then warm up
-            peers.clear_grads(list(mine.parameters()))
-            run()
-        peers.clear_grads(list(mine.parameters()))
-        m = peers.step_memory(run)
-    return tuple(m[k] + held for k in ("peak", "forward_peak", "at_backward", "backward_peak"))
+    return _profiled(step, args, held,
+                     torch._inductor.config.patch(custom_partitioner_fn=Plan(),
+                                                  fx_graph_cache=False),
+                     functorch_config.patch(enable_autograd_cache=False))
 
 
 def predicted_rows(step, args, budgets, activations, inductor=False):
