@@ -706,8 +706,8 @@ def test_reading_inductors_code_prices_a_large_vocabulary_causal_lm_as_it_runs()
     """predict="inductor": each partition's peak is read from Inductor's own code for its
     halves (inductor_read.py), not predicted. On a causal LM with a 32k vocabulary under
     memory_budget=0.1, the partition chosen measures what was read, within 1% (halves.py's
-    model reads graph-opt's plans for the 4-layer one 94 MiB, 37%, high: Inductor computes
-    the log-softmax's gradient inside the kernel that writes over the recomputed logits);
+    model alone reads some of graph-opt's plans for the 4-layer one 94 MiB high: Inductor
+    holds the log-softmax's gradient one row at a time where its fusion order allows);
     and peak= that step's peak over the search's margin is met, the step within it."""
     step, ids = tiny_causal_lm()
     compiled = []
