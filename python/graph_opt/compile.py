@@ -285,9 +285,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """The peak of a partition's halves (halves_peak's figures): halves.py's prediction,
         or with predict="inductor" under Inductor's kernels (and with "halves" where
         halves.py counts values whose allocation it cannot tell: row_local_values), the
-        peaks read from Inductor's own code for them (inductor_read.py; its figures replace the prediction's peaks, the
-        prediction's stay as "predicted_*"; where the reading fails, the prediction, and
-        "inductor_read_error" says why)."""
+        peaks read from Inductor's own code for them (inductor_read.py; its figures replace
+        the prediction's peaks, the prediction's stay as "predicted_*"; where the reading
+        fails, the prediction, and "inductor_read_error" says why)."""
         halves = halves_peak(fw, bw, num_fwd_outputs, fused=self.kernels == "inductor")
         halves["priced_by"] = "halves"
         # halves.py's model cannot tell whether Inductor holds a value one row at a time

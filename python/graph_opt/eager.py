@@ -364,6 +364,7 @@ def _whole(regions):
 # than _WITHIN under it (recomputing less is faster).
 _MAX_ROUNDS = 6
 _WITHIN = 0.05  # issue 82: a binding bound's measured peak within 5% under it
+_TIMED_ROUNDS = 3  # timed rounds of _faster_of (each runs both sides once)
 
 
 def _held_bytes(model, example_inputs):
@@ -432,9 +433,6 @@ def _unplan_all(modules):
         _unplan_module(module)
 
 
-# Timed rounds of _faster_of (each runs both sides once).
-_TIMED_ROUNDS = 3
-
 
 def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, timed=True):
     """`model` with graph-opt's recomputation plan for a step whose whole peak is at most
@@ -483,7 +481,8 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
         original = Graph.load(path)
     modules = dict(model.named_modules())
     target, measured = peak_text, None
-    fitting = None  # the loosest plan measured within the bound: (measured, report, regions, recorded)
+    # the loosest plan measured within the bound: (measured, report, regions, recorded)
+    fitting = None
     fits = over = None  # the highest target whose plan fitted, the lowest whose plan did not
     tried = {}  # the plans measured, as _signature gives them: their measured peaks
     least_over = None  # the plan measured least over the bound: (measured, report, regions,

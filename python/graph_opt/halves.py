@@ -169,13 +169,11 @@ def _same_positions(n, a):
             and tuple(out.shape) == tuple(val.shape))
 
 
-def _in_loop_order(n, a):
-    """Whether operator `n`'s loop reads operand `a` in the order `a`'s own loop wrote it:
-    element for element (_same_positions), or as a reduction over `a`'s trailing dimensions
-    (a row's sum reads the row as it was written). Inductor's scheduler fuses a kernel into
-    its reader only on such a read (Scheduler.fusable_read_and_write)."""
-    if _same_positions(n, a):
-        return True
+def _reduces_trailing(n, a):
+    """Whether operator `n` is a reduction of operand `a` over `a`'s trailing dimensions:
+    it reads each row as the row was written, in its loop's order (Inductor's scheduler
+    fuses a kernel into its reader only on such a read, or an element-for-element one:
+    Scheduler.fusable_read_and_write)."""
     target = n.target
     if (not isinstance(target, torch._ops.OpOverload) or torch.Tag.reduction not in target.tags
             or not n.args or n.args[0] is not a):
@@ -231,8 +229,9 @@ def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
     """The realized fused values Inductor's C++ backend may never allocate: a pointwise value
     realized because several kernels read it (_realized_on_reuse), read by a reduction over
     its trailing dimension and otherwise by pointwise kernels over as many elements, each
-    reading it in its loop's order, with no other kernel between it and them, where the
-    value's loop and its pointwise readers' keep their rows apart (_keeps_its_rows).
+    reading it in its loop's order (element for element, or _reduces_trailing), with no
+    other kernel between it and them, where the value's loop and its pointwise readers'
+    keep their rows apart (_keeps_its_rows).
     Where Inductor's scheduler fuses the value and all its readers into one kernel on their
     shared outer loop (OuterLoopFusedSchedulerNode), it holds the value one row at a time
     in a local buffer instead of a global one (CppScheduling's
@@ -266,8 +265,8 @@ def _kernel_local(nodes, kinds, realized, reads, unordered, keep_alive, base):
                 or not (isinstance(val, torch.Tensor) and val.device.type == "cpu")
                 or not _keeps_its_rows(p, realized, base)):
             continue
-        rows = [r for r in rs if kinds.get(r) == "reduction" and _numel(r) not in (None, 1)]
-        if not rows or any(
+        by_rows = any(kinds.get(r) == "reduction" and _numel(r) not in (None, 1) for r in rs)
+        if not by_rows or any(
                 kinds.get(r) not in ("pointwise", "reduction") or _loop_numel(r) != _numel(p)
                 or p in unordered[r]
                 or (kinds.get(r) == "pointwise" and not _keeps_its_rows(r, realized, base))
@@ -408,8 +407,9 @@ class _Half:
             deps, ops, count, elsewhere, out_of_order = set(), set(), 0, set(), set()
             for a in n.all_input_nodes:
                 b = base(a)
-                shifted = _moves_elements(a) or not _same_positions(n, a)
-                skewed = _moves_elements(a) or not _in_loop_order(n, a)
+                moves, same = _moves_elements(a), _same_positions(n, a)
+                shifted = moves or not same
+                skewed = moves or not (same or _reduces_trailing(n, a))
                 if b in realized:
                     deps.add(b)
                     if shifted:
