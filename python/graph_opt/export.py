@@ -14,7 +14,7 @@ import tempfile
 import torch
 
 from ._C import Error
-from .fx import module_type_name
+from .fx import module_type_name, tensor_attribute
 
 __all__ = ["TrainingStep", "export_inference", "export_training_step", "joint_program",
            "untie_shared_parameters"]
@@ -277,8 +277,8 @@ def _lift_tensor_constants(gm, inputs, constants, InputKind, InputSpec, TensorAr
                                             inputs) if spec.kind == InputKind.USER_INPUT), None)
     position = sum(1 for spec in inputs if spec.kind != InputKind.USER_INPUT)
     for node in [n for n in graph.nodes if n.op == "get_attr"]:
-        value = getattr(gm, node.target, None)
-        if not isinstance(value, torch.Tensor):
+        value = tensor_attribute(gm, node)
+        if value is None:
             continue
         target = f"lifted_tensor_{len(constants)}"
         while target in constants:

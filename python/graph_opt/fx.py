@@ -90,9 +90,6 @@ def _check_supported(gm):
         if node.op in ("call_module", "call_method"):
             raise Error(f"{where(node)}: {node.op} is not supported; give an ATen-level graph "
                         "(torch.export or AOTAutograd output), where every call is an operator")
-        if node.op == "get_attr" and isinstance(getattr(gm, str(node.target), None), torch.Tensor):
-            raise Error(f"{where(node)}: a tensor attribute is not supported; lift it to an "
-                        "input (torch.export does)")
         if node.op == "call_function" and not isinstance(
                 node.target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)) \
                 and node.target is not operator.getitem:
@@ -114,6 +111,57 @@ def _check_supported(gm):
             raise Error(f"{where(node)}: no meta['val'] tensor; graph-opt needs the "
                         "placeholder's type (trace with fake tensors: torch.export or "
                         "AOTAutograd)")
+
+
+def tensor_attribute(gm, node):
+    """The tensor a get_attr node reads (a dotted target walks submodules), else None."""
+    if node.op != "get_attr":
+        return None
+    value = gm
+    for part in str(node.target).split("."):
+        value = getattr(value, part, None)
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _lift_tensor_attributes(gm, signature):
+    """Tensors a GraphModule reads as attributes (get_attr: a constant made while tracing,
+    such as the ``torch.tensor(-1e4)`` of a masking ``where``, which AOTAutograd leaves as
+    ``_tensor_constant0``) as graph inputs with the role "constant", as torch.export lifts
+    them: a copy of the module in which each is a placeholder of the get_attr node's own
+    name (so a plan names it as the module does), placed before the first user input, with
+    its spec in the signature. Returns (module, signature, {target: tensor}); the module
+    itself where it reads none. A target that is also an input's is an Error."""
+    attrs = [(n, tensor_attribute(gm, n)) for n in gm.graph.nodes]
+    attrs = [(n, t) for n, t in attrs if t is not None]
+    if not attrs:
+        return gm, signature, {}
+    specs = list(signature.input_specs)
+    taken = {s.target for s in specs if s.target}
+    for node, _ in attrs:
+        if str(node.target) in taken:
+            raise Error(f"from_fx: node '{node.name}' (get_attr {node.target}): the attribute's "
+                        "name is also an input's target")
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    position = next((i for i, s in enumerate(specs) if s.kind == _sig.InputKind.USER_INPUT),
+                    len(specs))
+    graph, env = torch.fx.Graph(), {}
+    for i, node in enumerate(placeholders + [None]):
+        if i == position:
+            for attr, tensor in attrs:
+                env[attr] = graph.placeholder(attr.name)
+                env[attr].meta.update(attr.meta)
+                env[attr].meta.setdefault("val", tensor)
+        if node is not None:
+            env[node] = graph.node_copy(node, lambda x: env[x])
+    for node in gm.graph.nodes:
+        if node not in env:
+            env[node] = graph.node_copy(node, lambda x: env[x])
+    lifted = [_sig.InputSpec(_sig.InputKind.CONSTANT_TENSOR, _sig.TensorArgument(attr.name),
+                             str(attr.target)) for attr, _ in attrs]
+    signature = _sig.ExportGraphSignature(input_specs=specs[:position] + lifted + specs[position:],
+                                          output_specs=signature.output_specs)
+    return (torch.fx.GraphModule(gm, graph), signature,
+            {str(attr.target): tensor for attr, tensor in attrs})
 
 
 def _declare_python_tags(gm):
@@ -236,6 +284,8 @@ def from_fx(module, input_roles=None, output_roles=None, weights=None, example_i
     else:
         raise Error(f"from_fx: expected a torch.fx.GraphModule or an ExportedProgram, "
                     f"got {type(module).__name__}")
+    gm, signature, constants = _lift_tensor_attributes(gm, signature)
+    weights.update(constants)
     _check_supported(gm)
     _declare_python_tags(gm)
     with _metadata_for_serializer(gm, phases):

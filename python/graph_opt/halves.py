@@ -56,6 +56,7 @@ import operator
 
 import torch
 
+from .fx import tensor_attribute
 from .joint import alias_source, nbytes, output_nodes, storage_root
 
 # Matmul-like operators Inductor lowers to extern kernels or templates (their inputs
@@ -597,6 +598,19 @@ def _channels_last_copies(fw):
     return copies
 
 
+def _constant_bytes(*halves):
+    """The bytes of the tensor constants the halves read (get_attr: a tensor the forward
+    built as it was traced), each once: held by the compiled module all step, as its
+    parameters are."""
+    constants = {}
+    for gm in halves:
+        for node in gm.graph.nodes:
+            value = tensor_attribute(gm, node)
+            if value is not None:
+                constants[str(node.target)] = value.untyped_storage().nbytes()
+    return sum(constants.values())
+
+
 def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     """The bytes allocated at the step's highest point when torch.compile runs forward `fw`
     and backward `bw` (fx GraphModules from torch's partitioner, meta["val"] set), with the
@@ -610,7 +624,7 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     "row_local_values": how many values Inductor may hold one row at a time
     (_kernel_local), allocated here unless `row_local` (then never allocated)."""
     fw_placeholders = [n for n in fw.graph.nodes if n.op == "placeholder"]
-    inputs = sum(_nbytes(p) for p in fw_placeholders)
+    inputs = sum(_nbytes(p) for p in fw_placeholders) + _constant_bytes(fw, bw)
     fw_outs = [o for o in output_nodes(fw) if isinstance(o, torch.fx.Node)]
     keep = {storage_root(o) for o in fw_outs}
     # What forward keeps for backward beyond its inputs

@@ -377,7 +377,9 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
             pipeline, activations=activations, peak=peak, closest=closest))
     nodes = graph.nodes
     recompute_of = _recomputed_values(nodes)
-    defined_forward = {s["name"] for s in graph.inputs}
+    # A tensor constant (a get_attr from_fx lifted) is no saved value: torch's backward
+    # half reads the attribute itself.
+    defined_forward = {s["name"] for s in graph.inputs if s["role"] != "constant"}
     for n in nodes:
         if n["phase"] == "forward":
             defined_forward.update(n["outputs"])

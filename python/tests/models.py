@@ -82,3 +82,17 @@ class _PreNormBlock(torch.nn.Module):
 
     def forward(self, x):
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
+
+
+class MaskedWithAConstant(torch.nn.Module):
+    """A forward that builds a tensor while it runs (torch.tensor(-1e4) in a masking
+    where): AOTAutograd leaves it in the joint graph as get_attr _tensor_constant0."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        h = torch.where(h > 0.1, h, torch.tensor(-1e4))
+        return self.b(torch.softmax(h, -1))

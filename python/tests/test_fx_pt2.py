@@ -10,6 +10,7 @@ import torch
 
 import graph_opt
 from inputs import zoo_archive
+from models import MaskedWithAConstant
 from graph_opt.testing import bitwise_equal, flat_inputs, outputs_by_signature, run_flat
 
 warnings.filterwarnings("ignore", message=".*not writable.*")
@@ -239,3 +240,36 @@ def test_random_only_in_python_stays_random():
     assert [n["phase"] for n in g.nodes][-1] == "backward"
     with pytest.raises(graph_opt.Error, match="phase"):
         graph_opt.from_fx(gm, phases={names[0]: "backward"})  # forward after backward
+
+
+def test_a_tensor_constant_of_a_joint_graph_is_a_constant_input(tmp_path):
+    """from_fx takes a get_attr tensor as a graph input with the role "constant", named as
+    the get_attr node (a plan names it as the joint graph does), its value the weight;
+    to_fx, the .pt2 writer and torch's loader carry it, and every form computes what the
+    joint graph computes. The GraphModule given is not changed."""
+    torch.manual_seed(0)
+    joint = capture_joint_graph(MaskedWithAConstant(), torch.randn(3, 8))
+    attrs = [n for n in joint.graph.nodes if n.op == "get_attr"]
+    assert attrs, "the joint graph holds no tensor constant (torch changed how it traces)"
+    before = str(joint.graph)
+    g = graph_opt.from_fx(joint, name="joint")
+    assert str(joint.graph) == before
+    constants = [s for s in g.inputs if s["role"] == "constant"]
+    assert [s["name"] for s in constants] == [n.name for n in attrs]
+    assert [s["target"] for s in constants] == [n.target for n in attrs]
+    # Placed before the user inputs, as torch.export places lifted constants.
+    roles = [s["role"] for s in g.inputs]
+    assert roles == ["constant"] * len(attrs) + ["user_input"] * (len(roles) - len(attrs))
+    inputs = [torch.randn(n.meta["val"].shape) for n in joint.graph.nodes if n.op == "placeholder"]
+    expected = run_flat(torch.fx.Interpreter(joint).run, inputs)
+    constant_values = [getattr(joint, n.target) for n in attrs]
+    assert bitwise_equal(expected, graph_opt.execute(g.clone(), inputs))  # constants: weights
+    gm = graph_opt.to_fx(g)
+    assert bitwise_equal(expected, run_flat(gm, constant_values + inputs))
+    assert graph_opt.from_fx(gm).print() == g.print()
+    path = tmp_path / "joint.pt2"
+    g.save_pt2(str(path))
+    ep = torch.export.load(str(path))
+    assert [s.kind for s in ep.graph_signature.input_specs][:len(attrs)] == \
+        [torch.export.graph_signature.InputKind.CONSTANT_TENSOR] * len(attrs)
+    assert bitwise_equal(expected, run_flat(ep.graph_module, flat_inputs(ep)[:len(attrs)] + inputs))
