@@ -44,6 +44,7 @@ from .candidates import (Candidate, choose, copy_joint, equivalent_budget, least
                          recomputed_by, torch_partition)
 from .fx import from_fx
 from .halves import halves_peak
+from . import symbolic
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
@@ -228,7 +229,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         start = time.perf_counter()
         try:
             try:
-                fw, bw, record = self._partition(gm, joint_inputs, kwargs)
+                run, planned, chosen, record = self._partition_any_shape(gm, joint_inputs,
+                                                                         kwargs)
             finally:
                 _STATS.planning_seconds += time.perf_counter() - start
         except Exception as e:
@@ -240,12 +242,61 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} nodes ({reason})"))
         if self.verify:
             # Outside the fallback: a partition that computes something else is an error,
-            # never a warning.
-            record["verified"] = self._verify(gm, joint_inputs, kwargs, fw, bw, record)
+            # never a warning. (A symbolic graph's: its partition at the sizes it was planned
+            # at, made from the same tags.)
+            record["verified"] = self._verify(*planned, joint_inputs, chosen.fw, chosen.bw,
+                                              record)
         _STATS.plans.append(record)
-        return fw, bw
+        return run
 
-    def _verify(self, gm, joint_inputs, kwargs, fw, bw, record):
+    def _partition_any_shape(self, gm, joint_inputs, kwargs):
+        """((forward, backward) to run, (the joint graph planned, its partitioner keyword
+        arguments), the Candidate chosen on it, the plan's record). A joint graph with symbolic
+        shapes is planned at concrete sizes (symbolic.py: the hints, or under peak= the
+        largest each bounded symbol may take) and the chosen partition made again on the
+        symbolic graph, from the same tags or torch's same budget; the two must save the
+        same values."""
+        if not symbolic.is_symbolic(gm):
+            chosen, record = self._partition(gm, joint_inputs, kwargs)
+            return (chosen.fw, chosen.bw), (gm, kwargs), chosen, record
+        sizes = symbolic.plan_sizes(gm, largest=self.peak is not None)
+        concrete, concrete_kwargs = symbolic.concrete_joint(gm, sizes, kwargs)
+        chosen, record = self._partition(concrete, joint_inputs, concrete_kwargs)
+        record["symbolic"] = sizes.record()
+        fw, bw = self._partition_like(gm, joint_inputs, kwargs, chosen)
+        num_fwd_outputs = kwargs["num_fwd_outputs"]
+        tensors = {n for n in saved_by_torch(fw, num_fwd_outputs)
+                   if not symbolic.is_size_node(next(
+                       p for p in fw.graph.nodes if p.name == n))}
+        if tensors != set(record["saved"]):
+            raise PlanMismatch(
+                "the symbolic graph's partition saves other values than the plan made at "
+                f"sizes {sizes.values}: {sorted(tensors ^ set(record['saved']))[:5]}")
+        if self.peak is not None and sizes.unbounded:
+            message = (f"peak={self.peak} is checked at the sizes torch traced with only: "
+                       f"{', '.join(sizes.unbounded)} may take any size (bound it with "
+                       "torch._dynamo.mark_dynamic(tensor, dim, max=...))")
+            record["unbounded_sizes"] = sizes.unbounded
+            _STATS.unmet.append(message)
+            warnings.warn(f"graph-opt: {message}", RuntimeWarning, stacklevel=4)
+        return (fw, bw), (concrete, concrete_kwargs), chosen, record
+
+    def _partition_like(self, gm, joint_inputs, kwargs, chosen):
+        """The halves torch's partitioner builds of `gm` (the symbolic graph) as it built
+        `chosen` (a Candidate of its concrete copy): graph-opt's plan's replacements and tags
+        by node name, or torch's own partition at the same budget."""
+        work = copy_joint(gm)
+        if chosen.plan is None:
+            with _functorch_config.patch(activation_memory_budget=chosen.budget):
+                return min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
+        by_name = {n.name: n for n in work.graph.nodes}
+        apply_replacements(work, {by_name[a]: by_name[b]
+                                  for a, b in chosen.plan.replaced.items()})
+        tag_joint(work, chosen.plan)
+        with _functorch_config.patch(activation_memory_budget=1.0, cse=False):
+            return min_cut_rematerialization_partition(work, joint_inputs, **kwargs)
+
+    def _verify(self, gm, kwargs, joint_inputs, fw, bw, record):
         """verify_partition against torch's default partition of the same joint graph: the
         number of values compared, or why it could not run (a warning; strict raises).
         Where values differ, torch's partition at budget 0 is made and run too, as the
@@ -505,7 +556,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
             record["peak_met"] = met
             record["peak_rounds"] = rounds
             record["peak_rounds_halves_bytes"] = seen
-        return chosen.fw, chosen.bw, record
+        return chosen, record
 
     def _record(self, gm, chosen, num_fwd_outputs, activations):
         """What stats()["plans"] says of a partition: its saved and recomputed values and

@@ -635,7 +635,8 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     forward = _Half(fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
                     set(), row_local=row_local)
     forward_peak, after_forward = forward.walk(inputs + sum(copies.values()))
-    crossing_bytes = sum(_multi_output_bytes(b) for b in crossing if b.op != "placeholder")
+    crossing_bytes = sum(_multi_output_bytes(b) for b in crossing
+                         if b.op not in ("placeholder", "get_attr"))
     # Backward's placeholders: the saved values (in the forward's output order after its own
     # outputs) and then the tangents, which autograd allocates as backward starts.
     # A buffer saved as several values (the three heads of one qkv matmul) is one buffer:
@@ -645,8 +646,8 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     placeholder_bytes, donated, same, first = {}, set(), {}, {}
     for p, src in zip(bw_placeholders, saved_outs):
         b = storage_root(src) if isinstance(src, torch.fx.Node) else None
-        if b is None or (b.op == "placeholder" and b not in copies):
-            continue  # a forward input: held by the caller all along
+        if b is None or (b.op == "placeholder" and b not in copies) or b.op == "get_attr":
+            continue  # a forward input or a tensor constant: held all along
         if b in first:
             same[p] = first[b]
         else:

@@ -17,6 +17,7 @@ from torch.utils.checkpoint import CheckpointPolicy
 from . import _C
 from ._C import Error
 from .fx import from_fx
+from .symbolic import is_size_node
 
 DEFAULT_PIPELINE = "repeat{cse,canonicalize,dce},checkpoint{activations=30%}"
 
@@ -234,7 +235,9 @@ def _forward_first(gm, num_fwd_outputs):
         n for n in gm.graph.nodes if n.op == "call_function" and _must_be_in_forward(n)]
     forward = _ancestors(seeds)
     body = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
-    order = ([n for n in gm.graph.nodes if n.op == "placeholder"]
+    # (a size input nothing reads: symbolic.concrete_joint's, whose sizes are numbers now)
+    order = ([n for n in gm.graph.nodes if n.op == "placeholder"
+              and (n.users or isinstance(n.meta.get("val"), torch.Tensor))]
              + [n for n in body if n in forward] + [n for n in body if n not in forward]
              + [n for n in gm.graph.nodes if n.op == "output"])
     graph, env = torch.fx.Graph(), {}
@@ -403,7 +406,7 @@ def tag_joint(gm, plan):
     it), every backward node MUST_RECOMPUTE (torch computes it in backward,
     as graph-opt does, even when it does not depend on the tangents)."""
     for n in gm.graph.nodes:
-        if n.op != "call_function":
+        if n.op != "call_function" or is_size_node(n):  # sizes: torch's partitioner's own
             continue
         if n.target is operator.getitem:  # one of a multi-output node's results
             parent = n.args[0]
@@ -472,9 +475,10 @@ def torch_saved(gm, memory_budget, joint_inputs=None, **kwargs):
 
 def saved_by_torch(fw_module, num_fwd_outputs):
     """The values torch's forward half hands to backward: its outputs after
-    the forward's own, tensors only (not SymInts, not RNG states)."""
+    the forward's own, tensors only (not SymInts, not RNG states, not the module's tensor
+    constants, get_attr, which it holds all along whether handed over or not)."""
     outs = output_nodes(fw_module)[num_fwd_outputs:]
-    return {n.name for n in outs if isinstance(n, torch.fx.Node)
+    return {n.name for n in outs if isinstance(n, torch.fx.Node) and n.op != "get_attr"
             and isinstance(n.meta.get("val"), torch.Tensor) and not is_rng_state(n)}
 
 
