@@ -65,7 +65,9 @@ __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PartitionMismatch", "Plan
 class _Stats:
     plans: list = dataclasses.field(default_factory=list)      # one per planned joint graph
     reasons: list = dataclasses.field(default_factory=list)    # one per fallback
-    # one per graph whose peak= no candidate met (the least-peak one was used)
+    # one per graph whose peak= no candidate met (the least-peak one was used), whose
+    # memory_budget= share graph-opt's closest plan misses, or whose peak= was checked at
+    # traced sizes only (an unbounded symbolic size)
     unmet: list = dataclasses.field(default_factory=list)
     inference: list = dataclasses.field(default_factory=list)  # one per inference graph
     peak_rounds: int = 0  # plans made again under peak= after the halves missed the bound
@@ -538,8 +540,10 @@ class GraphOptPartitioner(CustomPartitionerFn):
             else:
                 activations = int(self.memory_budget * _activation_bytes(default,
                                                                          num_fwd_outputs))
+                # A share graph-opt cannot reach on this graph (a small DDP bucket or FSDP2
+                # shard graph): its closest plan, counted, not torch's knapsack instead
                 planned = self._attempt(gm, joint_inputs, kwargs, imported,
-                                        activations=activations)
+                                        activations=activations, closest=True)
                 # where graph-opt's plan peaks above torch's default: the knapsack at the
                 # same budget if it does not, else the default
                 chosen, met = choose(None, default, planned, lambda: [torch_partition(
@@ -550,6 +554,16 @@ class GraphOptPartitioner(CustomPartitionerFn):
         record = self._record(gm, chosen, num_fwd_outputs, activations)
         if default is not None:
             record["unbudgeted_halves_peak_bytes"] = default.peak
+        if self.memory_budget is not None and self.peak is None:
+            record["memory_budget_met"] = record["activation_bytes"] <= activations
+            if not record["memory_budget_met"]:
+                message = (f"memory_budget={self.memory_budget} cannot be met on a joint graph "
+                           f"of {record['nodes']} nodes: the closest partition "
+                           f"({chosen.source}) saves {_format_bytes(record['activation_bytes'])}"
+                           f" of activations for a share of {_format_bytes(activations)}")
+                _STATS.unmet.append(message)
+                warnings.warn(f"graph-opt: {message} (graph_opt.compile.stats()['unmet'] "
+                              "counts these)", RuntimeWarning, stacklevel=4)
         if self.peak is not None:
             record["peak_bound_bytes"] = _C._bytes_option("peak", self.peak)
             record["peak_aim_bytes"] = self._peak_aim()

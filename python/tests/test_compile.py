@@ -323,6 +323,39 @@ def test_falls_back_with_one_warning_and_strict_raises():
         torch.compile(model, backend=graph_opt.backend(pipeline, inner="eager", strict=True))(x)
 
 
+def test_a_share_no_plan_reaches_is_planned_as_close_as_it_can():
+    """memory_budget= on a graph where no plan reaches the share (the small bucket and shard
+    graphs DDP and FSDP2 hand the partitioner): graph-opt's closest plan, counted in
+    stats()["unmet"] with a warning, strict or not; not torch's knapsack instead."""
+    class ReturnsWhatBackwardReads(torch.nn.Module):
+        """Its forward returns the tanh backward reads: that value is kept whatever the
+        plan, and it is most of what torch's partition saves."""
+
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(8, 64)
+
+        def forward(self, x):
+            h = torch.tanh(self.a(x))
+            return h.sum(), h
+
+    torch.manual_seed(0)
+    model, x = ReturnsWhatBackwardReads(), torch.randn(4, 8)
+    want = model(x)[0]
+    torch._dynamo.reset()
+    goc.reset_stats()
+    with pytest.warns(RuntimeWarning, match="memory_budget=0.01 cannot be met"):
+        got = torch.compile(model, backend=graph_opt.backend(
+            PIPELINE, inner="eager", memory_budget=0.01, strict=True, verify=True))(x)[0]
+        got.backward()
+    assert torch.equal(got, want)
+    (plan,) = expect_plans()
+    assert plan["partition"] == "graph-opt" and plan["memory_budget_met"] is False, plan
+    assert plan["activation_bytes"] > plan["activations_bound"]
+    (message,) = graph_opt.compile.stats()["unmet"]
+    assert "closest partition (graph-opt)" in message
+
+
 def hf_causal_lm():
     import transformers
     config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64,
