@@ -172,6 +172,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         self.pipeline = pipeline
         self.strict = strict
         self.verify = _verify_default() if verify is None else bool(verify)
+        # verify=True asked for (not GRAPHOPT_VERIFY=1): a verify that cannot run raises
+        self.verify_asked = verify is True
         self.memory_budget = memory_budget
         self.peak = None if peak is None else check_peak(peak)
         self.check_saved = check_saved
@@ -246,8 +248,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
             # Outside the fallback: a partition that computes something else is an error,
             # never a warning. (A symbolic graph's: its partition at the sizes it was planned
             # at, made from the same tags.)
-            record["verified"] = self._verify(*planned, joint_inputs, chosen.fw, chosen.bw,
-                                              record)
+            count = self._verify(*planned, joint_inputs, chosen.fw, chosen.bw, record)
+            if count is not None:
+                record["verified"] = count
         _STATS.plans.append(record)
         return run
 
@@ -300,7 +303,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def _verify(self, gm, kwargs, joint_inputs, fw, bw, record):
         """verify_partition against torch's default partition of the same joint graph: the
-        number of values compared, or why it could not run (a warning; strict raises).
+        number of values compared, or None where it could not run (a warning, and
+        record["verify_error"] says why; where verify=True was asked for, or strict, it
+        raises).
         Where values differ, torch's partition at budget 0 is made and run too, as the
         measure of how far torch's own partitions differ there; values passed by that go
         into record["verify_widened"] ({name: {"difference", "torch_spread"}})."""
@@ -325,12 +330,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
             except PartitionMismatch:
                 raise
             except Exception as e:
-                if self.strict:
+                if self.strict or self.verify_asked:
                     raise
                 reason = f"{type(e).__name__}: {e}".splitlines()[0]
                 warnings.warn(f"graph-opt: verify could not run this graph ({reason})",
                               RuntimeWarning, stacklevel=3)
-                return reason
+                record["verify_error"] = reason
+                return None
         finally:
             _STATS.verify_seconds += time.perf_counter() - start
 

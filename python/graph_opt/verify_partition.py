@@ -5,8 +5,8 @@ verify_partition once per joint graph they partition, at compile time: both part
 forward and backward halves graph-opt's plan made, and those torch's default
 min_cut_rematerialization_partition makes of the same joint graph) run eagerly, node by node
 on ATen's kernels, on the same inputs and the same RNG seed, and every forward output and
-every gradient must agree (torch.testing's dtype-aware tolerances, NaN where the other has
-NaN). The first that differs raises PartitionMismatch naming it, unless torch's own
+every gradient must agree (torch.testing's dtype-aware tolerances) on inputs where torch's
+partition computes finite values (a NaN on both sides would agree whatever either computed). The first that differs raises PartitionMismatch naming it, unless torch's own
 partitions differ there too (the caller passes another of them: `other`) and graph-opt's
 difference is within SPREAD_FACTOR times theirs: the same terms summed in another order
 (T5's shared attention bias, whose gradient every layer adds to). Those values are named
@@ -18,8 +18,8 @@ that only aten.embedding reads (as indices) drawn over the table's rows, other i
 boolean inputs zeros (an index 0 is in range of every embedding and every class list). What
 is checked is the partition, graph-opt's rewrite of the step, on the kernels torch's
 partition runs too; Inductor's code generation for the halves is torch's and not checked
-here. Graphs with symbolic shapes cannot be run on made-up inputs: verification refuses them
-with a reason.
+here. Graphs with symbolic shapes cannot be run on made-up inputs: the partitioner verifies
+the copy it planned at concrete sizes (symbolic.py).
 """
 import torch
 
@@ -31,6 +31,18 @@ SEED = 20251128
 
 class PartitionMismatch(Error):
     """graph-opt's partition computes another forward output or gradient than torch's."""
+
+
+class VerifyCannotRun(Error):
+    """The check has nothing to compare: torch's own partition gives a value that is not
+    finite on every draw of made-up inputs (two NaNs would agree whatever either computed)."""
+
+
+# The made-up inputs tried in turn until torch's partition computes finite values: floats
+# normal (the default), then uniform in [0.5, 1.5] (positive and away from zero: logs,
+# square roots and divisions of inputs stay finite), then normal scaled by 0.01 (no exp
+# overflows). Integer and boolean inputs are drawn the same way each time.
+DRAWS = ("normal", "positive", "small")
 
 
 def _static(val, what):
@@ -93,8 +105,9 @@ def _index_range(node):
     return min(bounds) if bounds else None
 
 
-def make_inputs(joint, seed=SEED):
-    """{placeholder name: real tensor} for the joint graph's placeholders."""
+def make_inputs(joint, seed=SEED, draw="normal"):
+    """{placeholder name: real tensor} for the joint graph's placeholders; floats as `draw`
+    (one of DRAWS) says."""
     gen = torch.Generator().manual_seed(seed)
     made = {}
     for node in joint.graph.nodes:
@@ -107,6 +120,10 @@ def make_inputs(joint, seed=SEED):
         _static(val, f"input '{node.name}'")
         if val.dtype.is_floating_point or val.dtype.is_complex:
             data = torch.randn(val.shape, generator=gen, dtype=val.dtype)
+            if draw == "positive":
+                data = torch.rand(val.shape, generator=gen, dtype=val.dtype) + 0.5
+            elif draw == "small":
+                data = data * 0.01
         elif (rows := _index_range(node)) is not None:
             data = torch.randint(0, rows, val.shape, generator=gen, dtype=val.dtype)
         else:
@@ -156,6 +173,16 @@ def _differs(mine, theirs):
     except AssertionError as e:
         return " ".join(str(e).split())
     return ""
+
+
+def _first_not_finite(joint, outs, grads):
+    """The name of the first forward output or gradient with a NaN or an infinity, or None."""
+    for i, value in enumerate(outs + grads):
+        if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()) \
+                and not bool(torch.isfinite(value).all()):
+            return (f"forward output {i}" if i < len(outs) else
+                    f"the gradient of {_describe(joint, i - len(outs))}")
+    return None
 
 
 def _describe(joint, index):
@@ -222,7 +249,8 @@ def _widen(differing, mine, theirs, other_run, widened):
 
 def verify_partition(joint, mine, theirs, num_fwd_outputs, other=None, widened=None):
     """Runs both partitions ((fw, bw) pairs of the joint graph `joint`) on the same made-up
-    inputs and seed and compares every forward output and gradient; raises
+    inputs (the first of DRAWS on which torch's partition's values are all finite; none:
+    VerifyCannotRun) and seed and compares every forward output and gradient; raises
     PartitionMismatch on the first that differs. `other`: a function returning another of
     torch's partitions of the joint graph (another budget), called (under the caller's
     dispatch modes: torch's partitioner needs its FakeTensorMode) and run only where values
@@ -232,9 +260,19 @@ def verify_partition(joint, mine, theirs, num_fwd_outputs, other=None, widened=N
     torch's spread)}). Returns the number of values compared."""
     # AOTAutograd partitions under its FakeTensorMode: real tensors only with it set aside.
     with no_dispatch_modes():
-        inputs = make_inputs(joint)
+        # Inputs on which torch's partition computes finite values (DRAWS), else nothing is
+        # checked: a NaN on both sides would match whatever either partition computed.
+        for draw in DRAWS:
+            inputs = make_inputs(joint, draw=draw)
+            their_outs, their_grads = run_halves(*theirs, inputs, num_fwd_outputs)
+            not_finite = _first_not_finite(joint, their_outs, their_grads)
+            if not_finite is None:
+                break
+        else:
+            raise VerifyCannotRun(
+                f"verify: {not_finite} is not finite in torch's own partition on each draw of "
+                f"made-up inputs ({', '.join(DRAWS)}): there is nothing to compare")
         my_outs, my_grads = run_halves(*mine, inputs, num_fwd_outputs)
-        their_outs, their_grads = run_halves(*theirs, inputs, num_fwd_outputs)
         differing = _differing(joint, my_outs, my_grads, their_outs, their_grads)
     if differing and other is not None:
         try:

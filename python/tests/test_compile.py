@@ -252,6 +252,85 @@ def _partition_summing(scale, extra=0.0):
     return torch.fx.symbolic_trace(Fw()), torch.fx.symbolic_trace(Bw())
 
 
+def _partition_with_a_log(factor):
+    """A (forward, backward) pair for a joint graph of `p` and `tangents_1`: forward gives
+    log(p).sum() and saves p; backward `factor` / p * tangents_1, times log(p).sum() * 0 + 1:
+    where any p is negative every value is NaN, whatever the factor."""
+    class Fw(torch.nn.Module):
+        def forward(self, p):
+            return (p.log().sum(), p)
+
+    class Bw(torch.nn.Module):
+        def forward(self, p, tangents_1):
+            return ((p.log().sum() * 0 + 1) * factor / p * tangents_1,)
+    return torch.fx.symbolic_trace(Fw()), torch.fx.symbolic_trace(Bw())
+
+
+def _joint_of_p(shape=(64,)):
+    class Joint(torch.nn.Module):
+        def forward(self, p, tangents_1):
+            return p
+    joint = torch.fx.symbolic_trace(Joint())
+    for n in joint.graph.nodes:
+        if n.op == "placeholder":
+            n.meta["val"] = torch.empty(shape) if n.name == "p" else torch.empty(())
+    return joint
+
+
+def test_verify_does_not_pass_two_nans():
+    """Values that are NaN in both partitions are no match: verify draws inputs again until
+    torch's partition computes finite values (normal, then positive: log(p) is finite there)
+    and then finds the wrong gradient (2/p for 1/p) the NaNs had hidden; where no draw gives
+    finite values it says the check could not run, naming the value."""
+    from graph_opt.verify_partition import PartitionMismatch, VerifyCannotRun, verify_partition
+    joint = _joint_of_p()
+    assert verify_partition(joint, _partition_with_a_log(1.0), _partition_with_a_log(1.0), 1) == 2
+    with pytest.raises(PartitionMismatch, match="the gradient of input 0"):
+        verify_partition(joint, _partition_with_a_log(2.0), _partition_with_a_log(1.0), 1)
+
+    class Fw(torch.nn.Module):
+        def forward(self, p):
+            return ((-p.exp()).log().sum(), p)
+    nan = (torch.fx.symbolic_trace(Fw()), _partition_with_a_log(1.0)[1])
+    with pytest.raises(VerifyCannotRun, match="forward output 0 is not finite in torch's own "
+                                              "partition on each draw"):
+        verify_partition(joint, nan, nan, 1)
+
+
+class NotFinite(torch.nn.Module):
+    """A step whose loss is NaN on any input: log of a negative number."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return (-self.a(x).exp()).log().sum()
+
+
+def test_a_verify_that_cannot_run_raises_where_asked_for_and_is_never_a_count():
+    """verify=True asked for: a graph verify cannot check raises. Verify on by default
+    (GRAPHOPT_VERIFY=1): a warning, and the plan's "verified" is absent (a count or
+    nothing), "verify_error" saying why."""
+    torch.manual_seed(0)
+    model, x = NotFinite(), torch.randn(4, 8)
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed, match="VerifyCannotRun"):
+        torch.compile(model, backend=graph_opt.backend(PIPELINE, inner="eager",
+                                                        verify=True))(x).backward()
+    torch._dynamo.reset()
+    goc.reset_stats()
+    partitioner = graph_opt.partitioner(PIPELINE)
+    partitioner.verify = True  # as GRAPHOPT_VERIFY=1 sets it: on, not asked for
+    with pytest.warns(RuntimeWarning, match="verify could not run this graph"):
+        backend = graph_opt.backend(PIPELINE, inner="eager")
+        backend.partitioner = partitioner
+        partitioner.kernels = "eager"
+        torch.compile(model, backend=backend)(x).backward()
+    (plan,) = expect_plans()
+    assert "verified" not in plan and "not finite" in plan["verify_error"], plan
+
+
 def test_verify_widens_only_where_torchs_own_partitions_differ():
     """A gradient two of torch's partitions round differently (torch's sums at a precision
     of 1e7, the other exactly) passes where graph-opt's (at 1e6) is within SPREAD_FACTOR of
