@@ -67,31 +67,61 @@ TEST(TypeCorrectionTest, RightTypesGiveNothing) {
   EXPECT_TRUE((*g)->typeConflicts().empty());
 }
 
-// Nodes too large to run at import are counted, not run: one by its declared
-// operand (32 MiB), one by what its meta kernel says it would make (a result
-// declared f32[2] that aten::full makes 64 MiB large; it is not allocated).
-TEST(TypeCorrectionTest, LargeNodesAreNotRun) {
+// Nodes too large to run at import are checked on their meta kernels, not
+// run: one by its declared operand (32 MiB), one by what its meta kernel says
+// it would make (a result declared f32[2] that aten::full makes 64 MiB large;
+// it is not allocated). The meta kernel contradicts %f's declared sizes, which
+// %s reads: a conflict, found without running anything. aten::relu has no meta
+// kernel in C++: that large node stays unchecked, counted.
+TEST(TypeCorrectionTest, LargeNodesAreCheckedOnTheirMetaKernels) {
   auto g = parseGraph(R"(graph @g {
   input %x : f32[2048, 4096] user_input
-  %r = aten::relu(%x) : f32[2048, 4096]
+  %r = aten::add.Tensor(%x, %x) : f32[2048, 4096]
+  %u = aten::relu(%x) : f32[2048, 4096]
   %f = aten::full([4096, 4096], 1, dtype=f32) : f32[2]
   %s = aten::sum(%f) : f32[]
   output %r user_output
+  output %u user_output
   output %s user_output
 })",
                       "test.gir");
   ASSERT_TRUE(g.ok()) << g.status().message();
   DeclaredTypeCheck check = checkDeclaredTypes(**g);
-  EXPECT_EQ(check.nodesTooLarge, 2u);
-  EXPECT_EQ(check.nodesChecked, 1u); // %s
+  EXPECT_EQ(check.nodesOnMetaOnly, 3u);
+  EXPECT_EQ(check.nodesUnchecked, 1u); // %u
+  EXPECT_EQ(check.nodesChecked, 3u);   // %r and %f on meta, %s on CPU
+  ASSERT_EQ(check.conflicts.size(), 1u);
+  EXPECT_NE(check.conflicts[0].find("node %f = aten::full"), std::string::npos)
+      << check.conflicts[0];
+}
+
+// A large eval-mode dropout returns its input, a strided slice (a Hugging Face
+// RoBERTa classifier's head at batch 64 x 512, hidden 256: 32 MiB), which
+// torch.export declares contiguous: the meta kernel makes the input's layout,
+// and the declared type is corrected without running the 32 MiB node.
+TEST(TypeCorrectionTest, LargeStridedDropoutIsCorrectedByItsMetaKernel) {
+  auto g = parseGraph(R"(graph @g {
+  input %x : f32[64, 512, 256] user_input
+  %v = aten::select.int(%x, 1, 0) : f32[64, 256]{strides=[131072, 1]}
+  %d = aten::dropout(%v, 0.1, false) : f32[64, 256]
+  %s = aten::sum(%d) : f32[]
+  output %s user_output
+})",
+                      "test.gir");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  DeclaredTypeCheck check = checkDeclaredTypes(**g);
   EXPECT_TRUE(check.conflicts.empty());
+  const auto &strides = valueNamed(**g, "d")->tensorType().strides;
+  EXPECT_EQ(std::vector<int64_t>(strides.begin(), strides.end()),
+            (std::vector<int64_t>{131072, 1}));
+  EXPECT_GE(check.nodesOnMetaOnly, 2u);
 }
 
 // The meta kernels check every node, however large, and run nothing: %p, a
 // transpose of the second half of %x, is declared without the storage offset
 // its operand has (as torch.compile's joint graphs declare some views of split
 // results); the meta kernel makes it with the offset, and the layout is
-// corrected. The CPU check leaves every node unchecked (32 MiB operands).
+// corrected. The CPU check asks the meta kernels too (32 MiB operands).
 TEST(TypeCorrectionTest, MetaKernelsCheckEveryNodeWithoutRunningIt) {
   const char *text = R"(graph @g {
   input %x : f32[2048, 4096] user_input
@@ -103,13 +133,13 @@ TEST(TypeCorrectionTest, MetaKernelsCheckEveryNodeWithoutRunningIt) {
   auto cpu = parseGraph(text, "test.gir");
   ASSERT_TRUE(cpu.ok()) << cpu.status().message();
   DeclaredTypeCheck onCpu = checkDeclaredTypes(**cpu);
-  EXPECT_EQ(onCpu.nodesTooLarge, 3u);
-  EXPECT_TRUE(onCpu.remarks.empty());
+  EXPECT_EQ(onCpu.nodesOnMetaOnly, 3u);
+  EXPECT_EQ(onCpu.remarks.size(), 1u); // %p corrected on its meta kernel there too
 
   auto meta = parseGraph(text, "test.gir");
   ASSERT_TRUE(meta.ok()) << meta.status().message();
   DeclaredTypeCheck onMeta = checkDeclaredTypes(**meta, TypeCheckKernels::Meta);
-  EXPECT_EQ(onMeta.nodesTooLarge, 0u);
+  EXPECT_EQ(onMeta.nodesOnMetaOnly, 0u);
   EXPECT_EQ(onMeta.nodesChecked, 3u);
   ASSERT_EQ(onMeta.remarks.size(), 1u);
   EXPECT_EQ(onMeta.remarks[0],

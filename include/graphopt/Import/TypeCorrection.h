@@ -22,11 +22,14 @@
 //     records the conflict (Graph::typeConflicts), the optimizer refuses to
 //     run passes on it, and --verify fails at that node (the executor's type
 //     check; a wrong shape fails any run there).
-// Nodes with effects outside the graph, those whose operator cannot run on
-// stand-ins, and those whose operands and results together span more than
-// kMaxCheckedNodeBytes (a large model's layers: checking them would cost the
-// time of a step at every import) are not checked; their conflicts, if any,
-// are still found by --verify. Nodes alike in operator, operand types and
+// Nodes whose operands and results together span more than
+// kMaxCpuCheckedNodeBytes (a large model's layers: running them would cost the
+// time of a step at every import) are checked against their meta kernels,
+// which run nothing (where the operator has one in C++: aten::relu's, for
+// one, is registered from Python only, and such nodes stay unchecked). Nodes
+// with effects outside the graph and those whose operator cannot run on
+// stand-ins are not checked; their conflicts, if any, are still found by
+// --verify. Nodes alike in operator, operand types and
 // constants run their kernel once (a model's repeated layers); each is still
 // compared with its own declared types.
 //
@@ -40,8 +43,9 @@
 
 namespace graphopt {
 
-/// The most a node's operands and results may span for it to be run at import.
-inline constexpr int64_t kMaxCheckedNodeBytes = int64_t{16} << 20;
+/// The most a node's operands and results may span for its CPU kernel to be
+/// run at import; larger nodes are checked on their meta kernels.
+inline constexpr int64_t kMaxCpuCheckedNodeBytes = int64_t{16} << 20;
 
 struct DeclaredTypeCheck {
   /// One per corrected (unread) result, naming the node.
@@ -50,8 +54,12 @@ struct DeclaredTypeCheck {
   /// also recorded in the graph (Graph::addTypeConflict).
   std::vector<std::string> conflicts;
   size_t nodesChecked = 0;
-  /// Nodes left unchecked for their size (kMaxCheckedNodeBytes).
-  size_t nodesTooLarge = 0;
+  /// Nodes the CPU check asks their meta kernels, for their size
+  /// (kMaxCpuCheckedNodeBytes).
+  size_t nodesOnMetaOnly = 0;
+  /// Of those, nodes left unchecked: their operator has no meta kernel in C++
+  /// (many pointwise operators' are registered from Python only).
+  size_t nodesUnchecked = 0;
 };
 
 /// Which kernels the check asks. Cpu runs them (as above). Meta asks every
