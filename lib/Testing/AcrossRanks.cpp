@@ -41,6 +41,8 @@ AcrossRanksReference referenceAcrossRanks(const Graph &original, uint64_t seed, 
     // A step PyTorch does not run on these inputs tests nothing here.
     if (!ran.ok()) {
       reference.outputs.clear();
+      reference.unrunnable = absl::StrCat("the original graph does not run on rank ", r,
+                                          "'s inputs: ", ran.status().message());
       return reference;
     }
     reference.outputs.push_back(std::move(ran->outputs));
@@ -58,8 +60,11 @@ std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint
                              int rank, int world, const AcrossRanksReference &ref) {
   if (!ref.error.empty())
     return ref.error;
+  if (!ref.unrunnable.empty())
+    return absl::StrCat("nothing compared: ", ref.unrunnable);
   if (ref.outputs.size() != static_cast<size_t>(world))
-    return "";
+    return absl::StrCat("the reference has ", ref.outputs.size(), " ranks' outputs for a world of ",
+                        world);
   WeightStore weights;
   if (auto filled = fillMissingWeights(original, weights, seed); !filled.ok())
     return absl::StrCat("stand-in weights: ", filled.status().message());

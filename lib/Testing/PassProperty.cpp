@@ -8,6 +8,11 @@
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Testing/SimulatedWorld.h"
 
+#include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_fused_adamw.h>
+#include <ATen/ops/_fused_sgd.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 #include <ATen/core/Tensor.h>
 
@@ -34,6 +39,9 @@ const PipelineCase kPipelines[] = {
     {"add-optimizer", false},
     {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},
     {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace", false},
+    // Settings other than the defaults, held to torch.optim's kernels at the same.
+    {"add-optimizer{kind=adamw,lr=0.01,weight-decay=0.1,beta1=0.8,beta2=0.99,eps=1e-6}", false},
+    {"add-optimizer{kind=sgd,lr=0.05,momentum=0.5,weight-decay=0.01}", false},
     // A bucket of 256 bytes makes several buckets on most graphs.
     {"data-parallel{world=2,bucket=256}", false, 2, /*bitwise=*/false},
     {"shard-parameters{world=2}", false, 2, /*bitwise=*/false},
@@ -42,59 +50,106 @@ const PipelineCase kPipelines[] = {
 /// What verifying one pipeline's rewrite found (`why` says how it fails).
 enum class Verdict { Holds, Unrunnable, Fails };
 
-/// torch.optim.AdamW's defaults, which add-optimizer's defaults are.
-constexpr double kLr = 1e-3, kWeightDecay = 1e-2, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
-/// The fused kernel evaluates the update in another order than the for-loop
-/// (AddOptimizerTest's eager tolerances): a wrong update (a missed step, a
-/// misread gradient) moves a weight by ~lr, far above these.
+/// Per element: |got - want| <= kUpdateAtol + kUpdateRtol * |want|. The
+/// reference runs the kernels the pass emits, on gradients of the graph
+/// before it, so an update agrees to rounding (the rewritten graph's
+/// gradients may round otherwise: cse, reinplace); a wrong update (a missed
+/// step, a misread gradient or state, another hyperparameter) moves a weight
+/// by ~lr, far above these.
 constexpr double kUpdateRtol = 1e-4, kUpdateAtol = 1e-6;
+/// Steps the optimizer reference runs: the first AdamW step is lr * sign(g)
+/// whatever the moments' decay, the second and third are not; SGD's momentum
+/// buffer is read from the second on.
+constexpr int kOptimizerSteps = 3;
 
-/// Each parameter after torch.optim.AdamW's first step on `original`'s
-/// gradients (tied parameters: their gradients summed, one update), by target.
-absl::StatusOr<std::map<std::string, at::Tensor>> adamwFirstStep(
-    const Graph &original, WeightStore &weights, const std::vector<at::Tensor> &inputs) {
-  ExecutionOptions exec;
-  exec.captureWrittenInputs = true;
-  Executor executor(original, weights, exec);
-  auto run = executor.run(inputs);
-  if (!run.ok())
-    return run.status();
-  // torch.optim steps a parameter as the step left it (a step may write a
-  // parameter in place, through a view of it).
-  std::map<std::string, at::Tensor> leftBy;
-  for (const auto &[index, value] : run->writtenInputs)
-    leftBy[original.inputs()[index].target] = value;
-  std::map<std::string, at::Tensor> grads;
-  for (size_t i = 0; i < original.outputs().size(); ++i) {
-    const GraphOutput &out = original.outputs()[i];
-    if (out.role != OutputRole::Gradient)
-      continue;
-    // A tied parameter's update is its owner's.
-    std::string target = out.target;
-    for (const GraphInput &in : original.inputs())
-      if (in.target == out.target && in.tiedTo)
-        target = original.inputs()[in.tiedTo->index()].target;
-    // In the parameter's dtype, as torch.optim computes: a gradient whose
-    // square overflows float32 makes exp_avg_sq inf there (no update), which
-    // a double-precision reference would not reproduce.
-    at::Tensor g = run->outputs[i];
-    grads[target] = grads.count(target) ? grads[target].add(g) : g;
+/// A step's batch: copies of `inputs`, so that what one step writes into its
+/// user inputs (kept with keepUpdates) reaches neither the next step nor the
+/// other side of the comparison; every step gets the same batch.
+std::vector<at::Tensor> batchOf(const std::vector<at::Tensor> &inputs) {
+  std::vector<at::Tensor> batch;
+  batch.reserve(inputs.size());
+  for (const at::Tensor &t : inputs)
+    batch.push_back(t.defined() ? t.clone() : t);
+  return batch;
+}
+
+/// torch.optim's state for one parameter, as its fused path keeps it.
+struct OptimizerState {
+  at::Tensor expAvg, expAvgSq, step, momentum;
+};
+
+/// One step of torch.optim's fused path on `param` (in place): AdamW counts
+/// the step first (`torch._foreach_add_(state_steps, 1)`), then
+/// `torch._fused_adamw_`; SGD calls `torch._fused_sgd_`, its momentum buffer
+/// made on the first step (torch/optim/adamw.py, sgd.py).
+void torchOptimStep(const AddOptimizerPass::Hyperparameters &h, at::Tensor param,
+                    const at::Tensor &grad, OptimizerState &state, bool first) {
+  if (h.kind == AddOptimizerPass::Kind::AdamW) {
+    if (first) {
+      state.expAvg = at::zeros_like(param);
+      state.expAvgSq = at::zeros_like(param);
+      state.step = at::zeros({}, param.options().dtype(at::kFloat));
+    }
+    at::_foreach_add_(at::TensorList{state.step}, 1);
+    at::_fused_adamw_(at::TensorList{param}, at::TensorList{grad},
+                      at::TensorList{state.expAvg}, at::TensorList{state.expAvgSq}, {},
+                      at::TensorList{state.step}, h.lr, h.beta1, h.beta2, h.weightDecay, h.eps,
+                      /*amsgrad=*/false, /*maximize=*/false);
+    return;
   }
+  std::vector<at::Tensor> buffers;
+  if (h.momentum != 0) {
+    if (first)
+      state.momentum = at::empty_like(param);
+    buffers.push_back(state.momentum);
+  }
+  at::_fused_sgd_(at::TensorList{param}, at::TensorList{grad}, buffers, h.weightDecay,
+                  h.momentum, h.lr, /*dampening=*/0, /*nesterov=*/false, /*maximize=*/false,
+                  /*is_first_step=*/first);
+}
+
+/// Each parameter after `steps` steps of torch.optim (`h`) from zero state,
+/// each on the gradients `original` gives at the parameters the last step
+/// left (tied parameters: their gradients summed, one update), by target.
+absl::StatusOr<std::map<std::string, at::Tensor>> torchOptimSteps(
+    const Graph &original, const WeightStore &weights, const std::vector<at::Tensor> &inputs,
+    const AddOptimizerPass::Hyperparameters &h, int steps) {
+  WeightStore current;
+  for (const std::string &name : weights.names())
+    current.set(name, weights.lookup(name)->clone());
+  std::map<std::string, OptimizerState> states;
   std::map<std::string, at::Tensor> after;
-  for (const auto &[target, g] : grads) {
-    const at::Tensor *p = weights.lookup(target);
-    if (!p)
-      return absl::InternalError(absl::StrCat("no weight for parameter '", target, "'"));
-    auto written = leftBy.find(target);
-    at::Tensor start = written != leftBy.end() ? written->second : *p;
-    at::Tensor param = start.mul(1 - kLr * kWeightDecay);
-    // torch.optim's own calls from zero state (lerp_, addcmul_), so a square
-    // overflows where it overflows there.
-    at::Tensor expAvg = at::zeros_like(g).lerp_(g, 1 - kBeta1);
-    at::Tensor expAvgSq = at::zeros_like(g).addcmul_(g, g, 1 - kBeta2);
-    const double biasCorrection1 = 1 - kBeta1, biasCorrection2 = 1 - kBeta2;
-    at::Tensor denom = expAvgSq.sqrt().div(std::sqrt(biasCorrection2)).add(kEps);
-    after[target] = param.sub(expAvg.div(denom).mul(kLr / biasCorrection1));
+  for (int k = 0; k < steps; ++k) {
+    // What the step writes in place is kept, as in training (a buffer's
+    // running statistics; a parameter written through a view of it, which
+    // torch.optim then steps as the step left it).
+    ExecutionOptions exec;
+    exec.keepUpdates = true;
+    Executor executor(original, current, exec);
+    auto run = executor.run(batchOf(inputs));
+    if (!run.ok())
+      return run.status();
+    std::map<std::string, at::Tensor> grads;
+    for (size_t i = 0; i < original.outputs().size(); ++i) {
+      const GraphOutput &out = original.outputs()[i];
+      if (out.role != OutputRole::Gradient)
+        continue;
+      std::string target = out.target;
+      for (const GraphInput &in : original.inputs())
+        if (in.target == out.target && in.tiedTo)
+          target = original.inputs()[in.tiedTo->index()].target;
+      // In the parameter's dtype, as torch.optim computes: a gradient whose
+      // square overflows float32 makes exp_avg_sq inf there (no update).
+      at::Tensor g = run->outputs[i];
+      grads[target] = grads.count(target) ? grads[target].add(g) : g;
+    }
+    for (const auto &[target, g] : grads) {
+      at::Tensor *p = current.lookup(target);
+      if (!p)
+        return absl::InternalError(absl::StrCat("no weight for parameter '", target, "'"));
+      torchOptimStep(h, *p, g.contiguous(), states[target], k == 0);
+      after[target] = *p;
+    }
   }
   return after;
 }
@@ -103,43 +158,61 @@ absl::StatusOr<std::map<std::string, at::Tensor>> adamwFirstStep(
 
 llvm::ArrayRef<PipelineCase> shippedPipelines() { return kPipelines; }
 
-/// add-optimizer's step (`withOptimizer`, the graph right after the pass)
-/// against adamwFirstStep on the graph before it; "" when every parameter
-/// agrees, else which does not.
-std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer,
-                               WeightStore &weights, const std::vector<at::Tensor> &inputs) {
-  auto want = adamwFirstStep(before, weights, inputs);
+/// `steps` steps of add-optimizer's graph (`withOptimizer`, the graph right
+/// after the pass, its updates kept from step to step) against
+/// torchOptimSteps on the graph before it, with the pass's hyperparameters
+/// `h`; "" when every parameter agrees element for element, else which does
+/// not.
+std::string checkOptimizerSteps(const Graph &before, const Graph &withOptimizer,
+                                const AddOptimizerPass::Hyperparameters &h,
+                                const WeightStore &weights, const std::vector<at::Tensor> &inputs,
+                                int steps) {
+  auto want = torchOptimSteps(before, weights, inputs, h, steps);
   if (!want.ok())
     return absl::StrCat("torch.optim's reference could not run: ", want.status().message());
+  WeightStore mine;
+  for (const std::string &name : weights.names())
+    mine.set(name, weights.lookup(name)->clone());
   ExecutionOptions exec;
-  exec.captureWrittenInputs = true;
-  Executor executor(withOptimizer, weights, exec);
-  auto run = executor.run(inputs);
-  if (!run.ok())
-    return absl::StrCat("the step with the optimizer could not run: ", run.status().message());
+  exec.keepUpdates = true;
+  Executor executor(withOptimizer, mine, exec);
+  for (int k = 0; k < steps; ++k)
+    if (auto run = executor.run(batchOf(inputs)); !run.ok())
+      return absl::StrCat("the step with the optimizer could not run (step ", k + 1,
+                          "): ", run.status().message());
   size_t compared = 0;
-  for (const auto &[index, value] : run->writtenInputs) {
-    const GraphInput &in = withOptimizer.inputs()[index];
+  for (const GraphInput &in : withOptimizer.inputs()) {
     auto it = want->find(in.target);
     if (in.role != InputRole::Parameter || it == want->end())
       continue;
+    const at::Tensor *value = mine.lookup(in.target);
+    if (!value)
+      return absl::StrCat("parameter '", in.target, "' has no weight after the steps");
     ++compared;
     // Equal values (infinities included) and NaN on both sides agree: a
     // gradient that overflows makes both updates NaN.
-    const at::Tensor want = it->second.to(at::kDouble);
-    at::Tensor got = value.to(at::kDouble);
-    at::Tensor agree = got.eq(want).logical_or(got.isnan().logical_and(want.isnan()));
-    at::Tensor diff = got.sub(want).abs().masked_fill(agree, 0.0).nan_to_num(INFINITY, INFINITY);
-    at::Tensor bound =
-        want.nan_to_num(0.0, 0.0, 0.0).abs().max().mul(kUpdateRtol).add(kUpdateAtol);
+    const at::Tensor wanted = it->second.to(at::kDouble);
+    at::Tensor got = value->to(at::kDouble);
+    at::Tensor agree = got.eq(wanted).logical_or(got.isnan().logical_and(wanted.isnan()));
+    at::Tensor diff =
+        got.sub(wanted).abs().masked_fill(agree, 0.0).nan_to_num(INFINITY, INFINITY);
+    at::Tensor bound = wanted.abs().nan_to_num(0.0, 0.0, 0.0).mul(kUpdateRtol).add(kUpdateAtol);
     if (!diff.le(bound).all().item().toBool())
-      return absl::StrCat("parameter '", in.target, "' after add-optimizer's step differs from "
-                          "torch.optim.AdamW's by up to ", diff.max().item().toDouble());
+      return absl::StrCat("parameter '", in.target, "' after ", steps,
+                          " steps of add-optimizer differs from torch.optim's by up to ",
+                          diff.max().item().toDouble(), " (", diff.gt(bound).sum().item<int64_t>(),
+                          " of ", diff.numel(), " elements out of tolerance)");
   }
   if (compared != want->size())
     return absl::StrCat("add-optimizer's step updated ", compared, " of the ", want->size(),
-                        " parameters torch.optim.AdamW updates");
+                        " parameters torch.optim updates");
   return "";
+}
+
+std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer, WeightStore &weights,
+                           const std::vector<at::Tensor> &inputs) {
+  return checkOptimizerSteps(before, withOptimizer, AddOptimizerPass::Hyperparameters{},
+                             weights, inputs, /*steps=*/1);
 }
 
 Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &rewritten, WeightStore &weights,
@@ -150,8 +223,10 @@ Verdict verifyCase(const PipelineCase &pc, const Graph &reference, const Graph &
   if (!verified.ok()) {
     // A generated step PyTorch itself refuses to run (an in-place write from
     // an operand overlapping it) tests no pass.
-    if (llvm::StringRef(std::string(verified.status().message())).startswith("original graph:"))
+    if (llvm::StringRef(std::string(verified.status().message())).startswith("original graph:")) {
+      why = std::string(verified.status().message());
       return Verdict::Unrunnable;
+    }
     why = absl::StrCat("the rewritten graph could not run: ", verified.status().message());
     return Verdict::Fails;
   }
@@ -217,14 +292,24 @@ PipelineVerdict runCase(const PipelineCase &pc, const Graph &graph, WeightStore 
   std::string why;
   Verdict v = verifyCase(pc, baseline ? *baseline : graph, *rewritten, weights, inputs,
                          peakBefore, why);
+  // Unrunnable is the generated step's verdict; a graph a pass made that does
+  // not run (add-optimizer's, the baseline of what follows it) fails.
+  if (v == Verdict::Unrunnable && baseline)
+    return fail(absl::StrCat("the graph ", optimizer.verificationBaselinePass(),
+                             " made does not run: ", why));
   if (v == Verdict::Unrunnable)
     return PipelineVerdict::Unrunnable;
   // A pass that changes what the step computes (add-optimizer) is held to
-  // torch.optim on the graph before it: otherwise it would be compared with
-  // its own output only.
+  // torch.optim's kernels on the graph before it, over several steps, with
+  // its own hyperparameters: otherwise it would be compared with its own
+  // output only.
   if (v == Verdict::Holds && baseline && optimizer.verificationBaselinePass() == "add-optimizer")
-    if (std::string bad = checkAdamWStep(graph, *baseline, weights, inputs); !bad.empty())
-      return fail(bad);
+    for (const auto &pass : optimizer.passes())
+      if (const auto *add = dynamic_cast<const AddOptimizerPass *>(pass.get()))
+        if (std::string bad = checkOptimizerSteps(graph, *baseline, add->hyperparameters(),
+                                                  weights, inputs, kOptimizerSteps);
+            !bad.empty())
+          return fail(bad);
   if (v == Verdict::Holds && extra)
     if (std::string bad = extra(*rewritten); !bad.empty())
       return fail(bad);
@@ -239,6 +324,10 @@ PipelineVerdict runOnEveryRank(const PipelineCase &pc, const Graph &graph, uint6
   // One world per size, for the process: its threads and their OpenMP teams
   // are made once.
   static std::map<int, std::unique_ptr<SimulatedWorld>> worlds;
+  // The original does not run on a rank's inputs: nothing to compare there,
+  // unrunnable (not verified).
+  if (!reference.unrunnable.empty())
+    return PipelineVerdict::Unrunnable;
   std::unique_ptr<SimulatedWorld> &slot = worlds[pc.world];
   if (!slot)
     slot = std::make_unique<SimulatedWorld>(pc.world);

@@ -132,6 +132,31 @@ TEST(SimulatedWorldTest, AStepThatNeverReducesFailsTheCrossRankCheck) {
         << found[rank];
 }
 
+// A step that does not run on a rank's inputs (an assertion that fails on
+// them) leaves nothing to compare: the check says so rather than passing (it
+// once returned success, and the fuzzer counted such a case verified).
+TEST(SimulatedWorldTest, AStepThatDoesNotRunOnARanksInputsIsNotAPass) {
+  auto g = parseOrFail(R"(graph @step {
+  input %w : f32[4] parameter "w"
+  input %ok : bool[] user_input
+forward:
+  aten::_assert_async.msg(%ok, "never holds on the stand-ins")
+  %loss = aten::sum(%w) : f32[]
+backward:
+  %one = aten::ones_like(%loss) : f32[]
+  %gw = aten::expand(%one, [4]) : f32[4]{strides=[0]}
+  output %loss loss
+  output %gw gradient "w"
+}
+)");
+  ASSERT_TRUE(g);
+  testing::AcrossRanksReference reference = testing::referenceAcrossRanks(*g, 7, 2);
+  EXPECT_NE(reference.unrunnable.find("does not run on rank 0's inputs"), std::string::npos)
+      << reference.unrunnable;
+  std::string found = testing::checkAcrossRanks(*g, *g, 7, 0, 2, reference);
+  EXPECT_NE(found.find("nothing compared"), std::string::npos) << found;
+}
+
 // Gradients of 3e38 on every rank: their mean is 3e38, their float sum is
 // inf. Both rewrites divide each rank's share before the sum (found by
 // fuzz-passes under ASan: the sum overflowed, and the mean came back inf), and

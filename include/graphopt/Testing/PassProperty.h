@@ -20,6 +20,8 @@
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/WeightStore.h"
 
+#include "AddOptimizerPass.h" // passes/: the hyperparameters the reference is held to
+
 #include <ATen/core/Tensor.h>
 
 #include <llvm/ADT/ArrayRef.h>
@@ -73,9 +75,19 @@ struct PropertyOutcome {
   std::vector<std::string> failures;
 };
 
-/// add-optimizer's step with its defaults (AdamW), `withOptimizer` being the
-/// graph right after the pass, against torch.optim.AdamW's first step on the
-/// gradients of `before`: "" when every parameter agrees, else which does not.
+/// `steps` steps of add-optimizer's graph (`withOptimizer`, the graph right
+/// after the pass, with hyperparameters `h`; its updates kept from step to
+/// step) against the kernels torch.optim's fused path calls
+/// (`_foreach_add_` and `_fused_adamw_`, or `_fused_sgd_`, state from zero)
+/// on the gradients `before` gives at each step's parameters: "" when every
+/// parameter agrees element for element (rtol 1e-4, atol 1e-6), else which
+/// does not.
+std::string checkOptimizerSteps(const Graph &before, const Graph &withOptimizer,
+                                const AddOptimizerPass::Hyperparameters &h,
+                                const WeightStore &weights, const std::vector<at::Tensor> &inputs,
+                                int steps);
+
+/// checkOptimizerSteps for one step of add-optimizer's defaults (AdamW).
 std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer, WeightStore &weights,
                            const std::vector<at::Tensor> &inputs);
 
@@ -83,9 +95,10 @@ std::string checkAdamWStep(const Graph &before, const Graph &withOptimizer, Weig
 /// inputs drawn from `seed`) and checks the property: each rewrite verifies
 /// bitwise against the graph before it, and where a pipeline adds the
 /// optimizer (add-optimizer changes what the step computes: what follows it
-/// is verified against its output), the parameters after its step against
-/// torch.optim.AdamW's first step (the for-loop form of torch/optim/adamw.py,
-/// state from zero) on the gradients of the graph before the pass.
+/// is verified against its output), the parameters after three of its steps
+/// against torch.optim's kernels (checkOptimizerSteps) with the pass's own
+/// hyperparameters; a graph add-optimizer made that does not run fails (only
+/// a generated step PyTorch itself does not run is unrunnable).
 PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed);
 
 /// A refusal's reason without what differs graph to graph (digits, the parts

@@ -78,10 +78,14 @@ std::string checkAcrossRanks(const Graph &original, const Graph &rewritten, uint
 /// pipelines, on every rank) makes it once, outside the world.
 struct AcrossRanksReference {
   /// Per rank: the original's outputs on its inputs (none when the step does
-  /// not run on them: then nothing is checked).
+  /// not run on them: see `unrunnable`).
   std::vector<std::vector<at::Tensor>> outputs;
   /// Why the stand-in weights or inputs could not be made ("" when they were).
   std::string error;
+  /// Why the original does not run on a rank's inputs ("" when it does): then
+  /// there is nothing to compare, and the case is unrunnable, not a success
+  /// (checkAcrossRanks says so).
+  std::string unrunnable;
 };
 AcrossRanksReference referenceAcrossRanks(const Graph &original, uint64_t seed, int world);
 
