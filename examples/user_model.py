@@ -36,6 +36,7 @@ if __name__ == "__main__":
 
     import graph_opt
     model, _, (images, labels) = training_step()
-    report = graph_opt.profile(model, (images, labels), loss_fn=F.cross_entropy,
+    report = graph_opt.profile(model, (images, labels),
+                               loss_fn=lambda m, x, y: F.cross_entropy(m(x), y),
                                html=sys.argv[1] if len(sys.argv) > 1 else None)
     print(report)

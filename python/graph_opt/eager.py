@@ -40,6 +40,7 @@ from . import _C, run_pipeline
 from ._C import Error, Graph
 from .eager_regions import Region, op_key, regions as plan_regions, repeated_blocks
 from .export import export_training_step
+from .step_call import flat_step
 from .joint import check_peak, with_peak
 
 __all__ = ["auto_checkpoint"]
@@ -437,8 +438,10 @@ def _unplan_all(modules):
 def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, timed=True):
     """`model` with graph-opt's recomputation plan for a step whose whole peak is at most
     `peak` (bytes: an int, or "8GiB", "700MiB") applied through torch.utils.checkpoint;
-    the same module object, changed in place, is returned. `loss_fn(model,
-    *example_inputs)` returns the scalar loss (default: model(*example_inputs) is it).
+    the same module object, changed in place, is returned. `example_inputs` and `loss_fn`
+    as export_training_step takes them (step_call.py): positional arguments, a dict of
+    keyword arguments or (args, kwargs); `loss_fn(model, *args, **kwargs)` returns the
+    scalar loss (default: the model's output, or its `.loss`).
     `pipeline` replaces the planning pipeline (default "checkpoint{peak=PEAK}"; any
     checkpoint entry in it gets peak=PEAK).
 
@@ -469,11 +472,9 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     below it."""
     peak_text = check_peak(peak)
     bound = _C._bytes_option("peak", peak_text)
-    if not isinstance(example_inputs, tuple):
-        example_inputs = (example_inputs,)
-    if loss_fn is None:
-        def loss_fn(m, *xs):
-            return m(*xs)
+    # one flat tuple of inputs and a loss over it (step_call.py: dicts of keyword
+    # arguments, a Hugging Face output's .loss, tensors loss_fn closes over)
+    loss_fn, example_inputs = flat_step(loss_fn, example_inputs, "auto_checkpoint")
     with tempfile.TemporaryDirectory(prefix="graph-opt-auto-checkpoint-") as tmp:
         path = os.path.join(tmp, "step.pt2")
         with _step_undone(model):  # the export runs the step

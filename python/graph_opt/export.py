@@ -15,6 +15,7 @@ import torch
 
 from ._C import Error
 from .fx import module_type_name, tensor_attribute
+from .step_call import captured_tensors, flat_step, reading
 
 __all__ = ["TrainingStep", "export_inference", "export_training_step", "joint_program",
            "untie_shared_parameters"]
@@ -24,15 +25,25 @@ class TrainingStep(torch.nn.Module):
     """forward(*inputs) = (loss_fn(model, *inputs),): the module whose joint
     forward+backward graph is the training step. Its `model` attribute holds the
     user's model, so parameter names are "model.<name>"; module paths in the graph
-    are the model's own."""
+    are the model's own. Tensors loss_fn reads that are neither its arguments nor the
+    model's (step_call.captured_tensors: labels it closes over) are this module's buffers
+    ``loss_fn_tensor_<i>``, which loss_fn reads in their place while the step runs, so
+    that torch.export traces them as inputs (left as they are, they stayed real tensors
+    in the traced graph, and AOTAutograd failed on them)."""
 
     def __init__(self, model, loss_fn):
         super().__init__()
         self.model = model
         self.loss_fn = loss_fn
+        owned = {id(t) for t in [*model.parameters(), *model.buffers()]}
+        self._captured = [c for c in captured_tensors(loss_fn) if id(c.tensor) not in owned]
+        for i, c in enumerate(self._captured):
+            self.register_buffer(f"loss_fn_tensor_{i}", c.tensor)
 
     def forward(self, *inputs):
-        return (self.loss_fn(self.model, *inputs),)
+        lifted = [getattr(self, f"loss_fn_tensor_{i}") for i in range(len(self._captured))]
+        with reading(self._captured, lifted):
+            return (self.loss_fn(self.model, *inputs),)
 
 
 def untie_shared_parameters(model):
@@ -366,7 +377,14 @@ def _export_errors(what, model):
     except Error:
         raise
     except Exception as e:
-        raise Error(f"{what}: exporting {type(model).__name__} failed: "
+        hint = ""
+        if "convert all Tensors to FakeTensors" in str(e):
+            # a real tensor in the traced step: read from somewhere graph-opt does not lift
+            hint = ("the step reads a tensor that is neither an input nor the model's (one "
+                    "loss_fn reaches through an object or a container: graph-opt lifts only "
+                    "those it closes over directly, module-level ones and a partial's); pass "
+                    "it in example_inputs, or register it as a buffer of the model. ")
+        raise Error(f"{what}: exporting {type(model).__name__} failed: {hint}"
                     f"{type(e).__name__}: {e}") from e
 
 
@@ -375,8 +393,13 @@ def export_training_step(model, loss_fn, example_inputs, path=None, decompose_ba
     """The training step of ``model`` as a joint forward+backward program, written to
     ``path`` (a .pt2 graph-opt reads) when given; returns the ExportedProgram.
 
-    ``loss_fn(model, *example_inputs)`` returns the loss (a scalar tensor), e.g.
-    ``lambda m, x, y: F.cross_entropy(m(x), y)``. The model is put in training mode.
+    ``loss_fn(model, *args, **kwargs)`` returns the loss (a scalar tensor), e.g.
+    ``lambda m, x, y: F.cross_entropy(m(x), y)``; None: the model's output is the loss (a
+    scalar, or a Hugging Face output's ``.loss``). ``example_inputs``: a tuple of
+    positional arguments, a dict of keyword arguments (a Hugging Face batch) or
+    ``(args, kwargs)``; tensors loss_fn closes over are lifted (step_call.py, the same
+    convention as graph_opt.profile's and auto_checkpoint's). The model is put in training
+    mode.
     Every node carries its module path (``layer3.1.conv2``; backward nodes their forward
     module's) and backward operators stay fused unless ``decompose_backward``. Shared
     Parameters (a language-model head tied to its embedding) stay tied: torch.export
@@ -388,9 +411,10 @@ def export_training_step(model, loss_fn, example_inputs, path=None, decompose_ba
     place. Errors are graph_opt.Error."""
     if not isinstance(model, torch.nn.Module):
         raise Error(f"export_training_step: model is a {type(model).__name__}, not an nn.Module")
+    loss_fn, flat = flat_step(loss_fn, example_inputs, "export_training_step")
     step = TrainingStep(model, loss_fn)
     with _export_errors("export_training_step", model):
-        ep, _ = joint_program(step, model, tuple(example_inputs), decompose_backward, untie)
+        ep, _ = joint_program(step, model, flat, decompose_backward, untie)
     if path is not None:
         _save_checked(ep, path)
     return ep

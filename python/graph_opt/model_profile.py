@@ -1,7 +1,9 @@
 """graph_opt.profile: a user's model profiled in three lines (docs/Python.md).
 
     import graph_opt
-    report = graph_opt.profile(model, (images, labels), loss_fn=F.cross_entropy)
+    report = graph_opt.profile(model, (images, labels),
+                               loss_fn=lambda m, x, y: F.cross_entropy(m(x), y))
+    report = graph_opt.profile(hf_model, batch)  # a Hugging Face batch with labels
     print(report)                    # step time, peak memory, time by module
 
 The training step is exported (graph_opt.export_training_step), run by graph-opt's profile
@@ -52,12 +54,15 @@ class ProfileReport:
                                  "share": t / total, **{f"{p}_s": g[p] for p in report.PHASES}})
 
     def table(self, top=15):
+        shown = self.modules[:top]
+        width = max([len("module")] + [len(r["module"]) for r in shown])
         lines = [f"step {self.step_time_s * 1e3:.2f} ms (median of the profiled runs), peak "
                  f"{self.peak_bytes / 2**20:.1f} MiB, {len(self.nodes)} nodes",
-                 f"{'module':<40} {'nodes':>6} {'ms':>9} {'share':>7} {'forward':>9} "
+                 f"{'module':<{width}} {'nodes':>6} {'ms':>9} {'share':>7} {'forward':>9} "
                  f"{'backward':>9}"]
-        for r in self.modules[:top]:
-            lines.append(f"{r['module'][:40]:<40} {r['nodes']:>6} {r['time_s'] * 1e3:>9.3f} "
+        for r in shown:
+            # full module paths: cut, "...ffn.lin1" and "...ffn.lin2" print alike
+            lines.append(f"{r['module']:<{width}} {r['nodes']:>6} {r['time_s'] * 1e3:>9.3f} "
                          f"{100 * r['share']:>6.1f}% {r['forward_s'] * 1e3:>9.3f} "
                          f"{r['backward_s'] * 1e3:>9.3f}")
         if len(self.modules) > top:
@@ -95,31 +100,21 @@ def _draw_html(report_dir, html):
 
 
 def profile(model, example_inputs, loss_fn=None, html=None, runs=5, warmup=1):
-    """Exports ``model``'s training step on ``example_inputs`` (a tuple), profiles it and
-    returns a ProfileReport.
+    """Exports ``model``'s training step on ``example_inputs``, profiles it and returns a
+    ProfileReport.
 
-    ``loss_fn``: ``loss_fn(output, *targets)`` with the model called on the first input and
-    the rest its targets (``F.cross_entropy``), or None when the model returns the loss
-    itself from all the inputs. ``html``: where to write the HTML report (needs matplotlib,
-    the wheel's ``report`` extra). ``runs``/``warmup``: the profile pass's measured and
-    warm-up steps. Errors are graph_opt.Error."""
+    ``example_inputs`` and ``loss_fn`` as export_training_step takes them (step_call.py):
+    a tuple of positional arguments, a dict of keyword arguments (a Hugging Face batch) or
+    ``(args, kwargs)``; ``loss_fn(model, *args, **kwargs)`` returns the loss, and without
+    it the model's output is (a scalar, or a Hugging Face output's ``.loss``). ``html``:
+    where to write the HTML report (needs matplotlib, the wheel's ``report`` extra).
+    ``runs``/``warmup``: the profile pass's measured and warm-up steps. Errors are
+    graph_opt.Error."""
     from . import Error, Graph, run_pipeline
     from .export import export_training_step
-    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) \
-        else (example_inputs,)
-    if loss_fn is None:
-        def step_loss(m, *xs):
-            return m(*xs)
-    else:
-        if not inputs:
-            raise Error("profile: loss_fn needs the model's input and its targets in "
-                        "example_inputs")
-
-        def step_loss(m, x, *targets):
-            return loss_fn(m(x), *targets)
     with tempfile.TemporaryDirectory(prefix="graph-opt-profile-") as tmp:
         step = os.path.join(tmp, "step.pt2")
-        export_training_step(model, step_loss, inputs, step)
+        export_training_step(model, loss_fn, example_inputs, step)
         graph = Graph.load(step)
         reports = os.path.join(tmp, "reports")
         result = run_pipeline(graph, f"profile{{warmup={int(warmup)},runs={int(runs)}}}",

@@ -86,6 +86,22 @@ def test_the_plan_fits_the_peak_and_training_is_unchanged():
     assert all(torch.equal(g, w) for g, w in zip(got_weights, want_weights))
 
 
+def test_a_loss_fn_that_closes_over_its_labels_is_planned():
+    """loss_fn(m, x) reading labels it closes over (the issue's case: torch failed deep in
+    AOTAutograd, "Please convert all Tensors to FakeTensors first"): the labels are lifted,
+    the plan fits, and the model trains as the plain one does."""
+    torch.manual_seed(0)
+    x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))
+    plain = Wide()
+    fitted = graph_opt.auto_checkpoint(
+        copy.deepcopy(plain), (x,), peak="2MiB",
+        loss_fn=lambda m, x: torch.nn.functional.cross_entropy(m(x), y))
+    assert fitted.graph_opt_plan["eager_measured_peak_bytes"] <= 2 * 2**20
+    want_losses, _ = train(copy.deepcopy(plain), x, y)
+    got_losses, _ = train(copy.deepcopy(fitted), x, y)
+    assert got_losses == want_losses
+
+
 def test_a_peak_no_plan_reaches_is_refused():
     torch.manual_seed(0)
     x, y = torch.randn(256, 32), torch.randint(0, 4, (256,))

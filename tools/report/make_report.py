@@ -377,7 +377,7 @@ def _mark_peak(ax, profile, scale):
     y = profile["peak_bytes"] / scale
     ax.plot([profile["peak_rank"]], [y], marker="v", markersize=10, color=LIMIT_COLOR,
             zorder=6, linestyle="none", label="measured peak of the step")
-    name = node["node_name"] if node else "?"
+    name = node_title(node) if node else "?"
     ax.annotate(f"peak {fmt_bytes(profile['peak_bytes'])}\n#{profile['peak_rank']} {name}",
                 (profile["peak_rank"], y), xytext=(12, 6), textcoords="offset points",
                 fontsize=9, color=LIMIT_COLOR, va="bottom", zorder=7,
@@ -415,7 +415,7 @@ def plot_node_times(plt, profile, _limit):
                    width=0.8, color=PHASE_COLORS[phase],
                    label=f"{phase} ({fmt_time(sum(n['median_run_time_s'] for n in chosen))})")
     for n in sorted(nodes, key=lambda n: -n["median_run_time_s"])[:5]:
-        ax.annotate(n["node_name"], (n["rank"], n["median_run_time_s"]), xytext=(0, 3),
+        ax.annotate(node_title(n), (n["rank"], n["median_run_time_s"]), xytext=(0, 3),
                     textcoords="offset points", ha="center", va="bottom", fontsize=8,
                     rotation=90)
     ax.set_ylim(0, max(n["median_run_time_s"] for n in nodes) * 1.5 or 1)
@@ -438,7 +438,7 @@ def plot_breakdown(plt, profile, _limit):
     parts = profile["breakdown_at_peak"]
     total = sum(parts.values())
     node = _node_at(profile, profile["peak_rank"])
-    where = f", #{profile['peak_rank']} {node['node_name']}" if node else ""
+    where = f", #{profile['peak_rank']} {node_title(node)}" if node else ""
     ax.set_title(f"What is live at the peak ({fmt_bytes(total)}{where})")
     if not total:
         _no_data(ax, "nothing is live at the peak")
