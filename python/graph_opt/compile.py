@@ -50,7 +50,7 @@ from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_r
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
                     import_joint, is_rng_state, nbytes,
                     no_dispatch_modes, output_nodes, plan_joint, replacements,
-                    rng_state_bytes, saved_by_torch, tag_joint)
+                    rng_state_bytes, saved_by_torch, tag_joint, user_checkpoint_nodes)
 
 __all__ = ["DEFAULT_PIPELINE", "GraphOptPartitioner", "PartitionMismatch", "PlanMismatch", "backend",
            "compile_pipeline", "partitioner", "plan_joint", "reset_stats", "rewrite_inference",
@@ -558,6 +558,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
         _STATS.peak_rounds += rounds - 1
         _STATS.partition_seconds += chosen.halves["partition_seconds"]
         record = self._record(gm, chosen, num_fwd_outputs, activations)
+        user_tagged = user_checkpoint_nodes(gm)
+        if user_tagged:
+            # The user's own checkpoint regions (torch.utils.checkpoint, Hugging Face's
+            # gradient_checkpointing_enable()): graph-opt's plan replaces them; torch's
+            # partitions keep them.
+            record["user_checkpoint_nodes"] = user_tagged
+            record["user_checkpoint"] = "replaced" if chosen.plan is not None else "kept"
         if default is not None:
             record["unbudgeted_halves_peak_bytes"] = default.peak
         if self.memory_budget is not None and self.peak is None:

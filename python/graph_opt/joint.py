@@ -400,12 +400,18 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
 
 
 def tag_joint(gm, plan):
-    """graph-opt's choice as torch's checkpoint tags on (a copy of) the joint graph:
+    """graph-opt's choice as torch's checkpoint tags on (a copy of) the joint graph, in
+    place of the user's own checkpoint regions where it has them (user_checkpoint_nodes):
     a recomputed forward value MUST_RECOMPUTE, every other forward node
     MUST_SAVE (torch saves it where backward needs it, and never recomputes
     it), every backward node MUST_RECOMPUTE (torch computes it in backward,
     as graph-opt does, even when it does not depend on the tangents)."""
     for n in gm.graph.nodes:
+        # graph-opt's plan replaces the user's own checkpoint regions (torch.utils.checkpoint,
+        # Hugging Face's gradient_checkpointing_enable()): their region ids would have
+        # torch's partitioner save the boundary between two regions
+        # (cleanup_recompute_tags), which graph-opt's plan may recompute.
+        n.meta.pop("ac_graph_id", None)
         if n.op != "call_function" or is_size_node(n):  # sizes: torch's partitioner's own
             continue
         if n.target is operator.getitem:  # one of a multi-output node's results
@@ -413,6 +419,8 @@ def tag_joint(gm, plan):
             if (parent.name in plan.backward or n.name in plan.recomputed
                     or parent.name in plan.recomputed):
                 n.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+            else:  # untagged, as its parent is saved (a user's region's tag goes)
+                n.meta.pop("recompute", None)
             continue
         if n.name in plan.backward:
             n.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
@@ -421,6 +429,12 @@ def tag_joint(gm, plan):
             u.target is operator.getitem and u.name in plan.recomputed for u in n.users)
         n.meta["recompute"] = (CheckpointPolicy.MUST_RECOMPUTE if recomputed
                                else CheckpointPolicy.MUST_SAVE)
+
+
+def user_checkpoint_nodes(gm):
+    """How many nodes of the joint graph the user's own activation checkpointing tagged
+    (torch.utils.checkpoint under torch.compile: a region id and a recompute policy)."""
+    return sum(1 for n in gm.graph.nodes if "ac_graph_id" in n.meta)
 
 
 def is_rng_state(node):

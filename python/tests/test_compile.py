@@ -496,6 +496,38 @@ def test_varying_sequence_lengths_are_planned(make):
     assert got == pytest.approx(want, rel=1e-5), (got, want)
 
 
+@pytest.mark.parametrize("make", [hf_causal_lm, hf_classifier])
+def test_a_model_that_checkpoints_itself_is_planned(make):
+    """Hugging Face's gradient_checkpointing_enable() (non-reentrant, as training scripts set
+    it): the joint graph carries the user's checkpoint regions. graph-opt's plan replaces
+    them (their region ids no longer make torch save region boundaries graph-opt
+    recomputes: the causal LM's partition failed on that, DistilBERT's saved set differed);
+    strict=True, verify=True, no fallback, the record says whether the user's regions were
+    replaced or kept, and the step gives eager's loss and gradients."""
+    torch.manual_seed(0)
+    model, loss_fn = make()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ids = torch.randint(0, 128, (4, 24), generator=torch.Generator().manual_seed(1))
+    want = loss_fn(model, ids)
+    want_grads = torch.autograd.grad(want, list(model.parameters()))
+    torch._dynamo.reset()
+    goc.reset_stats()
+    # (unmet=closest: the causal LM's loss, after a graph break, is a graph of 28 nodes whose
+    # 30% no plan reaches)
+    step = torch.compile(lambda ids: loss_fn(model, ids), backend=graph_opt.backend(
+        PIPELINE.replace("30%", "30%,unmet=closest"), inner="eager", strict=True,
+        verify=True))
+    got = step(ids)
+    got_grads = torch.autograd.grad(got, list(model.parameters()))
+    s = graph_opt.compile.stats()
+    assert s["fallbacks"] == 0, s["reasons"]
+    tagged = [p for p in s["plans"] if p.get("user_checkpoint_nodes")]
+    assert tagged and all(p["user_checkpoint"] == "replaced" for p in tagged), s["plans"]
+    assert torch.allclose(got, want, rtol=1e-5), (got, want)
+    for g, w in zip(got_grads, want_grads):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-6)
+
+
 def test_peak_plans_a_symbolic_length_at_its_largest_or_says_it_could_not():
     """Under peak= a symbolic size the user bounded (mark_dynamic's max) is planned at that
     largest size; an unbounded one at the size traced, with a warning saying so."""
