@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-halves bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-loops bench-halves bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -202,6 +202,19 @@ bench-peak: build
 	  --budgets '$(subst $(space),$(comma),$(BENCH_COMPILE_BUDGETS))' --extra '$(BENCH_PEAK_EXTRA)' \
 	  --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),10) $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) \
 	  $(if $(BENCH_PEAK_PIPELINE),--pipeline '$(BENCH_PEAK_PIPELINE)') -o $(BENCH_DIR)/peak
+
+# Coverage of the training loops users write through graph-opt's partitioner
+# (benchmarks/models/loops.py, docs/TorchCompile.md "Every loop reaches the planner"): per model
+# and loop (fixed shape, varying length, bf16 autocast, gradient accumulation, dropout, a model
+# that checkpoints itself, DDP and FSDP2 on 2 gloo ranks), graphs planned, fallbacks with their
+# reasons, losses against plain torch.compile. Table and JSON in $(BENCH_DIR)/loops.
+BENCH_LOOPS_MODELS ?= bert:tiny,gpt2:tiny,llama:tiny,t5:tiny,resnet50:tiny
+BENCH_LOOPS ?= fixed,varying,bf16,accumulate,dropout,checkpointed,ddp,fsdp2
+bench-loops: build
+	@$(VENV)/bin/python benchmarks/models/loops.py --models '$(BENCH_LOOPS_MODELS)' \
+	  --loops '$(BENCH_LOOPS)' --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),3) \
+	  $(if $(BENCH_LOOPS_INNER),--inner $(BENCH_LOOPS_INNER)) \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) -o $(BENCH_DIR)/loops
 
 # halves.py's peak prediction against the measured peak of the step torch.compile runs, per
 # model and knapsack budget (benchmarks/models/halves_accuracy.py; docs/TorchCompile.md "The

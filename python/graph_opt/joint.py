@@ -399,13 +399,59 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
                 report=result["reports"].get("checkpoint", {}))
 
 
+def _keep_what_torch_cannot_split(gm, plan):
+    """Where the plan saves a result of a multi-output node that is also a forward output
+    (or a view of one) while it recomputes the node for its other results, torch cannot
+    follow: it recomputes that result with the node and saves nothing of it (a layer norm's
+    output that a DDP bucket graph, or Hugging Face's checkpointed BERT, returns, read by
+    backward through a select). The plan keeps that node instead: it is
+    no longer recomputed, its results backward reads are saved, and its operands are saved
+    only where something else backward runs still reads them. Changes `plan` in place;
+    returns the names no longer recomputed."""
+    by_name = {n.name: n for n in gm.graph.nodes}
+
+    def read_in_backward(node):
+        return any(u.name in plan.backward or u.name in plan.recomputed for u in node.users)
+    kept_total = set()
+    changed = True
+    while changed:
+        changed = False
+        for v in sorted(plan.saved):
+            if v not in by_name:
+                continue
+            root = storage_root(by_name[v])
+            if root.target is not operator.getitem or \
+                    not any(u.op == "output" for u in root.users):
+                # torch saves a view of a recomputed single result, and a result of a
+                # recomputed node that is not a forward output, as planned
+                continue
+            node = root.args[0]
+            results = [g for g in node.users if g.target is operator.getitem]
+            kept = {node.name, root.name} | {g.name for g in results}
+            if not kept & plan.recomputed:
+                continue
+            plan.recomputed -= kept
+            kept_total |= kept
+            changed = True
+            for g in results:
+                if read_in_backward(g):
+                    plan.saved.add(g.name)
+            for operand in node.all_input_nodes:
+                if operand.name in plan.saved and not read_in_backward(operand):
+                    plan.saved.discard(operand.name)
+    return kept_total
+
+
 def tag_joint(gm, plan):
     """graph-opt's choice as torch's checkpoint tags on (a copy of) the joint graph, in
     place of the user's own checkpoint regions where it has them (user_checkpoint_nodes):
     a recomputed forward value MUST_RECOMPUTE, every other forward node
     MUST_SAVE (torch saves it where backward needs it, and never recomputes
     it), every backward node MUST_RECOMPUTE (torch computes it in backward,
-    as graph-opt does, even when it does not depend on the tangents)."""
+    as graph-opt does, even when it does not depend on the tangents). Where torch cannot
+    split what the plan splits, the plan is first made what torch can run
+    (_keep_what_torch_cannot_split)."""
+    _keep_what_torch_cannot_split(gm, plan)
     for n in gm.graph.nodes:
         # graph-opt's plan replaces the user's own checkpoint regions (torch.utils.checkpoint,
         # Hugging Face's gradient_checkpointing_enable()): their region ids would have

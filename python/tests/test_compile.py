@@ -454,6 +454,17 @@ def hf_classifier():
             lambda m, ids: m(ids, labels=labels).loss)
 
 
+def hf_bert_classifier():
+    import transformers
+    config = transformers.BertConfig(vocab_size=128, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=128, num_labels=2,
+                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    labels = torch.tensor([0, 1, 1, 0])
+    return (transformers.BertForSequenceClassification(config),
+            lambda m, ids: m(ids, labels=labels).loss)
+
+
 def varying_length_losses(make, backend, lengths=(24, 32, 40)):
     """AdamW steps of a fresh model `make()` gives, compiled with `backend` (None: eager),
     one step per sequence length (dynamo recompiles with a symbolic length at the second,
@@ -496,7 +507,7 @@ def test_varying_sequence_lengths_are_planned(make):
     assert got == pytest.approx(want, rel=1e-5), (got, want)
 
 
-@pytest.mark.parametrize("make", [hf_causal_lm, hf_classifier])
+@pytest.mark.parametrize("make", [hf_causal_lm, hf_classifier, hf_bert_classifier])
 def test_a_model_that_checkpoints_itself_is_planned(make):
     """Hugging Face's gradient_checkpointing_enable() (non-reentrant, as training scripts set
     it): the joint graph carries the user's checkpoint regions. graph-opt's plan replaces
