@@ -6,7 +6,8 @@
              [--loops fixed,varying,bf16,accumulate,dropout,checkpointed,ddp,fsdp2]
              [--steps 3] [--inner inductor|eager] [--memory-budget 0.3] [-o DIR]
 
-Per model (peers.build: the zoo's models as the exporter builds them) and loop, the step is
+Per model (peers.build: the zoo's models as the exporter builds them; image models at batch
+IMAGE_BATCH) and loop, the step is
 trained `--steps` AdamW steps twice on the same data, in one process (two for the
 distributed loops): with plain torch.compile, and with
 graph_opt.backend(memory_budget=B, inner=..., verify=True). Loops:
@@ -59,8 +60,24 @@ def _caches_off():
     torch._functorch.config.enable_autograd_cache = False
 
 
+# Image models at this batch, not the zoo's tiny batch of 2: there the last BatchNorms of a
+# ResNet normalize over two values per channel and float32 training is chaotic (two correct
+# partitions' losses part by 30% within three steps; docs/TorchCompile.md, "What is verified").
+IMAGE_BATCH = 8
+
+
 def build(spec, dropout):
+    import argparse as _argparse
+
+    import export_model as em
     import peers
+    name, _, size = spec.partition(":")
+    if name in em.MODELS and em.MODELS[name].kind == "image":
+        sizes = em.resolve_sizes(name, em.MODELS[name], _argparse.Namespace(
+            tiny=size == "tiny", batch=IMAGE_BATCH, image_size=None, seq_len=None))
+        built = em.build_model(name, sizes, peers.SEED, dropout=dropout)
+        step, _ = em.train_step_module(built)
+        return step, tuple(built.train_args)
     step, args, _ = peers.build(spec, None, dropout=dropout)
     return step, tuple(args)
 
@@ -263,6 +280,18 @@ def markdown(rows):
     return "\n".join(lines)
 
 
+def write_outputs(args, rows):
+    """loops.json and loops.md in the output directory, each written whole; the table."""
+    table = markdown(rows)
+    for name, text in (("loops.json", json.dumps({"args": vars(args), "rows": rows}, indent=1)),
+                       ("loops.md", table + "\n")):
+        partial = os.path.join(args.output, name + ".partial")
+        with open(partial, "w") as f:
+            f.write(text)
+        os.replace(partial, os.path.join(args.output, name))
+    return table
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=DEFAULT_MODELS)
@@ -295,17 +324,11 @@ def main(argv=None):
                           "traceback": traceback.format_exc()}
             row = cell_row(spec, loop, result, time.perf_counter() - start)
             rows.append(row)
+            write_outputs(args, rows)  # as it goes: a long run stopped keeps its cells
             print(f"loops: {spec} {loop}: " + (f"error {row['error']}" if "error" in row else
                   f"{row['graphs']} graphs, {row['fallbacks']} fallbacks, losses off by "
                   f"{row['loss_difference']:.1e}") + f" ({row['seconds']} s)", flush=True)
-    table = markdown(rows)
-    for name, text in (("loops.json", json.dumps({"args": vars(args), "rows": rows}, indent=1)),
-                       ("loops.md", table + "\n")):
-        partial = os.path.join(args.output, name + ".partial")
-        with open(partial, "w") as f:
-            f.write(text)
-        os.replace(partial, os.path.join(args.output, name))
-    print(table)
+    print(write_outputs(args, rows))
     return 0 if all(r["ok"] for r in rows) else 1
 
 

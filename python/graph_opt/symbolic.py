@@ -82,18 +82,26 @@ class Sizes:
                          "planned_at": self.values[s]} for s in self.values}
 
 
+def _hints(env):
+    """{symbol: its hint} for every symbol of the ShapeEnv `env` that has one."""
+    if env is None:
+        return {}
+    # (torch 2.11 names the hints backed_var_to_val; var_to_val before)
+    hints = getattr(env, "backed_var_to_val", None)
+    if hints is None:
+        hints = env.var_to_val
+    return {s: int(v) for s, v in hints.items()}
+
+
 def plan_sizes(gm, largest=False):
     """The Sizes of `gm`'s symbols: each at its hint, or with `largest` at the upper end of
     its value range where that is finite (else its hint). A symbol without a hint (an
     unbacked size: data-dependent) is an error naming it."""
     env = _shape_env(gm)
+    known = _hints(env)
     values, hints, bounds = {}, {}, {}
     for s in symbols(gm):
-        # (torch 2.11 names the hints backed_var_to_val; var_to_val before)
-        hints_of = getattr(env, "backed_var_to_val", None) if env is not None else None
-        if hints_of is None and env is not None:
-            hints_of = env.var_to_val
-        hint = hints_of.get(s) if hints_of is not None else None
+        hint = known.get(s)
         if hint is None:
             raise ValueError(f"the size {s} has no hint (a data-dependent size); graph-opt "
                              "plans symbolic shapes at the sizes torch traced them with")
@@ -108,7 +116,10 @@ def _evaluate(value, values):
     """A SymInt/SymFloat/SymBool at `values` as a Python number (plain ones as they are)."""
     if not isinstance(value, _SYMBOLIC):
         return value
-    result = sympy.sympify(value.node.expr).xreplace(values)
+    result = sympy.sympify(sympy.sympify(value.node.expr).xreplace(values))
+    if result.free_symbols:
+        raise ValueError(f"the size {value.node.expr} names {sorted(map(str, result.free_symbols))}"
+                         ", which have no hint (data-dependent sizes)")
     if isinstance(value, torch.SymBool):
         return bool(result)
     return float(result) if isinstance(value, torch.SymFloat) else int(result)
@@ -140,7 +151,11 @@ def concrete_joint(gm, sizes, kwargs):
 
     from .joint import no_dispatch_modes
 
-    values = sizes.values
+    # Every symbol the ShapeEnv has a hint for, at its hint, beneath the planned sizes: an
+    # expression may name a symbol no fake value's size has (a size argument, a storage's
+    # bytes), which FSDP2's graphs of ResNet-50 did.
+    shape_env = _shape_env(gm)
+    values = {**_hints(shape_env), **sizes.values}
     graph, env = torch.fx.Graph(), {}
     with no_dispatch_modes():
         mode = FakeTensorMode(allow_non_fake_inputs=True)
