@@ -267,6 +267,7 @@ def _partition_with_a_log(factor):
 
 
 def _joint_of_p(shape=(64,)):
+    """A joint graph of `p` (shape `shape`) and `tangents_1` that returns p."""
     class Joint(torch.nn.Module):
         def forward(self, p, tangents_1):
             return p
@@ -337,14 +338,7 @@ def test_verify_widens_only_where_torchs_own_partitions_differ():
     their difference, named in `widened`; without another partition to learn from it stays
     a mismatch; a gradient off by far more fails, naming torch's spread."""
     from graph_opt.verify_partition import PartitionMismatch, verify_partition
-
-    class Joint(torch.nn.Module):
-        def forward(self, p, tangents_1):
-            return p
-    joint = torch.fx.symbolic_trace(Joint())
-    for n in joint.graph.nodes:
-        if n.op == "placeholder":
-            n.meta["val"] = torch.empty(64) if n.name == "p" else torch.empty(())
+    joint = _joint_of_p()
     theirs, other, mine = (_partition_summing(s) for s in (1e7, 0.0, 1e6))
     with pytest.raises(PartitionMismatch, match="the gradient of input 0"):
         verify_partition(joint, mine, theirs, 1)
