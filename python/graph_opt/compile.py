@@ -270,9 +270,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         record["symbolic"] = sizes.record()
         fw, bw = self._partition_like(gm, joint_inputs, kwargs, chosen)
         num_fwd_outputs = kwargs["num_fwd_outputs"]
-        tensors = {n for n in saved_by_torch(fw, num_fwd_outputs)
-                   if not symbolic.is_size_node(next(
-                       p for p in fw.graph.nodes if p.name == n))}
+        tensors = saved_by_torch(fw, num_fwd_outputs)  # tensors only: no sizes
         if tensors != set(record["saved"]):
             raise PlanMismatch(
                 "the symbolic graph's partition saves other values than the plan made at "

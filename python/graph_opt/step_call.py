@@ -29,8 +29,7 @@ def _is_batch_dict(value):
 
 def split_inputs(example_inputs):
     """(positional arguments as a tuple, keyword arguments as a dict) of `example_inputs`."""
-    if _is_batch_dict(example_inputs) or hasattr(example_inputs, "keys") and \
-            not isinstance(example_inputs, torch.Tensor):
+    if hasattr(example_inputs, "keys"):  # a dict, or a Hugging Face BatchEncoding
         return (), dict(example_inputs)
     if isinstance(example_inputs, tuple) and len(example_inputs) == 2 and \
             isinstance(example_inputs[0], (tuple, list)) and _is_batch_dict(example_inputs[1]):
