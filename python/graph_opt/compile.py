@@ -45,6 +45,7 @@ from .candidates import (Candidate, choose, copy_joint, equivalent_budget, least
 from .fx import from_fx
 from .halves import halves_peak
 from . import symbolic
+from .step_ledger import StepLedger, saved_bytes as step_saved_bytes
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
@@ -180,6 +181,10 @@ class GraphOptPartitioner(CustomPartitionerFn):
         # whose kernels run the halves: Inductor's (fused; torch.compile's default) or the
         # operators one by one (graph_opt.backend(inner="eager")); halves.py's peak follows
         self.kernels = "inductor"
+        # peak= is the whole step's: the graphs planned so far (step_ledger.py), and what the
+        # others hold while the one being planned runs (added to every candidate's peak)
+        self._ledger = StepLedger()
+        self._position = None
         # a bad pipeline is an error now, not at the first compile
         compile_pipeline(pipeline, activations=None if memory_budget is None else 0,
                          peak=self.peak)
@@ -200,7 +205,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         made, torch's default (no budget it might make worse)."""
         if self.memory_budget is None and self.peak is None:
             _warn_fallback(reason)
-            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs), None
         try:
             default = torch_partition(gm, joint_inputs, kwargs, 1.0, self._price)
             if self.peak is not None:
@@ -217,7 +222,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         except Exception as e:  # no prediction: torch's default, never a budget's worse peak
             _warn_fallback(reason, "torch's default partitioner (its partitions' peaks could "
                            f"not be predicted: {type(e).__name__}: {e})".splitlines()[0])
-            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs)
+            return min_cut_rematerialization_partition(gm, joint_inputs, **kwargs), None
         what = ("torch's default partition" if chosen.budget >= 1.0 else
                 f"torch's partitioner at activation_memory_budget={chosen.budget:.3g}")
         if self.peak is None:
@@ -227,10 +232,18 @@ class GraphOptPartitioner(CustomPartitionerFn):
         else:
             why = f"peak={self.peak} cannot be met: the least of torch's partitions' peaks"
         _warn_fallback(reason, f"{what} (predicted peak {_format_bytes(chosen.peak)}, {why})")
-        return chosen.fw, chosen.bw
+        return (chosen.fw, chosen.bw), chosen
 
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
+        position = self._ledger.enter(gm, kwargs) if self.peak is not None else None
+        self._position = position
+        try:
+            return self._partition_and_record(gm, joint_inputs, kwargs, position, start)
+        finally:
+            self._position = None
+
+    def _partition_and_record(self, gm, joint_inputs, kwargs, position, start):
         try:
             try:
                 run, planned, chosen, record = self._partition_any_shape(gm, joint_inputs,
@@ -241,9 +254,17 @@ class GraphOptPartitioner(CustomPartitionerFn):
             if self.strict:
                 raise
             reason = f"{type(e).__name__}: {e}".splitlines()[0]
-            return self._fallback(gm, joint_inputs, kwargs, (
+            fallback, candidate = self._fallback(gm, joint_inputs, kwargs, (
                 f"graph-opt could not partition a joint graph of "
                 f"{sum(1 for n in gm.graph.nodes if n.op == 'call_function')} nodes ({reason})"))
+            if position is not None and candidate is not None:
+                try:
+                    self._record_in_step(position, gm, kwargs, candidate)
+                except Exception as e:  # a symbolic graph's sizes: the step is not counted
+                    warnings.warn(f"graph-opt: peak={self.peak}: a graph that fell back could "
+                                  f"not be counted in the step ({type(e).__name__}: {e})"
+                                  .splitlines()[0], RuntimeWarning, stacklevel=3)
+            return fallback
         if self.verify:
             # Outside the fallback: a partition that computes something else is an error,
             # never a warning. (A symbolic graph's: its partition at the sizes it was planned
@@ -251,8 +272,39 @@ class GraphOptPartitioner(CustomPartitionerFn):
             count = self._verify(*planned, joint_inputs, chosen.fw, chosen.bw, record)
             if count is not None:
                 record["verified"] = count
+        if position is not None:
+            record["step"] = self._record_in_step(position, *planned, chosen)
         _STATS.plans.append(record)
         return run
+
+    def _record_in_step(self, position, gm, kwargs, candidate):
+        """Enters a graph's chosen partition in the step's ledger; returns what
+        stats()["plans"][i]["step"] says: what the other graphs held while it was planned,
+        its place, and the whole step's predicted peak over the graphs known now. Where that
+        peak is over peak= at another graph than this one (a graph compiled later holds more
+        than was known when that one was planned), a warning and stats()["unmet"] say so."""
+        halves = candidate.halves
+        self._ledger.record(position, self._ledger.entry(
+            position, step_saved_bytes(candidate.fw, kwargs["num_fwd_outputs"],
+                                       position.static_names),
+            halves["forward_peak_bytes"], halves["backward_peak_bytes"]))
+        step_peak, where = self._ledger.step_peak()
+        bound = _C._bytes_option("peak", self.peak)
+        record = {**position.held.record(),
+                  "graph": self._ledger.index(position.frame, position.bucket),
+                  "graphs": len(self._ledger.entries),
+                  "frame": position.frame, "bucket": position.bucket,
+                  "frame_parameter_bytes": position.frame_resident,
+                  "step_peak_bytes": step_peak,
+                  "step_peak_at": self._ledger.index(*where)}
+        if step_peak > bound and where != (position.frame, position.bucket):
+            message = (f"peak={self.peak}: the whole step's predicted peak is now "
+                       f"{_format_bytes(step_peak)}, at its graph {record['step_peak_at']} of "
+                       f"{record['graphs']}, planned before the graphs compiled after it were "
+                       "known (their parameters and what they hold)")
+            _STATS.unmet.append(message)
+            warnings.warn(f"graph-opt: {message}", RuntimeWarning, stacklevel=4)
+        return record
 
     def _partition_any_shape(self, gm, joint_inputs, kwargs):
         """((forward, backward) to run, (the joint graph planned, its partitioner keyword
@@ -339,6 +391,21 @@ class GraphOptPartitioner(CustomPartitionerFn):
             _STATS.verify_seconds += time.perf_counter() - start
 
     def _price(self, fw, bw, num_fwd_outputs):
+        """_graph_price's figures, and under peak= with other graphs in the step
+        (step_ledger.py), "peak_bytes" the whole step's were this partition chosen
+        (StepLedger.peak_with; the graph's own stays as "graph_peak_bytes")."""
+        halves = self._graph_price(fw, bw, num_fwd_outputs)
+        position = self._position
+        if position is not None and (position.held.before or position.held.after
+                                     or position.held.not_compiled):
+            entry = self._ledger.entry(
+                position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
+                halves["forward_peak_bytes"], halves["backward_peak_bytes"])
+            halves["graph_peak_bytes"] = halves["peak_bytes"]
+            halves["peak_bytes"] = self._ledger.peak_with(position, entry)
+        return halves
+
+    def _graph_price(self, fw, bw, num_fwd_outputs):
         """The peak of a partition's halves (halves_peak's figures): halves.py's prediction,
         or with predict="inductor" under Inductor's kernels (and with "halves" where
         halves.py counts values whose allocation it cannot tell: row_local_values), the
@@ -521,6 +588,12 @@ class GraphOptPartitioner(CustomPartitionerFn):
                        f"that graph-opt's plans and torch's partitions reach is "
                        f"{_format_bytes(chosen.peak)} ({chosen.source}), and plans are held "
                        f"{_PEAK_MARGIN:.0%} under peak= for what that prediction may miss")
+            held = self._position.held if self._position is not None else None
+            if held is not None and (held.before or held.after or held.not_compiled):
+                message += (f"; that peak is the whole step's, with the {held.before} graphs "
+                            f"before this one and {held.after} after it, and "
+                            f"{_format_bytes(held.not_compiled)} of parameters of graphs not "
+                            "compiled yet (step_ledger.py)")
             if self.strict:
                 raise Error(message)
             _STATS.unmet.append(message)
