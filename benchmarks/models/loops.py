@@ -4,7 +4,8 @@
 
     loops.py [--models bert:tiny,gpt2:tiny,llama:tiny,t5:tiny,resnet50:tiny]
              [--loops fixed,varying,bf16,accumulate,dropout,checkpointed,ddp,fsdp2]
-             [--steps 3] [--inner inductor|eager] [--memory-budget 0.3] [-o DIR]
+             [--steps 3] [--inner inductor|eager] [--memory-budget 0.3]
+             [--peak-share F] [-o DIR]
 
 Per model (peers.build: the zoo's models as the exporter builds them; image models at batch
 IMAGE_BATCH) and loop, the step is
@@ -23,6 +24,12 @@ graph_opt.backend(memory_budget=B, inner=..., verify=True). Loops:
 - ddp: DistributedDataParallel on 2 gloo ranks, buckets of 0.02 MB (several small bucket
   graphs, as a large model's buckets are);
 - fsdp2: fully_shard on every block and the root, 2 gloo ranks.
+
+With --peak-share F, graph-opt's bound is peak= instead of memory_budget=: F times the whole
+step's peak plain torch.compile measures (one more step, profiled: c10's allocator events
+above its start, plus the parameters (a rank's shards under FSDP2) and the batch; the ranks'
+largest under DDP and FSDP2), and the same step of graph-opt's is measured against it: the
+bound is the rank's whole step, across every graph torch.compile makes of it (step_ledger.py).
 
 Per cell: the graphs graph-opt planned, its fallbacks with their reasons, the bounds it could
 not meet (stats()["unmet"]), and the largest relative difference of its losses from plain
@@ -128,8 +135,41 @@ def shard_blocks(step):
     fully_shard(step)
 
 
-def train(step, args, loop, steps, backend, rank=0):
-    """`steps` AdamW steps of `step` compiled with `backend`: the losses."""
+def _local_bytes(tensors):
+    seen, total = set(), 0
+    for t in tensors:
+        t = getattr(t, "_local_tensor", t)  # a DTensor's shard (FSDP2)
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            total += storage.nbytes()
+    return total
+
+
+def whole_step_peak(compiled, step, batch, loop):
+    """One more step of `compiled`, profiled: its allocations above its start (c10's
+    allocator events, peers.step_memory) plus the parameters (this rank's) and the batch."""
+    import peers
+    from torch.profiler import record_function
+
+    def run_step(mark_backward=False):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=loop == "bf16"):
+            loss = compiled(*batch)[0]
+        with record_function(peers.BACKWARD_REGION):
+            loss.float().backward()
+
+    for p in step.parameters():
+        p.grad = None
+    above = peers.step_memory(run_step)["peak"]
+    for p in step.parameters():
+        p.grad = None
+    return above + _local_bytes([*step.parameters(),
+                                 *(t for t in batch if isinstance(t, torch.Tensor))])
+
+
+def train(step, args, loop, steps, backend, rank=0, measure=False):
+    """`steps` AdamW steps of `step` compiled with `backend`: the losses (and with
+    `measure`, the whole step's peak of one more step: whole_step_peak)."""
     compiled = torch.compile(step, backend=backend)
     opt = torch.optim.AdamW(step.parameters(), lr=1e-3)
     data = torch.Generator().manual_seed(1000 + rank)
@@ -151,14 +191,29 @@ def train(step, args, loop, steps, backend, rank=0):
             loss.float().backward()
             losses.append(loss.item())
         opt.step()
+    if measure:
+        return losses, whole_step_peak(compiled, step, batch, loop)
     return losses
 
 
-def _backends(args):
+def _plain(args):
+    return "inductor" if args.inner == "inductor" else "aot_eager"
+
+
+def _mine(args, peak=None):
     import graph_opt
-    plain = "inductor" if args.inner == "inductor" else "aot_eager"
-    mine = graph_opt.backend(inner=args.inner, memory_budget=args.memory_budget, verify=True)
-    return plain, mine
+    if peak is not None:
+        return graph_opt.backend(inner=args.inner, peak=peak, verify=True)
+    return graph_opt.backend(inner=args.inner, memory_budget=args.memory_budget, verify=True)
+
+
+def _largest_across_ranks(value):
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    t = torch.tensor([value], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
 
 
 def run_cell(spec, loop, args, rank=0):
@@ -166,9 +221,16 @@ def run_cell(spec, loop, args, rank=0):
     import graph_opt
     from graph_opt import compile as goc
     _caches_off()
-    plain, mine = _backends(args)
+    measure = args.peak_share is not None
     out = {}
-    for label, backend in (("torch", plain), ("graph_opt", mine)):
+    for label in ("torch", "graph_opt"):
+        if label == "torch":
+            backend = _plain(args)
+        elif measure:
+            out["peak_bound"] = int(args.peak_share * out["peak_torch"])
+            backend = _mine(args, peak=out["peak_bound"])
+        else:
+            backend = _mine(args)
         torch._dynamo.reset()
         goc.reset_stats()
         step, example = build(spec, dropout=loop == "dropout")
@@ -183,13 +245,20 @@ def run_cell(spec, loop, args, rank=0):
         with torch._inductor.config.patch(fallback_random=loop == "dropout"), \
                 warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out[f"losses_{label}"] = train(step, example, loop, args.steps, backend, rank)
+            trained = train(step, example, loop, args.steps, backend, rank, measure=measure)
+        if measure:
+            out[f"losses_{label}"], peak = trained
+            out[f"peak_{label}"] = _largest_across_ranks(peak)
+        else:
+            out[f"losses_{label}"] = trained
         if label == "graph_opt":
             s = graph_opt.compile.stats()
             out["stats"] = {"graphs": s["graphs"], "fallbacks": s["fallbacks"],
                             "reasons": s["reasons"], "unmet": s["unmet"],
                             "partitions": [p["partition"] for p in s["plans"]],
                             "symbolic": sum(1 for p in s["plans"] if "symbolic" in p),
+                            "step_peak": max((p["step"]["step_peak_bytes"] for p in s["plans"]
+                                              if "step" in p), default=None),
                             "user_checkpoint": [p["user_checkpoint"] for p in s["plans"]
                                                 if "user_checkpoint" in p]}
     return out
@@ -255,10 +324,40 @@ def cell_row(spec, loop, result, seconds):
                loss_difference=diff, losses_torch=result["losses_torch"],
                losses_graph_opt=result["losses_graph_opt"])
     row["ok"] = s["fallbacks"] == 0 and s["graphs"] > 0 and diff <= RTOL.get(loop, DEFAULT_RTOL)
+    if "peak_bound" in result:
+        # the bound met, or said unmet and no worse than no bound
+        row.update(peak_torch=result["peak_torch"], peak_bound=result["peak_bound"],
+                   peak_graph_opt=result["peak_graph_opt"], step_peak=s.get("step_peak"))
+        row["peak_within"] = result["peak_graph_opt"] <= result["peak_bound"]
+        row["ok"] = row["ok"] and (row["peak_within"] or (
+            row["unmet"] > 0 and result["peak_graph_opt"] <= result["peak_torch"]))
     return row
 
 
+def _mib(b):
+    return "-" if b is None else f"{b / 2**20:.2f}"
+
+
+def peak_markdown(rows):
+    lines = ["| model | loop | graphs planned | torch.compile's peak (MiB) | peak= (MiB) | "
+             "graph-opt's predicted / measured (MiB) | measured / bound | unmet | losses vs "
+             "torch.compile | ok |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['loop']} | error: {r['error'][:80]} | - | - | - "
+                         "| - | - | - | no |")
+            continue
+        lines.append(f"| {r['model']} | {r['loop']} | {r['graphs']} | {_mib(r['peak_torch'])} | "
+                     f"{_mib(r['peak_bound'])} | {_mib(r['step_peak'])} / "
+                     f"{_mib(r['peak_graph_opt'])} | "
+                     f"{r['peak_graph_opt'] / r['peak_bound']:.3f} | {r['unmet']} | "
+                     f"{r['loss_difference']:.1e} | {'yes' if r['ok'] else 'no'} |")
+    return "\n".join(lines)
+
+
 def markdown(rows):
+    if rows and any("peak_bound" in r for r in rows):
+        return peak_markdown(rows)
     lines = ["| model | loop | graphs planned | graph-opt's / torch's partitions | fallbacks | "
              "unmet | losses vs torch.compile | ok |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -299,11 +398,16 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--inner", choices=("inductor", "eager"), default="inductor")
     parser.add_argument("--memory-budget", type=float, default=0.3)
+    parser.add_argument("--peak-share", type=float, default=None,
+                        help="graph-opt under peak= at this share of plain torch.compile's "
+                        "measured whole-step peak, measured against it")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("-o", "--output", default="build/bench/loops")
     args = parser.parse_args(argv)
     loops = [x for x in args.loops.split(",") if x]
     bad = [x for x in loops if x not in LOOPS]
+    if args.peak_share is not None and not 0 < args.peak_share <= 1:
+        parser.error(f"--peak-share {args.peak_share}: a share in (0, 1]")
     if bad or args.steps < 2:
         parser.error(f"unknown loops {bad} (known: {', '.join(LOOPS)})" if bad
                      else "--steps: at least 2 (the varying loop recompiles at the second)")

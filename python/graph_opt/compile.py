@@ -293,7 +293,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         record = {**position.held.record(),
                   "graph": self._ledger.index(position.frame, position.bucket),
                   "graphs": len(self._ledger.entries),
-                  "frame": position.frame, "bucket": position.bucket,
+                  "frame": position.frame, "bucket": position.bucket, "runs": position.runs,
                   "frame_parameter_bytes": position.frame_resident,
                   "step_peak_bytes": step_peak,
                   "step_peak_at": self._ledger.index(*where)}
@@ -397,7 +397,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         halves = self._graph_price(fw, bw, num_fwd_outputs)
         position = self._position
         if position is not None and (position.held.before or position.held.after
-                                     or position.held.not_compiled):
+                                     or position.held.not_compiled or position.runs > 1):
             entry = self._ledger.entry(
                 position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
                 halves["forward_peak_bytes"], halves["backward_peak_bytes"])
@@ -589,11 +589,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
                        f"{_format_bytes(chosen.peak)} ({chosen.source}), and plans are held "
                        f"{_PEAK_MARGIN:.0%} under peak= for what that prediction may miss")
             held = self._position.held if self._position is not None else None
-            if held is not None and (held.before or held.after or held.not_compiled):
+            if held is not None and (held.before or held.after or held.not_compiled
+                                     or self._position.runs > 1):
                 message += (f"; that peak is the whole step's, with the {held.before} graphs "
-                            f"before this one and {held.after} after it, and "
+                            f"before this one and {held.after} after it, "
                             f"{_format_bytes(held.not_compiled)} of parameters of graphs not "
-                            "compiled yet (step_ledger.py)")
+                            f"compiled yet, and this graph run {self._position.runs} times "
+                            "(step_ledger.py)")
             if self.strict:
                 raise Error(message)
             _STATS.unmet.append(message)
@@ -741,7 +743,9 @@ def partitioner(pipeline=DEFAULT_PIPELINE, strict=False, memory_budget=None, ver
     bounds the whole step's peak, its inputs (parameters, buffers, the batch) included,
     of the forward and backward halves torch builds, as halves.py predicts Inductor
     allocates them: planned again until that peak is within `peak` less a margin (what is
-    and is not counted, and the search: docs/TorchCompile.md). Under either bound torch's
+    and is not counted, and the search: docs/TorchCompile.md); where torch.compile makes
+    several graphs of one step (DDP's buckets, graph breaks), the whole step's across them
+    (step_ledger.py: one partitioner per step). Under either bound torch's
     own partitions are candidates beside graph-opt's plans, chosen by that predicted peak,
     and none is used whose predicted peak is above torch's unbudgeted partition's (a bound
     no candidate meets gets the least-peak one, with a warning; strict=True raises with

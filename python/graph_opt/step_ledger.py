@@ -11,13 +11,16 @@ graph k runs, what the other graphs of the step hold stays allocated:
 - a graph after k: its parameters and buffers, and during k's backward the gradients of its
   parameters too (its backward ran before k's).
 
-So each graph is planned against peak= less what the others hold, the forward and the
-backward half apart (compile.py adds the two to halves.py's peaks of every candidate). A graph
-after k that was not compiled yet when k is planned is known by its frame's parameters only
-(dynamo's graph arguments: DDP's later buckets, whose parameters and gradients are counted);
-a later frame (after a graph break) is not known until it is compiled. After each graph the
-whole step's predicted peak over the graphs known then is recomputed (`step_peak`), so a bound
-that a graph compiled later pushes over is reported then.
+So each graph is planned against peak= less what the others hold, and every candidate
+partition of it is priced at the whole step's predicted peak were it chosen (peak_with;
+compile.py's _price). Graphs the step runs that the partitioner has not seen are taken to be
+like the one being planned, per parameter byte: the ones after it not compiled yet (their
+parameters known: DDP's later buckets from dynamo's graph arguments of the frame it splits;
+the frames after a graph break from the model whose forward the first frame is), and its own
+further runs (a block class's compiled forward runs once per block: FSDP2's per-block frames,
+the model found from FSDP2's root). After each graph the whole step's predicted peak over the
+graphs known then is recomputed (`step_peak`), so a bound that a graph compiled later pushes
+over is reported then.
 
 The ledger belongs to one partitioner: the graphs it plans are taken as one step. A frame
 compiled again (new shapes, a guard that failed) replaces its earlier graphs;
@@ -60,6 +63,7 @@ class GraphEntry:
     saved: int
     forward_peak: int
     backward_peak: int
+    runs: int = 1  # how many times it runs in the step (Compiling.runs)
 
 
 @dataclasses.dataclass
@@ -73,6 +77,7 @@ class Position:
     resident: int  # its own parameters and buffers
     gradients: int
     static_names: frozenset  # their placeholders' names
+    runs: int = 1
 
 
 def _distinct_bytes(nodes):
@@ -134,35 +139,52 @@ def _compile_position():
 
 
 def _tensor_bytes(tensors):
-    """Distinct storages' bytes of `tensors` (a DTensor's: its local shard's)."""
+    """Distinct tensors' bytes, a DTensor's (FSDP2's sharded parameters) at its full size:
+    the graphs take them unsharded."""
     seen, total = set(), 0
     for t in tensors:
-        t = getattr(t, "_local_tensor", t)
-        if type(t) not in (torch.Tensor, torch.nn.Parameter):
+        if not isinstance(t, torch.Tensor) or id(t) in seen:
             continue
-        try:
-            storage = t.untyped_storage()
-        except Exception:
-            continue
-        if storage.data_ptr() in seen:
-            continue
-        seen.add(storage.data_ptr())
-        total += storage.nbytes()
+        seen.add(id(t))
+        total += t.numel() * t.element_size()
     return total
 
 
-def _compiled_resident_bytes():
-    """What dynamo's frame being compiled says of the step's parameters and buffers: (those
-    of its graph arguments, those of the module whose forward it is: its `self`), each None
-    where dynamo does not say. The module's are the whole model's where torch.compile(model)
-    compiles model's forward (a graph break's later frames have the same `self`); the graph
-    arguments' are the frame's (DDP's whole model, which DDPOptimizer splits in buckets)."""
+def _whole_model(module):
+    """The model `module` is part of where FSDP2 says (the root of its fully_shard tree: a
+    sharded block's forward is a frame of its own), else `module`."""
+    get_state = getattr(module, "_get_fsdp_state", None)
+    if get_state is None:
+        return module
+    try:
+        for state in get_state()._state_ctx.all_states:
+            if state._is_root:
+                return state._modules[0]
+    except Exception:
+        pass
+    return module
+
+
+@dataclasses.dataclass
+class Compiling:
+    """What dynamo's frame being compiled says of the step: the parameter and buffer bytes of
+    its graph arguments (DDP: the whole model, which DDPOptimizer splits in buckets), those of
+    the model whose forward it is part of (its `self`, or FSDP2's root: the whole model
+    where torch.compile(model) compiles model's forward; a graph break's later frames have the
+    same `self`), and `runs`: how many modules of the model share the frame's forward (a
+    block class's compiled forward runs once per block: FSDP2's per-block frames)."""
+    frame_resident: int = None
+    model_resident: int = None
+    runs: int = 1
+
+
+def _compiling():
     try:
         from torch._dynamo.symbolic_convert import InstructionTranslator
         tx = InstructionTranslator.current_tx()
         graphargs = tx.output.graphargs
     except Exception:
-        return None, None
+        return Compiling()
     examples = []
     for arg in graphargs:
         try:
@@ -174,12 +196,15 @@ def _compiled_resident_bytes():
         if isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor)
                                                  and "_buffers" in source):
             examples.append(t)
+    found = Compiling(frame_resident=_tensor_bytes(examples))
     module = getattr(tx, "f_locals", {}).get("self")
     if isinstance(module, torch.nn.Module):
-        owned = _tensor_bytes([*module.parameters(), *module.buffers()])
-    else:
-        owned = None
-    return _tensor_bytes(examples), owned
+        model = _whole_model(module)
+        found.model_resident = _tensor_bytes([*model.parameters(), *model.buffers()])
+        code = getattr(tx, "f_code", None)
+        found.runs = max(1, sum(1 for m in model.modules()
+                                if getattr(type(m).forward, "__code__", None) is code))
+    return found
 
 
 class StepLedger:
@@ -211,20 +236,25 @@ class StepLedger:
         if frame not in self.frames:
             self.frames.append(frame)
         resident, gradients = resident_and_gradients(gm, kwargs)
-        frame_resident, module_resident = _compiled_resident_bytes()
-        self.model_resident = max(self.model_resident, module_resident or 0)
+        compiling = _compiling()
+        self.model_resident = max(self.model_resident, compiling.model_resident or 0)
         # graphs not compiled yet: the frame's other buckets (DDP), and the model's
-        # parameters no graph compiled so far has (the frames after a graph break)
-        known = sum(e.resident for k, e in self.entries.items() if k != (frame, bucket))
-        known_here = sum(e.resident for k, e in self.entries.items()
-                         if e.frame == frame and k != (frame, bucket))
-        not_compiled = max(0, (frame_resident or 0) - resident - known_here,
-                           self.model_resident - resident - known)
+        # parameters no graph compiled so far has (the frames after a graph break), its
+        # own further runs apart
+        others = {k: e for k, e in self.entries.items() if k != (frame, bucket)}
+        known = sum(e.runs * e.resident for e in others.values())
+        known_here = sum(e.resident for e in others.values() if e.frame == frame)
+        not_compiled = max(0, (compiling.frame_resident or 0) - resident - known_here,
+                           self.model_resident - compiling.runs * resident - known)
         held = self._held(self.entries, (frame, bucket), not_compiled)
-        return Position(frame, bucket, compile_id, frame_resident, held, resident, gradients,
-                        frozenset(n.name for n in _static_inputs(gm, kwargs)))
+        return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
+                        gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
+                        compiling.runs)
 
     def _held(self, entries, key, not_compiled=0):
+        """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
+        several times in the step, as each of its runs), and `not_compiled` bytes of
+        parameters of graphs after it."""
         me = self._order(*key)
         held = Held(not_compiled=not_compiled)
         # the frame's graphs not compiled yet come after this one: their parameters, and in
@@ -236,47 +266,55 @@ class StepLedger:
                 continue
             if self._order(*other) < me:
                 held.before += 1
-                held.forward += e.resident + e.saved
-                held.backward += e.resident + e.saved
+                held.forward += e.runs * (e.resident + e.saved)
+                held.backward += e.runs * (e.resident + e.saved)
             else:
                 held.after += 1
-                held.forward += e.resident
-                held.backward += e.resident + e.gradients
+                held.forward += e.runs * e.resident
+                held.backward += e.runs * (e.resident + e.gradients)
         return held
 
     def entry(self, position, saved, forward_peak, backward_peak):
         return GraphEntry(position.frame, position.bucket, position.compile_id,
                           position.resident, position.gradients, saved, forward_peak,
-                          backward_peak)
+                          backward_peak, position.runs)
 
     def peak_with(self, position, entry):
         """The whole step's predicted peak were `entry` the graph at `position`: the most, over
         the graphs known, of each one's forward and backward peak with what the others hold
-        then; and where graphs of its frame are not compiled yet (DDP's later buckets), of
-        the last of them, taken to be like this one per parameter byte (so what this one
-        saves is held through theirs: a graph planned first would otherwise save all the
-        room, and the ones after it find none)."""
+        then; and where this graph runs again later in the step (`runs`) or graphs after it
+        are not compiled yet (DDP's later buckets, the frames after a graph break), of the
+        last of those, taken to be like this one per parameter byte: so what this one saves
+        is held through theirs (a graph planned first would otherwise save all the room, and
+        the ones after it find none)."""
         key = (position.frame, position.bucket)
         entries = {**self.entries, key: entry}
-        best = 0
-        for other, e in entries.items():
-            held = self._held(entries, other,
-                              position.held.not_compiled if other == key else 0)
-            best = max(best, e.forward_peak + held.forward, e.backward_peak + held.backward)
-        later = position.held.not_compiled
-        if later:
-            copies = later / max(entry.resident, 1)
+        best = self._steps_peak(entries, key, position.held.not_compiled)[0]
+        copies = entry.runs - 1 + position.held.not_compiled / max(entry.resident, 1)
+        if copies > 0:
             me = self._order(*key)
-            before = sum(e.resident + e.saved for k, e in entries.items()
-                         if self._order(*k) <= me)
+            before = sum(e.runs * (e.resident + e.saved) for k, e in entries.items()
+                         if self._order(*k) < me)
             after = [e for k, e in entries.items() if self._order(*k) > me]
-            others = before + max(0.0, copies - 1) * (entry.resident + entry.saved)
+            # this graph's first run and the copies before the last; the last, scaled where
+            # less than one copy is left
+            others = before + (1 + max(0.0, copies - 1)) * (entry.resident + entry.saved)
             scale = min(copies, 1.0)
             best = max(best,
-                       int(others + sum(e.resident for e in after) + scale * entry.forward_peak),
-                       int(others + sum(e.resident + e.gradients for e in after)
+                       int(others + sum(e.runs * e.resident for e in after)
+                           + scale * entry.forward_peak),
+                       int(others + sum(e.runs * (e.resident + e.gradients) for e in after)
                            + scale * entry.backward_peak))
         return best
+
+    def _steps_peak(self, entries, key=None, not_compiled=0):
+        best, where = 0, None
+        for other, e in entries.items():
+            held = self._held(entries, other, not_compiled if other == key else 0)
+            peak = max(e.forward_peak + held.forward, e.backward_peak + held.backward)
+            if peak > best:
+                best, where = peak, other
+        return best, where
 
     def record(self, position, entry):
         self.entries[(position.frame, position.bucket)] = entry
@@ -284,13 +322,7 @@ class StepLedger:
     def step_peak(self):
         """(the whole step's predicted peak over the graphs known now, the (frame, bucket)
         where it is reached), or (0, None) with no graph."""
-        best, where = 0, None
-        for key, e in self.entries.items():
-            held = self._held(self.entries, key)
-            peak = max(e.forward_peak + held.forward, e.backward_peak + held.backward)
-            if peak > best:
-                best, where = peak, key
-        return best, where
+        return self._steps_peak(self.entries)
 
     def index(self, frame, bucket):
         """The graph's place among the step's graphs known now, from 0 in forward order."""

@@ -19,6 +19,19 @@ MiB = 2 ** 20
 SAVE_ALL = "checkpoint{activations=100%}"
 
 
+class Block(torch.nn.Module):
+    """GELU(W2 GELU(W1 x)), 256 wide: a forward of its own (dynamo compiles a module of
+    torch's own, such as nn.Sequential, only inside a frame of the user's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(256, 256)
+        self.down = torch.nn.Linear(256, 256)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.down(torch.nn.functional.gelu(self.up(x))))
+
+
 class Blocks(torch.nn.Module):
     """`blocks` residual blocks x + GELU(W2 GELU(W1 x)), 256 wide, on 1024 rows: each
     block's activations (1 MiB each) are several times its parameters (0.5 MiB), so where
@@ -27,9 +40,7 @@ class Blocks(torch.nn.Module):
 
     def __init__(self, blocks=4, breaks=False):
         super().__init__()
-        self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
-            torch.nn.Linear(256, 256), torch.nn.GELU(), torch.nn.Linear(256, 256),
-            torch.nn.GELU()) for _ in range(blocks))
+        self.blocks = torch.nn.ModuleList(Block() for _ in range(blocks))
         self.breaks = breaks
 
     def forward(self, x):
@@ -137,6 +148,57 @@ def test_peak_bounds_a_step_that_graph_breaks_across_its_frames():
     assert [s["graphs_before"] for s in steps] == [0, 1, 2, 3]
     assert steps[-1]["step_peak_bytes"] <= bound
     assert peak <= bound, f"measured {peak / MiB:.2f} MiB over {bound / MiB:.2f} MiB"
+
+
+def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_rank):
+    """FSDP2 (fully_shard on every block and the root) under torch.compile: each sharded
+    block's forward is a frame of its own, compiled once and run once per block (every block
+    shares its class's forward), so the partitioner sees one block graph for four runs. The
+    ledger finds the model from FSDP2's root and counts the block graph's runs: its plan is
+    priced as four runs, each holding what it saves through the ones after it, and the step
+    measures under the bound."""
+    from torch.distributed.fsdp import fully_shard
+
+    def sharded(m):
+        for b in m.blocks:
+            fully_shard(b)
+        fully_shard(m)
+        return m
+
+    def measured(compiled, model, x):
+        for p in model.parameters():
+            p.grad = None
+        with graph_opt._C._CpuMemoryTracker() as tracker:
+            compiled(x).backward()
+        local = [getattr(p, "_local_tensor", p) for p in model.parameters()]
+        return tracker.peak_bytes + sum(t.untyped_storage().nbytes() for t in [*local, x])
+
+    torch.manual_seed(0)
+    x = torch.randn(1024, 256)
+    peaks = {}
+    for label, options in (("save all", {"pipeline": SAVE_ALL}), ("bound", None)):
+        model = sharded(Blocks())
+        torch.manual_seed(0)
+        for p in model.parameters():  # the same weights both times
+            torch.nn.init.normal_(p, std=0.05)
+        if options is None:
+            options = {"peak": int(0.7 * peaks["save all"])}
+        torch._dynamo.reset()
+        goc.reset_stats()
+        compiled = torch.compile(model, backend=graph_opt.backend(inner="eager", **options))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(2):
+                for p in model.parameters():
+                    p.grad = None
+                compiled(x).backward()
+            peaks[label] = measured(compiled, model, x)
+    plans = goc.stats()["plans"]
+    runs = [p["step"]["runs"] for p in plans]
+    assert 4 in runs, runs
+    bound = options["peak"]
+    assert peaks["bound"] <= bound, (f"measured {peaks['bound'] / MiB:.2f} MiB over "
+                                     f"{bound / MiB:.2f} MiB")
 
 
 def _position(frame, bucket, resident, compile_id=None, not_compiled=0):
