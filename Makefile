@@ -214,6 +214,7 @@ bench-loops: build
 	@$(VENV)/bin/python benchmarks/models/loops.py --models '$(BENCH_LOOPS_MODELS)' \
 	  --loops '$(BENCH_LOOPS)' --steps $(if $(BENCH_STEPS),$(BENCH_STEPS),3) \
 	  $(if $(BENCH_LOOPS_INNER),--inner $(BENCH_LOOPS_INNER)) \
+	  $(if $(BENCH_LOOPS_PEAK_SHARE),--peak-share $(BENCH_LOOPS_PEAK_SHARE)) \
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) -o $(BENCH_DIR)/loops
 
 # halves.py's peak prediction against the measured peak of the step torch.compile runs, per

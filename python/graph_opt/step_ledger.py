@@ -284,22 +284,26 @@ class StepLedger:
         the graphs known, of each one's forward and backward peak with what the others hold
         then; and where this graph runs again later in the step (`runs`) or graphs after it
         are not compiled yet (DDP's later buckets, the frames after a graph break), of the
-        last of those, taken to be like this one per parameter byte: so what this one saves
-        is held through theirs (a graph planned first would otherwise save all the room, and
-        the ones after it find none)."""
+        last of those. They are taken to hold parameters and saved activations in the ratio
+        the graphs known so far do (this one as `entry` among them), and the last to peak as
+        this one, scaled where its parameters are fewer: so what this one saves counts
+        through theirs (a graph planned first would otherwise save all the room, and the
+        ones after it find none)."""
         key = (position.frame, position.bucket)
         entries = {**self.entries, key: entry}
         best = self._steps_peak(entries, key, position.held.not_compiled)[0]
-        copies = entry.runs - 1 + position.held.not_compiled / max(entry.resident, 1)
-        if copies > 0:
+        later = (entry.runs - 1) * entry.resident + position.held.not_compiled
+        if later > 0:
             me = self._order(*key)
             before = sum(e.runs * (e.resident + e.saved) for k, e in entries.items()
                          if self._order(*k) < me)
             after = [e for k, e in entries.items() if self._order(*k) > me]
-            # this graph's first run and the copies before the last; the last, scaled where
-            # less than one copy is left
-            others = before + (1 + max(0.0, copies - 1)) * (entry.resident + entry.saved)
-            scale = min(copies, 1.0)
+            ratio = (sum(e.runs * e.saved for e in entries.values())
+                     / max(1, sum(e.runs * e.resident for e in entries.values())))
+            last = min(later, entry.resident)  # the last one's own: in its peak
+            others = (before + entry.resident + entry.saved
+                      + (later - last) * (1 + ratio))
+            scale = last / max(entry.resident, 1)
             best = max(best,
                        int(others + sum(e.runs * e.resident for e in after)
                            + scale * entry.forward_peak),

@@ -222,9 +222,9 @@ def test_the_ledger_counts_what_each_graph_holds_for_the_others():
     assert (held.forward, held.backward, held.before, held.after) == (300, 600, 0, 1)
     assert ledger.step_peak() == (3700, (7, 1))
     assert ledger.index(7, 1) == 1
-    # a third bucket not compiled yet, twice the second's parameters: two copies of it
+    # a third bucket not compiled yet, twice the second's parameters: the last 300 bytes of
+    # them peak as this one; the 300 before hold parameters and saved activations in the
+    # ratio the graphs known do (1500 saved for 400 of parameters)
     planning = _position(7, 1, 300, not_compiled=600)
     candidate = ledger.entry(planning, 500, 1500, 2500)
-    # the last copy's backward: first (100 + 1000) + this (300 + 500) + one more copy
-    # (300 + 500) + its own 2500
-    assert ledger.peak_with(planning, candidate) == 1100 + 800 + 800 + 2500
+    assert ledger.peak_with(planning, candidate) == 1100 + 800 + 300 * (1 + 1500 / 400) + 2500
