@@ -176,6 +176,9 @@ class Compiling:
     frame_resident: int = None
     model_resident: int = None
     runs: int = 1
+    # the frame's graph ends at a graph break: more frames of the step follow it (a graph
+    # that ends at its frame's return has none after it but what its caller compiles)
+    breaks: bool = False
 
 
 def _compiling():
@@ -196,7 +199,9 @@ def _compiling():
         if isinstance(t, torch.nn.Parameter) or (isinstance(t, torch.Tensor)
                                                  and "_buffers" in source):
             examples.append(t)
-    found = Compiling(frame_resident=_tensor_bytes(examples))
+    reason = getattr(tx.output, "compile_subgraph_reason", None)
+    found = Compiling(frame_resident=_tensor_bytes(examples),
+                      breaks=bool(getattr(reason, "graph_break", False)))
     module = getattr(tx, "f_locals", {}).get("self")
     if isinstance(module, torch.nn.Module):
         model = _whole_model(module)
@@ -238,14 +243,16 @@ class StepLedger:
         resident, gradients = resident_and_gradients(gm, kwargs)
         compiling = _compiling()
         self.model_resident = max(self.model_resident, compiling.model_resident or 0)
-        # graphs not compiled yet: the frame's other buckets (DDP), and the model's
-        # parameters no graph compiled so far has (the frames after a graph break), its
-        # own further runs apart
+        # graphs not compiled yet: the frame's other buckets (DDP), and where the frame ends
+        # at a graph break, the model's parameters no graph compiled so far has (the frames
+        # after it), its own further runs apart. (Not where it returns: a parameter no graph
+        # takes, unused in the step, is not a graph to come.)
         others = {k: e for k, e in self.entries.items() if k != (frame, bucket)}
         known = sum(e.runs * e.resident for e in others.values())
         known_here = sum(e.resident for e in others.values() if e.frame == frame)
         not_compiled = max(0, (compiling.frame_resident or 0) - resident - known_here,
-                           self.model_resident - compiling.runs * resident - known)
+                           (self.model_resident - compiling.runs * resident - known)
+                           if compiling.breaks else 0)
         held = self._held(self.entries, (frame, bucket), not_compiled)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
