@@ -185,6 +185,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         # others hold while the one being planned runs (added to every candidate's peak)
         self._ledger = StepLedger()
         self._position = None
+        self._warned_fsdp = False
         # a bad pipeline is an error now, not at the first compile
         compile_pipeline(pipeline, activations=None if memory_budget is None else 0,
                          peak=self.peak)
@@ -297,6 +298,14 @@ class GraphOptPartitioner(CustomPartitionerFn):
                   "frame_parameter_bytes": position.frame_resident,
                   "step_peak_bytes": step_peak,
                   "step_peak_at": self._ledger.index(*where)}
+        if position.fsdp:
+            record["fsdp2_buffers_counted"] = False
+            if not self._warned_fsdp:
+                self._warned_fsdp = True
+                warnings.warn(f"graph-opt: peak={self.peak} under FSDP2: its all-gather and "
+                              "reduce-scatter buffers are outside the graphs torch.compile "
+                              "makes and are not counted in the bound (docs/TorchCompile.md, "
+                              "\"One bound for the whole step\")", RuntimeWarning, stacklevel=4)
         if step_peak > bound and where != (position.frame, position.bucket):
             message = (f"peak={self.peak}: the whole step's predicted peak is now "
                        f"{_format_bytes(step_peak)}, at its graph {record['step_peak_at']} of "

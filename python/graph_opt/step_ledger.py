@@ -78,6 +78,7 @@ class Position:
     gradients: int
     static_names: frozenset  # their placeholders' names
     runs: int = 1
+    fsdp: bool = False
 
 
 def _distinct_bytes(nodes):
@@ -151,18 +152,18 @@ def _tensor_bytes(tensors):
 
 
 def _whole_model(module):
-    """The model `module` is part of where FSDP2 says (the root of its fully_shard tree: a
-    sharded block's forward is a frame of its own), else `module`."""
+    """(the model `module` is part of where FSDP2 says (the root of its fully_shard tree: a
+    sharded block's forward is a frame of its own), else `module`; whether FSDP2 shards it)."""
     get_state = getattr(module, "_get_fsdp_state", None)
     if get_state is None:
-        return module
+        return module, False
     try:
         for state in get_state()._state_ctx.all_states:
             if state._is_root:
-                return state._modules[0]
+                return state._modules[0], True
     except Exception:
         pass
-    return module
+    return module, True
 
 
 @dataclasses.dataclass
@@ -179,6 +180,7 @@ class Compiling:
     # the frame's graph ends at a graph break: more frames of the step follow it (a graph
     # that ends at its frame's return has none after it but what its caller compiles)
     breaks: bool = False
+    fsdp: bool = False  # FSDP2 shards the model (its buffers are outside every graph)
 
 
 def _compiling():
@@ -204,7 +206,7 @@ def _compiling():
                       breaks=bool(getattr(reason, "graph_break", False)))
     module = getattr(tx, "f_locals", {}).get("self")
     if isinstance(module, torch.nn.Module):
-        model = _whole_model(module)
+        model, found.fsdp = _whole_model(module)
         found.model_resident = _tensor_bytes([*model.parameters(), *model.buffers()])
         code = getattr(tx, "f_code", None)
         found.runs = max(1, sum(1 for m in model.modules()
@@ -256,7 +258,7 @@ class StepLedger:
         held = self._held(self.entries, (frame, bucket), not_compiled)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
-                        compiling.runs)
+                        compiling.runs, compiling.fsdp)
 
     def _held(self, entries, key, not_compiled=0):
         """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
@@ -287,9 +289,9 @@ class StepLedger:
                           backward_peak, position.runs)
 
     def peak_with(self, position, entry):
-        """The whole step's predicted peak were `entry` the graph at `position`: the most, over
-        the graphs known, of each one's forward and backward peak with what the others hold
-        then; and where this graph runs again later in the step (`runs`) or graphs after it
+        """The whole step's predicted peak were `entry` the graph at `position`, as far as it
+        depends on that choice: the most, over this graph and the graphs known after it, of
+        each one's forward and backward peak with what the others hold then; and where this graph runs again later in the step (`runs`) or graphs after it
         are not compiled yet (DDP's later buckets, the frames after a graph break), of the
         last of those. They are taken to hold parameters and saved activations in the ratio
         the graphs known so far do (this one as `entry` among them), and the last to peak as
@@ -298,7 +300,10 @@ class StepLedger:
         ones after it find none)."""
         key = (position.frame, position.bucket)
         entries = {**self.entries, key: entry}
-        best = self._steps_peak(entries, key, position.held.not_compiled)[0]
+        # the graphs before this one peak as they do whatever it saves: their figures left
+        # out, the candidates of this one are told apart by what they change (a step peak
+        # reached at an earlier graph would price them all alike)
+        best = self._steps_peak(entries, key, position.held.not_compiled, since=key)[0]
         later = (entry.runs - 1) * entry.resident + position.held.not_compiled
         if later > 0:
             me = self._order(*key)
@@ -318,9 +323,11 @@ class StepLedger:
                            + scale * entry.backward_peak))
         return best
 
-    def _steps_peak(self, entries, key=None, not_compiled=0):
+    def _steps_peak(self, entries, key=None, not_compiled=0, since=None):
         best, where = 0, None
         for other, e in entries.items():
+            if since is not None and self._order(*other) < self._order(*since):
+                continue
             held = self._held(entries, other, not_compiled if other == key else 0)
             peak = max(e.forward_peak + held.forward, e.backward_peak + held.backward)
             if peak > best:

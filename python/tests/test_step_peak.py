@@ -196,6 +196,8 @@ def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_ran
     plans = goc.stats()["plans"]
     runs = [p["step"]["runs"] for p in plans]
     assert 4 in runs, runs
+    # what it does not count, said
+    assert all(p["step"]["fsdp2_buffers_counted"] is False for p in plans)
     bound = options["peak"]
     assert peaks["bound"] <= bound, (f"measured {peaks['bound'] / MiB:.2f} MiB over "
                                      f"{bound / MiB:.2f} MiB")
