@@ -129,6 +129,9 @@ def _implementation_hash():
     return h.hexdigest()
 
 
+# peak=: the shares of what torch's default partition saves at which graph-opt's plans are
+# among the fixed candidates (those memory_budget= is most often asked at)
+_FIXED_BUDGET_SHARES = (0.5, 0.3, 0.1)
 # peak=: plans made at most per joint graph (halves.py's peak checked after each), and how far
 # under the bound a plan may land before the next round asks for less recomputation.
 _MAX_PEAK_ROUNDS = 6
@@ -550,7 +553,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """The candidates whose least peak a bound no other candidate meets is given, the
         same whatever bound was asked: torch's default partition and its knapsack at 0, and
         graph-opt's plans saving at most 0, 1/4, 1/2 and 3/4 of what its plan without a bound
-        saves, and that plan (issue 82 reports a deep residual MLP whose search reached
+        saves, that plan, and its plans at memory_budget=0.5, 0.3 and 0.1 (issue 82 reports a deep residual MLP whose search reached
         18.18 MiB at one bound and 28.18 at a tighter one: the least must not depend on
         where the search started)."""
         found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, self._price)]
@@ -561,6 +564,15 @@ class GraphOptPartitioner(CustomPartitionerFn):
             found.append(self._attempt(gm, joint_inputs, kwargs, imported, closest=True,
                                        activations=everything.saved_bytes * quarter // 4,
                                        known=known))
+        # and the plans memory_budget= makes at its usual shares (of what torch's default
+        # partition saves): the peak is not monotone in the saved bytes (saving nothing
+        # recomputes a 32k-vocabulary head in backward), and on a Hugging Face Llama the
+        # plan at memory_budget=0.1 (18 MiB saved) measured 250 MiB where the least of the
+        # quarters above was 262 MiB (issue 82)
+        reference = _activation_bytes(default, kwargs["num_fwd_outputs"])
+        for share in _FIXED_BUDGET_SHARES:
+            found.append(self._attempt(gm, joint_inputs, kwargs, imported, closest=True,
+                                       activations=int(share * reference), known=known))
         return found
 
     def _choose_for_peak(self, gm, joint_inputs, kwargs, imported, default):
