@@ -79,6 +79,8 @@ class Position:
     static_names: frozenset  # their placeholders' names
     runs: int = 1
     fsdp: bool = False
+    # what the frame's graphs could save per byte of their parameters at most (None: unknown)
+    frame_ratio: float = None
 
 
 def _distinct_bytes(nodes):
@@ -181,6 +183,25 @@ class Compiling:
     # that ends at its frame's return has none after it but what its caller compiles)
     breaks: bool = False
     fsdp: bool = False  # FSDP2 shards the model (its buffers are outside every graph)
+    # the bytes of every value the frame's forward computes: what its graphs could save at
+    # most (DDPOptimizer splits this graph in buckets)
+    frame_activations: int = None
+
+
+def _computed_bytes(graph):
+    """The bytes of the tensors a dynamo frame's graph computes (its nodes' example values),
+    or None where they cannot be read."""
+    try:
+        total = 0
+        for node in graph.nodes:
+            if node.op in ("call_function", "call_method", "call_module"):
+                value = node.meta.get("example_value")
+                values = value if isinstance(value, (list, tuple)) else [value]
+                total += sum(int(v.numel()) * v.element_size() for v in values
+                             if isinstance(v, torch.Tensor))
+        return total
+    except Exception:
+        return None
 
 
 def _compiling():
@@ -203,7 +224,8 @@ def _compiling():
             examples.append(t)
     reason = getattr(tx.output, "compile_subgraph_reason", None)
     found = Compiling(frame_resident=_tensor_bytes(examples),
-                      breaks=bool(getattr(reason, "graph_break", False)))
+                      breaks=bool(getattr(reason, "graph_break", False)),
+                      frame_activations=_computed_bytes(tx.output.graph))
     module = getattr(tx, "f_locals", {}).get("self")
     if isinstance(module, torch.nn.Module):
         model, found.fsdp = _whole_model(module)
@@ -258,7 +280,10 @@ class StepLedger:
         held = self._held(self.entries, (frame, bucket), not_compiled)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
-                        compiling.runs, compiling.fsdp)
+                        compiling.runs, compiling.fsdp,
+                        compiling.frame_activations / compiling.frame_resident
+                        if compiling.frame_activations is not None
+                        and compiling.frame_resident else None)
 
     def _held(self, entries, key, not_compiled=0):
         """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
@@ -294,7 +319,8 @@ class StepLedger:
         each one's forward and backward peak with what the others hold then; and where this graph runs again later in the step (`runs`) or graphs after it
         are not compiled yet (DDP's later buckets, the frames after a graph break), of the
         last of those. They are taken to hold parameters and saved activations in the ratio
-        the graphs known so far do (this one as `entry` among them), and the last to peak as
+        the graphs known so far do (this one as `entry` among them; no more than its frame
+        computes per parameter byte), and the last to peak as
         this one, scaled where its parameters are fewer: so what this one saves counts
         through theirs (a graph planned first would otherwise save all the room, and the
         ones after it find none)."""
@@ -312,6 +338,11 @@ class StepLedger:
             after = [e for k, e in entries.items() if self._order(*k) > me]
             ratio = (sum(e.runs * e.saved for e in entries.values())
                      / max(1, sum(e.runs * e.resident for e in entries.values())))
+            if position.frame_ratio is not None:
+                # no more than the frame computes per parameter byte: one small graph's own
+                # ratio (an input layer's 4 KiB of parameters against 1 MiB saved) priced
+                # DDP's first bucket at 4 GiB
+                ratio = min(ratio, position.frame_ratio)
             last = min(later, entry.resident)  # the last one's own: in its peak
             others = (before + entry.resident + entry.saved
                       + (later - last) * (1 + ratio))
