@@ -230,3 +230,6 @@ def test_the_ledger_counts_what_each_graph_holds_for_the_others():
     planning = _position(7, 1, 300, not_compiled=600)
     candidate = ledger.entry(planning, 500, 1500, 2500)
     assert ledger.peak_with(planning, candidate) == 1100 + 800 + 300 * (1 + 1500 / 400) + 2500
+    # no more per parameter byte than the frame computes (DDP: the whole model's forward)
+    planning.frame_ratio = 1.0
+    assert ledger.peak_with(planning, candidate) == 1100 + 800 + 300 * (1 + 1.0) + 2500
