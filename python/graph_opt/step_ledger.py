@@ -149,7 +149,7 @@ def _tensor_bytes(tensors):
         if not isinstance(t, torch.Tensor) or id(t) in seen:
             continue
         seen.add(id(t))
-        total += t.numel() * t.element_size()
+        total += _hinted(t.numel()) * t.element_size()
     return total
 
 
@@ -188,6 +188,15 @@ class Compiling:
     frame_activations: int = None
 
 
+def _hinted(n):
+    """An int, or a symbolic one's hint, read without guarding on it (int() on a SymInt
+    would specialize the frame's shapes)."""
+    if isinstance(n, int):
+        return n
+    hint = getattr(getattr(n, "node", None), "hint", None)
+    return int(hint) if hint is not None else 0
+
+
 def _computed_bytes(graph):
     """The bytes of the tensors a dynamo frame's graph computes (its nodes' example values),
     or None where they cannot be read."""
@@ -197,7 +206,7 @@ def _computed_bytes(graph):
             if node.op in ("call_function", "call_method", "call_module"):
                 value = node.meta.get("example_value")
                 values = value if isinstance(value, (list, tuple)) else [value]
-                total += sum(int(v.numel()) * v.element_size() for v in values
+                total += sum(_hinted(v.numel()) * v.element_size() for v in values
                              if isinstance(v, torch.Tensor))
         return total
     except Exception:
