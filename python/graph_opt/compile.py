@@ -240,7 +240,17 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
-        position = self._ledger.enter(gm, kwargs) if self.peak is not None else None
+        position = None
+        if self.peak is not None:
+            try:
+                position = self._ledger.enter(gm, kwargs)
+            except Exception as e:  # dynamo's internals read otherwise: this graph alone
+                if self.strict:
+                    raise
+                warnings.warn(f"graph-opt: peak={self.peak}: this graph is planned as the "
+                              "whole step (the step's other graphs could not be read: "
+                              f"{type(e).__name__}: {e})".splitlines()[0], RuntimeWarning,
+                              stacklevel=2)
         self._position = position
         try:
             return self._partition_and_record(gm, joint_inputs, kwargs, position, start)
