@@ -139,20 +139,10 @@ def shard_blocks(step):
     fully_shard(step)
 
 
-def _local_bytes(tensors):
-    seen, total = set(), 0
-    for t in tensors:
-        t = getattr(t, "_local_tensor", t)  # a DTensor's shard (FSDP2)
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in seen:
-            seen.add(storage.data_ptr())
-            total += storage.nbytes()
-    return total
-
-
 def whole_step_peak(compiled, step, batch, loop):
     """One more step of `compiled`, profiled: its allocations above its start (c10's
-    allocator events, peers.step_memory) plus the parameters (this rank's) and the batch."""
+    allocator events, peers.step_memory) plus the parameters (this rank's) and the batch
+    (peers.held_bytes)."""
     import peers
     from torch.profiler import record_function
 
@@ -167,8 +157,7 @@ def whole_step_peak(compiled, step, batch, loop):
     above = peers.step_memory(run_step)["peak"]
     for p in step.parameters():
         p.grad = None
-    return above + _local_bytes([*step.parameters(),
-                                 *(t for t in batch if isinstance(t, torch.Tensor))])
+    return above + peers.held_bytes(step, batch)
 
 
 def train(step, args, loop, steps, backend, rank=0, measure=False):

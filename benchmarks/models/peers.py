@@ -445,8 +445,10 @@ def peak_bytes_of(run_step):
 
 
 def held_bytes(step, args):
-    """What the step holds before it runs: its parameters and the batch (storages)."""
-    held = sum(p.untyped_storage().nbytes() for p in step.parameters())
+    """What the step holds before it runs: its parameters (a DTensor's: this rank's shard,
+    FSDP2) and the batch (storages)."""
+    held = sum(getattr(p, "_local_tensor", p).untyped_storage().nbytes()
+               for p in step.parameters())
     return held + sum(a.untyped_storage().nbytes() for a in args if hasattr(a, "untyped_storage"))
 
 

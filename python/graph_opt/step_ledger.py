@@ -93,26 +93,31 @@ def _distinct_bytes(nodes):
     return total
 
 
+def _primals(gm):
+    return [n for n in gm.graph.nodes if n.op == "placeholder"
+            and not n.name.startswith("tangents")]
+
+
+def _static_indices(gm, kwargs):
+    """The positions among the primal inputs of those that live all step:
+    static_lifetime_input_indices (parameters and buffers, as dynamo marks them)."""
+    count = len(_primals(gm))
+    return [i for i in kwargs.get("static_lifetime_input_indices") or [] if i < count]
+
+
 def _static_inputs(gm, kwargs):
-    """The primal inputs that live all step: static_lifetime_input_indices (parameters and
-    buffers, as dynamo marks them)."""
-    primals = [n for n in gm.graph.nodes if n.op == "placeholder"
-               and not n.name.startswith("tangents")]
-    indices = kwargs.get("static_lifetime_input_indices") or []
-    return [primals[i] for i in indices if i < len(primals)]
+    primals = _primals(gm)
+    return [primals[i] for i in _static_indices(gm, kwargs)]
 
 
 def resident_and_gradients(gm, kwargs):
     """(bytes of the joint graph's parameters and buffers, bytes of their gradients: the
     joint graph's outputs after the forward's, one per primal, None where it has none)."""
-    static = _static_inputs(gm, kwargs)
+    primals = _primals(gm)
+    indices = _static_indices(gm, kwargs)
     outs = output_nodes(gm)[kwargs["num_fwd_outputs"]:]
-    primals = [n for n in gm.graph.nodes if n.op == "placeholder"
-               and not n.name.startswith("tangents")]
-    position = {n.name: i for i, n in enumerate(primals)}
-    grads = [outs[position[n.name]] for n in static
-             if position[n.name] < len(outs) and isinstance(outs[position[n.name]], torch.fx.Node)]
-    return _distinct_bytes(static), sum(nbytes(g) for g in grads)
+    grads = [outs[i] for i in indices if i < len(outs) and isinstance(outs[i], torch.fx.Node)]
+    return _distinct_bytes(primals[i] for i in indices), sum(nbytes(g) for g in grads)
 
 
 def saved_bytes(fw, num_fwd_outputs, static_names):
@@ -186,6 +191,13 @@ class Compiling:
     # the bytes of every value the frame's forward computes: what its graphs could save at
     # most (DDPOptimizer splits this graph in buckets)
     frame_activations: int = None
+
+    @property
+    def frame_ratio(self):
+        """What the frame's graphs could save per byte of their parameters at most, or None."""
+        if self.frame_activations is None or not self.frame_resident:
+            return None
+        return self.frame_activations / self.frame_resident
 
 
 def _hinted(n):
@@ -289,10 +301,7 @@ class StepLedger:
         held = self._held(self.entries, (frame, bucket), not_compiled)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
-                        compiling.runs, compiling.fsdp,
-                        compiling.frame_activations / compiling.frame_resident
-                        if compiling.frame_activations is not None
-                        and compiling.frame_resident else None)
+                        compiling.runs, compiling.fsdp, compiling.frame_ratio)
 
     def _held(self, entries, key, not_compiled=0):
         """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
@@ -325,14 +334,14 @@ class StepLedger:
     def peak_with(self, position, entry):
         """The whole step's predicted peak were `entry` the graph at `position`, as far as it
         depends on that choice: the most, over this graph and the graphs known after it, of
-        each one's forward and backward peak with what the others hold then; and where this graph runs again later in the step (`runs`) or graphs after it
-        are not compiled yet (DDP's later buckets, the frames after a graph break), of the
-        last of those. They are taken to hold parameters and saved activations in the ratio
-        the graphs known so far do (this one as `entry` among them; no more than its frame
-        computes per parameter byte), and the last to peak as
-        this one, scaled where its parameters are fewer: so what this one saves counts
-        through theirs (a graph planned first would otherwise save all the room, and the
-        ones after it find none)."""
+        each one's forward and backward peak with what the others hold then; and where this
+        graph runs again later in the step (`runs`) or graphs after it are not compiled yet
+        (DDP's later buckets, the frames after a graph break), of the last of those. They
+        are taken to hold parameters and saved activations in the ratio the graphs known so
+        far do (this one as `entry` among them; no more than its frame computes per
+        parameter byte), and the last to peak as this one, scaled where its parameters are
+        fewer: so what this one saves counts through theirs (a graph planned first would
+        otherwise save all the room, and the ones after it find none)."""
         key = (position.frame, position.bucket)
         entries = {**self.entries, key: entry}
         # the graphs before this one peak as they do whatever it saves: their figures left

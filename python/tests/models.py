@@ -11,7 +11,8 @@ def measured_whole_peak(fn, model, x):
         p.grad = None
     with graph_opt._C._CpuMemoryTracker() as tracker:
         fn(x).backward()
-    return tracker.peak_bytes + sum(t.untyped_storage().nbytes()
+    # a DTensor parameter (FSDP2): this rank's shard
+    return tracker.peak_bytes + sum(getattr(t, "_local_tensor", t).untyped_storage().nbytes()
                                     for t in [*model.parameters(), x])
 
 

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 import graph_opt
 from graph_opt import compile as goc
-from graph_opt.step_ledger import GraphEntry, Position, StepLedger, Held
+from graph_opt.step_ledger import Held, Position, StepLedger
 from models import measured_whole_peak
 
 MiB = 2 ** 20
@@ -165,14 +165,6 @@ def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_ran
         fully_shard(m)
         return m
 
-    def measured(compiled, model, x):
-        for p in model.parameters():
-            p.grad = None
-        with graph_opt._C._CpuMemoryTracker() as tracker:
-            compiled(x).backward()
-        local = [getattr(p, "_local_tensor", p) for p in model.parameters()]
-        return tracker.peak_bytes + sum(t.untyped_storage().nbytes() for t in [*local, x])
-
     torch.manual_seed(0)
     x = torch.randn(1024, 256)
     peaks = {}
@@ -192,7 +184,7 @@ def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_ran
                 for p in model.parameters():
                     p.grad = None
                 compiled(x).backward()
-            peaks[label] = measured(compiled, model, x)
+            peaks[label] = measured_whole_peak(compiled, model, x)
     plans = goc.stats()["plans"]
     runs = [p["step"]["runs"] for p in plans]
     assert 4 in runs, runs
