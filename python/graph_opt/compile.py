@@ -563,9 +563,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """The candidates whose least peak a bound no other candidate meets is given, the
         same whatever bound was asked: torch's default partition and its knapsack at 0, and
         graph-opt's plans saving at most 0, 1/4, 1/2 and 3/4 of what its plan without a bound
-        saves, that plan, and its plans at memory_budget=0.5, 0.3 and 0.1 (issue 82 reports a deep residual MLP whose search reached
-        18.18 MiB at one bound and 28.18 at a tighter one: the least must not depend on
-        where the search started)."""
+        saves, that plan, and its plans at memory_budget=0.5, 0.3 and 0.1 (issue 82 reports
+        a deep residual MLP whose search reached 18.18 MiB at one bound and 28.18 at a
+        tighter one: the least must not depend on where the search started)."""
         found = [default, torch_partition(gm, joint_inputs, kwargs, 0.0, self._price)]
         everything = self._attempt(gm, joint_inputs, kwargs, imported, activations=_UNBOUNDED,
                                    closest=True, known=known)
