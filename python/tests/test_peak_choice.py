@@ -151,19 +151,34 @@ def test_the_equivalent_budget_moves_the_saved_bytes_one_for_one():
     assert candidates.equivalent_budget(70, fake("torch", 100)) is None
 
 
-def test_the_least_reachable_peak_is_no_more_than_memory_budgets_plans():
-    """The least peak a bound no candidate meets gets is no more than the predicted peak of
-    graph-opt's plans at memory_budget=0.5, 0.3 and 0.1: those plans are among the fixed
-    candidates. (The peak is not monotone in the bytes saved: on a 4-layer Hugging Face
-    Llama with a 32k vocabulary the plan at memory_budget=0.1 measured 250 MiB where the
-    least of the others was 262 MiB, issue 82.)"""
+def test_the_least_reachable_peak_weighs_memory_budgets_plans(monkeypatch):
+    """Under a bound no candidate meets, graph-opt's plans at memory_budget=0.5, 0.3 and 0.1
+    (those shares of what torch's default partition saves) are among the candidates the
+    least reachable peak is chosen from: the peak is not monotone in the bytes saved, and on
+    a 4-layer Hugging Face Llama with a 32k vocabulary the plan at memory_budget=0.1
+    measured 250.22 MiB where the least of the others was 262.28 MiB (issue 82; that model
+    is a benchmark's, not a test's: here the plans asked for are checked, and the least
+    against theirs)."""
+    asked, references = [], []
+    attempt, reference = goc.GraphOptPartitioner._attempt, goc._activation_bytes
+
+    def spying_attempt(self, *args, activations=None, **kwargs):
+        candidate = attempt(self, *args, activations=activations, **kwargs)
+        asked.append((activations, candidate.peak))
+        return candidate
+
+    def spying_reference(*args):
+        references.append(reference(*args))
+        return references[-1]
+    monkeypatch.setattr(goc.GraphOptPartitioner, "_attempt", spying_attempt)
+    monkeypatch.setattr(goc, "_activation_bytes", spying_reference)
     model, x = deep_mlp()
-    budgeted = []
-    for share in goc._FIXED_BUDGET_SHARES:
-        _, s = compiled_peak(model, x, graph_opt.backend(inner="eager", memory_budget=share))
-        (plan,) = s["plans"]
-        budgeted.append(plan["halves_peak_bytes"])
     inputs = sum(t.untyped_storage().nbytes() for t in [*model.parameters(), x])
     with pytest.warns(RuntimeWarning, match="cannot be met"):
         _, s = compiled_peak(model, x, graph_opt.backend(inner="eager", peak=inputs + 1))
-    assert least_in(s["unmet"][0]) <= min(budgeted), (least_in(s["unmet"][0]), budgeted)
+    (reference_bytes,) = set(references)
+    peaks = dict(asked)
+    for share in goc._FIXED_BUDGET_SHARES:
+        assert int(share * reference_bytes) in peaks, (share, sorted(peaks))
+    least = least_in(s["unmet"][0])
+    assert least <= min(peaks[int(share * reference_bytes)] for share in goc._FIXED_BUDGET_SHARES)
