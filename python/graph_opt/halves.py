@@ -644,6 +644,11 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     saved_outs = output_nodes(fw)[num_fwd_outputs:]
     bw_placeholders = [n for n in bw.graph.nodes if n.op == "placeholder"]
     placeholder_bytes, donated, same, first = {}, set(), {}, {}
+    # a saved value that is also an output the user gets (a causal LM's logits beside its
+    # loss) is not donated to the backward (AOTAutograd's collect_fw_donated_buffer_idxs):
+    # no kernel writes over it, though the backward still frees its own reference
+    user_visible = {storage_root(o) for o in output_nodes(fw)[:num_fwd_outputs]
+                    if isinstance(o, torch.fx.Node)}
     for p, src in zip(bw_placeholders, saved_outs):
         b = storage_root(src) if isinstance(src, torch.fx.Node) else None
         if b is None or (b.op == "placeholder" and b not in copies) or b.op == "get_attr":
@@ -653,7 +658,8 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
         else:
             first[b] = p
             placeholder_bytes[p] = copies[b] if b in copies else _multi_output_bytes(b)
-            donated.add(p)
+            if b not in user_visible:
+                donated.add(p)
     tangents = sum(_nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
     backward = _Half(bw, fused, {storage_root(o) for o in bw_outs}, placeholder_bytes,
