@@ -258,6 +258,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
             self._position = None
 
     def _partition_and_record(self, gm, joint_inputs, kwargs, position, start):
+        if not _backward_computes(gm):
+            return self._pass_through(gm, joint_inputs, kwargs, position, start)
         try:
             try:
                 run, planned, chosen, record = self._partition_any_shape(gm, joint_inputs,
@@ -291,6 +293,23 @@ class GraphOptPartitioner(CustomPartitionerFn):
         _STATS.plans.append(record)
         return run
 
+    def _pass_through(self, gm, joint_inputs, kwargs, position, start):
+        """A joint graph whose backward computes nothing (its gradients are its tangents,
+        passed on: the `x + block(x)` a graph break between blocks leaves) saves nothing for
+        its backward and has nothing to recompute: torch's default partition is its plan."""
+        try:
+            candidate = torch_partition(gm, joint_inputs, kwargs, 1.0, self._price)
+        finally:
+            _STATS.planning_seconds += time.perf_counter() - start
+        record = {"nodes": sum(1 for n in gm.graph.nodes if n.op == "call_function"),
+                  "partition": "torch", "saved": [], "saved_bytes": 0, "recomputed": [],
+                  "halves": candidate.halves,
+                  "why": "its backward computes nothing: nothing to save or recompute"}
+        if position is not None:
+            record["step"] = self._record_in_step(position, gm, kwargs, candidate)
+        _STATS.plans.append(record)
+        return candidate.fw, candidate.bw
+
     def _record_in_step(self, position, gm, kwargs, candidate):
         """Enters a graph's chosen partition in the step's ledger; returns what
         stats()["plans"][i]["step"] says: what the other graphs held while it was planned,
@@ -310,16 +329,25 @@ class GraphOptPartitioner(CustomPartitionerFn):
                   "frame": position.frame, "bucket": position.bucket, "runs": position.runs,
                   "frame_parameter_bytes": position.frame_resident,
                   "step_peak_bytes": step_peak,
-                  "step_peak_at": self._ledger.index(*where)}
-        if position.fsdp:
-            record["fsdp2_buffers_counted"] = False
-            if not self._warned_fsdp:
-                self._warned_fsdp = True
-                warnings.warn(f"graph-opt: peak={self.peak} under FSDP2: its all-gather and "
-                              "reduce-scatter buffers are outside the graphs torch.compile "
-                              "makes and are not counted in the bound (docs/TorchCompile.md, "
-                              "\"One bound for the whole step\")", RuntimeWarning, stacklevel=4)
-        if step_peak > bound and where != (position.frame, position.bucket):
+                  # None: FSDP2's collectives, outside the graphs (record["fsdp2"])
+                  "step_peak_at": self._ledger.index(*where) if where is not None else None}
+        if position.sharding is not None:
+            record["fsdp2"] = position.sharding.record()
+        elif position.fsdp and not self._warned_fsdp:
+            self._warned_fsdp = True
+            warnings.warn(f"graph-opt: peak={self.peak} under FSDP2: its state could not be "
+                          "read, so its shards and buffers, outside the graphs torch.compile "
+                          "makes, are not counted in the bound (docs/TorchCompile.md, \"One "
+                          "bound for the whole step\")", RuntimeWarning, stacklevel=4)
+        if where is None and step_peak > bound:
+            message = (f"peak={self.peak}: the whole step's predicted peak is "
+                       f"{_format_bytes(step_peak)} at FSDP2's "
+                       f"{position.sharding.floor_at}, outside the graphs torch.compile makes: "
+                       "no partition of them lowers it")
+            if message not in _STATS.unmet:
+                _STATS.unmet.append(message)
+                warnings.warn(f"graph-opt: {message}", RuntimeWarning, stacklevel=4)
+        elif step_peak > bound and where != (position.frame, position.bucket):
             message = (f"peak={self.peak}: the whole step's predicted peak is now "
                        f"{_format_bytes(step_peak)}, at its graph {record['step_peak_at']} of "
                        f"{record['graphs']}, planned before the graphs compiled after it were "
@@ -419,7 +447,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         halves = self._graph_price(fw, bw, num_fwd_outputs)
         position = self._position
         if position is not None and (position.held.before or position.held.after
-                                     or position.held.not_compiled or position.runs > 1):
+                                     or position.held.not_compiled or position.runs > 1
+                                     or position.sharding is not None):
             entry = self._ledger.entry(
                 position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
                 halves["forward_peak_bytes"], halves["backward_peak_bytes"])
@@ -620,13 +649,20 @@ class GraphOptPartitioner(CustomPartitionerFn):
                        f"{_format_bytes(chosen.peak)} ({chosen.source}), and plans are held "
                        f"{_PEAK_MARGIN:.0%} under peak= for what that prediction may miss")
             held = self._position.held if self._position is not None else None
+            sharding = self._position.sharding if self._position is not None else None
             if held is not None and (held.before or held.after or held.not_compiled
-                                     or self._position.runs > 1):
+                                     or self._position.runs > 1 or sharding is not None):
                 message += (f"; that peak is the whole step's, with the {held.before} graphs "
                             f"before this one and {held.after} after it, "
                             f"{_format_bytes(held.not_compiled)} of parameters of graphs not "
                             f"compiled yet, and this graph run {self._position.runs} times "
                             "(step_ledger.py)")
+            if sharding is not None:
+                message += (f"; FSDP2 holds {_format_bytes(sharding.shard_bytes)} of shards "
+                            f"and {_format_bytes(sharding.kept_bytes)} of parameters it keeps "
+                            "gathered, and its collectives peak at "
+                            f"{_format_bytes(sharding.floor_bytes)} ({sharding.floor_at}), "
+                            "outside the graphs")
             if self.strict:
                 raise Error(message)
             _STATS.unmet.append(message)
@@ -722,6 +758,23 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 "step_peak_bound_bytes", "cost")
                 if k in plan.report} if plan is not None else {},
         }
+
+
+def _backward_computes(gm):
+    """Whether any operator of joint graph `gm` reads a tangent (what its backward
+    computes; without one its gradients are its tangents, passed on)."""
+    seen = set()
+    todo = [n for n in gm.graph.nodes if n.op == "placeholder"
+            and n.name.startswith("tangents")]
+    while todo:
+        node = todo.pop()
+        for user in node.users:
+            if user.op == "call_function":
+                return True
+            if user not in seen:
+                seen.add(user)
+                todo.append(user)
+    return False
 
 
 def _saved_storages(candidate, num_fwd_outputs):

@@ -22,6 +22,17 @@ the model found from FSDP2's root). After each graph the whole step's predicted 
 graphs known then is recomputed (`step_peak`), so a bound that a graph compiled later pushes
 over is reported then.
 
+Under FSDP2 each rank also holds, outside every graph (Sharding, read from FSDP2's state):
+its shards of every parameter, all step; the unsharded parameters of the groups FSDP2 keeps
+gathered from forward to backward (the root's: reshard_after_forward is off there), all step,
+and their gradients until the root's reduce-scatter; the shards of the gradients reduced so
+far. A sharded block's graph holds its gathered parameters only while it runs (FSDP2 frees
+them after its forward and gathers them again, one block ahead, for its backward). The
+collectives themselves peak outside the graphs: the root's post-backward, after every graph's
+backward, holds its unsharded gradients, the reduce-scatter's input (as large) and output (a
+shard; gloo's reduce-scatter one more), a floor no partition lowers (measured on 1 and 2 gloo
+ranks to the byte).
+
 The ledger belongs to one partitioner: the graphs it plans are taken as one step. A frame
 compiled again (new shapes, a guard that failed) replaces its earlier graphs;
 torch._dynamo.reset() (frame numbers start again) empties the ledger.
@@ -64,6 +75,19 @@ class GraphEntry:
     forward_peak: int
     backward_peak: int
     runs: int = 1  # how many times it runs in the step (Compiling.runs)
+    # of `resident`, the bytes held from its run to the step's end (all of it but where
+    # FSDP2 frees a sharded block's gathered parameters after its forward)
+    kept: int = None
+
+    def __post_init__(self):
+        if self.kept is None:
+            self.kept = self.resident
+
+    def gradients_held(self, world):
+        """Its gradients once its backward ran: those of kept parameters whole, the rest
+        as FSDP2's shards (1/world of them)."""
+        share = self.kept / self.resident if self.resident else 1.0
+        return int(self.gradients * share + self.gradients * (1 - share) / world)
 
 
 @dataclasses.dataclass
@@ -81,6 +105,12 @@ class Position:
     fsdp: bool = False
     # what the frame's graphs could save per byte of their parameters at most (None: unknown)
     frame_ratio: float = None
+    kept: int = None  # of `resident`, what stays after its run (GraphEntry.kept)
+    sharding: "Sharding" = None  # FSDP2's holdings outside the graphs, or None
+
+    def __post_init__(self):
+        if self.kept is None:
+            self.kept = self.resident
 
 
 def _distinct_bytes(nodes):
@@ -158,19 +188,110 @@ def _tensor_bytes(tensors):
     return total
 
 
-def _whole_model(module):
-    """(the model `module` is part of where FSDP2 says (the root of its fully_shard tree: a
-    sharded block's forward is a frame of its own), else `module`; whether FSDP2 shards it)."""
-    get_state = getattr(module, "_get_fsdp_state", None)
-    if get_state is None:
-        return module, False
+def _fsdp_roots():
+    """[(root module, its FSDP2 states)] for every model fully_shard manages in this
+    process (torch.distributed._composable_state's registry)."""
     try:
-        for state in get_state()._state_ctx.all_states:
-            if state._is_root:
-                return state._modules[0], True
+        from torch.distributed._composable_state import _module_state_mapping
+        from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
     except Exception:
-        pass
-    return module, True
+        return []
+    roots = []
+    for module, ref in list(_module_state_mapping.items()):
+        state = ref() if callable(ref) else ref
+        if isinstance(state, FSDPState) and state._is_root:
+            try:
+                roots.append((module, list(state._state_ctx.all_states)))
+            except Exception:
+                roots.append((module, [state]))
+    return roots
+
+
+def _whole_model(module):
+    """(the model `module` is part of where FSDP2 shards it (the root of its fully_shard
+    tree: a sharded block's forward is a frame of its own, and so is a submodule's forward
+    that a graph break leaves), else `module`; FSDP2's states of that model, or None)."""
+    for root, states in _fsdp_roots():
+        if root is module or any(m is module for m in root.modules()):
+            return root, states
+    if getattr(module, "_get_fsdp_state", None) is not None:  # not initialised yet
+        return module, []
+    return module, None
+
+
+@dataclasses.dataclass
+class Sharding:
+    """What FSDP2 holds on this rank outside the graphs torch.compile makes (the module's
+    docstring): `shard_bytes` all step; `kept_bytes`, the unsharded parameters of the groups
+    not resharded after forward, from the root's pre-forward to its post-backward;
+    `floor_bytes`, the most its collectives hold at once (`floor_at` says where), which no
+    partition of the graphs lowers; `kept_ids`, the ids of those groups' parameter tensors
+    (sharded and gathered); `world`, the shard group's size."""
+    shard_bytes: int = 0
+    kept_bytes: int = 0
+    floor_bytes: int = 0
+    floor_at: str = ""
+    world: int = 1
+    kept_ids: frozenset = frozenset()
+
+    def record(self):
+        return {"shard_bytes": self.shard_bytes, "kept_unsharded_bytes": self.kept_bytes,
+                "collectives_floor_bytes": self.floor_bytes,
+                "collectives_floor_at": self.floor_at, "world": self.world}
+
+
+def _gloo(group):
+    try:
+        import torch.distributed as dist
+        return dist.get_backend(group.mesh_info.shard_process_group) == "gloo"
+    except Exception:
+        return False
+
+
+def _sharding(states):
+    """Sharding from FSDP2's states of one model (FSDPState._state_ctx.all_states)."""
+    groups = []
+    for state in states:
+        group = getattr(state, "_fsdp_param_group", None)
+        if group is None:
+            continue
+        unsharded = shard = 0
+        ids = set()
+        for fp in group.fsdp_params:
+            dtype = getattr(fp, "param_dtype", None) or fp.sharded_param.dtype
+            unsharded += _hinted(torch.Size(fp._orig_size).numel()) * dtype.itemsize
+            shard += fp._sharded_param_data.untyped_storage().nbytes()
+            ids.add(id(fp.sharded_param))
+            if hasattr(fp, "_unsharded_param"):
+                ids.add(id(fp._unsharded_param))
+        kept = group.post_forward_mesh_info is None
+        world = getattr(group.mesh_info, "shard_mesh_size", 1) or 1
+        groups.append((state._modules[0].__class__.__name__, unsharded, shard, kept, ids,
+                       world, _gloo(group)))
+    found = Sharding(shard_bytes=sum(g[2] for g in groups),
+                     kept_bytes=sum(g[1] for g in groups if g[3]),
+                     world=max([g[5] for g in groups] or [1]),
+                     kept_ids=frozenset(i for g in groups if g[3] for i in g[4]))
+    # The kept groups' collectives (the root's): a resharded block's gather and reduce hold
+    # about what its graph's forward and backward held just before, with those graphs' own
+    # activations gone, so its graphs' peaks stand for them
+    for name, unsharded, shard, kept, _, world, gloo in groups:
+        if not kept:
+            continue
+        # its post-backward, after every graph's backward: its gradients unsharded, the
+        # reduce-scatter's input as large and its output (a shard, gloo's one more; on one
+        # rank the input is the output), beside every shard, the other groups' gradient
+        # shards and the other kept groups' parameters and gradients
+        output = shard * (2 if gloo else 1) if world > 1 else 0
+        reduce = (found.shard_bytes + (found.shard_bytes - shard) + 2 * unsharded + output
+                  + 2 * (found.kept_bytes - unsharded))
+        # its pre-forward: the all-gather's output and the parameters copied out of it
+        gather = found.shard_bytes + unsharded * (2 if world > 1 else 1)
+        for peak, where in ((reduce, f"the reduce-scatter of {name}'s gradients"),
+                            (gather, f"the all-gather of {name}'s parameters")):
+            if peak > found.floor_bytes:
+                found.floor_bytes, found.floor_at = peak, where
+    return found
 
 
 @dataclasses.dataclass
@@ -191,6 +312,10 @@ class Compiling:
     # the bytes of every value the frame's forward computes: what its graphs could save at
     # most (DDPOptimizer splits this graph in buckets)
     frame_activations: int = None
+    sharding: Sharding = None  # FSDP2's holdings outside the graphs, or None
+    # of the frame's parameter bytes, the share FSDP2 keeps gathered after its forward
+    # (1.0 without FSDP2)
+    kept_share: float = 1.0
 
     @property
     def frame_ratio(self):
@@ -249,12 +374,36 @@ def _compiling():
                       frame_activations=_computed_bytes(tx.output.graph))
     module = getattr(tx, "f_locals", {}).get("self")
     if isinstance(module, torch.nn.Module):
-        model, found.fsdp = _whole_model(module)
+        model, states = _whole_model(module)
+        found.fsdp = states is not None
+        if states:
+            try:
+                found.sharding = _sharding(states)
+                kept = _tensor_bytes([t for t in examples if id(t) in found.sharding.kept_ids])
+                found.kept_share = kept / found.frame_resident if found.frame_resident else 1.0
+            except Exception:  # FSDP2's internals read otherwise: its holdings not counted
+                found.sharding = None
         found.model_resident = _tensor_bytes([*model.parameters(), *model.buffers()])
         code = getattr(tx, "f_code", None)
-        found.runs = max(1, sum(1 for m in model.modules()
-                                if getattr(type(m).forward, "__code__", None) is code))
+        found.runs = max(1, _frames_sharing(model, code, states is not None))
     return found
+
+
+def _frames_sharing(model, code, sharded):
+    """How many modules of `model` run `code` (a forward) as a dynamo frame of their own:
+    every one that shares it, but under FSDP2 (`sharded`) not those inside a sharded module
+    other than the root (a sharded block's frame inlines its submodules' forwards: a
+    Llama's per-layer norms are in its block's graph, its final norm is a frame of its own)."""
+    count = 0
+    stack = [(model, False)]
+    while stack:
+        module, inside = stack.pop()
+        if not inside and getattr(type(module).forward, "__code__", None) is code:
+            count += 1
+        inside = inside or (sharded and module is not model
+                            and getattr(module, "_get_fsdp_state", None) is not None)
+        stack.extend((child, inside) for child in module.children())
+    return count
 
 
 class StepLedger:
@@ -263,6 +412,7 @@ class StepLedger:
         self.frames = []  # frame ids in the order first compiled: the forward's order
         # the model's parameters and buffers, as the frames compiled so far know them
         self.model_resident = 0
+        self.sharding = None  # FSDP2's holdings outside the graphs, once a frame said
 
     def _order(self, frame, bucket):
         return self.frames.index(frame), bucket
@@ -280,6 +430,7 @@ class StepLedger:
             self.entries.clear()
             self.frames.clear()
             self.model_resident = 0
+            self.sharding = None
         for key in [k for k, e in self.entries.items()
                     if e.frame == frame and e.compile_id != compile_id]:
             del self.entries[key]  # compiled again: the new graphs replace the old
@@ -298,38 +449,62 @@ class StepLedger:
         not_compiled = max(0, (compiling.frame_resident or 0) - resident - known_here,
                            (self.model_resident - compiling.runs * resident - known)
                            if compiling.breaks else 0)
-        held = self._held(self.entries, (frame, bucket), not_compiled)
+        if compiling.sharding is not None:
+            self.sharding = compiling.sharding
+        kept = int(resident * compiling.kept_share)
+        held = self._held(self.entries, (frame, bucket), not_compiled, kept)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
-                        compiling.runs, compiling.fsdp, compiling.frame_ratio)
+                        compiling.runs, compiling.fsdp, compiling.frame_ratio, kept,
+                        self.sharding if compiling.fsdp else None)
 
-    def _held(self, entries, key, not_compiled=0):
+    def _held(self, entries, key, not_compiled=0, kept=None):
         """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
         several times in the step, as each of its runs), and `not_compiled` bytes of
-        parameters of graphs after it."""
+        parameters of graphs after it; under FSDP2 (self.sharding) what FSDP2 holds outside
+        the graphs too, less the `kept` bytes of the graph's own parameters (its entry's
+        where it has one) that are among them."""
         me = self._order(*key)
         held = Held(not_compiled=not_compiled)
-        # the frame's graphs not compiled yet come after this one: their parameters, and in
-        # backward their gradients
-        held.forward = not_compiled
-        held.backward = 2 * not_compiled
+        sharding = self.sharding
+        if sharding is not None:
+            # FSDP2: every shard, and the kept groups' gathered parameters (the graph's own
+            # in its peak); the graphs not compiled yet hold nothing more of their own
+            own = entries[key].kept if key in entries else (kept or 0)
+            held.forward = held.backward = (sharding.shard_bytes
+                                            + max(0, sharding.kept_bytes - own))
+        else:
+            # the frame's graphs not compiled yet come after this one: their parameters,
+            # and in backward their gradients
+            held.forward = not_compiled
+            held.backward = 2 * not_compiled
+        prefetch = 0
         for other, e in entries.items():
             if other == key:
                 continue
             if self._order(*other) < me:
                 held.before += 1
-                held.forward += e.runs * (e.resident + e.saved)
-                held.backward += e.runs * (e.resident + e.saved)
+                stays = e.runs * (e.saved + (0 if sharding is not None else e.resident))
+                held.forward += stays
+                held.backward += stays
+                if sharding is not None:  # FSDP2 gathers the block before this one ahead
+                    prefetch = max(prefetch, e.resident - e.kept)
             else:
                 held.after += 1
-                held.forward += e.runs * e.resident
-                held.backward += e.runs * (e.resident + e.gradients)
+                if sharding is not None:
+                    held.backward += e.runs * e.gradients_held(sharding.world)
+                else:
+                    held.forward += e.runs * e.resident
+                    held.backward += e.runs * (e.resident + e.gradients)
+        if sharding is not None and key in entries and entries[key].runs > 1:
+            prefetch = max(prefetch, entries[key].resident - entries[key].kept)
+        held.backward += prefetch
         return held
 
     def entry(self, position, saved, forward_peak, backward_peak):
         return GraphEntry(position.frame, position.bucket, position.compile_id,
                           position.resident, position.gradients, saved, forward_peak,
-                          backward_peak, position.runs)
+                          backward_peak, position.runs, position.kept)
 
     def peak_with(self, position, entry):
         """The whole step's predicted peak were `entry` the graph at `position`, as far as it
@@ -351,8 +526,7 @@ class StepLedger:
         later = (entry.runs - 1) * entry.resident + position.held.not_compiled
         if later > 0:
             me = self._order(*key)
-            before = sum(e.runs * (e.resident + e.saved) for k, e in entries.items()
-                         if self._order(*k) < me)
+            sharding = self.sharding
             after = [e for k, e in entries.items() if self._order(*k) > me]
             ratio = (sum(e.runs * e.saved for e in entries.values())
                      / max(1, sum(e.runs * e.resident for e in entries.values())))
@@ -362,14 +536,34 @@ class StepLedger:
                 # DDP's first bucket at 4 GiB
                 ratio = min(ratio, position.frame_ratio)
             last = min(later, entry.resident)  # the last one's own: in its peak
-            others = (before + entry.resident + entry.saved
-                      + (later - last) * (1 + ratio))
             scale = last / max(entry.resident, 1)
-            best = max(best,
-                       int(others + sum(e.runs * e.resident for e in after)
-                           + scale * entry.forward_peak),
-                       int(others + sum(e.runs * (e.resident + e.gradients) for e in after)
-                           + scale * entry.backward_peak))
+            if sharding is None:
+                before = sum(e.runs * (e.resident + e.saved) for k, e in entries.items()
+                             if self._order(*k) < me)
+                others = (before + entry.resident + entry.saved
+                          + (later - last) * (1 + ratio))
+                forward_held = others + sum(e.runs * e.resident for e in after)
+                backward_held = others + sum(e.runs * (e.resident + e.gradients)
+                                             for e in after)
+            else:
+                # FSDP2: the graphs before and this one's runs hold what they saved (their
+                # gathered parameters freed), the later runs' gathered parameters are FSDP2's
+                # to free but for the kept share; every shard and the kept groups all along
+                before = sum(e.runs * e.saved for k, e in entries.items()
+                             if self._order(*k) < me)
+                # (the kept groups' parameters counted once: this run's and the last's are
+                # in their own peaks)
+                others = (sharding.shard_bytes
+                          + max(0, sharding.kept_bytes - entry.kept - int(scale * entry.kept))
+                          + before + entry.saved + (later - last) * ratio)
+                forward_held = others
+                backward_held = (others + entry.resident - entry.kept
+                                 + sum(e.runs * e.gradients_held(sharding.world)
+                                       for e in after))
+            best = max(best, int(forward_held + scale * entry.forward_peak),
+                       int(backward_held + scale * entry.backward_peak))
+        if self.sharding is not None and position.sharding is not None:
+            best = max(best, self.sharding.floor_bytes)
         return best
 
     def _steps_peak(self, entries, key=None, not_compiled=0, since=None):
@@ -388,8 +582,12 @@ class StepLedger:
 
     def step_peak(self):
         """(the whole step's predicted peak over the graphs known now, the (frame, bucket)
-        where it is reached), or (0, None) with no graph."""
-        return self._steps_peak(self.entries)
+        where it is reached, or None where FSDP2's collectives reach it outside the graphs),
+        or (0, None) with no graph."""
+        best, where = self._steps_peak(self.entries)
+        if self.sharding is not None and self.sharding.floor_bytes > best:
+            return self.sharding.floor_bytes, None
+        return best, where
 
     def index(self, frame, bucket):
         """The graph's place among the step's graphs known now, from 0 in forward order."""

@@ -1,5 +1,12 @@
 """Small models the Python tests share, and how they measure a step's peak."""
+import os
+import sys
+
 import torch
+
+# the benchmarks' measurement (benchmarks/models/peers.py), for profiled_whole_peak
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "benchmarks", "models"))
 
 
 def measured_whole_peak(fn, model, x):
@@ -14,6 +21,26 @@ def measured_whole_peak(fn, model, x):
     # a DTensor parameter (FSDP2): this rank's shard
     return tracker.peak_bytes + sum(getattr(t, "_local_tensor", t).untyped_storage().nbytes()
                                     for t in [*model.parameters(), x])
+
+
+def profiled_whole_peak(fn, model, x):
+    """The whole step's peak as the benchmarks measure it (peers.step_memory: c10's
+    allocation events under torch.profiler, every allocator's): what one fn(x).backward()
+    allocates above its start, plus the parameters (a DTensor's: this rank's shard) and the
+    batch. Unlike measured_whole_peak it sees FSDP2's gathered parameters, whose storages
+    FSDP2 re-grows (resize_) through the allocator they were made with, outside graph-opt's
+    tracking allocator."""
+    import peers
+    for p in model.parameters():
+        p.grad = None
+
+    def run_step(mark_backward=False):
+        fn(x).backward()
+
+    peak = peers.step_memory(run_step)["peak"]
+    for p in model.parameters():
+        p.grad = None
+    return peak + peers.held_bytes(model, (x,))
 
 
 class ResidualMLP(torch.nn.Module):

@@ -586,6 +586,44 @@ def test_a_tensor_constant_in_a_forward_is_planned():
         assert torch.allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
+class AddAfterABreak(torch.nn.Module):
+    """h = tanh(W x), a graph break, then h + x: the second frame's joint graph is one add
+    whose backward computes nothing (its tangent is both gradients), as the `x + block(x)`
+    frames between FSDP2's sharded blocks are."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = torch.tanh(self.lin(x))
+        torch._dynamo.graph_break()
+        return h + x
+
+
+def test_a_graph_whose_backward_computes_nothing_is_planned():
+    """Such a graph has nothing to save or recompute: torch's default partition is its
+    plan, not a fallback (before: "@joint has no backward nodes", a fallback, an error
+    under strict=True)."""
+    torch.manual_seed(0)
+    model, x = AddAfterABreak(), torch.randn(6, 8, requires_grad=True)
+    torch._dynamo.reset()
+    goc.reset_stats()
+    want = model(x).square().mean()
+    want_grads = torch.autograd.grad(want, [x, *model.parameters()])
+    compiled = torch.compile(model, backend=graph_opt.backend(
+        "checkpoint{activations=100%}", inner="eager", strict=True, verify=True))
+    got = compiled(x).square().mean()
+    got_grads = torch.autograd.grad(got, [x, *model.parameters()])
+    stats = goc.stats()
+    assert stats["fallbacks"] == 0 and stats["graphs"] == 2, stats
+    through = [p for p in stats["plans"] if p["partition"] == "torch"]
+    assert len(through) == 1 and through[0]["saved_bytes"] == 0, stats["plans"]
+    assert torch.equal(got, want)
+    for g, w in zip(got_grads, want_grads):
+        assert torch.allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
 def compiled_plan(model, x, **options):
     """One compiled training step with graph_opt.backend(inner="eager", **options): its
     plan record, and the loss and gradients, against eager's."""
