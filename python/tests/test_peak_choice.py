@@ -80,6 +80,27 @@ def test_a_bound_no_candidate_meets_gets_the_least_peak_the_same_at_every_bound(
     assert least_in(str(e.value)) == leasts[0]
 
 
+def test_a_least_peak_under_the_bound_but_not_its_margin_meets_it():
+    """A bound between the least reachable peak and that least plus the 3% margin plans
+    are held under: the least-peak candidate is predicted under the bound itself, so the
+    bound is met (peak_met, peak_margin_met false), with no "cannot be met" warning or
+    unmet entry (before: both, for a bound the step then measured under: deep-mlp's 18
+    unmet DDP bucket graphs in a step 5.5% under its bound)."""
+    model, x = deep_mlp()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, s = compiled_peak(model, x, graph_opt.backend(inner="eager", peak=1))
+    least = least_in(s["unmet"][0])
+    bound = int(least / (1 - goc._PEAK_MARGIN / 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got, s = compiled_peak(model, x, graph_opt.backend(inner="eager", peak=bound))
+    (plan,) = s["plans"]
+    assert not s["unmet"] and plan["peak_met"] and not plan["peak_margin_met"], plan
+    assert plan["halves_peak_bytes"] == least
+    assert got <= bound
+
+
 def test_no_bound_makes_the_step_peak_higher_than_no_budget():
     """A loose bound where graph-opt's plan without recomputation is predicted to peak above
     torch's own unbudgeted partition (torch's default recomputes cheap operators in
