@@ -562,8 +562,10 @@ class StepLedger:
                                        for e in after))
             best = max(best, int(forward_held + scale * entry.forward_peak),
                        int(backward_held + scale * entry.backward_peak))
-        if self.sharding is not None and position.sharding is not None:
-            best = max(best, self.sharding.floor_bytes)
+        # FSDP2's post-backward floor is left out as the graphs before are: the same for
+        # every candidate, it would price them all alike, and one that saves more than
+        # torch's default would pass for no higher (step_peak counts it, and compile.py
+        # reports a floor over the bound)
         return best
 
     def _steps_peak(self, entries, key=None, not_compiled=0, since=None):
