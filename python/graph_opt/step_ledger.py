@@ -496,8 +496,16 @@ class StepLedger:
                 else:
                     held.forward += e.runs * e.resident
                     held.backward += e.runs * (e.resident + e.gradients)
-        if sharding is not None and key in entries and entries[key].runs > 1:
-            prefetch = max(prefetch, entries[key].resident - entries[key].kept)
+        if key in entries and entries[key].runs > 1:
+            # its own last run (whose backward runs first): its earlier runs hold what they
+            # saved, and their parameters (under FSDP2 the kept ones are in kept_bytes)
+            me_entry = entries[key]
+            earlier = (me_entry.runs - 1) * (me_entry.saved + (
+                0 if sharding is not None else me_entry.resident))
+            held.forward += earlier
+            held.backward += earlier
+            if sharding is not None:
+                prefetch = max(prefetch, me_entry.resident - me_entry.kept)
         held.backward += prefetch
         return held
 
