@@ -10,7 +10,8 @@ knapsack (activation_memory_budget) are candidates, each priced by the same pred
 the choice among them is made on that prediction alone:
 
 - graph-opt's plan where it meets the bound and peaks no higher than torch's default (its
-  plans are what the benchmarks show faster at equal peak);
+  plans are what the benchmarks show faster at equal peak), and, where it peaks exactly as
+  the default does, saves no more than it;
 - else the torch partition that meets the bound and peaks highest (recomputes least): its
   default, or its knapsack at the budget equivalent to the bound (equivalent_budget);
 - else the least peak reachable (least_reachable): the least of a fixed set of candidates
@@ -111,7 +112,11 @@ def choose(aim, default, planned, torch_options, fixed):
     meets it. The lists are callables: each is made only where the one before failed."""
     def within(c):
         return (aim is None or c.peak <= aim) and c.peak <= default.peak
-    if planned is not None and within(planned):
+    # at the default's very peak, a plan that saves more than it does is no lower here and
+    # higher wherever what it saves is held (the graphs after it in the step: an RMSNorm's
+    # frame saving its 1 MiB product, held through the head's backward)
+    if planned is not None and within(planned) and not (
+            planned.peak == default.peak and planned.saved_bytes > default.saved_bytes):
         return planned, True
     for options in (torch_options, fixed):
         found = options()

@@ -101,6 +101,32 @@ def test_a_least_peak_under_the_bound_but_not_its_margin_meets_it():
     assert got <= bound
 
 
+class RMSNorm(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        v = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(v + 1e-6))
+
+
+def test_a_plan_at_the_defaults_peak_that_saves_more_is_not_chosen():
+    """An RMSNorm alone (a Llama's final norm is a frame of its own under FSDP2): graph-opt's
+    plan saves the normalized product (1 MiB) that torch's default recomputes, at the same
+    predicted peak. It is not chosen: the step's graphs after it would hold that 1 MiB (the
+    Hugging Face Llama's FSDP2 step measured 1 MiB over plain torch.compile's for it)."""
+    torch.manual_seed(0)
+    model, x = RMSNorm(256), torch.randn(16, 64, 256, requires_grad=True)
+    step = torch.compile(model, backend=graph_opt.backend(inner="eager", peak="1GiB"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        step(x).sum().backward()
+    (plan,) = goc.stats()["plans"]
+    assert plan["partition"] == "torch", plan["saved"]
+    assert plan["halves_peak_bytes"] == plan["unbudgeted_halves_peak_bytes"]
+
+
 def test_no_bound_makes_the_step_peak_higher_than_no_budget():
     """A loose bound where graph-opt's plan without recomputation is predicted to peak above
     torch's own unbudgeted partition (torch's default recomputes cheap operators in

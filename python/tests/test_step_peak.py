@@ -306,3 +306,11 @@ def test_the_ledger_counts_what_each_graph_holds_for_the_others():
     # no more per parameter byte than the frame computes (DDP: the whole model's forward)
     planning.frame_ratio = 1.0
     assert ledger.peak_with(planning, candidate) == 1100 + 800 + 300 * (1 + 1.0) + 2500
+    # a graph run three times in the step peaks at its last run, the two before holding
+    # their parameters and what they saved
+    ledger = StepLedger()
+    ledger.frames[:] = [9]
+    block = _position(9, 0, 100)
+    block.runs = 3
+    ledger.record(block, ledger.entry(block, 1000, 2000, 3000))
+    assert ledger.step_peak() == (3000 + 2 * (1000 + 100), (9, 0))
