@@ -189,6 +189,10 @@ class GraphOptPartitioner(CustomPartitionerFn):
         self._ledger = StepLedger()
         self._position = None
         self._warned_fsdp = False
+        # unmet on an estimate of the graphs to come: (plan record, message), and the one
+        # the graph being planned now has (_settle_provisional)
+        self._provisional = []
+        self._provisional_message = None
         # a bad pipeline is an error now, not at the first compile
         compile_pipeline(pipeline, activations=None if memory_budget is None else 0,
                          peak=self.peak)
@@ -241,6 +245,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def __call__(self, gm, joint_inputs, **kwargs):
         start = time.perf_counter()
         position = None
+        self._provisional_message = None
         if self.peak is not None:
             try:
                 position = self._ledger.enter(gm, kwargs)
@@ -290,6 +295,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 record["verified"] = count
         if position is not None:
             record["step"] = self._record_in_step(position, *planned, chosen)
+            self._settle_provisional(position, record)
         _STATS.plans.append(record)
         return run
 
@@ -667,13 +673,41 @@ class GraphOptPartitioner(CustomPartitionerFn):
                             "gathered, and its collectives peak at "
                             f"{_format_bytes(sharding.floor_bytes)} ({sharding.floor_at}), "
                             "outside the graphs")
-            if self.strict:
-                raise Error(message)
-            _STATS.unmet.append(message)
-            warnings.warn(f"graph-opt: {message}; that least-peak partition is used "
-                          "(graph_opt.compile.stats()['unmet'] counts these)", RuntimeWarning,
-                          stacklevel=4)
+            if held is not None and held.not_compiled:
+                # priced with graphs not compiled yet taken like this one: an estimate, settled
+                # once the step's graphs are known (_settle_provisional)
+                self._provisional_message = message
+            else:
+                self._report_unmet(message)
         return chosen, met, rounds, seen
+
+    def _report_unmet(self, message):
+        if self.strict:
+            raise Error(message)
+        _STATS.unmet.append(message)
+        warnings.warn(f"graph-opt: {message}; that least-peak partition is used "
+                      "(graph_opt.compile.stats()['unmet'] counts these)", RuntimeWarning,
+                      stacklevel=5)
+
+    def _settle_provisional(self, position, record):
+        """A bound a graph could not meet on the estimate of the graphs not compiled yet
+        (Held.not_compiled) is held back until no graph of the step is left to come: then,
+        where the whole step's predicted peak over the graphs known is within the bound, the
+        estimate was too high and the graph's record says so (`peak_met` "once the step was
+        known"); where not, each is reported as any unmet bound is."""
+        if self._provisional_message is not None:
+            self._provisional.append((record, self._provisional_message))
+            self._provisional_message = None
+        if not self._provisional or position.held.not_compiled:
+            return
+        pending, self._provisional = self._provisional, []
+        if record["step"]["step_peak_bytes"] <= _C._bytes_option("peak", self.peak):
+            for earlier, _ in pending:
+                earlier["peak_met"] = True
+                earlier["peak_met_once_the_step_was_known"] = True
+            return
+        for earlier, message in pending:
+            self._report_unmet(message)
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]

@@ -133,6 +133,26 @@ def test_peak_bounds_a_ddp_step_across_its_bucket_graphs(one_rank):
     assert plans[0]["recomputed"]
 
 
+def test_an_estimate_of_the_buckets_to_come_is_no_unmet_bound(one_rank):
+    """DDP's first bucket graphs are priced with the buckets not compiled yet taken like
+    them, an estimate: at a bound just over the step's least predicted peak, the first ones
+    cannot meet it on that estimate. They are not reported unmet then: once the last bucket
+    is known the step is within the bound, and their records say they met it then (before:
+    an unmet warning per early bucket for a step that measured under its bound)."""
+    from torch.nn.parallel import DistributedDataParallel
+    torch.manual_seed(0)
+    model, x = Blocks(), torch.randn(1024, 256)
+    ddp = lambda m: DistributedDataParallel(m, bucket_cap_mb=0.3)  # noqa: E731
+    _, plans, _ = _trained(model, ddp, x, inner="eager", peak=1)
+    least = plans[-1]["step"]["step_peak_bytes"]
+    bound = int(least / (1 - goc._PEAK_MARGIN / 8))
+    peak, plans, unmet = _trained(model, ddp, x, inner="eager", peak=bound)
+    assert not unmet, unmet
+    assert any(p.get("peak_met_once_the_step_was_known") for p in plans), plans
+    assert all(p["peak_met"] for p in plans)
+    assert peak <= bound, f"measured {peak / MiB:.2f} MiB over {bound / MiB:.2f} MiB"
+
+
 def test_peak_bounds_a_step_that_graph_breaks_across_its_frames():
     """A graph break between blocks (as FSDP2's per-block hooks make): one frame per block,
     compiled as the forward reaches it. Each frame's graph is planned against what the frames
