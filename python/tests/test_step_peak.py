@@ -170,6 +170,29 @@ def test_peak_bounds_a_step_that_graph_breaks_across_its_frames():
     assert peak <= bound, f"measured {peak / MiB:.2f} MiB over {bound / MiB:.2f} MiB"
 
 
+def _fsdp2_save_all_then_bound(make, x, share):
+    """({"save all": its measured peak, "bound": ...}, the bound, the last model): a model
+    `make()` builds (FSDP2-sharded) compiled with no recomputation, then with peak= at
+    `share` of that step's measured peak; each trained two steps, the third profiled
+    (profiled_whole_peak), stats() left from the bounded one."""
+    peaks = {}
+    for label in ("save all", "bound"):
+        model = make()
+        options = ({"pipeline": SAVE_ALL} if label == "save all"
+                   else {"peak": int(share * peaks["save all"])})
+        torch._dynamo.reset()
+        goc.reset_stats()
+        compiled = torch.compile(model, backend=graph_opt.backend(inner="eager", **options))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(2):
+                for p in model.parameters():
+                    p.grad = None
+                compiled(x).backward()
+            peaks[label] = profiled_whole_peak(compiled, model, x)
+    return peaks, options["peak"], model
+
+
 def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_rank):
     """FSDP2 (fully_shard on every block and the root) under torch.compile: each sharded
     block's forward is a frame of its own, compiled once and run once per block (every block
@@ -187,24 +210,14 @@ def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_ran
 
     torch.manual_seed(0)
     x = torch.randn(1024, 256)
-    peaks = {}
-    for label, options in (("save all", {"pipeline": SAVE_ALL}), ("bound", None)):
+    def make():
         model = sharded(Blocks())
         torch.manual_seed(0)
         for p in model.parameters():  # the same weights both times
             torch.nn.init.normal_(p, std=0.05)
-        if options is None:
-            options = {"peak": int(0.7 * peaks["save all"])}
-        torch._dynamo.reset()
-        goc.reset_stats()
-        compiled = torch.compile(model, backend=graph_opt.backend(inner="eager", **options))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for _ in range(2):
-                for p in model.parameters():
-                    p.grad = None
-                compiled(x).backward()
-            peaks[label] = profiled_whole_peak(compiled, model, x)
+        return model
+
+    peaks, bound, model = _fsdp2_save_all_then_bound(make, x, 0.7)
     plans = goc.stats()["plans"]
     runs = [p["step"]["runs"] for p in plans]
     assert 4 in runs, runs
@@ -213,7 +226,6 @@ def test_peak_bounds_an_fsdp2_step_whose_block_graph_runs_once_per_block(one_ran
     shards = sum(p._local_tensor.untyped_storage().nbytes() for p in model.parameters())
     assert all(p["step"]["fsdp2"]["shard_bytes"] == shards for p in plans)
     assert all(p["step"]["fsdp2"]["kept_unsharded_bytes"] == 0 for p in plans)
-    bound = options["peak"]
     assert peaks["bound"] <= bound, (f"measured {peaks['bound'] / MiB:.2f} MiB over "
                                      f"{bound / MiB:.2f} MiB")
 
@@ -261,25 +273,15 @@ def test_peak_under_fsdp2_counts_its_shards_and_the_roots_gathered_parameters(on
     from torch.distributed.fsdp import fully_shard
     torch.manual_seed(0)
     ids = torch.randint(0, 4096, (1024,))
-    peaks = {}
-    for label, options in (("save all", {"pipeline": SAVE_ALL}), ("bound", None)):
+    def make():
         torch.manual_seed(0)
         model = ShardedLM()
         for b in model.blocks:
             fully_shard(b)
         fully_shard(model)
-        if options is None:
-            options = {"peak": int(0.85 * peaks["save all"])}
-        torch._dynamo.reset()
-        goc.reset_stats()
-        compiled = torch.compile(model, backend=graph_opt.backend(inner="eager", **options))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for _ in range(2):
-                for p in model.parameters():
-                    p.grad = None
-                compiled(ids).backward()
-            peaks[label] = profiled_whole_peak(compiled, model, ids)
+        return model
+
+    peaks, bound, model = _fsdp2_save_all_then_bound(make, ids, 0.85)
     plans = goc.stats()["plans"]
     predicted = max(p["step"]["step_peak_bytes"] for p in plans)
     fsdp2 = plans[-1]["step"]["fsdp2"]
@@ -287,7 +289,7 @@ def test_peak_under_fsdp2_counts_its_shards_and_the_roots_gathered_parameters(on
                                              + model.head.weight.numel()) * 4
     assert fsdp2["shard_bytes"] == sum(p._local_tensor.untyped_storage().nbytes()
                                        for p in model.parameters())
-    bound, measured = options["peak"], peaks["bound"]
+    measured = peaks["bound"]
     assert abs(predicted - measured) <= 0.05 * measured, (
         f"predicted {predicted / MiB:.2f} MiB, measured {measured / MiB:.2f} MiB")
     assert measured < peaks["save all"]
