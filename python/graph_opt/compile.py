@@ -45,7 +45,7 @@ from .candidates import (Candidate, choose, copy_joint, equivalent_budget, least
 from .fx import from_fx
 from .halves import halves_peak
 from . import symbolic
-from .step_ledger import StepLedger, saved_bytes as step_saved_bytes
+from .step_ledger import StepLedger, saved_bytes as step_saved_bytes, saved_inputs
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
@@ -316,6 +316,14 @@ class GraphOptPartitioner(CustomPartitionerFn):
         _STATS.plans.append(record)
         return candidate.fw, candidate.bw
 
+    def _step_entry(self, position, fw, num_fwd_outputs, halves):
+        """The ledger's entry for a partition (forward half `fw`, halves.py's `halves`) of the
+        graph at `position`."""
+        return self._ledger.entry(
+            position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
+            halves["forward_peak_bytes"], halves["backward_peak_bytes"],
+            saved_inputs(fw, num_fwd_outputs, position.static_names, position.frame))
+
     def _record_in_step(self, position, gm, kwargs, candidate):
         """Enters a graph's chosen partition in the step's ledger; returns what
         stats()["plans"][i]["step"] says: what the other graphs held while it was planned,
@@ -323,10 +331,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
         peak is over peak= at another graph than this one (a graph compiled later holds more
         than was known when that one was planned), a warning and stats()["unmet"] say so."""
         halves = candidate.halves
-        self._ledger.record(position, self._ledger.entry(
-            position, step_saved_bytes(candidate.fw, kwargs["num_fwd_outputs"],
-                                       position.static_names),
-            halves["forward_peak_bytes"], halves["backward_peak_bytes"]))
+        self._ledger.record(position, self._step_entry(
+            position, candidate.fw, kwargs["num_fwd_outputs"], halves))
         step_peak, where = self._ledger.step_peak()
         bound = _C._bytes_option("peak", self.peak)
         record = {**position.held.record(),
@@ -455,9 +461,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
         if position is not None and (position.held.before or position.held.after
                                      or position.held.not_compiled or position.runs > 1
                                      or position.sharding is not None):
-            entry = self._ledger.entry(
-                position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
-                halves["forward_peak_bytes"], halves["backward_peak_bytes"])
+            entry = self._step_entry(position, fw, num_fwd_outputs, halves)
             halves["graph_peak_bytes"] = halves["peak_bytes"]
             halves["peak_bytes"] = self._ledger.peak_with(position, entry)
         return halves

@@ -78,6 +78,11 @@ class GraphEntry:
     # of `resident`, the bytes held from its run to the step's end (all of it but where
     # FSDP2 frees a sharded block's gathered parameters after its forward)
     kept: int = None
+    # of `saved`, the graph's own inputs it saves that are not parameters (a previous
+    # graph's output, the batch, a mask), {storage key: bytes}: DDP's buckets pass one
+    # tensor to several graphs, held once (SharedInputs)
+    saved_inputs: dict = dataclasses.field(default_factory=dict)
+    inputs: frozenset = frozenset()  # the storage keys of those inputs, saved or not
 
     def __post_init__(self):
         if self.kept is None:
@@ -107,6 +112,7 @@ class Position:
     frame_ratio: float = None
     kept: int = None  # of `resident`, what stays after its run (GraphEntry.kept)
     sharding: "Sharding" = None  # FSDP2's holdings outside the graphs, or None
+    inputs: frozenset = frozenset()  # GraphEntry.inputs
 
     def __post_init__(self):
         if self.kept is None:
@@ -157,6 +163,38 @@ def saved_bytes(fw, num_fwd_outputs, static_names):
     names = saved_by_torch(fw, num_fwd_outputs)
     nodes = [n for n in fw.graph.nodes if n.name in names]
     return _distinct_bytes(n for n in nodes if storage_root(n).name not in static_names)
+
+
+def _storage_key(frame, node):
+    """A key for the storage of a graph input's example value: the graphs dynamo makes of one
+    frame (DDP's buckets) share the fake tensors of what they pass each other; the frame
+    in the key, since a storage's address is unique only while it lives."""
+    try:
+        return frame, node.meta["val"].untyped_storage()._cdata
+    except Exception:
+        return None
+
+
+def input_keys(gm, kwargs, frame):
+    """The storage keys of the joint graph's inputs that are not parameters or buffers."""
+    static = set(_static_indices(gm, kwargs))
+    keys = (_storage_key(frame, n) for i, n in enumerate(_primals(gm)) if i not in static)
+    return frozenset(k for k in keys if k is not None)
+
+
+def saved_inputs(fw, num_fwd_outputs, static_names, frame):
+    """{storage key: bytes} of the inputs (not parameters or buffers) a forward half saves
+    for backward."""
+    names = saved_by_torch(fw, num_fwd_outputs)
+    found = {}
+    for n in fw.graph.nodes:
+        if n.name in names:
+            root = storage_root(n)
+            if root.op == "placeholder" and root.name not in static_names:
+                key = _storage_key(frame, root)
+                if key is not None:
+                    found[key] = nbytes(root)
+    return found
 
 
 def _compile_position():
@@ -452,13 +490,31 @@ class StepLedger:
         if compiling.sharding is not None:
             self.sharding = compiling.sharding
         kept = int(resident * compiling.kept_share)
-        held = self._held(self.entries, (frame, bucket), not_compiled, kept)
+        inputs = input_keys(gm, kwargs, frame)
+        held = self._held(self.entries, (frame, bucket), not_compiled, kept, inputs)
         return Position(frame, bucket, compile_id, compiling.frame_resident, held, resident,
                         gradients, frozenset(n.name for n in _static_inputs(gm, kwargs)),
                         compiling.runs, compiling.fsdp, compiling.frame_ratio, kept,
-                        self.sharding if compiling.fsdp else None)
+                        self.sharding if compiling.fsdp else None, inputs)
 
-    def _held(self, entries, key, not_compiled=0, kept=None):
+    def _before_holds(self, entries, me, own_inputs):
+        """What the graphs of `entries` before place `me` hold while it runs: their saved
+        activations, their parameters (but FSDP2's, counted apart), and the inputs they
+        saved, each storage once and none the graph at `me` takes itself (in its own peak).
+        A graph run several times is counted per run, its saved inputs with it."""
+        total, shared = 0, {}
+        for other, e in entries.items():
+            if self._order(*other) >= me:
+                continue
+            params = 0 if self.sharding is not None else e.resident
+            if e.runs > 1:
+                total += e.runs * (e.saved + params)
+                continue
+            total += e.saved - sum(e.saved_inputs.values()) + params
+            shared.update(e.saved_inputs)
+        return total + sum(b for k, b in shared.items() if k not in own_inputs)
+
+    def _held(self, entries, key, not_compiled=0, kept=None, inputs=None):
         """What the graphs of `entries` other than `key` hold while it runs (a graph that runs
         several times in the step, as each of its runs), and `not_compiled` bytes of
         parameters of graphs after it; under FSDP2 (self.sharding) what FSDP2 holds outside
@@ -467,6 +523,7 @@ class StepLedger:
         me = self._order(*key)
         held = Held(not_compiled=not_compiled)
         sharding = self.sharding
+        own_inputs = entries[key].inputs if key in entries else (inputs or frozenset())
         if sharding is not None:
             # FSDP2: every shard, and the kept groups' gathered parameters (the graph's own
             # in its peak); the graphs not compiled yet hold nothing more of their own
@@ -484,9 +541,6 @@ class StepLedger:
                 continue
             if self._order(*other) < me:
                 held.before += 1
-                stays = e.runs * (e.saved + (0 if sharding is not None else e.resident))
-                held.forward += stays
-                held.backward += stays
                 if sharding is not None:  # FSDP2 gathers the block before this one ahead
                     prefetch = max(prefetch, e.resident - e.kept)
             else:
@@ -496,6 +550,9 @@ class StepLedger:
                 else:
                     held.forward += e.runs * e.resident
                     held.backward += e.runs * (e.resident + e.gradients)
+        stays = self._before_holds(entries, me, own_inputs)
+        held.forward += stays
+        held.backward += stays
         if key in entries and entries[key].runs > 1:
             # its own last run (whose backward runs first): its earlier runs hold what they
             # saved, and their parameters (under FSDP2 the kept ones are in kept_bytes)
@@ -509,10 +566,11 @@ class StepLedger:
         held.backward += prefetch
         return held
 
-    def entry(self, position, saved, forward_peak, backward_peak):
+    def entry(self, position, saved, forward_peak, backward_peak, saved_inputs=None):
         return GraphEntry(position.frame, position.bucket, position.compile_id,
                           position.resident, position.gradients, saved, forward_peak,
-                          backward_peak, position.runs, position.kept)
+                          backward_peak, position.runs, position.kept,
+                          dict(saved_inputs or {}), position.inputs)
 
     def peak_with(self, position, entry):
         """The whole step's predicted peak were `entry` the graph at `position`, as far as it
@@ -545,9 +603,8 @@ class StepLedger:
                 ratio = min(ratio, position.frame_ratio)
             last = min(later, entry.resident)  # the last one's own: in its peak
             scale = last / max(entry.resident, 1)
+            before = self._before_holds(entries, me, entry.inputs)
             if sharding is None:
-                before = sum(e.runs * (e.resident + e.saved) for k, e in entries.items()
-                             if self._order(*k) < me)
                 others = (before + entry.resident + entry.saved
                           + (later - last) * (1 + ratio))
                 forward_held = others + sum(e.runs * e.resident for e in after)
@@ -557,8 +614,6 @@ class StepLedger:
                 # FSDP2: the graphs before and this one's runs hold what they saved (their
                 # gathered parameters freed), the later runs' gathered parameters are FSDP2's
                 # to free but for the kept share; every shard and the kept groups all along
-                before = sum(e.runs * e.saved for k, e in entries.items()
-                             if self._order(*k) < me)
                 # (the kept groups' parameters counted once: this run's and the last's are
                 # in their own peaks)
                 others = (sharding.shard_bytes
