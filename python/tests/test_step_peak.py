@@ -336,3 +336,15 @@ def test_the_ledger_counts_what_each_graph_holds_for_the_others():
     block.runs = 3
     ledger.record(block, ledger.entry(block, 1000, 2000, 3000))
     assert ledger.step_peak() == (3000 + 2 * (1000 + 100), (9, 0))
+    # an input two graphs before take and save (DDP's buckets pass one mask on) is held
+    # once, and not by the graph that takes it itself (its own peak counts it)
+    ledger = StepLedger()
+    ledger.frames[:] = [5]
+    mask = (5, 1234)
+    for bucket in (0, 1):
+        position = _position(5, bucket, 100)
+        ledger.record(position, ledger.entry(position, 300, 500, 600, {mask: 200}))
+    held = ledger._held(ledger.entries, (5, 2), inputs=frozenset())
+    assert held.forward == 2 * (100 + 300 - 200) + 200
+    held = ledger._held(ledger.entries, (5, 2), inputs=frozenset({mask}))
+    assert held.forward == 2 * (100 + 300 - 200)
