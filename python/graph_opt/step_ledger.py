@@ -286,6 +286,20 @@ def _gloo(group):
         return False
 
 
+@dataclasses.dataclass
+class _Group:
+    """One FSDP2 parameter group on this rank: its module's class name, its parameters'
+    unsharded and shard bytes, whether FSDP2 keeps it gathered after forward, the ids of its
+    parameter tensors, its shard group's size and whether that group is gloo's."""
+    name: str
+    unsharded: int
+    shard: int
+    kept: bool
+    ids: set
+    world: int
+    gloo: bool
+
+
 def _sharding(states):
     """Sharding from FSDP2's states of one model (FSDPState._state_ctx.all_states)."""
     groups = []
@@ -304,23 +318,22 @@ def _sharding(states):
                 ids.add(id(fp._unsharded_param))
         kept = group.post_forward_mesh_info is None
         world = getattr(group.mesh_info, "shard_mesh_size", 1) or 1
-        groups.append((state._modules[0].__class__.__name__, unsharded, shard, kept, ids,
-                       world, _gloo(group)))
-    found = Sharding(shard_bytes=sum(g[2] for g in groups),
-                     kept_bytes=sum(g[1] for g in groups if g[3]),
-                     world=max([g[5] for g in groups] or [1]),
-                     kept_ids=frozenset(i for g in groups if g[3] for i in g[4]))
+        groups.append(_Group(state._modules[0].__class__.__name__, unsharded, shard, kept,
+                             ids, world, _gloo(group)))
+    found = Sharding(shard_bytes=sum(g.shard for g in groups),
+                     kept_bytes=sum(g.unsharded for g in groups if g.kept),
+                     world=max([g.world for g in groups] or [1]),
+                     kept_ids=frozenset(i for g in groups if g.kept for i in g.ids))
     # The kept groups' collectives (the root's): a resharded block's gather and reduce hold
     # about what its graph's forward and backward held just before, with those graphs' own
     # activations gone, so its graphs' peaks stand for them
-    for name, unsharded, shard, kept, _, world, gloo in groups:
-        if not kept:
-            continue
+    for g in (g for g in groups if g.kept):
+        name, unsharded, shard, world = g.name, g.unsharded, g.shard, g.world
         # its post-backward, after every graph's backward: its gradients unsharded, the
         # reduce-scatter's input as large and its output (a shard, gloo's one more; on one
         # rank the input is the output), beside every shard, the other groups' gradient
         # shards and the other kept groups' parameters and gradients
-        output = shard * (2 if gloo else 1) if world > 1 else 0
+        output = shard * (2 if g.gloo else 1) if world > 1 else 0
         reduce = (found.shard_bytes + (found.shard_bytes - shard) + 2 * unsharded + output
                   + 2 * (found.kept_bytes - unsharded))
         # its pre-forward: the all-gather's output and the parameters copied out of it
