@@ -32,6 +32,7 @@ import hashlib
 import os
 import time
 import warnings
+import weakref
 
 import torch
 from torch._functorch import config as _functorch_config
@@ -80,6 +81,8 @@ class _Stats:
 
 
 _STATS = _Stats()
+# partitioners holding bounds back until the step's graphs are known (_settle_provisional)
+_UNSETTLED = weakref.WeakSet()
 
 
 def stats():
@@ -98,7 +101,10 @@ def stats():
     time, "partition_seconds": of that, torch's min-cut partitioning the kept plan's graph
     (one per graph: torch.compile's default partitioner runs it in graph-opt's place; the
     further plans' min-cuts under peak= are graph-opt's own), "verify_seconds": the time
-    verify took}."""
+    verify took}. Bounds held back until the step's last graph (a graph unmet only on the
+    estimate of the graphs to come) are settled first on the graphs known."""
+    for partitioner in list(_UNSETTLED):
+        partitioner._settle(asked=True)
     return {"graphs": len(_STATS.plans), "fallbacks": len(_STATS.reasons),
             "inference_graphs": len(_STATS.inference),
             "inference": [dict(i) for i in _STATS.inference],
@@ -113,6 +119,9 @@ def stats():
 def reset_stats():
     global _STATS
     _STATS = _Stats()
+    for partitioner in list(_UNSETTLED):  # their records were the old stats'
+        partitioner._provisional = []
+    _UNSETTLED.clear()
 
 
 @functools.lru_cache(maxsize=None)
@@ -702,16 +711,29 @@ class GraphOptPartitioner(CustomPartitionerFn):
         if self._provisional_message is not None:
             self._provisional.append((record, self._provisional_message))
             self._provisional_message = None
-        if not self._provisional or position.held.not_compiled:
-            return
+            _UNSETTLED.add(self)
+        if self._provisional and not position.held.not_compiled:
+            self._settle()
+
+    def _settle(self, asked=False):
+        """Settles the bounds held back (_settle_provisional) on the graphs known now;
+        `asked`: from stats(), where a graph the ledger still expects never came (a
+        parameter no graph takes): reported, never raised."""
         pending, self._provisional = self._provisional, []
-        if record["step"]["step_peak_bytes"] <= _C._bytes_option("peak", self.peak):
+        _UNSETTLED.discard(self)
+        if not pending:
+            return
+        if self._ledger.step_peak()[0] <= _C._bytes_option("peak", self.peak):
             for earlier, _ in pending:
                 earlier["peak_met"] = True
                 earlier["peak_met_once_the_step_was_known"] = True
             return
         for earlier, message in pending:
-            self._report_unmet(message)
+            if asked:
+                _STATS.unmet.append(message)
+                warnings.warn(f"graph-opt: {message}", RuntimeWarning, stacklevel=3)
+            else:
+                self._report_unmet(message)
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]

@@ -153,6 +153,28 @@ def test_an_estimate_of_the_buckets_to_come_is_no_unmet_bound(one_rank):
     assert peak <= bound, f"measured {peak / MiB:.2f} MiB over {bound / MiB:.2f} MiB"
 
 
+def test_a_bound_held_back_is_settled_when_stats_are_asked():
+    """A bound held back on the estimate of graphs to come (a graph the ledger expects that
+    never comes: a parameter no graph takes) is settled by stats() on the graphs known:
+    reported where the step is over the bound, else the record says it was met."""
+    for step_peak, reported in ((500, False), (5000, True)):
+        goc.reset_stats()
+        partitioner = goc.partitioner(peak=1000)
+        position = _position(3, 0, 100)
+        partitioner._ledger.frames[:] = [3]
+        partitioner._ledger.record(position, partitioner._ledger.entry(position, 0, 0,
+                                                                       step_peak - 100))
+        record = {"peak_met": False}
+        partitioner._provisional.append((record, "peak=1000 cannot be met: held back"))
+        goc._UNSETTLED.add(partitioner)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stats = goc.stats()
+        assert bool(stats["unmet"]) == reported and bool(caught) == reported, stats["unmet"]
+        assert record["peak_met"] == (not reported)
+        assert not goc._UNSETTLED
+
+
 def test_peak_bounds_a_step_that_graph_breaks_across_its_frames():
     """A graph break between blocks (as FSDP2's per-block hooks make): one frame per block,
     compiled as the forward reaches it. Each frame's graph is planned against what the frames
