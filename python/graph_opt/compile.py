@@ -317,11 +317,12 @@ class GraphOptPartitioner(CustomPartitionerFn):
         finally:
             _STATS.planning_seconds += time.perf_counter() - start
         record = {"nodes": sum(1 for n in gm.graph.nodes if n.op == "call_function"),
-                  "partition": "torch", "saved": [], "saved_bytes": 0, "recomputed": [],
-                  "halves": candidate.halves,
+                  "partition": "torch", "saved": [], "saved_bytes": candidate.saved_bytes,
+                  "recomputed": [], "halves": candidate.halves,
                   "why": "its backward computes nothing: nothing to save or recompute"}
         if position is not None:
             record["step"] = self._record_in_step(position, gm, kwargs, candidate)
+            self._settle_provisional(position, record)
         _STATS.plans.append(record)
         return candidate.fw, candidate.bw
 
