@@ -46,7 +46,7 @@ from .candidates import (Candidate, choose, copy_joint, equivalent_budget, least
 from .fx import from_fx
 from .halves import halves_peak
 from . import symbolic
-from .step_ledger import StepLedger, saved_bytes as step_saved_bytes, saved_inputs
+from .step_ledger import StepLedger, saved_of
 from .verify_partition import PartitionMismatch, verify_partition
 from .joint import (DEFAULT_PIPELINE, PlanMismatch, activation_storages, apply_replacements,
                     check_memory_budget, check_peak, check_saved, compile_pipeline,
@@ -329,10 +329,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
     def _step_entry(self, position, fw, num_fwd_outputs, halves):
         """The ledger's entry for a partition (forward half `fw`, halves.py's `halves`) of the
         graph at `position`."""
-        return self._ledger.entry(
-            position, step_saved_bytes(fw, num_fwd_outputs, position.static_names),
-            halves["forward_peak_bytes"], halves["backward_peak_bytes"],
-            saved_inputs(fw, num_fwd_outputs, position.static_names, position.frame))
+        saved, inputs = saved_of(fw, num_fwd_outputs, position.static_names, position.frame)
+        return self._ledger.entry(position, saved, halves["forward_peak_bytes"],
+                                  halves["backward_peak_bytes"], inputs)
 
     def _record_in_step(self, position, gm, kwargs, candidate):
         """Enters a graph's chosen partition in the step's ledger; returns what
@@ -695,8 +694,10 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 self._report_unmet(message)
         return chosen, met, rounds, seen
 
-    def _report_unmet(self, message):
-        if self.strict:
+    def _report_unmet(self, message, may_raise=True):
+        """A bound no candidate meets: strict raises (where `may_raise`), else a warning and
+        a stats()["unmet"] line."""
+        if self.strict and may_raise:
             raise Error(message)
         _STATS.unmet.append(message)
         warnings.warn(f"graph-opt: {message}; that least-peak partition is used "
@@ -730,11 +731,7 @@ class GraphOptPartitioner(CustomPartitionerFn):
                 earlier["peak_met_once_the_step_was_known"] = True
             return
         for earlier, message in pending:
-            if asked:
-                _STATS.unmet.append(message)
-                warnings.warn(f"graph-opt: {message}", RuntimeWarning, stacklevel=3)
-            else:
-                self._report_unmet(message)
+            self._report_unmet(message, may_raise=not asked)
 
     def _partition(self, gm, joint_inputs, kwargs):
         num_fwd_outputs = kwargs["num_fwd_outputs"]
@@ -829,19 +826,9 @@ class GraphOptPartitioner(CustomPartitionerFn):
 
 def _backward_computes(gm):
     """Whether any operator of joint graph `gm` reads a tangent (what its backward
-    computes; without one its gradients are its tangents, passed on)."""
-    seen = set()
-    todo = [n for n in gm.graph.nodes if n.op == "placeholder"
-            and n.name.startswith("tangents")]
-    while todo:
-        node = todo.pop()
-        for user in node.users:
-            if user.op == "call_function":
-                return True
-            if user not in seen:
-                seen.add(user)
-                todo.append(user)
-    return False
+    computes; without one its gradients are its tangents, passed on to the output)."""
+    return any(user.op == "call_function" for n in gm.graph.nodes
+               if n.op == "placeholder" and n.name.startswith("tangents") for user in n.users)
 
 
 def _saved_storages(candidate, num_fwd_outputs):

@@ -80,7 +80,7 @@ class GraphEntry:
     kept: int = None
     # of `saved`, the graph's own inputs it saves that are not parameters (a previous
     # graph's output, the batch, a mask), {storage key: bytes}: DDP's buckets pass one
-    # tensor to several graphs, held once (SharedInputs)
+    # tensor to several graphs, held once (StepLedger._before_holds)
     saved_inputs: dict = dataclasses.field(default_factory=dict)
     inputs: frozenset = frozenset()  # the storage keys of those inputs, saved or not
 
@@ -156,15 +156,6 @@ def resident_and_gradients(gm, kwargs):
     return _distinct_bytes(primals[i] for i in indices), sum(nbytes(g) for g in grads)
 
 
-def saved_bytes(fw, num_fwd_outputs, static_names):
-    """What a forward half keeps for backward beyond the parameters and buffers (named in
-    `static_names`): its saved activations and the saved inputs that are not parameters (the
-    batch, a previous graph's output), distinct storages."""
-    names = saved_by_torch(fw, num_fwd_outputs)
-    nodes = [n for n in fw.graph.nodes if n.name in names]
-    return _distinct_bytes(n for n in nodes if storage_root(n).name not in static_names)
-
-
 def _storage_key(frame, node):
     """A key for the storage of a graph input's example value: the graphs dynamo makes of one
     frame (DDP's buckets) share the fake tensors of what they pass each other; the frame
@@ -182,19 +173,23 @@ def input_keys(gm, kwargs, frame):
     return frozenset(k for k in keys if k is not None)
 
 
-def saved_inputs(fw, num_fwd_outputs, static_names, frame):
-    """{storage key: bytes} of the inputs (not parameters or buffers) a forward half saves
-    for backward."""
+def saved_of(fw, num_fwd_outputs, static_names, frame):
+    """(bytes, {storage key: bytes}): what a forward half keeps for backward beyond the
+    parameters and buffers (named in `static_names`), distinct storages: its saved
+    activations and the saved inputs that are not parameters (the batch, a previous graph's
+    output); and of those, the saved inputs by storage key (StepLedger._before_holds holds
+    an input several graphs of the frame save once)."""
     names = saved_by_torch(fw, num_fwd_outputs)
-    found = {}
-    for n in fw.graph.nodes:
-        if n.name in names:
-            root = storage_root(n)
-            if root.op == "placeholder" and root.name not in static_names:
-                key = _storage_key(frame, root)
-                if key is not None:
-                    found[key] = nbytes(root)
-    return found
+    nodes = [n for n in fw.graph.nodes if n.name in names]
+    inputs = {}
+    for n in nodes:
+        root = storage_root(n)
+        if root.op == "placeholder" and root.name not in static_names:
+            key = _storage_key(frame, root)
+            if key is not None:
+                inputs[key] = nbytes(root)
+    return (_distinct_bytes(n for n in nodes if storage_root(n).name not in static_names),
+            inputs)
 
 
 def _compile_position():
