@@ -21,6 +21,7 @@ the step's end, 7.9 MiB on hf-causal-lm).
 | hf-vit | transformers ViTForImageClassification, ViT-B/16's config, 10 labels | batch 4, 224 x 224 |
 | mobilenet_v2 | torchvision mobilenet_v2, weights=None, 1000 classes | batch 16, 224 x 224, cross-entropy |
 | deep-mlp | 8 pre-norm residual blocks x + down(gelu(up(layer_norm(x)))), 256 -> 1024 -> 256 | 512 rows, mean square |
+| example-convnet | examples/user_model.py's SmallConvNet (two convolutions with batch norm) | batch 32, 3 x 32 x 32, as examples/compile_train.py trains it; cross-entropy |
 """
 import torch
 
@@ -94,22 +95,35 @@ def _mobilenet(dropout):
     return model, args, {"torchvision": "mobilenet_v2", "num_classes": 1000}
 
 
-def _deep_mlp(dropout):
-    """The Python tests' PreNormResidualMLP (python/tests/models.py), larger: its forward is
-    the loss (the mean square)."""
+def _module_at(name, *path):
+    """The module at `path` (from the repository root), imported once as `name`: torch.compile
+    imports the module a forward lives in, so it must be in sys.modules."""
     import importlib.util
     import os
     import sys
-    name = "graph_opt_test_models"
-    if name not in sys.modules:  # torch.compile imports the module its forward lives in
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python",
-                            "tests", "models.py")
-        spec = importlib.util.spec_from_file_location(name, path)
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", *path))
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
-    models = sys.modules[name]
+    return sys.modules[name]
+
+
+def _deep_mlp(dropout):
+    """The Python tests' PreNormResidualMLP (python/tests/models.py), larger: its forward is
+    the loss (the mean square)."""
+    models = _module_at("graph_opt_test_models", "python", "tests", "models.py")
     model = models.PreNormResidualMLP(blocks=8, dim=256, hidden=1024)
     return model, (torch.randn(512, 256),), {"blocks": 8, "dim": 256, "hidden": 1024}
+
+
+def _example_convnet(dropout):
+    """examples/user_model.py's model at the batch examples/compile_train.py trains it on (it
+    has no dropout)."""
+    user_model = _module_at("graph_opt_example_user_model", "examples", "user_model.py")
+    model = user_model.SmallConvNet()
+    args = (torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,)))
+    return model, args, {"example": "examples/user_model.py", "classes": 10}
 
 
 def _classify(model, x, y):
@@ -127,6 +141,7 @@ MODELS = {
     "hf-vit": (_vit, _hf_loss),
     "mobilenet_v2": (_mobilenet, _classify),
     "deep-mlp": (_deep_mlp, _own_loss),
+    "example-convnet": (_example_convnet, _classify),
 }
 
 

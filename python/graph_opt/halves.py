@@ -18,7 +18,10 @@ operator tags and Inductor's lowering tables and thresholds for what fuses).
 What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
 - the result of an operator Inductor runs as an extern kernel (matmuls, convolutions,
   attention, its fallbacks: every operator it has neither a lowering nor a decomposition
-  for), and every tensor such a kernel reads (Inductor realizes their inputs);
+  for), and every tensor such a kernel reads (Inductor realizes their inputs); pooling and
+  upsampling, though listed with them in needs_realized_inputs, are lowered to loops that
+  fuse as pointwise values do (a max pool's backward computes its indices from the saved
+  offsets inline);
 - the result of a reduction (a torch Tag.reduction operator, or an operator Inductor
   decomposes that is not pointwise: layer norm, softmax, ... hold reductions);
 - every output of a half (views resolved to the value they view);
@@ -26,7 +29,8 @@ What allocates a buffer (a "realized" value), as Inductor's lowering decides it:
   by that kernel and freed after its own last reader (a result nothing reads is freed as
   the kernel ends), as Inductor's wrapper holds the results apart;
 - a fused value Inductor's lowering realizes after all (_realized_on_reuse: read by several
-  operators and heavy, or reading too many buffers).
+  operators and heavy, or reading too many buffers, or reading several and read by an
+  operator in needs_realized_inputs).
 Everything else (pointwise operators, which Inductor inlines into their readers) allocates
 nothing; a view aliases what it views. A realized value lives until the last realized value
 that reads it, through any chain of fused values between them, has been computed. A fused
@@ -82,9 +86,13 @@ def kind_of(node):
         return "extern"
     lowerings, fallbacks, realized_inputs, decompositions = _inductor_tables()
     packet = target.overloadpacket
-    if (target in fallbacks or target in realized_inputs or packet in realized_inputs
-            or packet.__name__ in _MATMULS):
+    if target in fallbacks or packet.__name__ in _MATMULS:
         return "extern"
+    if target in realized_inputs or packet in realized_inputs:
+        # pooling and upsampling: Inductor lowers them to a loop of their own (gathers over
+        # windows), which fuses as pointwise values do; only some of their inputs are
+        # realized (_realized_on_reuse). With no lowering they run as a fallback.
+        return "pointwise" if target in lowerings else "extern"
     tags = target.tags
     if torch.Tag.reduction in tags:
         return "reduction"
@@ -293,6 +301,16 @@ def _is_view(node):
 _HEAVY_ON_CPU = {"exp", "sigmoid"}
 
 
+def _needs_realized_inputs(node):
+    """Whether Inductor lists `node`'s operator in lowering.needs_realized_inputs: a value
+    read by it and by other operators is realized where its body reads several buffers."""
+    target = getattr(node, "target", None)
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    realized_inputs = _inductor_tables()[2]
+    return target in realized_inputs or target.overloadpacket in realized_inputs
+
+
 def _realized_on_reuse(node, reads, ops, count):
     """Whether Inductor's lowering realizes this fused value: `reads` the buffers its
     inlined body reads, `ops` the operators in it, `count` their number."""
@@ -302,6 +320,8 @@ def _realized_on_reuse(node, reads, ops, count):
         return True
     if len(set(node.users)) <= 1:
         return False
+    if len(reads) > 1 and any(_needs_realized_inputs(u) for u in node.users):
+        return True  # GraphLowering.run_node's realize_hint for such a reader
     val = node.meta.get("val")
     on_cpu = isinstance(val, torch.Tensor) and val.device.type == "cpu"
     return ((on_cpu and bool(ops & _HEAVY_ON_CPU))

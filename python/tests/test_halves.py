@@ -140,6 +140,34 @@ def test_each_result_of_a_multi_output_kernel_is_its_own_buffer():
     assert got["backward_peak_bytes"] == max(at_conv, at_mm), got
 
 
+def test_a_max_pool_backward_computes_its_indices_inline():
+    """Inductor lowers a max pool's backward to a loop of its own (a gather over each
+    window), though its operator is listed with the extern kernels whose inputs are
+    realized: the indices it reads, made from the forward's saved offsets, are computed
+    inside that loop and never allocated. Counted as a buffer, they read 12% high on
+    examples/user_model.py's network at batch 32."""
+    N, C, H = 2, 4, 8
+    pool = ([2, 2], [2, 2], [0, 0], [1, 1])
+
+    def backward(x, grad_out, offsets):
+        indices = torch.ops.prims._low_memory_max_pool_offsets_to_indices(
+            offsets, pool[0], [H, H], *pool[1:])
+        return (torch.ops.aten.max_pool2d_with_indices_backward(
+            grad_out, x, *pool, False, indices),)
+
+    fw = aten(lambda x: (x.sum(), x), (N, C, H, H))
+    bw = make_fx(backward, tracing_mode="fake")(
+        torch.randn(N, C, H, H), torch.randn(N, C, H // 2, H // 2),
+        torch.zeros(N, C, H // 2, H // 2, dtype=torch.int8))
+    pooling = by_target(bw, "max_pool2d_with_indices_backward")
+    assert [kind_of(n) for n in pooling] == ["pointwise"]
+    X, G, O, loss = N * C * H * H * F32, N * C * (H // 2) ** 2 * F32, N * C * (H // 2) ** 2, F32
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    # backward: the input (held), the loss, the gradient and the offsets (inputs to it
+    # here), then the input's gradient; no int64 indices beside them
+    assert got["backward_peak_bytes"] == X + loss + G + O + X, got
+
+
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
                     reason="Inductor's CPU layout optimization needs oneDNN")
 def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved():
