@@ -376,6 +376,8 @@ def main(argv=None):
               f"{len(c['over_bound'])}; more than {WITHIN:.0%} under a binding bound: "
               f"{len(c['too_far_under'])}; not monotone: {len(c['not_monotone'])}; above "
               f"the unbudgeted peak: {len(c['above_unbudgeted'])}", flush=True)
+        write_files(a.out, {"peak_bound.json": json.dumps(results, indent=1),
+                            "peak_bound.md": markdown(results)})  # after each model too
     write_files(a.out, {"peak_bound.json": json.dumps(results, indent=1),
                         "peak_bound.md": markdown(results)})
     print(markdown(results))

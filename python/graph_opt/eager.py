@@ -391,24 +391,51 @@ def _timed_step(model, loss_fn, example_inputs):
         return time.perf_counter() - start
 
 
+def _blocks_within(model, modules, loss_fn, example_inputs, bound, tried):
+    """Per-block checkpointing within `bound`, with as few blocks as fit: (measured peak,
+    regions, recorded) for the model's repeated blocks (eager_regions.repeated_blocks),
+    the first k of them each recomputed whole, k the least that measures within `bound`
+    (found by halving, stopped once within _WITHIN of it: each block left out is one less
+    recomputed); None where the model has no such blocks or all of them do not fit. The
+    earliest blocks are taken: backward reaches them last, when the later blocks' own
+    activations are freed, so each recomputes beside less than a later block would."""
+    paths = [path for path, _ in repeated_blocks(model)]
+
+    def first(k):
+        regions = [Region(path) for path in paths[:k]]
+        _unplan_all(modules)
+        recorded = _record(model, loss_fn, example_inputs, regions)
+        return (_peak_of(regions, recorded, model, modules, loss_fn, example_inputs, tried),
+                regions, recorded)
+    if not paths:
+        return None
+    best = first(len(paths))
+    if best[0] > bound:
+        return None
+    over, fits = 0, len(paths)  # no block recomputed is the plain step: over the bound
+    while fits - over > 1 and best[0] < bound * (1 - _WITHIN):
+        k = (over + fits) // 2
+        got = first(k)
+        if got[0] <= bound:
+            fits, best = k, got
+        else:
+            over = k
+    return best
+
+
 def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
-    """`fitting` (measured, report, regions, recorded), or the model's repeated blocks each
-    recomputed whole (per-block checkpointing) where they too measure within `bound` and
-    their steps are faster: a plan's selective-checkpoint policies cost time on every
-    operator (3.5% of a small causal LM's step), which can outweigh what they save. Timed
-    on the example inputs, _TIMED_ROUNDS rounds interleaved after a warm-up step each; the
-    medians are recorded in the report ("eager_step_seconds")."""
-    blocks = [Region(path) for path, _ in repeated_blocks(model)]
-    if not blocks:
-        return fitting
+    """`fitting` (measured, report, regions, recorded), or per-block checkpointing within
+    `bound` (_blocks_within) where its steps are faster: a plan's selective-checkpoint
+    policies cost time on every operator (3.5% of a small causal LM's step), which can
+    outweigh what they save. Timed on the example inputs, _TIMED_ROUNDS rounds interleaved
+    after a warm-up step each; the medians are recorded in the report
+    ("eager_step_seconds")."""
     measured, report, regions, recorded = fitting
-    _unplan_all(modules)
-    blocks_recorded = _record(model, loss_fn, example_inputs, blocks)
-    if _signature(blocks, blocks_recorded) == _signature(regions, recorded):
+    within = _blocks_within(model, modules, loss_fn, example_inputs, bound, tried)
+    if within is None:
         return fitting
-    blocks_peak = _peak_of(blocks, blocks_recorded, model, modules, loss_fn, example_inputs,
-                           tried)
-    if blocks_peak > bound:
+    blocks_peak, blocks, blocks_recorded = within
+    if _signature(blocks, blocks_recorded) == _signature(regions, recorded):
         return fitting
     sides = ((regions, recorded), (blocks, blocks_recorded))
     seconds = ([], [])
@@ -456,11 +483,12 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     gets its least-peak plan (unmet=closest). Where no plan fits, checkpoints that keep only
     their inputs (as torch.utils.checkpoint keeps them) are tried: the regions of the plan
     that measured least, each recomputed whole, then the model's repeated blocks
-    (eager_regions.repeated_blocks: per-block checkpointing); "eager_regions_whole" in the
-    report says which ("regions" or "blocks"; the report is otherwise the least-measured
-    plan's). At most six plans besides, and the loosest that measured within the bound is
-    chosen. With `timed` (the default), where the model has repeated blocks and they too,
-    each recomputed whole, measure within the bound, the chosen plan and they are timed on
+    (eager_regions.repeated_blocks: per-block checkpointing, on as few of the first blocks
+    as fit: _blocks_within); "eager_regions_whole" in the report says which ("regions" or
+    "blocks"; the report is otherwise the least-measured plan's). At most six plans
+    besides, and the loosest that measured within the bound is chosen. With `timed` (the
+    default), where the model has repeated blocks and they too, each recomputed whole (as
+    few as fit), measure within the bound, the chosen plan and they are timed on
     the example inputs (three interleaved steps each) and the faster is applied
     ("eager_step_seconds" in the report). model.graph_opt_plan is the checkpoint pass's
     report of the plan applied (docs/Checkpointing.md#the-report), with
@@ -549,18 +577,20 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
             # decisions keep where its model of the step and eager's differ); then the
             # model's repeated blocks, each recomputed whole (per-block checkpointing).
             _, report, regions, _ = least_over
-            blocks = [Region(path) for path, _ in repeated_blocks(model)]
-            for whole, how in ((_whole(regions), "regions"), (blocks, "blocks")):
-                if not whole:
-                    continue
+            whole = _whole(regions)
+            if whole:
                 unplan()
                 recorded = _record(model, loss_fn, example_inputs, whole)
                 measured = _peak_of(whole, recorded, model, modules, loss_fn, example_inputs,
                                     tried)
                 if measured <= bound:
                     fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
-                                              eager_regions_whole=how), whole, recorded)
-                    break
+                                              eager_regions_whole="regions"), whole, recorded)
+            if fitting is None and (blocks := _blocks_within(model, modules, loss_fn, example_inputs, bound,
+                                           tried)) is not None:
+                measured, whole, recorded = blocks
+                fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
+                                          eager_regions_whole="blocks"), whole, recorded)
         if fitting is None:
             unmet = (f"; the planner's least-peak plan was among them "
                      f"({report['budget_unmet']})" if report.get("budget_unmet") else "")
