@@ -423,13 +423,29 @@ def _blocks_within(model, modules, loss_fn, example_inputs, bound, tried):
     return best
 
 
+def _take_blocks(plan_peak, blocks_peak, bound, plan_seconds, blocks_seconds):
+    """Whether per-block checkpointing is applied instead of the plan, from their measured
+    peaks and timed steps. Where both or neither lands within _WITHIN under `bound`, the
+    faster median; where one does, the other only if it is clearly faster (its slowest step
+    faster than the first one's fastest): a step that uses the memory the user allowed is
+    not given up for a difference inside the timing's noise."""
+    plan_close, blocks_close = (peak >= bound * (1 - _WITHIN) for peak in (plan_peak,
+                                                                         blocks_peak))
+    if plan_close and not blocks_close:
+        return max(blocks_seconds) < min(plan_seconds)
+    if blocks_close and not plan_close:
+        return not max(plan_seconds) < min(blocks_seconds)
+    return sorted(blocks_seconds)[len(blocks_seconds) // 2] < \
+        sorted(plan_seconds)[len(plan_seconds) // 2]
+
+
 def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
     """`fitting` (measured, report, regions, recorded), or per-block checkpointing within
     `bound` (_blocks_within) where its steps are faster: a plan's selective-checkpoint
     policies cost time on every operator (3.5% of a small causal LM's step), which can
     outweigh what they save. Timed on the example inputs, _TIMED_ROUNDS rounds interleaved
-    after a warm-up step each; the medians are recorded in the report
-    ("eager_step_seconds")."""
+    after a warm-up step each, and chosen by _take_blocks; the medians are recorded in the
+    report ("eager_step_seconds")."""
     measured, report, regions, recorded = fitting
     within = _blocks_within(model, modules, loss_fn, example_inputs, bound, tried)
     if within is None:
@@ -449,7 +465,7 @@ def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
     _unplan_all(modules)
     plan_s, blocks_s = (sorted(x)[len(x) // 2] for x in seconds)
     times = {"plan": plan_s, "blocks": blocks_s}
-    if blocks_s < plan_s:
+    if _take_blocks(measured, blocks_peak, bound, *seconds):
         return (blocks_peak, dict(report, eager_measured_peak_bytes=blocks_peak,
                                   eager_regions_whole="blocks", eager_step_seconds=times),
                 blocks, blocks_recorded)
@@ -489,7 +505,9 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     besides, and the loosest that measured within the bound is chosen. With `timed` (the
     default), where the model has repeated blocks and they too, each recomputed whole (as
     few as fit), measure within the bound, the chosen plan and they are timed on
-    the example inputs (three interleaved steps each) and the faster is applied
+    the example inputs (three interleaved steps each) and the faster is applied (where
+    only one of them lands within 5% under the bound, the other only if clearly faster:
+    _take_blocks)
     ("eager_step_seconds" in the report). model.graph_opt_plan is the checkpoint pass's
     report of the plan applied (docs/Checkpointing.md#the-report), with
     "eager_measured_peak_bytes" (the whole step's), "eager_peak_bound_bytes" (`peak`) and
