@@ -144,7 +144,10 @@ _FIXED_BUDGET_SHARES = (0.5, 0.3, 0.1)
 # peak=: plans made at most per joint graph (halves.py's peak checked after each), and how far
 # under the bound a plan may land before the next round asks for less recomputation.
 _MAX_PEAK_ROUNDS = 6
-_PEAK_SLACK = 0.03
+# Aimed _PEAK_MARGIN (3%) under the bound, a plan at most this share of the bound under the
+# aim lands within 5% under the bound where the prediction is exact (issue 82's rule; 3%
+# until 2026-12-07 let BERT-base's plans land 4.5-4.8% under, at the rule's edge).
+_PEAK_SLACK = 0.02
 # What halves.py's prediction may miss the measured peak by: Inductor's lowering and
 # scheduler decide more than it models (which fused values it copies for an extern kernel,
 # its reordering heuristics). Measured on torch's own partitions at budgets 1.0, 0.5, 0.3
@@ -577,8 +580,8 @@ class GraphOptPartitioner(CustomPartitionerFn):
             seen.append(got)
             rounds_over = rounds_over + 1 if got > aim else 0
             if got <= aim:
-                if best is None or got > best.peak:
-                    best = attempt
+                if best is None or (got, attempt.saved_bytes) > (best.peak, best.saved_bytes):
+                    best = attempt  # the highest peak; of equals, the one saving most
                 if aim - got <= _PEAK_SLACK * bound or not attempt.plan.recomputed:
                     break
                 within = target if within is None else max(within, target)
