@@ -190,6 +190,19 @@ def test_choose_prefers_graph_opts_plan_then_torchs_then_the_least():
                              lambda: [default]) == (default, True)
 
 
+def test_of_equal_peaks_the_candidate_saving_most_is_chosen():
+    """Where a peak is set by what no plan changes (the end of BERT-base's backward), plans
+    saving very different bytes peak alike; the one saving most recomputes least. Within the
+    aim and as the least reachable alike (the first of equals was taken before, whichever
+    the fixed set listed first)."""
+    default = fake("torch", 100, saved=60)
+    heavy, light = fake("graph-opt", 50, saved=5), fake("graph-opt", 50, saved=40)
+    fixed = lambda: [default, heavy, light]  # noqa: E731
+    assert candidates.choose(60, default, None, lambda: [default], fixed) == (light, True)
+    assert candidates.choose(10, default, None, lambda: [default], fixed) == (light, False)
+    assert candidates.least_reachable([heavy, light]) is light
+
+
 def test_the_equivalent_budget_moves_the_saved_bytes_one_for_one():
     default = fake("torch", 100, saved=60)  # 40 bytes with nothing saved
     assert candidates.equivalent_budget(70, default) == 0.5
