@@ -435,8 +435,11 @@ def _take_blocks(plan_peak, blocks_peak, bound, plan_seconds, blocks_seconds):
         return max(blocks_seconds) < min(plan_seconds)
     if blocks_close and not plan_close:
         return not max(plan_seconds) < min(blocks_seconds)
-    return sorted(blocks_seconds)[len(blocks_seconds) // 2] < \
-        sorted(plan_seconds)[len(plan_seconds) // 2]
+    return _median(blocks_seconds) < _median(plan_seconds)
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2]
 
 
 def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
@@ -463,8 +466,7 @@ def _faster_of(fitting, model, modules, loss_fn, example_inputs, bound, tried):
             if i:  # the first round warms up
                 seconds[k].append(t)
     _unplan_all(modules)
-    plan_s, blocks_s = (sorted(x)[len(x) // 2] for x in seconds)
-    times = {"plan": plan_s, "blocks": blocks_s}
+    times = {"plan": _median(seconds[0]), "blocks": _median(seconds[1])}
     if _take_blocks(measured, blocks_peak, bound, *seconds):
         return (blocks_peak, dict(report, eager_measured_peak_bytes=blocks_peak,
                                   eager_regions_whole="blocks", eager_step_seconds=times),
@@ -604,8 +606,9 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
                 if measured <= bound:
                     fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
                                               eager_regions_whole="regions"), whole, recorded)
-            if fitting is None and (blocks := _blocks_within(model, modules, loss_fn, example_inputs, bound,
-                                           tried)) is not None:
+            blocks = None if fitting is not None else _blocks_within(
+                model, modules, loss_fn, example_inputs, bound, tried)
+            if blocks is not None:
                 measured, whole, recorded = blocks
                 fitting = (measured, dict(report, eager_measured_peak_bytes=measured,
                                           eager_regions_whole="blocks"), whole, recorded)
