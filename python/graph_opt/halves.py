@@ -62,6 +62,7 @@ import torch
 
 from .fx import tensor_attribute
 from .joint import alias_source, nbytes, output_nodes, storage_root
+from .workspace import channels_last_strides, workspace_bytes
 
 # Matmul-like operators Inductor lowers to extern kernels or templates (their inputs
 # realized) that are missing from lowering.needs_realized_inputs.
@@ -332,11 +333,13 @@ class _Half:
     """One half as Inductor's kernels run it: the buffers it allocates, which of them each
     kernel reads, and the orders Inductor may run the kernels in."""
 
-    def __init__(self, gm, fused, keep_alive, held, donated, same=None, row_local=False):
+    def __init__(self, gm, fused, keep_alive, held, donated, same=None, row_local=False,
+                 layout_opt=False):
         """`keep_alive`: values whose buffers outlive the half (its outputs); `held`:
         {placeholder: bytes} for inputs this half frees after their last read (backward's
         saved values), `donated` those of them a kernel may write over; `same`:
-        {placeholder: the placeholder whose buffer it shares}."""
+        {placeholder: the placeholder whose buffer it shares}; `layout_opt`: the forward
+        runs under Inductor's layout optimization (channels-last convolutions)."""
         same = same or {}
         nodes = list(gm.graph.nodes)
         out = next(n for n in reversed(nodes) if n.op == "output")
@@ -385,6 +388,9 @@ class _Half:
         self.moved = {n: moved[n] for n in self.kernels}
         self.inplace = {n: fused and kinds[n] != "extern" for n in self.kernels}
         self.size = {n: _multi_output_bytes(n) for n in self.kernels}
+        # what a library kernel holds beyond its results while it runs (workspace.py)
+        self.workspace = {n: workspace_bytes(n, channels_last_strides(n, fused and layout_opt))
+                          for n in self.kernels}
         # the results' buffers: each its own size, made by its operator's kernel
         self.producer = {}
         for owner, rs in results.items():
@@ -534,13 +540,13 @@ class _Half:
                 if self._reusable(d):
                     pool.setdefault(self.size.get(d, 0), []).append(d)
             steps.append((size, inplace is not None or pooled is not None, dying,
-                          self.loose[n]))
+                          self.loose[n], self.workspace[n]))
         live -= self.unread
         peak = live
-        for size, reused, dying, loose in steps:
+        for size, reused, dying, loose, workspace in steps:
             if not reused:
                 live += size
-            peak = max(peak, live)
+            peak = max(peak, live + workspace)
             live -= loose + sum(self.size.get(d, 0) for d in dying if d not in taken)
         return peak, live
 
@@ -588,6 +594,16 @@ class _Half:
         return min(baseline, reordered)
 
 
+def _layout_opt(fw):
+    """Whether Inductor's layout optimization takes forward `fw`
+    (GraphLowering.decide_layout_opt)."""
+    from torch._inductor.graph import GraphLowering
+    try:
+        return bool(GraphLowering.decide_layout_opt(fw, is_inference=False))
+    except Exception:  # a graph its heuristics cannot read: not assumed
+        return False
+
+
 def _channels_last_copies(fw):
     """{placeholder: bytes} for the forward's inputs Inductor copies to channels-last.
 
@@ -598,13 +614,9 @@ def _channels_last_copies(fw):
     input is saved for backward that copy is what is saved (the backward frees it after its
     last read). ResNet-50 at batch 8: its 3x3 and 7x7 weights and the batch, 47.8 MiB live
     from the forward's start to the backward's, beside the parameters themselves."""
-    from torch._inductor.graph import GraphLowering
-    convolution = torch.ops.aten.convolution.default
-    try:
-        if not GraphLowering.decide_layout_opt(fw, is_inference=False):
-            return {}
-    except Exception:  # a graph its heuristics cannot read: no copies assumed
+    if not _layout_opt(fw):
         return {}
+    convolution = torch.ops.aten.convolution.default
     copies = {}
     for n in fw.graph.nodes:
         if n.op != "call_function" or n.target is not convolution:
@@ -651,9 +663,10 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     crossing = {storage_root(o) for o in output_nodes(fw)[num_fwd_outputs:]
                 if isinstance(o, torch.fx.Node)}
     copies = _channels_last_copies(fw) if fused else {}
+    layout_opt = fused and _layout_opt(fw)
     # a copy no backward reads is freed after its last forward read
     forward = _Half(fw, fused, keep, {p: b for p, b in copies.items() if p not in crossing},
-                    set(), row_local=row_local)
+                    set(), row_local=row_local, layout_opt=layout_opt)
     forward_peak, after_forward = forward.walk(inputs + sum(copies.values()))
     crossing_bytes = sum(_multi_output_bytes(b) for b in crossing
                          if b.op not in ("placeholder", "get_attr"))
@@ -683,7 +696,7 @@ def halves_peak(fw, bw, num_fwd_outputs, fused=True, row_local=False):
     tangents = sum(_nbytes(p) for p in bw_placeholders[len(saved_outs):])
     bw_outs = [o for o in output_nodes(bw) if isinstance(o, torch.fx.Node)]
     backward = _Half(bw, fused, {storage_root(o) for o in bw_outs}, placeholder_bytes,
-                     donated, same, row_local=row_local)
+                     donated, same, row_local=row_local, layout_opt=layout_opt)
     backward_peak, _ = backward.walk(after_forward + tangents)
     return {"peak_bytes": max(forward_peak, backward_peak), "input_bytes": inputs,
             "forward_peak_bytes": forward_peak, "backward_peak_bytes": backward_peak,

@@ -14,7 +14,9 @@ from Inductor's IR), `del x` drops a name and frees the storage when no name hol
 halves.py: the forward's inputs (parameters, the batch) live throughout; what the forward
 returns crosses to the backward, whose saved inputs are freed at their `del` (AOTAutograd
 hands them over and clears its own references); the tangents and the gradients the backward
-returns live to the end. Not counted: what an extern kernel allocates inside itself.
+returns live to the end. What a library kernel (a convolution, a matmul, attention) holds
+beyond its results while it runs is measured (workspace.py) on the layouts Inductor's IR
+gives its inputs, and counted at its line.
 Costly: seconds per half (a 4-layer Llama causal LM with a 32k vocabulary: 4-5 s for both
 halves on 2 cores, 17 s for the first, which warms Inductor up), where halves.py takes
 milliseconds; exact where halves.py is not (that Llama's plan at 19.2 MiB of saved
@@ -34,6 +36,7 @@ _VIEW = re.compile(r"^(\w+) = reinterpret_tensor\((\w+),")
 _INDEX = re.compile(r"^(\w+) = (\w+)\[\d+\]$")
 _CALL = re.compile(r"^(\w+) = (?:torch\.ops\.|extern_kernels\.)")
 _DEL = re.compile(r"^del (\w+)$")
+_OUT_CALL = re.compile(r"^extern_kernels\.\w+\(.*\bout=(\w+)\)$")
 
 
 def _ints(text):
@@ -47,7 +50,8 @@ def _storage_bytes(sizes, strides, itemsize):
 
 
 def _generate(gm, is_backward, donated=None):
-    """(the wrapper's source, {buffer name: bytes} of Inductor's buffers) for one half.
+    """(the wrapper's source, {buffer name: bytes} of Inductor's buffers, {extern kernel's
+    name: what it holds while it runs beyond the walk's count, _workspaces}) for one half.
     `donated`: the backward's input indices AOTAutograd donates (its saved activations):
     Inductor may write over them, as it reads them from the tracing context when torch.compile
     compiles the backward."""
@@ -77,7 +81,50 @@ def _generate(gm, is_backward, donated=None):
                     sizes[name] = int(layout.storage_size()) * layout.dtype.itemsize
                 except Exception:  # a MultiOutputLayout: its results are buffers of their own
                     pass
-    return code.value, sizes
+            workspaces = _workspaces(graph, sizes)
+    return code.value, sizes, workspaces
+
+
+def _workspaces(graph, sizes):
+    """{the name of an extern kernel's call: the bytes it holds at its highest point beyond
+    what the walk has allocated at its line}: its workspace, measured on the layouts
+    Inductor's IR gives its inputs (workspace.py), plus, for a kernel with several results
+    (whose results the walk allocates on the lines after), those results."""
+    from torch._inductor import ir
+
+    from .workspace import measured_op, workspace_bytes
+
+    results = {}
+    for op in graph.operations:
+        if isinstance(op, ir.MultiOutput) and op.inputs:
+            results.setdefault(op.inputs[0].get_name(), []).append(op.get_name())
+    out = {}
+    for op in graph.operations:
+        if not isinstance(op, ir.ExternKernel) or isinstance(op, ir.MultiOutput):
+            continue
+        node = next((n for n in getattr(op, "origins", ()) if measured_op(n)), None)
+        if node is None:
+            continue
+        tensors = _tensor_args(node)
+        strides = {}
+        if len(tensors) == len(op.inputs):
+            for j, inp in enumerate(op.inputs):
+                try:
+                    strides[j] = tuple(graph.sizevars.size_hints(inp.get_layout().stride))
+                except Exception:  # no layout or no hint: the graph's strides
+                    pass
+        workspace = workspace_bytes(node, strides)
+        if workspace:
+            name = op.get_name()
+            out[name] = workspace + sum(sizes.get(r, 0) for r in results.get(name, ()))
+    return out
+
+
+def _tensor_args(node):
+    """`node`'s tensor arguments, positional then keyword, in order."""
+    flat = []
+    torch.fx.node.map_arg((node.args, tuple(node.kwargs.values())), flat.append)
+    return flat
 
 
 def _call_body(source):
@@ -137,9 +184,15 @@ class _Memory:
             self.live -= self.size[sid]
 
 
-def _walk(body, sizes, memory):
-    """Runs the wrapper's call body on `memory`."""
+def _walk(body, sizes, memory, workspaces=None):
+    """Runs the wrapper's call body on `memory`; an extern kernel's line peaks at what is
+    live with its results, plus `workspaces[its name]` (_workspaces)."""
+    workspaces = workspaces or {}
     for line in body:
+        if (m := _CALL.match(line) or _OUT_CALL.match(line)) and m.group(1) in workspaces:
+            extra = workspaces[m.group(1)] + (sizes.get(m.group(1), 0)
+                                               if _CALL.match(line) else 0)
+            memory.peak = max(memory.peak, memory.live + extra)
         if m := _ALLOC.match(line):
             name, shape, stride, dtype = m.groups()
             memory.add(name, _storage_bytes(_ints(shape), _ints(stride),
@@ -194,15 +247,15 @@ def read_halves(fw, bw, num_fwd_outputs):
     saved_outs = output_nodes(fw)[num_fwd_outputs:]
     donated = [j for j, o in enumerate(saved_outs)
                if isinstance(o, torch.fx.Node) and storage_root(o).op != "placeholder"]
-    fw_source, fw_sizes = _generate(fw, is_backward=False)
-    bw_source, bw_sizes = _generate(bw, is_backward=True, donated=donated)
+    fw_source, fw_sizes, fw_workspaces = _generate(fw, is_backward=False)
+    bw_source, bw_sizes, bw_workspaces = _generate(bw, is_backward=True, donated=donated)
     forward = _Memory()
     fw_inputs = [n for n in fw.graph.nodes if n.op == "placeholder"]
     for p in fw_inputs:
         forward.add(p.name, p.meta["val"].untyped_storage().nbytes(), pinned=True)
     input_bytes = forward.live
     body = _call_body(fw_source)
-    _walk(body, fw_sizes, forward)
+    _walk(body, fw_sizes, forward, fw_workspaces)
     returned = _returned(body)
     forward.end(returned)
     # What crosses: the forward's outputs (the loss, held by the caller; the saved values,
@@ -225,7 +278,7 @@ def read_halves(fw, bw, num_fwd_outputs):
                 storage_in_backward[sid] = p.name
         else:  # the tangents: made by autograd as backward starts, held to its end
             backward.add(p.name, p.meta["val"].untyped_storage().nbytes(), pinned=True)
-    _walk(_call_body(bw_source), bw_sizes, backward)
+    _walk(_call_body(bw_source), bw_sizes, backward, bw_workspaces)
     return {"peak_bytes": max(forward.peak, backward.peak),
             "forward_peak_bytes": forward.peak, "backward_peak_bytes": backward.peak,
             "input_bytes": input_bytes, "seconds": time.perf_counter() - start}

@@ -5,7 +5,8 @@ partitioner, the saved bytes against the plan, and the fallback.
 `make test` trains the tiny MLP (Inductor) and the tiny GPT-2 (eager kernels,
 bitwise against torch's partition under the same kernels); `make
 test-compile` (GRAPHOPT_COMPILE_ALL=1) trains all seven tiny zoo models both
-ways, under Inductor with cold compiles of 15-60 s each."""
+ways, under Inductor with cold compiles of 15-60 s each, and runs the tests
+too slow for make test (predict="inductor" end to end)."""
 import os
 import re
 import sys
@@ -1003,6 +1004,8 @@ def tiny_causal_lm():
     return Step(), ids
 
 
+@pytest.mark.skipif(not COMPILE_ALL, reason="a minute of Inductor code reads: make test-compile "
+                    "(test_inductor_read.py reads small graphs in make test)")
 def test_reading_inductors_code_prices_a_large_vocabulary_causal_lm_as_it_runs():
     """predict="inductor": each partition's peak is read from Inductor's own code for its
     halves (inductor_read.py), not predicted. On a causal LM with a 32k vocabulary under

@@ -107,7 +107,15 @@ def test_views_of_one_buffer_are_one_buffer():
 
 
 
-def test_each_result_of_a_multi_output_kernel_is_its_own_buffer():
+@pytest.fixture
+def no_workspaces(monkeypatch):
+    """Hand counts of buffers: the library kernels' workspaces (measured, and dependent on
+    the library) left out; test_a_library_kernels_workspace_is_counted_while_it_runs
+    checks them."""
+    monkeypatch.setattr("graph_opt.halves.workspace_bytes", lambda *a, **k: 0)
+
+
+def test_each_result_of_a_multi_output_kernel_is_its_own_buffer(no_workspaces):
     """convolution_backward (an extern kernel) makes three results: its input gradient
     dies in the next kernel while its weight gradient lives to the end of the step, and
     its bias gradient, read by nothing, is freed as it ends. Held as one buffer, the
@@ -170,7 +178,7 @@ def test_a_max_pool_backward_computes_its_indices_inline():
 
 @pytest.mark.skipif(not torch.backends.mkldnn.is_available(),
                     reason="Inductor's CPU layout optimization needs oneDNN")
-def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved():
+def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved(no_workspaces):
     """Inductor's layout optimization copies a convolution's graph inputs (the batch, a 3x3
     weight) to channels-last as the forward starts; where they are saved for backward, the
     copies are what is saved, live beside the parameters until backward's last read."""
@@ -203,6 +211,53 @@ def test_inputs_a_convolution_reads_are_copied_to_channels_last_and_saved():
     # the same graphs run node by node: no layout optimization, no copies
     plain = halves_peak(fw, bw, num_fwd_outputs=1, fused=False)
     assert plain["saved_bytes"] == Y
+
+
+def test_a_library_kernels_workspace_is_counted_while_it_runs():
+    """oneDNN's convolution backward holds its weight gradient in a blocked layout of its
+    own and reorders it back: at a 3x3 convolution of 256 channels, bytes the size of the
+    weight and more beyond its results. The step's peak includes them (the allocator serves
+    them as any tensor), so the kernel's step peaks at what is live with its results plus
+    its workspace, measured by running the operator once on tensors of its signature.
+    Without it this backward read low by the workspace."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from graph_opt.workspace import workspace_bytes
+    N, C, H = 2, 256, 4
+    args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+
+    def backward(g, x, w):
+        _, gw, _ = torch.ops.aten.convolution_backward(g, x, w, [0], *args,
+                                                       [False, True, False])
+        return (gw,)
+
+    fw = aten(lambda x: (x.sum(), x), (N, C, H, H))
+    bw = aten(backward, (N, C, H, H), (N, C, H, H), (C, C, 3, 3))
+    (kernel,) = by_target(bw, "convolution_backward")
+    measured = workspace_bytes(kernel)
+    # the same call profiled here: its highest point above its result
+    g, x, w = torch.randn(N, C, H, H), torch.randn(N, C, H, H), torch.randn(C, C, 3, 3)
+
+    def call():
+        return torch.ops.aten.convolution_backward(g, x, w, [0], *args, [False, True, False])
+    call()
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = call()
+    del result
+    total = peak = 0
+    for e in sorted((e for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]"), key=lambda e: e.start_ns()):
+        total += e.nbytes()
+        peak = max(peak, total)
+    assert measured == peak - total
+    if torch.backends.mkldnn.is_available():
+        assert measured >= C * C * 9 * F32  # at least one copy of the weight
+    got = halves_peak(fw, bw, num_fwd_outputs=1)
+    act, gw = N * C * H * H * F32, C * C * 9 * F32
+    # the forward's input (read again as the saved g) and loss; x and w, placeholders past
+    # the saved one, held as tangents are
+    start = act + F32 + act + gw
+    assert got["backward_peak_bytes"] == start + gw + measured, got
 
 
 def test_a_kernel_writes_over_a_dying_input_only_element_for_element():
