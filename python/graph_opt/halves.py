@@ -50,10 +50,17 @@ Where Inductor's layout optimization takes the forward (convolutions on the CPU)
 inputs a convolution reads are copied to channels-last as the forward starts, and saved in
 that copy where backward reads them (_channels_last_copies).
 
+A library kernel (a convolution, a matmul, attention) holds a workspace beyond its results
+while it runs (oneDNN reorders a convolution's weight, and its backward's weight gradient,
+into a blocked layout of its own): measured once per signature by running the operator
+(workspace.py), on the layouts Inductor's layout optimization gives a convolution, and
+counted at its kernel's step.
+
 What it does not model (why compile.py's search keeps a margin under peak=): which fused
 values Inductor copies into a buffer of their own for an extern kernel while other readers
 inline them, its BFS and DFS orders, its fusion of kernels that reuse a buffer freed earlier,
-and the temporaries of extern kernels (oneDNN's convolutions on the CPU).
+and the exact layouts of a backward's convolution arguments (the read of Inductor's code
+has them).
 """
 import functools
 import operator

@@ -49,7 +49,7 @@ def _storage_bytes(sizes, strides, itemsize):
     return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * itemsize
 
 
-def _generate(gm, is_backward, donated=None):
+def _generate(gm, is_backward, donated=None, layout_opt=False):
     """(the wrapper's source, {buffer name: bytes} of Inductor's buffers, {extern kernel's
     name: what it holds while it runs beyond the walk's count, _workspaces}) for one half.
     `donated`: the backward's input indices AOTAutograd donates (its saved activations):
@@ -81,18 +81,21 @@ def _generate(gm, is_backward, donated=None):
                     sizes[name] = int(layout.storage_size()) * layout.dtype.itemsize
                 except Exception:  # a MultiOutputLayout: its results are buffers of their own
                     pass
-            workspaces = _workspaces(graph, sizes)
+            workspaces = _workspaces(graph, sizes, layout_opt or graph.layout_opt)
     return code.value, sizes, workspaces
 
 
-def _workspaces(graph, sizes):
+def _workspaces(graph, sizes, layout_opt):
     """{the name of an extern kernel's call: the bytes it holds at its highest point beyond
     what the walk has allocated at its line}: its workspace, measured on the layouts
     Inductor's IR gives its inputs (workspace.py), plus, for a kernel with several results
-    (whose results the walk allocates on the lines after), those results."""
+    (whose results the walk allocates on the lines after), those results. A graph input's
+    layout is the fx graph's here, where torch.compile gives the backward's saved inputs the
+    strides the forward returned them in: those of a convolution under the forward's
+    layout optimization (`layout_opt`) are channels-last (channels_last_strides)."""
     from torch._inductor import ir
 
-    from .workspace import measured_op, workspace_bytes
+    from .workspace import channels_last_strides, measured_op, workspace_bytes
 
     results = {}
     for op in graph.operations:
@@ -107,8 +110,12 @@ def _workspaces(graph, sizes):
             continue
         tensors = _tensor_args(node)
         strides = {}
+        saved = channels_last_strides(node, layout_opt)
         if len(tensors) == len(op.inputs):
             for j, inp in enumerate(op.inputs):
+                if j in saved and tensors[j].op == "placeholder":
+                    strides[j] = saved[j]
+                    continue
                 try:
                     strides[j] = tuple(graph.sizevars.size_hints(inp.get_layout().stride))
                 except Exception:  # no layout or no hint: the graph's strides
@@ -247,8 +254,10 @@ def read_halves(fw, bw, num_fwd_outputs):
     saved_outs = output_nodes(fw)[num_fwd_outputs:]
     donated = [j for j, o in enumerate(saved_outs)
                if isinstance(o, torch.fx.Node) and storage_root(o).op != "placeholder"]
+    from graph_opt.halves import _layout_opt
     fw_source, fw_sizes, fw_workspaces = _generate(fw, is_backward=False)
-    bw_source, bw_sizes, bw_workspaces = _generate(bw, is_backward=True, donated=donated)
+    bw_source, bw_sizes, bw_workspaces = _generate(bw, is_backward=True, donated=donated,
+                                                   layout_opt=_layout_opt(fw))
     forward = _Memory()
     fw_inputs = [n for n in fw.graph.nodes if n.op == "placeholder"]
     for p in fw_inputs:
