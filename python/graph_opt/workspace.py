@@ -85,17 +85,18 @@ def channels_last_strides(node, forward_layout_opt):
     runs it, where its IR does not say: where the forward takes the optimization, a
     convolution reads its input and weight channels-last, and a convolution's backward
     reads the input and weight the forward saved in the forward's channels-last layouts (the
-    weight's channels-last copy is what is saved: halves.py's _channels_last_copies); the
-    gradient keeps the graph's strides (Inductor constrains a fallback's arguments to the fx
-    strides). On ResNet-50's backward this gives the workspaces its convolutions measure in
-    the compiled step (18 MiB at a 512-channel 3x3 one, where a contiguous weight would
-    take 27)."""
+    weight's channels-last copy is what is saved: halves.py's _channels_last_copies) and a
+    gradient made by kernels over channels-last values (a normalization's or activation's
+    backward), channels-last too. On ResNet-50's backward this gives the workspaces its
+    convolutions measure in the compiled step (18 MiB at a 512-channel 3x3 one, where a
+    contiguous weight would take 27, and 0.3 MiB at a 64-channel one at 56x56, where a
+    contiguous gradient would take 6.4: oneDNN reorders it)."""
     if not forward_layout_opt or not measured_op(node):
         return {}
     name = node.target.overloadpacket.__name__
     if name not in _CONVOLUTIONS:
         return {}
-    positions = (1, 2) if name == "convolution_backward" else (0, 1)
+    positions = (0, 1, 2) if name == "convolution_backward" else (0, 1)
     out = {}
     for j in positions:
         val = node.args[j].meta.get("val") if isinstance(node.args[j], torch.fx.Node) else None
