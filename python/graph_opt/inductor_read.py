@@ -89,10 +89,12 @@ def _workspaces(graph, sizes, layout_opt):
     """{the name of an extern kernel's call: the bytes it holds at its highest point beyond
     what the walk has allocated at its line}: its workspace, measured on the layouts
     Inductor's IR gives its inputs (workspace.py), plus, for a kernel with several results
-    (whose results the walk allocates on the lines after), those results. A graph input's
-    layout is the fx graph's here, where torch.compile gives the backward's saved inputs the
-    strides the forward returned them in: those of a convolution under the forward's
-    layout optimization (`layout_opt`) are channels-last (channels_last_strides)."""
+    (whose results the walk allocates on the lines after), those results. Under the
+    forward's layout optimization (`layout_opt`) a convolution's arguments are measured in
+    channels_last_strides' layouts: this half is generated from the fx graph's strides,
+    where torch.compile hands the backward its saved inputs in the strides the forward
+    returned them in (channels-last), and the IR's layouts for the kernels after them
+    follow from those."""
     from torch._inductor import ir
 
     from .workspace import channels_last_strides, measured_op, workspace_bytes
@@ -113,7 +115,7 @@ def _workspaces(graph, sizes, layout_opt):
         saved = channels_last_strides(node, layout_opt)
         if len(tensors) == len(op.inputs):
             for j, inp in enumerate(op.inputs):
-                if j in saved and tensors[j].op == "placeholder":
+                if j in saved:
                     strides[j] = saved[j]
                     continue
                 try:
