@@ -48,3 +48,22 @@ def test_storage_bytes_follow_strides():
     assert ir._storage_bytes([4, 8], [1, 4], 2) == (1 + 3 + 28) * 2  # a transposed layout
     assert ir._storage_bytes([0, 8], [8, 1], 4) == 0
     assert ir._storage_bytes([], [], 8) == 8
+
+
+def test_a_library_kernels_workspace_peaks_at_its_line():
+    """A library kernel's workspace (workspace.py) is held while its line runs: on top of
+    what is live with its results. For a kernel with several results, _workspaces gives the
+    workspace plus those results (the walk allocates them on the lines after the call);
+    for one written `out=` an earlier line allocated, the workspace alone."""
+    body = ir._call_body(WRAPPER) + ["extern_kernels.mm(buf5, buf5, out=buf6)"]
+    memory = ir._Memory()
+    memory.add("saved", 3 * MiB)
+    sizes = {"buf4": 2 * MiB, "buf5": 1 * MiB}
+    # at buf3's call: saved, buf1 and buf2 (5 MiB) live; its results 3 MiB, workspace 4 MiB
+    ir._walk(body, sizes, memory, {"buf3": 4 * MiB + 3 * MiB})
+    assert memory.peak == 5 * MiB + 3 * MiB + 4 * MiB
+    memory = ir._Memory()
+    memory.add("saved", 3 * MiB)
+    # the mm's line, after the body: buf1, buf5 and buf6 (3 MiB) live, workspace 10 MiB
+    ir._walk(body, sizes, memory, {"buf6": 10 * MiB})
+    assert memory.peak == 3 * MiB + 10 * MiB
