@@ -59,8 +59,8 @@ counted at its kernel's step.
 What it does not model (why compile.py's search keeps a margin under peak=): which fused
 values Inductor copies into a buffer of their own for an extern kernel while other readers
 inline them, its BFS and DFS orders, its fusion of kernels that reuse a buffer freed earlier,
-and the exact layouts of a backward's convolution arguments (the read of Inductor's code
-has them).
+and the exact layouts of a backward's convolution arguments (taken channels-last under the
+layout optimization, workspace.channels_last_strides).
 """
 import functools
 import operator
