@@ -346,7 +346,8 @@ class _Half:
         {placeholder: bytes} for inputs this half frees after their last read (backward's
         saved values), `donated` those of them a kernel may write over; `same`:
         {placeholder: the placeholder whose buffer it shares}; `layout_opt`: the forward
-        runs under Inductor's layout optimization (channels-last convolutions)."""
+        runs under Inductor's layout optimization (channels-last convolutions; never
+        without `fused`)."""
         same = same or {}
         nodes = list(gm.graph.nodes)
         out = next(n for n in reversed(nodes) if n.op == "output")
@@ -396,7 +397,7 @@ class _Half:
         self.inplace = {n: fused and kinds[n] != "extern" for n in self.kernels}
         self.size = {n: _multi_output_bytes(n) for n in self.kernels}
         # what a library kernel holds beyond its results while it runs (workspace.py)
-        self.workspace = {n: workspace_bytes(n, channels_last_strides(n, fused and layout_opt))
+        self.workspace = {n: workspace_bytes(n, channels_last_strides(n, layout_opt))
                           for n in self.kernels}
         # the results' buffers: each its own size, made by its operator's kernel
         self.producer = {}

@@ -111,12 +111,10 @@ def _workspaces(graph, sizes, layout_opt):
         if node is None:
             continue
         tensors = _tensor_args(node)
-        strides = {}
-        saved = channels_last_strides(node, layout_opt)
+        strides = channels_last_strides(node, layout_opt)
         if len(tensors) == len(op.inputs):
             for j, inp in enumerate(op.inputs):
-                if j in saved:
-                    strides[j] = saved[j]
+                if j in strides:
                     continue
                 try:
                     strides[j] = tuple(graph.sizevars.size_hints(inp.get_layout().stride))
@@ -198,9 +196,10 @@ def _walk(body, sizes, memory, workspaces=None):
     live with its results, plus `workspaces[its name]` (_workspaces)."""
     workspaces = workspaces or {}
     for line in body:
-        if (m := _CALL.match(line) or _OUT_CALL.match(line)) and m.group(1) in workspaces:
-            extra = workspaces[m.group(1)] + (sizes.get(m.group(1), 0)
-                                               if _CALL.match(line) else 0)
+        call = _CALL.match(line)
+        if (m := call or _OUT_CALL.match(line)) and m.group(1) in workspaces:
+            # a call that returns its result allocates it here; an out= one's was before
+            extra = workspaces[m.group(1)] + (sizes.get(m.group(1), 0) if call else 0)
             memory.peak = max(memory.peak, memory.live + extra)
         if m := _ALLOC.match(line):
             name, shape, stride, dtype = m.groups()

@@ -96,13 +96,16 @@ def channels_last_strides(node, forward_layout_opt):
     name = node.target.overloadpacket.__name__
     if name not in _CONVOLUTIONS:
         return {}
+    from torch._prims_common import make_channels_last_strides_for
     positions = (0, 1, 2) if name == "convolution_backward" else (0, 1)
     out = {}
     for j in positions:
         val = node.args[j].meta.get("val") if isinstance(node.args[j], torch.fx.Node) else None
         if isinstance(val, torch.Tensor) and val.dim() in (4, 5):
-            fmt = torch.channels_last if val.dim() == 4 else torch.channels_last_3d
-            out[j] = torch.empty(val.shape, device="meta", memory_format=fmt).stride()
+            try:
+                out[j] = make_channels_last_strides_for([_hint(s) for s in val.shape])
+            except ValueError:  # a size without a hint: not measured (_signature)
+                return {}
     return out
 
 
