@@ -175,6 +175,7 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointPass::Outc
       {"solver_status", out.solverStatus},
       {"greedy_predicted_extra_seconds", orNull(out.greedyExtraSeconds)},
       {"plan_attempts", static_cast<int64_t>(out.planAttempts)},
+      {"measured_plan_peak_bytes", llvm::json::Array(out.measuredPlanPeaks)},
       {"budget_unmet", out.budgetUnmet.empty() ? llvm::json::Value(nullptr)
                                                : llvm::json::Value(out.budgetUnmet)},
       {"unoptimised_peak_bytes", out.baselinePeak},
@@ -482,20 +483,40 @@ absl::StatusOr<CheckpointPlan> CheckpointPass::planMilpFromDefault(const Recompu
   return plan;
 }
 
+absl::Status CheckpointPass::plannerUnmet(const RecomputeModel &model,
+                                         const CheckpointPlan &plan, int64_t target,
+                                         unsigned attempt, const Outcome &out) const {
+  if (plan.meetsBudget)
+    return absl::OkStatus();
+  const std::string tightened =
+      attempt > 1
+          ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1, " time(s)")
+          : "";
+  if (plan.predictedBounded <= target) { // the budget met, the peak cap not
+    const std::string peakCapText = absl::StrCat(
+        peakOptionText(), " (", formatBytes(asStated(out, out.peakCapBytes)),
+        peak_.get() ? " of the whole step's peak)" : " of peak above weights and inputs)");
+    return absl::OutOfRangeError(absl::StrCat(
+        out.budgetText, " and ", peakCapText, " cannot both be met: the least peak the ",
+        out.planner, " planner reaches within ", out.budgetText, " is ",
+        formatBytes(asStated(out, plan.predictedPeak)), " (", asStated(out, plan.predictedPeak),
+        " bytes", peak_.get() ? ", the whole step's" : "", ")", tightened));
+  }
+  // The bounded memory as the option states it (peak=: the whole step's).
+  const bool statedWhole = peak_.get() && model.boundedMemory() == BoundedMemory::PeakAboveInputs;
+  auto bounded = [&](int64_t b) { return statedWhole ? asStated(out, b) : b; };
+  return absl::OutOfRangeError(absl::StrCat(
+      out.budgetText, " (", formatBytes(statedWhole ? out.stepPeakBound : out.budgetBytes), " of ",
+      statedWhole ? "the whole step's peak" : out.boundedName.c_str(), "; ",
+      formatBytes(bounded(model.boundedPeak())), " unoptimised) cannot be met: the least the ",
+      out.planner, " planner reaches is ", formatBytes(bounded(plan.predictedBounded)), " (",
+      bounded(plan.predictedBounded), " bytes)", tightened));
+}
+
 absl::StatusOr<CheckpointPass::Planned>
 CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model,
                                  AnalysisManager &analyses, int64_t peakBudget,
                                  Outcome &out) const {
-  const std::string peakCapText =
-      out.peakCapBytes < 0
-          ? ""
-          : absl::StrCat(peakOptionText(), " (", formatBytes(asStated(out, out.peakCapBytes)),
-                         peak_.get() ? " of the whole step's peak)"
-                                     : " of peak above weights and inputs)");
-  // The bounded memory as the option states it (peak=: the whole step's).
-  const bool statedWhole = peak_.get() && model.boundedMemory() == BoundedMemory::PeakAboveInputs;
-  auto bounded = [&](int64_t b) { return statedWhole ? asStated(out, b) : b; };
-  const char *boundedName = statedWhole ? "the whole step's peak" : out.boundedName.c_str();
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   // An offload plan runs on CUDA only (GraphoptOps.h): it is not measured.
@@ -505,6 +526,32 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
   Planned planned;
   CheckpointPlan &plan = planned.plan;
+  // unmet=closest: the measured plan with the least measured peak, and the outcome
+  // as it stood when that plan was made (its ladder, its budgets): where no plan
+  // measures within the budget, it is the closest, whichever attempt made it.
+  std::optional<std::pair<Planned, Outcome>> closest;
+  std::vector<int64_t> measuredPeaks;
+  auto measure = [&]() -> absl::Status {
+    auto m = measurePlan(graph, model, plan, analyses);
+    if (!m.ok())
+      return m.status();
+    planned.measured = *m;
+    measuredPeaks.push_back(m->optimized.peakBytes);
+    if (!closest || m->optimized.peakBytes < closest->first.measured->optimized.peakBytes)
+      closest.emplace(planned, out);
+    return absl::OkStatus();
+  };
+  // The closest measured plan applied, with what it missed by (unmet=closest).
+  auto applyClosest = [&](unsigned attempts, absl::string_view why) {
+    const int64_t peak = closest->first.measured->optimized.peakBytes;
+    out = std::move(closest->second);
+    out.planAttempts = attempts;
+    out.measuredPlanPeaks = measuredPeaks;
+    out.budgetUnmet = absl::StrCat(
+        why, "; the closest of the ", attempts, " plans as measured is applied: it peaks at ",
+        formatBytes(asStated(out, peak)), " against ", formatBytes(asStated(out, peakBudget)));
+    return std::move(closest->first);
+  };
   for (unsigned attempt = 1;; ++attempt) {
     out.planAttempts = attempt;
     auto made = planner_.get() == Planner::Greedy || planner_.get() == Planner::Structured
@@ -515,54 +562,48 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
     if (!made.ok())
       return made.status();
     plan = std::move(*made);
-    absl::Status unmet = absl::OkStatus();
-    if (!plan.meetsBudget && plan.predictedBounded <= target)
-      unmet = absl::OutOfRangeError(absl::StrCat(
-          out.budgetText, " and ", peakCapText, " cannot both be met: the least peak the ",
-          out.planner, " planner reaches within ", out.budgetText, " is ",
-          formatBytes(asStated(out, plan.predictedPeak)), " (", asStated(out, plan.predictedPeak),
-          " bytes", peak_.get() ? ", the whole step's" : "", ")",
-          attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
-                                     " time(s)")
-                      : ""));
-    else if (!plan.meetsBudget)
-      unmet = absl::OutOfRangeError(absl::StrCat(
-          out.budgetText, " (",
-          formatBytes(statedWhole ? out.stepPeakBound : out.budgetBytes), " of ", boundedName, "; ",
-          formatBytes(bounded(model.boundedPeak())), " unoptimised) cannot be met: the least the ",
-          out.planner, " planner reaches is ", formatBytes(bounded(plan.predictedBounded)), " (",
-          bounded(plan.predictedBounded), " bytes)",
-          attempt > 1 ? absl::StrCat(" once tightened for the measured peak, ", attempt - 1,
-                                     " time(s)")
-                      : ""));
+    planned.measured.reset(); // this plan's measurement, if it gets one
+    absl::Status unmet = plannerUnmet(model, plan, target, attempt, out);
     if (!unmet.ok()) {
       // unmet=closest: the plan the planner reached, said to fall short.
       if (unmet_.get() == Unmet::Error)
         return unmet;
+      if (closest) {
+        // Tightened past what the planner reaches: this plan is measured too, and
+        // of the plans measured the least peak is applied (not this one unmeasured,
+        // nor this one beside an earlier plan's measurement).
+        if (measuring && !plan.dropped.empty())
+          if (absl::Status s = measure(); !s.ok())
+            return s;
+        return applyClosest(attempt, unmet.message());
+      }
       out.budgetUnmet = std::string(unmet.message());
       break;
     }
     if (!measuring || plan.dropped.empty())
       break;
-    auto m = measurePlan(graph, model, plan, analyses);
-    if (!m.ok())
-      return m.status();
-    planned.measured = *m;
-    if (!tighten || m->optimized.peakBytes <= peakBudget)
+    if (absl::Status s = measure(); !s.ok())
+      return s;
+    if (!tighten || planned.measured->optimized.peakBytes <= peakBudget)
       break;
-    if (attempt == kMaxPlanAttempts)
-      return absl::OutOfRangeError(absl::StrCat(
+    if (attempt == kMaxPlanAttempts) {
+      std::string refused = absl::StrCat(
           peakOptionText(), " (", formatBytes(asStated(out, peakBudget)),
           ") cannot be met as measured: the rewritten step still peaks at ",
-          formatBytes(asStated(out, m->optimized.peakBytes)), " after ", attempt,
-          " plans, each tightened by the last one's excess over the simulation"));
+          formatBytes(asStated(out, planned.measured->optimized.peakBytes)), " after ", attempt,
+          " plans, each tightened by the last one's excess over the simulation");
+      if (unmet_.get() == Unmet::Error)
+        return absl::OutOfRangeError(refused);
+      return applyClosest(attempt, refused);
+    }
     // Plan for the excess the simulation misses.
-    int64_t excess = m->optimized.peakBytes - peakBudget;
+    int64_t excess = planned.measured->optimized.peakBytes - peakBudget;
     if (model.boundedMemory() == BoundedMemory::PeakAboveInputs)
       target -= excess;
     else
       peakCap -= excess;
   }
+  out.measuredPlanPeaks = std::move(measuredPeaks);
   return planned;
 }
 

@@ -89,6 +89,8 @@ public:
     int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
     int64_t predictedPeak = 0, predictedActivations = 0;
     int64_t measuredBaselinePeak = -1, measuredPeak = -1;
+    /// The measured peak above the inputs of each plan the measured loop ran, in order.
+    std::vector<int64_t> measuredPlanPeaks;
     /// Measured live bytes above the inputs when backward starts (what forward left).
     int64_t measuredBaselineAtBackward = -1, measuredAtBackward = -1;
     double baselineStepSeconds = 0, predictedExtraSeconds = 0;
@@ -238,6 +240,10 @@ private:
   absl::StatusOr<Offloaded> planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
                                                  const NodeCosts &costs, BoundedMemory bounded,
                                                  Outcome &out) const;
+  /// Why `plan` (made at `target`, the `attempt`-th) falls short of the budget or
+  /// the peak cap, naming the option; OK where it meets them.
+  absl::Status plannerUnmet(const RecomputeModel &model, const CheckpointPlan &plan,
+                            int64_t target, unsigned attempt, const Outcome &out) const;
   /// Plans within the budget; when measuring, checks the rewrite's measured
   /// peak and plans again, tightened, while it is over.
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,

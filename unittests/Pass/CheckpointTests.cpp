@@ -1071,5 +1071,8 @@ TEST(CheckpointPassTest, MeasuredPeakIsWithinTheBudget) {
     EXPECT_GT(o.measuredBaselinePeak, o.budgetBytes) << archive;
     EXPECT_GT(o.measuredSeconds, 0);
     EXPECT_GE(o.planAttempts, 1u);
+    // every plan made was measured, and the one applied measured last
+    ASSERT_EQ(o.measuredPlanPeaks.size(), o.planAttempts) << archive;
+    EXPECT_EQ(o.measuredPlanPeaks.back(), o.measuredPeak) << archive;
   }
 }
