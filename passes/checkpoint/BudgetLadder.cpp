@@ -330,4 +330,29 @@ absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t b
   return out;
 }
 
+absl::StatusOr<CheckpointPlan> planGreedyOnLadder(const PlanRequest &request, GreedyStarts starts,
+                                                  LadderReport *ladder) {
+  *ladder = LadderReport();
+  if (!request.options.monotone)
+    return planGreedy(request.model, request.target, request.peakCap, starts);
+  // The rungs are shares of the same whole the option resolves against.
+  const bool activations =
+      request.model.boundedMemory() == BoundedMemory::SavedActivations;
+  auto made = planMonotone(request.model, request.target, request.peakCap,
+                           standardRungs(request.ladderWhole, activations ? "activations" : "budget"),
+                           starts);
+  if (!made.ok())
+    return made.status();
+  for (const LadderStep &s : made->ladder)
+    ladder->rungs.push_back({s.rung.name, howText(s.how), s.rung.target, s.plan.predictedBounded,
+                             s.plan.predictedPeak, s.plan.predictedExtraSeconds,
+                             s.how == LadderStep::How::LooserRungsPlan ? 0 : s.plan.solveSeconds,
+                             s.plan.meetsBudget, s.asked});
+  ladder->from = made->from;
+  ladder->peaksMonotone = made->peaksMonotone;
+  ladder->rungsSkipped = made->rungsSkipped;
+  ladder->rungsPeakRose = made->rungsPeakRose;
+  return std::move(made->plan);
+}
+
 } // namespace graphopt

@@ -22,6 +22,8 @@
 #pragma once
 
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
+#include "checkpoint/Planner.h"
 
 #include <string>
 #include <vector>
@@ -74,5 +76,12 @@ std::vector<BudgetRung> standardRungs(int64_t whole, const std::string &option);
 absl::StatusOr<MonotonePlan> planMonotone(const RecomputeModel &model, int64_t budget,
                                           int64_t peakCap, std::vector<BudgetRung> rungs,
                                           GreedyStarts starts = GreedyStarts::All);
+
+/// The greedy's plan for a request, on the standard ladder of
+/// request.ladderWhole where request.options.monotone (its rungs into
+/// `ladder`), else planGreedy's: the greedy and structured planners' plan and
+/// the milp planner's first source.
+absl::StatusOr<CheckpointPlan> planGreedyOnLadder(const PlanRequest &request, GreedyStarts starts,
+                                                  LadderReport *ladder);
 
 } // namespace graphopt

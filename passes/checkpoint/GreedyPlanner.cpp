@@ -19,7 +19,9 @@
 // up.
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
+
+#include "checkpoint/BudgetLadder.h"
 #include "checkpoint/LagrangianCut.h"
 #include "checkpoint/ModelBlocks.h"
 #include "checkpoint/RecomputeRelaxation.h"
@@ -1280,5 +1282,24 @@ planGreedyFrom(const RecomputeModel &model, int64_t budget, llvm::ArrayRef<int32
   return greedyFrom(model, budget, options.peakCap, drops, held, options.shareFirst,
                     options.cutChains);
 }
+
+namespace {
+/// planner=greedy, the default.
+class GreedyPlannerEntry : public Planner {
+public:
+  static llvm::StringRef plannerName() { return "greedy"; }
+  static llvm::StringRef plannerDescription() {
+    return "μ-TWO's greedy with the simulation in the loop, from three starts, on the budget "
+           "ladder (the default)";
+  }
+  llvm::StringRef name() const override { return plannerName(); }
+  bool plansAroundOffloads() const override { return true; }
+  absl::StatusOr<CheckpointPlan> plan(const PlanRequest &request,
+                                      LadderReport *ladder) const override {
+    return planGreedyOnLadder(request, GreedyStarts::All, ladder);
+  }
+};
+} // namespace
+GRAPHOPT_REGISTER_PLANNER(GreedyPlannerEntry);
 
 } // namespace graphopt

@@ -22,7 +22,10 @@
 // this planner, not the end of graph-opt.
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/MilpPlanner.h"
+
+#include "checkpoint/BudgetLadder.h"
+#include "checkpoint/GreedyPlanner.h"
 #include "checkpoint/HelperProcess.h"
 #include "checkpoint/MilpFormulation.h"
 #include "checkpoint/MilpProblem.h"
@@ -370,5 +373,42 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
   plan.solveSeconds = since(begin);
   return plan;
 }
+
+namespace {
+/// planner=milp.
+class MilpPlannerEntry : public Planner {
+public:
+  static llvm::StringRef plannerName() { return "milp"; }
+  static llvm::StringRef plannerDescription() {
+    return "the best of the greedy, the relaxation's plan and a clone-by-point program (CBC), "
+           "with its proven gap to the optimum";
+  }
+  llvm::StringRef name() const override { return plannerName(); }
+  absl::Status accepts(const PlannerBounds &bounds) const override {
+    if (!bounds.peakOption.empty() && bounds.activations)
+      return absl::InvalidArgumentError(absl::StrCat("planner=milp plans for one bound: give ",
+                                                     bounds.peakOption,
+                                                     " or activations=, not both"));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CheckpointPlan> plan(const PlanRequest &request, LadderReport *) const override {
+    // The default planner's plan (the budget ladder's, when monotone) is the
+    // first source; its ladder is not this plan's to report.
+    auto begin = std::chrono::steady_clock::now();
+    LadderReport greedyLadder;
+    auto greedy = planGreedyOnLadder(request, GreedyStarts::All, &greedyLadder);
+    if (!greedy.ok())
+      return greedy.status();
+    auto plan = planMilp(request.model, request.target,
+                         MilpOptions{request.options.timeLimitSeconds, request.options.gap},
+                         std::move(*greedy));
+    if (plan.ok()) // the greedy's time too
+      plan->solveSeconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    return plan;
+  }
+};
+} // namespace
+GRAPHOPT_REGISTER_PLANNER(MilpPlannerEntry);
 
 } // namespace graphopt

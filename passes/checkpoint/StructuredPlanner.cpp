@@ -1,6 +1,7 @@
 //===- StructuredPlanner.cpp - Plans that follow the model's blocks --------===//
 #include "checkpoint/StructuredPlanner.h"
 
+#include "checkpoint/BudgetLadder.h"
 #include "checkpoint/ModelBlocks.h"
 
 #include <absl/strings/str_cat.h>
@@ -382,5 +383,22 @@ std::vector<StructuredChoice> structuredChoices(const RecomputeModel &model, Bou
   }
   return choices;
 }
+
+namespace {
+/// planner=structured.
+class StructuredPlannerEntry : public Planner {
+public:
+  static llvm::StringRef plannerName() { return "structured"; }
+  static llvm::StringRef plannerDescription() {
+    return "the greedy from the model's blocks' choices alone (a rung of each block's ladder)";
+  }
+  llvm::StringRef name() const override { return plannerName(); }
+  absl::StatusOr<CheckpointPlan> plan(const PlanRequest &request,
+                                      LadderReport *ladder) const override {
+    return planGreedyOnLadder(request, GreedyStarts::Structured, ladder);
+  }
+};
+} // namespace
+GRAPHOPT_REGISTER_PLANNER(StructuredPlannerEntry);
 
 } // namespace graphopt

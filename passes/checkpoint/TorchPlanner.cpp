@@ -18,8 +18,10 @@
 // is an error naming it: torch would not have dropped it either.
 //
 //===----------------------------------------------------------------------===//
-#include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/TorchPlanner.h"
+
 #include "checkpoint/HelperProcess.h"
+#include "checkpoint/Planner.h"
 
 #include "graphopt/IR/Printer.h"
 #include "graphopt/Support/FileIO.h"
@@ -165,5 +167,32 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   return plan;
 }
+
+namespace {
+/// planner=torch.
+class TorchPlannerEntry : public Planner {
+public:
+  static llvm::StringRef plannerName() { return "torch"; }
+  static llvm::StringRef plannerDescription() {
+    return "torch.compile's own partitioner and knapsack at activation_memory_budget = "
+           "activations=, in a Python helper process";
+  }
+  llvm::StringRef name() const override { return plannerName(); }
+  absl::Status accepts(const PlannerBounds &bounds) const override {
+    const std::optional<double> &share = bounds.options.activationsShare;
+    if (!bounds.peakOption.empty() || !bounds.activations || !share || *share > 1.0)
+      return absl::InvalidArgumentError(
+          "planner=torch runs torch.compile's partitioner, whose one bound is its "
+          "activation_memory_budget: give activations= as a share up to 100% "
+          "(activations=30%), without budget= or peak=");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CheckpointPlan> plan(const PlanRequest &request, LadderReport *) const override {
+    return planTorch(request.model, *request.options.activationsShare, request.target,
+                     request.peakCap);
+  }
+};
+} // namespace
+GRAPHOPT_REGISTER_PLANNER(TorchPlannerEntry);
 
 } // namespace graphopt

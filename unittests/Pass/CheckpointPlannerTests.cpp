@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
+#include "checkpoint/MilpPlanner.h"
 #include "checkpoint/MilpFormulation.h"
 #include "checkpoint/MilpProblem.h"
 

@@ -14,9 +14,11 @@
 // deterministic. The planner=milp tests are in CheckpointPlannerTests.cpp.
 //
 //===----------------------------------------------------------------------===//
-#include "CheckpointPass.h"
+#include "checkpoint/CheckpointPass.h"
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
 #include "checkpoint/FlopCost.h"
+#include "checkpoint/Planner.h"
 #include "checkpoint/RecomputeModel.h"
 
 #include "graphopt/Analysis/Liveness.h"
@@ -929,7 +931,7 @@ TEST(CheckpointPassTest, OptionsNeedABudget) {
             "planner=milp plans for one bound: give budget= or activations=, not both"},
            {{{"activations", "1GiB"}}, ""}, // bytes, as graph_opt.partitioner(memory_budget=) gives
            {{{"budget", "50%"}, {"planner", "foo"}},
-            "option 'planner' must be greedy, structured, milp or torch, got 'foo'"},
+            "option 'planner' must be greedy, milp, structured or torch, got 'foo'"},
            {{{"activations", "30%"}, {"planner", "torch"}}, ""},
            {{{"budget", "50%"}, {"planner", "torch"}}, "planner=torch runs torch.compile's partitioner"},
            {{{"activations", "30%"}, {"budget", "50%"}, {"planner", "torch"}},
@@ -1075,4 +1077,60 @@ TEST(CheckpointPassTest, MeasuredPeakIsWithinTheBudget) {
     ASSERT_EQ(o.measuredPlanPeaks.size(), o.planAttempts) << archive;
     EXPECT_EQ(o.measuredPlanPeaks.back(), o.measuredPeak) << archive;
   }
+}
+
+namespace {
+
+/// A planner of a test's own: it drops every candidate, each with its own clone.
+class DropEverythingPlanner : public Planner {
+public:
+  llvm::StringRef name() const override { return "test-drop-everything"; }
+  absl::StatusOr<CheckpointPlan> plan(const PlanRequest &request, LadderReport *) const override {
+    CheckpointPlan plan;
+    plan.planner = "test-drop-everything";
+    for (size_t c = 0; c < request.model.candidates().size(); ++c)
+      plan.dropped.push_back(static_cast<int32_t>(c));
+    if (absl::Status st = completePlan(request.model, request.target, plan); !st.ok())
+      return st;
+    return plan;
+  }
+};
+
+} // namespace
+
+// planner= names whatever is registered (Planner.h): a planner added by name,
+// here at run time, is listed, chosen and run with no other change; taken
+// out, it is an unknown name again.
+TEST(PlannerRegistryTest, APlannerRegisteredByNameIsWhatPlannerRuns) {
+  PlannerRegistry &registry = PlannerRegistry::instance();
+  for (const char *name : {"greedy", "milp", "structured", "torch"})
+    EXPECT_NE(registry.find(name), nullptr) << name;
+  EXPECT_EQ(registry.find("test-drop-everything"), nullptr);
+  registry.add({"test-drop-everything", "drops every candidate",
+                std::make_unique<DropEverythingPlanner>()});
+  EXPECT_CONTAINS(registry.namesText(), "structured, test-drop-everything or torch");
+  auto g = parse(kChain);
+  ASSERT_TRUE(g);
+  absl::Status st;
+  auto pass = checkpointPass({{"budget", "100%"},
+                              {"planner", "test-drop-everything"},
+                              {"cost", "flops"},
+                              {"measure", "false"}},
+                             &st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  AnalysisManager analyses;
+  auto changed = pass->transform(*g, analyses);
+  ASSERT_TRUE(registry.remove("test-drop-everything"));
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_TRUE(*changed);
+  EXPECT_TRUE(verifyGraph(*g).ok());
+  const CheckpointPass::Outcome &o = *pass->outcome();
+  EXPECT_EQ(o.planner, "test-drop-everything");
+  std::map<std::string, std::string> decisions;
+  for (const CheckpointPass::Activation &a : o.activations)
+    decisions[a.name] = a.decision;
+  EXPECT_EQ(decisions["a"], "recomputed");
+  EXPECT_EQ(decisions["b"], "recomputed");
+  checkpointPass({{"budget", "100%"}, {"planner", "test-drop-everything"}}, &st);
+  EXPECT_CONTAINS(std::string(st.message()), "must be greedy, milp, structured or torch");
 }

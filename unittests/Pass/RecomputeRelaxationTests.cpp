@@ -12,6 +12,7 @@
 #include "CheckpointTestGraphs.h"
 #include "../ZooArchives.h"
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
 #include "checkpoint/LagrangianCut.h"
 #include "checkpoint/RecomputeRelaxation.h"
 

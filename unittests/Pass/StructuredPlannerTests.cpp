@@ -1,6 +1,7 @@
 //===- StructuredPlannerTests.cpp - Ladders per block, one rung each --------===//
 #include "CheckpointTestGraphs.h"
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/GreedyPlanner.h"
 #include "checkpoint/ModelBlocks.h"
 #include "checkpoint/StructuredPlanner.h"
 

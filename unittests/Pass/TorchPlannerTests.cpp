@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
+#include "checkpoint/TorchPlanner.h"
 
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Pass/GraphOptimizer.h"

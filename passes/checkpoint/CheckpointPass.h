@@ -38,6 +38,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "checkpoint/CheckpointCosts.h"
+#include "checkpoint/CheckpointReport.h"
+#include "checkpoint/Planner.h"
+
 #include "graphopt/Pass/Pass.h"
 
 #include <optional>
@@ -46,9 +50,6 @@
 
 namespace graphopt {
 
-class RecomputeModel;
-struct CheckpointPlan;
-enum class BoundedMemory : uint8_t;
 
 class CheckpointPass : public OptimizationPass {
 public:
@@ -62,69 +63,9 @@ public:
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
   void printReport(llvm::raw_ostream &os) const override;
 
-  /// One activation storage in the report.
-  struct Activation {
-    std::string name, module, decision, reason; ///< decision: recomputed, offloaded, kept, held, never
-    int64_t bytes = 0;
-    double recomputeSeconds = 0; ///< recomputing it alone
-  };
-  /// A node the plan recomputes (one per clone), and what priced it.
-  struct RecomputedNode {
-    std::string value, op, pricedBy; ///< the original's first output, its operator, the cost model
-    double seconds = 0;
-  };
-  /// What the last run decided and measured.
-  struct Outcome {
-    std::string graph, planner, budgetText, boundedName, costSource, solverStatus;
-    std::vector<RecomputedNode> recomputedNodes;
-    int64_t budgetBytes = 0;     ///< of the bounded memory
-    /// activations= with budget= too: the peak above the inputs allowed; -1 otherwise.
-    int64_t peakCapBytes = -1;
-    /// What the step's inputs hold (weights, optimizer state, the batch): the
-    /// peak above them plus this is the whole step's.
-    int64_t inputBytes = 0;
-    /// peak=: the whole step's peak allowed; -1 without peak=.
-    int64_t stepPeakBound = -1;
-    int64_t baselinePeak = 0;    ///< unoptimised, above weights and inputs (simulated)
-    int64_t activationBytes = 0; ///< unoptimised, activations saved for backward (simulated)
-    int64_t predictedPeak = 0, predictedActivations = 0;
-    int64_t measuredBaselinePeak = -1, measuredPeak = -1;
-    /// The measured peak above the inputs of each plan the measured loop ran, in order.
-    std::vector<int64_t> measuredPlanPeaks;
-    /// Measured live bytes above the inputs when backward starts (what forward left).
-    int64_t measuredBaselineAtBackward = -1, measuredAtBackward = -1;
-    double baselineStepSeconds = 0, predictedExtraSeconds = 0;
-    double measuredBaselineSeconds = -1, measuredSeconds = -1;
-    double solveSeconds = 0, gap = -1;
-    double greedyExtraSeconds = -1; ///< milp: the greedy plan's predicted extra time
-    /// recomputeLowerBound at the budget: no recomputation plan is faster.
-    double lowerBoundSeconds = 0;
-    unsigned nodesAdded = 0, planAttempts = 0;
-    bool changed = false;
-    /// unmet=closest applied a plan that does not meet the budget; why not.
-    std::string budgetUnmet;
-    std::vector<Activation> activations;
-    /// monotone=true: the ladder's points, loose to tight, and the rung the
-    /// plan came from ("" its own budget's).
-    struct Rung {
-      std::string name, how;
-      int64_t budgetBytes = 0, predictedBounded = 0, predictedPeak = 0;
-      double predictedExtraSeconds = 0, planSeconds = 0;
-      bool meets = false, asked = false;
-    };
-    std::vector<Rung> ladder;
-    std::string ladderFrom;
-    bool ladderPeaksMonotone = true;
-    unsigned ladderRungsSkipped = 0; ///< not planned: they could not be faster
-    unsigned ladderRungsPeakRose = 0; ///< peaks above their looser rung's
-    /// offload-bandwidth=: bytes per second each way (0: no offload), the
-    /// offloaded activations' bytes and the step's predicted wait for copies.
-    double offloadBandwidth = 0;
-    int64_t offloadedBytes = 0;
-    double offloadStallSeconds = 0, offloadPlanSeconds = 0;
-    /// Offloads planned but not used (recomputation alone was faster): why.
-    std::string offloadRejected;
-  };
+  using Outcome = CheckpointOutcome;
+  using Activation = CheckpointOutcome::Activation;
+  using RecomputedNode = CheckpointOutcome::RecomputedNode;
   const std::optional<Outcome> &outcome() const { return outcome_; }
 
 protected:
@@ -134,10 +75,7 @@ protected:
   void reset() override { outcome_.reset(); }
 
 private:
-  enum class Planner { Greedy, Structured, Milp, Torch };
-  enum class Cost { Profile, Flops, Db, Inductor };
   enum class Unmet { Error, Closest };
-  enum class Scratch { Auto, Measured, None };
   PassOption<std::optional<MemoryAmount>> budget_{
       this, "budget",
       "peak memory above weights and inputs allowed: bytes (1.5GiB) or a share of the "
@@ -153,31 +91,31 @@ private:
       "bound the activations saved for backward instead: bytes (64MiB) or a share of the "
       "unoptimised (50%); with budget= too, both bounds hold",
       std::nullopt};
-  PassOption<Planner> planner_{this, "planner", "how the plan is chosen", Planner::Greedy,
-                               {{"greedy", Planner::Greedy},
-                                {"structured", Planner::Structured},
-                                {"milp", Planner::Milp},
-                                {"torch", Planner::Torch}}};
-  PassOption<Cost> cost_{this, "cost",
+  // The registered planners (Planner.h), by name.
+  PassOption<std::string> planner_{this, "planner", "how the plan is chosen", "greedy",
+                                   registeredPlanners()};
+  PassOption<CostSource> cost_{this, "cost",
                          "node times: measured by the profile analysis, estimated from FLOPs, "
                          "predicted by the operator cost database (db=), or as Inductor runs "
                          "them (fusing operators by the bytes they read, kernels by db= or a "
                          "roofline, at this machine's measured rates)",
-                         Cost::Profile,
-                         {{"profile", Cost::Profile},
-                          {"flops", Cost::Flops},
-                          {"db", Cost::Db},
-                          {"inductor", Cost::Inductor}}};
+                         CostSource::Profile,
+                         {{"profile", CostSource::Profile},
+                          {"flops", CostSource::Flops},
+                          {"db", CostSource::Db},
+                          {"inductor", CostSource::Inductor}}};
   PassOption<std::string> db_{this, "db",
                               "cost=db, cost=inductor: the cost database (graph-opt-costdb "
                               "measure makes it); cost=db's default $GRAPHOPT_COSTDB",
                               ""};
-  PassOption<Scratch> scratch_{
+  PassOption<ScratchSource> scratch_{
       this, "scratch",
       "operator scratch memory in the simulation: auto (the profile's with cost=profile, none "
       "with cost=flops or db), measured (runs the graph, deterministic), none",
-      Scratch::Auto,
-      {{"auto", Scratch::Auto}, {"measured", Scratch::Measured}, {"none", Scratch::None}}};
+      ScratchSource::Auto,
+      {{"auto", ScratchSource::Auto},
+       {"measured", ScratchSource::Measured},
+       {"none", ScratchSource::None}}};
   PassOption<double> timeLimit_{this, "time-limit", "seconds the milp planner may take", 10.0};
   PassOption<double> gap_{this, "gap",
                           "milp: stop once the plan is proven within this share of the optimum "
@@ -202,23 +140,19 @@ private:
       true};
   std::optional<Outcome> outcome_;
 
+  /// planner=: each registered planner's name, as the option's choices.
+  static std::vector<std::pair<std::string, std::string>> registeredPlanners();
+
   // transform's steps, in order.
-  struct NodeCosts; ///< per node: seconds, and measured scratch bytes (or none)
   struct Planned;   ///< the plan, and its measurement when one was made
   struct Offloaded; ///< offload-bandwidth=: the offloads put in, and the model after them
-  /// The cost model: measured node times and scratch, or a static estimate;
-  /// `out` says which, with the unoptimised step time.
-  /// cost=db: each node's time predicted by the cost database, the FLOP
-  /// model's where it has none (listed in out.costSource).
-  /// `predicted` (optional) gets the database's own prediction per rank (none
-  /// where it has the operator's time from the FLOP model).
-  absl::StatusOr<std::vector<double>>
-  databaseNodeSeconds(const Graph &graph, Outcome &out,
-                      std::vector<std::optional<double>> *predicted = nullptr) const;
-  /// The database named by db= (cost=db: or $GRAPHOPT_COSTDB), "" if none.
-  std::string databasePath() const;
-  absl::StatusOr<NodeCosts> nodeCosts(const Graph &graph, AnalysisManager &analyses,
-                                      Outcome &out) const;
+  CostOptions costOptions() const;
+  PlannerOptions plannerOptions() const;
+  /// The planner named by planner= (validateOptions checked it is registered).
+  const Planner &planner() const;
+  /// What the planner is asked for at `target` and `peakCap` on `model`.
+  PlanRequest planRequest(const RecomputeModel &model, int64_t target, int64_t peakCap,
+                          const Outcome &out) const;
   /// Resolves budget= (or peak=) and activations= against the unoptimised
   /// step, into `out`; returns what budget= or peak= allows the peak above
   /// the inputs (-1: neither given).
@@ -228,13 +162,6 @@ private:
   /// A peak above the inputs as the option states it: itself for budget=,
   /// with the inputs' bytes for peak=.
   int64_t asStated(const Outcome &out, int64_t aboveInputs) const;
-  /// The greedy's plan, on the budget ladder where monotone=true (the
-  /// ladder into `out`).
-  /// planner=milp from the default planner's plan.
-  absl::StatusOr<CheckpointPlan> planMilpFromDefault(const RecomputeModel &model, int64_t target,
-                                                     int64_t peakCap, Outcome &out) const;
-  absl::StatusOr<CheckpointPlan> planGreedyMonotone(const RecomputeModel &model, int64_t target,
-                                                    int64_t peakCap, Outcome &out) const;
   /// offload-bandwidth=: chooses offloads for the budget, puts them into
   /// `graph`, and models the graph with them (nothing without the option).
   absl::StatusOr<Offloaded> planAndApplyOffloads(Graph &graph, const RecomputeModel &original,
