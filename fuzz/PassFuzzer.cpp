@@ -78,7 +78,7 @@ void printVerdicts() {
   std::fprintf(stderr, "fuzz-passes: %llu graphs, per pipeline:\n",
                static_cast<unsigned long long>(graphs));
   for (size_t p = 0; p < verdictCounts.size(); ++p) {
-    std::fprintf(stderr, "fuzz-passes:   %s:", shippedPipelines()[p].pipeline);
+    std::fprintf(stderr, "fuzz-passes:   %s:", shippedPipelines()[p].pipeline.c_str());
     for (size_t v = 0; v < std::size(kVerdictNames); ++v)
       std::fprintf(stderr, " %s %llu", kVerdictNames[v],
                    static_cast<unsigned long long>(verdictCounts[p][v]));

@@ -48,6 +48,16 @@ public:
   static llvm::StringRef passDescription() {
     return "append the optimizer update (fused SGD with momentum or AdamW) to a training graph";
   }
+  /// Fuzzed at its defaults, after the default pipeline, and at settings
+  /// other than the defaults (held to torch.optim's kernels at the same).
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/false,
+            "",
+            {{"add-optimizer"},
+             {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace"},
+             {"add-optimizer{kind=adamw,lr=0.01,weight-decay=0.1,beta1=0.8,beta2=0.99,eps=1e-6}"},
+             {"add-optimizer{kind=sgd,lr=0.05,momentum=0.5,weight-decay=0.01}"}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   /// The step now also updates the parameters: later passes are verified
   /// against this pass's output (add-optimizer itself against torch.optim).

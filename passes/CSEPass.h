@@ -52,6 +52,8 @@ public:
     return "common subexpression elimination that keeps aliasing, mutation, randomness and the "
            "simulated peak intact";
   }
+  /// Runs inside torch.compile; fuzzed within repeat{cse,canonicalize,dce}.
+  static PassTraits passTraits() { return {/*insideCompile=*/true}; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

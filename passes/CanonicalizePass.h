@@ -31,6 +31,8 @@ public:
   static llvm::StringRef passDescription() {
     return "fold no-op views and copies, transpose/permute pairs and x*1, x/1, x+0, x-0";
   }
+  /// Runs inside torch.compile; fuzzed within repeat{cse,canonicalize,dce}.
+  static PassTraits passTraits() { return {/*insideCompile=*/true}; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
 

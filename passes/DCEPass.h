@@ -28,6 +28,8 @@ public:
   static llvm::StringRef passDescription() {
     return "dead code elimination: unused nodes without effects; unused inputs with inputs=true";
   }
+  /// Runs inside torch.compile; fuzzed within repeat{cse,canonicalize,dce}.
+  static PassTraits passTraits() { return {/*insideCompile=*/true}; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

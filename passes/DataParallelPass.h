@@ -44,6 +44,13 @@ public:
     return "average the gradients over the ranks (all-reduce in buckets, overlapped with "
            "backward), as DistributedDataParallel does";
   }
+  /// Fuzzed on two simulated ranks; a bucket of 256 bytes makes several
+  /// buckets on most graphs.
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/false,
+            "",
+            {{"data-parallel{world=2,bucket=256}", false, /*world=*/2, /*bitwise=*/false}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

@@ -20,6 +20,8 @@ public:
   static llvm::StringRef passDescription() {
     return "activation lifetimes, simulated memory timeline and peak, breakdown at the peak";
   }
+  /// Runs inside torch.compile (scratch=none there: nothing runs); changes nothing to fuzz.
+  static PassTraits passTraits() { return {/*insideCompile=*/true}; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::Status analyze(const Graph &graph, AnalysisManager &analyses) override;

@@ -55,6 +55,16 @@ public:
     return "call the in-place variant of a functional op whose first operand dies there "
            "(index_put -> index_put_): the result reuses its storage";
   }
+  /// Not inside torch.compile (why below); fuzzed alone and after the
+  /// default pipeline's other passes.
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/false,
+            "Inductor reuses dying buffers itself (its own reinplacing and memory planning); "
+            "graph-opt's in-place rewrite cannot be carried to the joint graph",
+            {{"reinplace", /*peakMustNotRise=*/true},
+             {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},"
+              "reinplace"}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

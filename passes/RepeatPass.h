@@ -22,6 +22,11 @@ public:
   static llvm::StringRef passDescription() {
     return "run the nested passes until a round changes nothing: repeat{cse,canonicalize,dce}";
   }
+  /// Runs inside torch.compile (with what it repeats); the fuzzer's pipeline
+  /// for cse, canonicalize and dce, which only remove or merge.
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/true, "", {{"repeat{cse,canonicalize,dce}", /*peakMustNotRise=*/true}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> run(Graph &graph, PassRunner &runner) override;

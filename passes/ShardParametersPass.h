@@ -51,6 +51,12 @@ public:
     return "hold 1/world of every parameter per rank: all-gather before use, gather again for "
            "backward, reduce-scatter gradients (ZeRO-3 / FSDP)";
   }
+  /// Fuzzed on two simulated ranks.
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/false,
+            "",
+            {{"shard-parameters{world=2}", false, /*world=*/2, /*bitwise=*/false}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

@@ -49,6 +49,22 @@ PassRegistry &PassRegistry::instance() {
 
 void PassRegistry::add(Entry entry) { entries_.push_back(std::move(entry)); }
 
+bool PassRegistry::remove(llvm::StringRef name) {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const Entry &e) { return e.name == name; });
+  if (it == entries_.end())
+    return false;
+  entries_.erase(it);
+  return true;
+}
+
+const PassRegistry::Entry *PassRegistry::find(llvm::StringRef name) const {
+  for (const Entry &e : entries_)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<OptimizationPass>> PassRegistry::create(llvm::StringRef name) const {
   for (const Entry &e : entries_)
     if (e.name == name)

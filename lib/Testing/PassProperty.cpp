@@ -4,6 +4,7 @@
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/GraphOptimizer.h"
+#include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/OutputVerifier.h"
 #include "graphopt/Testing/SimulatedWorld.h"
@@ -27,25 +28,6 @@ namespace graphopt::testing {
 
 namespace {
 
-const PipelineCase kPipelines[] = {
-    {"repeat{cse,canonicalize,dce}", true},
-    {"checkpoint{activations=30%,cost=flops,unmet=closest}", false},
-    // The block-structured planner (blocks from repeated shapes) and a peak
-    // budget (the budget ladder); planner=milp and planner=torch run a helper
-    // process per plan and are fuzzed by test/Checkpoint's lit tests instead.
-    {"checkpoint{activations=30%,cost=flops,unmet=closest,planner=structured}", false},
-    {"checkpoint{budget=60%,cost=flops,unmet=closest}", false},
-    {"reinplace", true},
-    {"add-optimizer", false},
-    {"repeat{cse,canonicalize,dce},checkpoint{activations=30%,cost=flops,unmet=closest},reinplace", false},
-    {"add-optimizer{kind=adamw},repeat{cse,canonicalize,dce},reinplace", false},
-    // Settings other than the defaults, held to torch.optim's kernels at the same.
-    {"add-optimizer{kind=adamw,lr=0.01,weight-decay=0.1,beta1=0.8,beta2=0.99,eps=1e-6}", false},
-    {"add-optimizer{kind=sgd,lr=0.05,momentum=0.5,weight-decay=0.01}", false},
-    // A bucket of 256 bytes makes several buckets on most graphs.
-    {"data-parallel{world=2,bucket=256}", false, 2, /*bitwise=*/false},
-    {"shard-parameters{world=2}", false, 2, /*bitwise=*/false},
-};
 
 /// What verifying one pipeline's rewrite found (`why` says how it fails).
 enum class Verdict { Holds, Unrunnable, Fails };
@@ -156,7 +138,12 @@ absl::StatusOr<std::map<std::string, at::Tensor>> torchOptimSteps(
 
 } // namespace
 
-llvm::ArrayRef<PipelineCase> shippedPipelines() { return kPipelines; }
+std::vector<PipelineCase> shippedPipelines() {
+  std::vector<PipelineCase> out;
+  for (const PassRegistry::Entry *e : PassRegistry::instance().entries())
+    out.insert(out.end(), e->traits.fuzz.begin(), e->traits.fuzz.end());
+  return out;
+}
 
 /// `steps` steps of add-optimizer's graph (`withOptimizer`, the graph right
 /// after the pass, its updates kept from step to step) against
@@ -398,7 +385,8 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
       it = references.emplace(world, referenceAcrossRanks(graph, seed, world)).first;
     return it->second;
   };
-  for (const PipelineCase &pc : kPipelines) {
+  const std::vector<PipelineCase> pipelines = shippedPipelines();
+  for (const PipelineCase &pc : pipelines) {
     PipelineVerdict v =
         pc.world > 1 ? runOnEveryRank(pc, graph, seed, peakBefore, referenceFor(pc.world), out)
                      : runCase(pc, graph, weights, *inputs, peakBefore, out);
@@ -406,7 +394,7 @@ PropertyOutcome checkShippedPipelines(const Graph &graph, uint64_t seed) {
     if (v == PipelineVerdict::Unrunnable) {
       // A step PyTorch itself does not run tests nothing, in any pipeline.
       out.unrunnable = true;
-      out.verdicts.resize(std::size(kPipelines), PipelineVerdict::Unrunnable);
+      out.verdicts.resize(pipelines.size(), PipelineVerdict::Unrunnable);
       break;
     }
   }

@@ -58,6 +58,20 @@ public:
     return "recompute activations in backward so the step fits a memory budget, at the least "
            "extra time";
   }
+  /// Runs inside torch.compile (cost=flops, measure=false there). Fuzzed on
+  /// FLOP costs (the measured default would profile every graph) with
+  /// unmet=closest (a third of the generated graphs save activations written
+  /// in place, which no plan may drop; the refusal itself is tested in lit):
+  /// the greedy, the block-structured planner, and a peak budget (the budget
+  /// ladder). planner=milp and planner=torch run a helper process per plan
+  /// and are fuzzed by test/Checkpoint's lit tests instead.
+  static PassTraits passTraits() {
+    return {/*insideCompile=*/true,
+            "",
+            {{"checkpoint{activations=30%,cost=flops,unmet=closest}"},
+             {"checkpoint{activations=30%,cost=flops,unmet=closest,planner=structured}"},
+             {"checkpoint{budget=60%,cost=flops,unmet=closest}"}}};
+  }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;

@@ -159,6 +159,9 @@ class TestCountPass : public OptimizationPass {
 public:
   static llvm::StringRef passName() { return "test-count"; }
   static llvm::StringRef passDescription() { return "test only: count nodes of a phase"; }
+  /// Reads the graph only: torch.compile's partitioner accepts it from this
+  /// declaration alone (python/tests/test_compile.py).
+  static PassTraits passTraits() { return {/*insideCompile=*/true}; }
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::Status analyze(const Graph &graph, AnalysisManager &) override {

@@ -20,6 +20,7 @@
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/PassOption.h"
+#include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"
 #include "graphopt/Runtime/Executor.h"
 #include "graphopt/Runtime/MemoryProbe.h"
@@ -510,6 +511,28 @@ PYBIND11_MODULE(_C, module) {
                                         m.graph().typeConflicts().end());
       });
 
+  module.def(
+      "registered_passes",
+      [] {
+        py::list out;
+        for (const PassRegistry::Entry *e : PassRegistry::instance().entries(/*includeHidden=*/true)) {
+          py::list fuzz;
+          for (const FuzzPipeline &f : e->traits.fuzz)
+            fuzz.append(f.pipeline);
+          py::dict d;
+          d["name"] = e->name;
+          d["description"] = e->description;
+          d["hidden"] = e->hidden;
+          d["inside_compile"] = e->traits.insideCompile;
+          d["not_inside_compile"] = e->traits.notInsideCompile;
+          d["fuzz"] = fuzz;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every registered pass (test passes too, `hidden`) with what it declares of itself "
+      "(PassTraits.h): whether it runs inside torch.compile, why not where it could, the "
+      "pipelines the pass fuzzer checks it in.");
   module.def("run_pipeline", &runPipeline, py::arg("graph"), py::arg("pipeline"),
              py::arg("verify_each") = false, py::arg("seed") = 0, py::arg("report_dir") = "",
              py::arg("max_memory") = py::none(),

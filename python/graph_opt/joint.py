@@ -21,20 +21,23 @@ from .symbolic import is_size_node
 
 DEFAULT_PIPELINE = "repeat{cse,canonicalize,dce},checkpoint{activations=30%}"
 
-# Passes that only read the graph or rewrite it in ways that carry over to the joint graph
-# as replacements of one value by another (cse's merges, canonicalize's folds: replacements
-# below) or as checkpoint tags. Each is covered by the torch.compile tests, alone and in the
-# default pipelines, gradients compared with torch's own partition (python/tests/
-# test_compile.py); a pass is added here only with those tests.
-_PLANNING_PASSES = {"cse", "canonicalize", "dce", "repeat", "checkpoint", "liveness"}
-# Passes refused inside torch.compile, with the reason.
-_REFUSED_PASSES = {
-    # reinplace makes a result reuse a dying operand's storage, which no fx replacement can
-    # express: carried over as one (the operand read in the result's place) it computed
-    # wrong gradients. Inductor reinplaces its own kernels' buffers.
-    "reinplace": "Inductor reuses dying buffers itself (its own reinplacing and memory "
-                 "planning); graph-opt's in-place rewrite cannot be carried to the joint graph",
-}
+
+def passes_inside_compile():
+    """(the passes that run inside torch.compile, {pass: why it may not}), as each pass
+    declares of itself in its C++ class (PassTraits.h, `insideCompile`): passes that only read
+    the graph or rewrite it in ways that carry over to the joint graph (cse's merges and
+    canonicalize's folds as replacements of one value by another, checkpoint's plan as tags),
+    each covered by the torch.compile tests (python/tests/test_compile.py), and why a pass
+    that could run on fake inputs is refused (reinplace: its in-place rewrite cannot be
+    carried to the joint graph). The first maps each name to whether it is a test pass;
+    compile_pipeline's messages list the others."""
+    allowed, refused = {}, {}
+    for p in _C.registered_passes():
+        if p["inside_compile"]:
+            allowed[p["name"]] = p["hidden"]
+        elif p["not_inside_compile"]:
+            refused[p["name"]] = p["not_inside_compile"]
+    return allowed, refused
 
 
 class PlanMismatch(Error):
@@ -137,15 +140,15 @@ def compile_pipeline(text, inference=False, activations=None, peak=None, closest
     out = []
     for part in _split_top(text):
         name, options = _entry(part)
-        if name in _REFUSED_PASSES:
+        allowed, refused = passes_inside_compile()
+        listed = ", ".join(sorted(n for n, hidden in allowed.items() if not hidden))
+        if name in refused:
             raise Error(f"pipeline entry '{part}': '{name}' is not run inside torch.compile: "
-                        f"{_REFUSED_PASSES[name]}; allowed: "
-                        f"{', '.join(sorted(_PLANNING_PASSES))}")
-        if name not in _PLANNING_PASSES:
+                        f"{refused[name]}; allowed: {listed}")
+        if name not in allowed:
             raise Error(f"pipeline entry '{part}': '{name}' cannot run inside torch.compile "
                         f"(the graph's inputs are fake tensors, and only a recomputation plan "
-                        f"reaches torch's partitioner); allowed: "
-                        f"{', '.join(sorted(_PLANNING_PASSES))}")
+                        f"reaches torch's partitioner); allowed: {listed}")
         if name == "repeat":
             nested = compile_pipeline(options or "", inference, activations)
             if nested:

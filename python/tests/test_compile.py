@@ -153,17 +153,19 @@ def test_bitwise_against_torchs_partition_on_eager_kernels(name):
     assert saved == plan["saved_bytes"], (saved, plan)
 
 
-# Every pass the partitioner accepts, alone and in the default pipelines (graph_opt.joint's
-# _PLANNING_PASSES; test_each_accepted_pass_is_covered keeps this list whole).
+# Every pass the partitioner accepts, alone and in the default pipelines (each pass declares it
+# in its C++ class, PassTraits.h; test_each_accepted_pass_is_covered keeps this list whole).
 PASS_PIPELINES = ("cse", "canonicalize", "dce", "liveness", "checkpoint{activations=30%}",
                   "repeat{cse,canonicalize,dce}", PIPELINE)
 GRADIENT_MODELS = ("mlp", "bert", "gpt2", "llama", "t5") if COMPILE_ALL else ("mlp",)
 
 
 def test_each_accepted_pass_is_covered():
-    from graph_opt.joint import _PLANNING_PASSES
+    from graph_opt.joint import passes_inside_compile
+    shipped = {name for name, hidden in passes_inside_compile()[0].items() if not hidden}
     named = {p.split("{")[0] for p in PASS_PIPELINES} | {"repeat"}
-    assert _PLANNING_PASSES <= named, _PLANNING_PASSES - named
+    assert shipped == {"cse", "canonicalize", "dce", "repeat", "checkpoint", "liveness"}
+    assert shipped <= named, shipped - named
 
 
 def one_step_gradients(name, wrap):
@@ -829,6 +831,24 @@ def test_pipeline_inside_compile():
                      ("repeat{cse", "unbalanced")):
         with pytest.raises(graph_opt.Error, match=why):
             graph_opt.partitioner(bad)
+
+
+def test_a_pass_that_declares_it_runs_inside_compile_is_accepted():
+    """What the partitioner accepts is what each pass declares in its C++ class (PassTraits.h),
+    with no list in Python: the test pass test-count says it runs inside torch.compile and is
+    accepted (not listed among the shipped ones), reinplace says why it does not, and a pass
+    that declares nothing is refused."""
+    from graph_opt.joint import passes_inside_compile
+    allowed, refused = passes_inside_compile()
+    assert allowed["test-count"] is True  # hidden: a test pass
+    assert "Inductor reuses dying buffers" in refused["reinplace"]
+    assert goc.compile_pipeline("test-count{phase=forward}") == "test-count{phase=forward}"
+    with pytest.raises(graph_opt.Error, match="allowed: canonicalize, checkpoint, cse, dce, "
+                                              "liveness, repeat$"):
+        goc.compile_pipeline("profile")
+    names = {p["name"]: p for p in graph_opt._C.registered_passes()}
+    assert names["repeat"]["fuzz"] == ["repeat{cse,canonicalize,dce}"]
+    assert names["profile"]["fuzz"] == [] and not names["profile"]["inside_compile"]
 
 
 def test_uuid_covers_pipeline_and_version():

@@ -15,6 +15,7 @@
 
 #include "graphopt/IR/Graph.h"
 #include "graphopt/Pass/PassOption.h"
+#include "graphopt/Pass/PassTraits.h"
 #include "graphopt/Pass/PreservedAnalyses.h"
 
 #include <absl/status/statusor.h>

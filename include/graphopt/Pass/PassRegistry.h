@@ -3,15 +3,18 @@
 //   GRAPHOPT_REGISTER_PASS(LivenessPass);   // in the pass's .cpp
 //
 // The pass class needs a default constructor and static `passName()` and
-// `passDescription()`. Passes live in an OBJECT library (passes/), so their
+// `passDescription()`, and may declare a static `passTraits()` (PassTraits.h:
+// whether it runs inside torch.compile, the pipelines it is fuzzed in). Passes live in an OBJECT library (passes/), so their
 // registrations are always linked in.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "graphopt/Pass/Pass.h"
+#include "graphopt/Pass/PassTraits.h"
 
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 namespace graphopt {
@@ -24,11 +27,17 @@ public:
     std::string description;
     Factory create;
     bool hidden; ///< test-only passes: not listed by --list-passes
+    PassTraits traits;
   };
 
   static PassRegistry &instance();
 
   void add(Entry entry);
+  /// Takes a pass out again (a test's, a plugin's that is unloaded); false
+  /// where none has the name.
+  bool remove(llvm::StringRef name);
+  /// The named pass's entry, or null.
+  const Entry *find(llvm::StringRef name) const;
   /// A new instance of the named pass; an unknown name lists the known ones.
   absl::StatusOr<std::unique_ptr<OptimizationPass>> create(llvm::StringRef name) const;
   /// Registered passes sorted by name (hidden ones only when asked).
@@ -39,11 +48,19 @@ private:
 };
 
 namespace detail {
+template <typename PassT, typename = void> struct DeclaredTraits {
+  static PassTraits get() { return {}; }
+};
+template <typename PassT>
+struct DeclaredTraits<PassT, std::void_t<decltype(PassT::passTraits())>> {
+  static PassTraits get() { return PassT::passTraits(); }
+};
 template <typename PassT> struct PassRegistration {
   explicit PassRegistration(bool hidden) {
     PassRegistry::instance().add({std::string(PassT::passName()),
                                   std::string(PassT::passDescription()),
-                                  [] { return std::make_unique<PassT>(); }, hidden});
+                                  [] { return std::make_unique<PassT>(); }, hidden,
+                                  DeclaredTraits<PassT>::get()});
   }
 };
 } // namespace detail

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Pass/PassTraits.h"
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/WeightStore.h"
 
@@ -34,29 +35,14 @@
 
 namespace graphopt::testing {
 
-struct PipelineCase {
-  const char *pipeline;
-  bool peakMustNotRise;
-  /// Ranks: above 1, the pipeline rewrites for a world of that many ranks and
-  /// is checked on each rank of a SimulatedWorld, verified as one rank is
-  /// (every rank on the same inputs), then with each rank on its own
-  /// (checkAcrossRanks).
-  int world = 1;
-  /// Verified bitwise (every shipped pipeline but the distributed ones). The
-  /// mean over ranks divides each rank's gradient before the sum (as DDP
-  /// does, so that large gradients cannot overflow): exact for two ranks but
-  /// in float's subnormal range, so those are held to torch.testing's
-  /// tolerances.
-  bool bitwise = true;
-};
+/// A pipeline the fuzzer runs, as the pass that owns it declares it
+/// (PassTraits.h).
+using PipelineCase = FuzzPipeline;
 
-/// What the project ships, and their composition. checkpoint plans on FLOPs
-/// here (the measured default would profile every graph), and applies the
-/// closest plan where none meets activations=30% (unmet=closest): a third of
-/// the generated graphs save activations written in place, which no plan may
-/// drop, and refusing them would leave their rewrites unchecked (the error
-/// itself is tested in lit).
-llvm::ArrayRef<PipelineCase> shippedPipelines();
+/// The pipelines every registered pass (not the hidden test passes) declares
+/// in its traits (PassTraits::fuzz), by pass name: what the project ships,
+/// and their composition.
+std::vector<PipelineCase> shippedPipelines();
 
 /// What became of one pipeline on one graph.
 enum class PipelineVerdict : uint8_t { Verified, Refused, BudgetUnreachable, Unrunnable, Failed };
