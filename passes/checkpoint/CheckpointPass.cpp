@@ -1,6 +1,8 @@
 //===- CheckpointPass.cpp - Fit a training step into a memory budget ------===//
 #include "checkpoint/CheckpointPass.h"
 
+#include "checkpoint/BoundSearch.h"
+
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/GreedyPlanner.h"
 #include "checkpoint/OffloadPlanner.h"
@@ -256,87 +258,114 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   // The measured check applies to a peak budget: a run measures its peak, not
   // which bytes are activations.
   // An offload plan runs on CUDA only (GraphoptOps.h): it is not measured.
-  bool measuring = measure_.get() && cost_.get() == CostSource::Profile && out.offloadedBytes == 0;
-  bool tighten = measuring && peakBudget >= 0;
-  int64_t target = out.budgetBytes;
-  int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
-  Planned planned;
-  CheckpointPlan &plan = planned.plan;
-  // unmet=closest: the measured plan with the least measured peak, and the outcome
-  // as it stood when that plan was made (its ladder, its budgets): where no plan
-  // measures within the budget, it is the closest, whichever attempt made it.
-  std::optional<std::pair<Planned, Outcome>> closest;
-  std::vector<int64_t> measuredPeaks;
-  auto measure = [&]() -> absl::Status {
-    auto m = measurePlan(graph, model, plan, analyses);
+  const bool measuring =
+      measure_.get() && cost_.get() == CostSource::Profile && out.offloadedBytes == 0;
+  const int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
+  out.planAttempts = 1;
+  auto first = planner().plan(planRequest(model, out.budgetBytes, peakCap, out), &out.ladder);
+  if (!first.ok())
+    return first.status();
+  Planned planned{std::move(*first), std::nullopt};
+  absl::Status unmet = plannerUnmet(model, planned.plan, out.budgetBytes, 1, out);
+  if (!unmet.ok() && unmet_.get() == Unmet::Error)
+    return unmet;
+  if (!measuring || peakBudget < 0 || planned.plan.dropped.empty()) {
+    // One plan: nothing measured to tighten for (a plan that drops nothing
+    // is the unoptimised step).
+    if (!unmet.ok()) // unmet=closest: the plan the planner reached, said to fall short
+      out.budgetUnmet = std::string(unmet.message());
+    if (measuring && !planned.plan.dropped.empty()) {
+      auto m = measurePlan(graph, model, planned.plan, analyses);
+      if (!m.ok())
+        return m.status();
+      planned.measured = *m;
+      out.measuredPlanPeaks = {m->optimized.peakBytes};
+    }
+    return planned;
+  }
+  return searchMeasured(graph, model, analyses, peakBudget, std::move(planned), out);
+}
+
+absl::StatusOr<CheckpointPass::Planned>
+CheckpointPass::searchMeasured(const Graph &graph, const RecomputeModel &model,
+                               AnalysisManager &analyses, int64_t peakBudget, Planned first,
+                               Outcome &out) const {
+  // The knob the measured miss moves: the budget itself where it bounds the
+  // peak above the inputs, else (activations= with a peak) the peak cap.
+  const bool knobIsTarget = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
+  const int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
+  std::vector<std::pair<Planned, Outcome>> made; // each round's plan and outcome
+  std::vector<absl::Status> unmets;              // and whether the planner met its target
+  std::optional<Planned> firstPlan(std::move(first));
+  BoundProbeFn probe = [&](int64_t knob) -> absl::StatusOr<BoundProbe> {
+    const unsigned attempt = static_cast<unsigned>(made.size()) + 1;
+    out.planAttempts = attempt;
+    const int64_t target = knobIsTarget ? knob : out.budgetBytes;
+    Planned planned;
+    if (firstPlan) { // the first round's plan, made by planWithinBudget
+      planned = std::move(*firstPlan);
+      firstPlan.reset();
+    } else {
+      auto p = planner().plan(planRequest(model, target, knobIsTarget ? peakCap : knob, out),
+                              &out.ladder);
+      if (!p.ok())
+        return p.status();
+      planned.plan = std::move(*p);
+    }
+    absl::Status unmet = plannerUnmet(model, planned.plan, target, attempt, out);
+    if (!unmet.ok() && unmet_.get() == Unmet::Error)
+      return unmet;
+    unmets.push_back(unmet);
+    auto m = measurePlan(graph, model, planned.plan, analyses);
     if (!m.ok())
       return m.status();
     planned.measured = *m;
-    measuredPeaks.push_back(m->optimized.peakBytes);
-    if (!closest || m->optimized.peakBytes < closest->first.measured->optimized.peakBytes)
-      closest.emplace(planned, out);
-    return absl::OkStatus();
+    const CheckpointPlan &plan = planned.plan;
+    BoundProbe seen{m->optimized.peakBytes,
+                    knobIsTarget ? plan.predictedBounded : plan.predictedPeak,
+                    absl::StrCat(absl::StrJoin(plan.dropped, ","), "|", plan.held.size()),
+                    /*atLeast=*/!unmet.ok(), /*atLoosest=*/false};
+    made.emplace_back(std::move(planned), out);
+    return seen;
   };
-  // The closest measured plan applied, with what it missed by (unmet=closest).
-  auto applyClosest = [&](unsigned attempts, absl::string_view why) {
-    const int64_t peak = closest->first.measured->optimized.peakBytes;
-    out = std::move(closest->second);
-    out.planAttempts = attempts;
-    out.measuredPlanPeaks = measuredPeaks;
-    out.budgetUnmet = absl::StrCat(
-        why, "; the closest of the ", attempts, " plans as measured is applied: it peaks at ",
-        formatBytes(asStated(out, peak)), " against ", formatBytes(asStated(out, peakBudget)));
-    return std::move(closest->first);
-  };
-  for (unsigned attempt = 1;; ++attempt) {
-    out.planAttempts = attempt;
-    auto made = planner().plan(planRequest(model, target, peakCap, out), &out.ladder);
-    if (!made.ok())
-      return made.status();
-    plan = std::move(*made);
-    planned.measured.reset(); // this plan's measurement, if it gets one
-    absl::Status unmet = plannerUnmet(model, plan, target, attempt, out);
-    if (!unmet.ok()) {
-      // unmet=closest: the plan the planner reached, said to fall short.
-      if (unmet_.get() == Unmet::Error)
-        return unmet;
-      if (closest) {
-        // Tightened past what the planner reaches: this plan is measured too, and
-        // of the plans measured the least peak is applied (not this one unmeasured,
-        // nor this one beside an earlier plan's measurement).
-        if (measuring && !plan.dropped.empty())
-          if (absl::Status s = measure(); !s.ok())
-            return s;
-        return applyClosest(attempt, unmet.message());
-      }
-      out.budgetUnmet = std::string(unmet.message());
-      break;
-    }
-    if (!measuring || plan.dropped.empty())
-      break;
-    if (absl::Status s = measure(); !s.ok())
-      return s;
-    if (!tighten || planned.measured->optimized.peakBytes <= peakBudget)
-      break;
-    if (attempt == kMaxPlanAttempts) {
-      std::string refused = absl::StrCat(
-          peakOptionText(), " (", formatBytes(asStated(out, peakBudget)),
-          ") cannot be met as measured: the rewritten step still peaks at ",
-          formatBytes(asStated(out, planned.measured->optimized.peakBytes)), " after ", attempt,
-          " plans, each tightened by the last one's excess over the simulation");
-      if (unmet_.get() == Unmet::Error)
-        return absl::OutOfRangeError(refused);
-      return applyClosest(attempt, refused);
-    }
-    // Plan for the excess the simulation misses.
-    int64_t excess = planned.measured->optimized.peakBytes - peakBudget;
-    if (model.boundedMemory() == BoundedMemory::PeakAboveInputs)
-      target -= excess;
-    else
-      peakCap -= excess;
-  }
-  out.measuredPlanPeaks = std::move(measuredPeaks);
-  return planned;
+  BoundSearchOptions options; // measured on the step that runs: no margin, tighten only
+  options.bound = peakBudget;
+  options.maxRounds = kMaxPlanAttempts;
+  options.firstKnob = knobIsTarget ? out.budgetBytes : peakCap;
+  auto searched = searchBound(options, probe);
+  if (!searched.ok())
+    return searched.status();
+  std::vector<int64_t> peaks;
+  for (const auto &[p, o] : made)
+    peaks.push_back(p.measured->optimized.peakBytes);
+  const size_t chosen = searched->best ? *searched->best : searched->closest;
+  const int64_t peak = peaks[chosen];
+  const absl::Status unmet = unmets[chosen];
+  out = std::move(made[chosen].second);
+  out.planAttempts = static_cast<unsigned>(made.size());
+  out.measuredPlanPeaks = peaks;
+  // Measured within the budget, and the planner met its own target (with
+  // activations= the saved bytes, which a peak does not show).
+  if (searched->best && unmet.ok())
+    return std::move(made[chosen].first);
+  // Else refused, or (unmet=closest) the plan that measured least, whichever
+  // round made it, with what it missed by.
+  const std::string why =
+      !unmet.ok() || !unmets.back().ok()
+          ? std::string((!unmet.ok() ? unmet : unmets.back()).message())
+          : absl::StrCat(peakOptionText(), " (", formatBytes(asStated(out, peakBudget)),
+                         ") cannot be met as measured: the rewritten step still peaks at ",
+                         formatBytes(asStated(out, peaks.back())), " after ", made.size(),
+                         " plans, each tightened by the last one's excess over the simulation");
+  if (unmet_.get() == Unmet::Error)
+    return absl::OutOfRangeError(why);
+  out.budgetUnmet = made.size() == 1
+                        ? why
+                        : absl::StrCat(why, "; the closest of the ", made.size(),
+                                       " plans as measured is applied: it peaks at ",
+                                       formatBytes(asStated(out, peak)), " against ",
+                                       formatBytes(asStated(out, peakBudget)));
+  return std::move(made[chosen].first);
 }
 
 struct CheckpointPass::Offloaded {

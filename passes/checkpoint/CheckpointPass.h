@@ -190,6 +190,12 @@ private:
   absl::StatusOr<Planned> planWithinBudget(const Graph &graph, const RecomputeModel &model,
                                            AnalysisManager &analyses, int64_t peakBudget,
                                            Outcome &out) const;
+  /// planWithinBudget's measured search (BoundSearch.h) from its `first` plan:
+  /// each round plans at the knob and measures, the budget met or the closest
+  /// plan applied (unmet=closest) or refused.
+  absl::StatusOr<Planned> searchMeasured(const Graph &graph, const RecomputeModel &model,
+                                         AnalysisManager &analyses, int64_t peakBudget,
+                                         Planned first, Outcome &out) const;
   /// offload-bandwidth=: the offloads' plan (planAndApplyOffloads, then
   /// planWithinBudget on the graph with them) taken in place of `planned`
   /// and `out` where predicted faster, else the offloads taken out again
