@@ -27,7 +27,9 @@ int64_t nextKnob(const BoundSearchOptions &o, int64_t aim, int64_t knob, const B
 absl::StatusOr<BoundSearchResult> searchBound(const BoundSearchOptions &options,
                                               const BoundProbeFn &probe) {
   BoundSearchResult result;
-  result.aim = static_cast<int64_t>(static_cast<double>(options.bound) * (1 - options.margin));
+  result.aim = options.aim ? *options.aim
+                           : static_cast<int64_t>(static_cast<double>(options.bound) *
+                                                  (1 - options.margin));
   const int64_t aim = result.aim;
   std::set<std::string> seen;
   std::optional<int64_t> within, over; // the loosest knob within, the least used over

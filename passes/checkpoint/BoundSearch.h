@@ -42,6 +42,7 @@ namespace graphopt {
 struct BoundSearchOptions {
   int64_t bound = 0;  ///< the peak allowed, as the probe states peaks
   double margin = 0;  ///< aim = bound * (1 - margin)
+  std::optional<int64_t> aim; ///< the aim itself, instead (a search aimed under a known peak)
   /// A plan within the aim but more than slack * bound under it asks for a
   /// looser one; none: the first plan within ends the search.
   std::optional<double> slack;

@@ -29,6 +29,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "Driver.h" // tools/graph-opt
+#include "checkpoint/BoundSearch.h" // passes/
 
 #include <absl/strings/str_cat.h>
 #include <llvm/Support/FileSystem.h>
@@ -533,6 +534,37 @@ PYBIND11_MODULE(_C, module) {
       "Every registered pass (test passes too, `hidden`) with what it declares of itself "
       "(PassTraits.h): whether it runs inside torch.compile, why not where it could, the "
       "pipelines the pass fuzzer checks it in.");
+  module.def(
+      "search_bound",
+      [](int64_t bound, double margin, std::optional<double> slack, unsigned maxRounds,
+         int64_t firstKnob, int64_t leastKnob, const py::function &probe,
+         std::optional<int64_t> aim) {
+        BoundSearchOptions options{bound, margin, aim, slack, maxRounds, firstKnob, leastKnob};
+        // The probe returns (peak, used, key, at_least, at_loosest); a Python
+        // exception in it propagates as itself.
+        BoundProbeFn call = [&](int64_t knob) -> absl::StatusOr<BoundProbe> {
+          py::tuple t = probe(knob);
+          return BoundProbe{t[0].cast<int64_t>(), t[1].cast<int64_t>(),
+                            py::str(t[2]).cast<std::string>(), t[3].cast<bool>(),
+                            t[4].cast<bool>()};
+        };
+        BoundSearchResult r = orRaise(searchBound(options, call));
+        py::list rounds;
+        for (const BoundSearchRound &round : r.rounds)
+          rounds.append(py::dict(py::arg("knob") = round.knob, py::arg("peak") = round.probe.peak,
+                                 py::arg("used") = round.probe.used,
+                                 py::arg("within_aim") = round.withinAim));
+        return py::dict(py::arg("aim") = r.aim, py::arg("rounds") = rounds,
+                        py::arg("best") = r.best ? py::cast(*r.best) : py::none(),
+                        py::arg("closest") = r.closest, py::arg("ended") = r.ended);
+      },
+      py::arg("bound"), py::arg("margin"), py::arg("slack"), py::arg("max_rounds"),
+      py::arg("first_knob"), py::arg("least_knob"), py::arg("probe"),
+      py::arg("aim") = py::none(),
+      "graph-opt's one bound search (passes/checkpoint/BoundSearch.h): probe(knob) plans at "
+      "the knob and returns (peak, bytes used of the knob, a key naming the plan, whether it is "
+      "the planner's least, whether nothing is recomputed); returns the rounds, the best "
+      "round within the aim (or None), the closest and why the search ended.");
   module.def("run_pipeline", &runPipeline, py::arg("graph"), py::arg("pipeline"),
              py::arg("verify_each") = false, py::arg("seed") = 0, py::arg("report_dir") = "",
              py::arg("max_memory") = py::none(),

@@ -548,15 +548,13 @@ class GraphOptPartitioner(CustomPartitionerFn):
         """graph-opt's plans for peak=: graph-opt plans on the joint graph in its own
         executor's order, and the step that runs is the halves torch builds, which Inductor
         fuses (halves.py). The knob is the bytes forward saves for backward (checkpoint's
-        activations= bound, in bytes), which reach the halves' peak one for one; the search
-        aims _PEAK_MARGIN under the bound (what halves.py's prediction may miss Inductor's
-        allocations by). The first round saves all (no recomputation); then the bound on the
-        saved bytes moves by what the halves' peak missed the aim by (doubled for each further
-        round over the aim; down where it is over, up where it is more than _PEAK_SLACK
-        under: a plan that recomputes more than it must costs time), and, once a plan over
-        and one within are known, halves the interval between the bytes the over plan saved
-        and the bound the within plan was asked; activations=0 is the least the planner
-        saves (unmet=closest).
+        activations= bound, in bytes), which reach the halves' peak one for one. The search is
+        graph-opt's one bound search (passes/checkpoint/BoundSearch.h, _C.search_bound), with
+        the halves' prediction as its measurement: aimed _PEAK_MARGIN under the bound (what
+        halves.py's prediction may miss Inductor's allocations by), a plan more than
+        _PEAK_SLACK under the aim loosened (a plan that recomputes more than it must costs
+        time), at most _MAX_PEAK_ROUNDS plans; the first round saves all (no recomputation),
+        activations=0 is the least the planner saves (unmet=closest).
         Returns (the plan within the aim whose halves peak highest (least recomputed), or
         None where none is; plans made; halves peaks seen). `known` as _attempt's. `aim`
         replaces the one peak= gives (the bound is then taken as aim / (1 - _PEAK_MARGIN));
@@ -566,49 +564,23 @@ class GraphOptPartitioner(CustomPartitionerFn):
         else:
             bound = int(aim / (1 - _PEAK_MARGIN))
         known = {} if known is None else known
-        seen, best, rounds_over = [], None, 0
-        within, over = None, None  # the highest saved-bytes bound within, the lowest over
-        target = _UNBOUNDED
         mine = []  # this search's plans (known may hold other searches' too)
-        for _ in range(_MAX_PEAK_ROUNDS):
-            attempt = self._attempt(gm, joint_inputs, kwargs, imported, activations=target,
+
+        def probe(knob):
+            attempt = self._attempt(gm, joint_inputs, kwargs, imported, activations=knob,
                                     closest=True, known=known)
-            if any(attempt is a for a in mine):
-                break  # a plan this search made before: the bounds between give no other
-            mine.append(attempt)
-            got = attempt.peak
-            seen.append(got)
-            rounds_over = rounds_over + 1 if got > aim else 0
-            if got <= aim:
-                if best is None or (got, attempt.saved_bytes) > (best.peak, best.saved_bytes):
-                    best = attempt  # the highest peak; of equals, the one saving most
-                if aim - got <= _PEAK_SLACK * bound or not attempt.plan.recomputed:
-                    break
-                within = target if within is None else max(within, target)
-            else:
-                if target == 0:
-                    break  # the least the planner saves
-                # What this plan saved, not the bound asked (the first round's is
-                # _UNBOUNDED: halving towards it asked for that same plan again, and the
-                # search stopped where it was, 12.5% under Llama's bound under cost=inductor).
-                saved = min(target, attempt.saved_bytes)
-                over = saved if over is None else min(over, saved)
-            if within is not None and over is not None:
-                following = (within + over) // 2
-            else:
-                # Where the halves' peak falls more slowly than the saved bytes (ResNet-50
-                # from 816 MiB: 695, 692, 692 and 690.5 MiB at steps of the overshoot), each
-                # further round over the aim doubles the step.
-                step = (aim - got) * 2 ** max(0, rounds_over - 1)
-                following = max(0, min(target, attempt.saved_bytes) + step)
-            if following in (within, over, target):
-                break
-            target = following
+            if not any(attempt is a for a in mine):
+                mine.append(attempt)  # a plan made again ends the search, uncounted
+            return (attempt.peak, attempt.saved_bytes, str(id(attempt)), False,
+                    not attempt.plan.recomputed)
         # A plan predicted between the aim and the bound is not taken: on BERT-base one
         # measured 0.4% over its bound where an older halves.py predicted it 2% under.
+        searched = _C.search_bound(bound, _PEAK_MARGIN, _PEAK_SLACK, _MAX_PEAK_ROUNDS,
+                                   _UNBOUNDED, 0, probe, aim=aim)
         if attempts is not None:
             attempts.extend(mine)
-        return best, len(seen), seen
+        best = None if searched["best"] is None else mine[searched["best"]]
+        return best, len(searched["rounds"]), [r["peak"] for r in searched["rounds"]]
 
     def _fixed_candidates(self, gm, joint_inputs, kwargs, imported, known, default):
         """The candidates whose least peak a bound no other candidate meets is given, the
