@@ -361,8 +361,8 @@ def _whole(regions):
     return out
 
 
-# Plans tried: tightened while eager measures over the bound, loosened while it measures more
-# than _WITHIN under it (recomputing less is faster).
+# The bound search's rounds (plans measured) and slack: tightened while eager measures over
+# the bound, loosened while it measures more than _WITHIN under it (recomputing less is faster).
 _MAX_ROUNDS = 6
 _WITHIN = 0.05  # issue 82: a binding bound's measured peak within 5% under it
 _TIMED_ROUNDS = 3  # timed rounds of _faster_of (each runs both sides once)
@@ -480,6 +480,23 @@ def _unplan_all(modules):
 
 
 
+def _probed(rounds, i):
+    """What the bound search is told of measured round `i` (`rounds`: auto_checkpoint's
+    (measured, report, regions, recorded)): its peak, the target it was planned for, its key
+    (the round itself: eager may measure a repeated plan differently once the search moved
+    on), whether it is the planner's least (budget_unmet) and whether it recomputes
+    nothing."""
+    measured, report = rounds[i][0], rounds[i][1]
+    return (measured, report["step_peak_bound_bytes"], str(i), bool(report.get("budget_unmet")),
+            not any(a["decision"] == "recomputed" for a in report["activations"]))
+
+
+def _loosest_fitting(rounds, bound):
+    """The index of the round measured highest within `bound`, or None."""
+    fitting = [i for i, r in enumerate(rounds) if r[0] <= bound]
+    return max(fitting, key=lambda i: rounds[i][0]) if fitting else None
+
+
 def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, timed=True):
     """`model` with graph-opt's recomputation plan for a step whose whole peak is at most
     `peak` (bytes: an int, or "8GiB", "700MiB") applied through torch.utils.checkpoint;
@@ -494,10 +511,11 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     each storage once) plus what one step on the example inputs allocates above it, measured
     by the allocator once the plan is applied; where that is over `peak` (eager keeps a
     little more than the exported graph: dropout's mask as floats, for one), the plan is
-    made again for a peak lower by the excess, and where it is more than 5% under, for a
-    peak higher by the room left (eager often frees more than the plan counted on, and
-    recomputing less is faster); once one plan has fitted and one has not, the next is made
-    halfway between their targets. A tightened target under the least the planner reaches
+    made again for a peak lower by the excess (doubled for each further plan over), and
+    where it is more than 5% under, for a peak higher by the room left (eager often frees
+    more than the plan counted on, and recomputing less is faster); once one plan has fitted
+    and one has not, the next is made halfway between their targets: graph-opt's one bound
+    search (_C.search_bound; docs/Checkpointing.md, "One bound search"). A tightened target under the least the planner reaches
     gets its least-peak plan (unmet=closest). Where no plan fits, checkpoints that keep only
     their inputs (as torch.utils.checkpoint keeps them) are tried: the regions of the plan
     that measured least, each recomputed whole, then the model's repeated blocks
@@ -529,67 +547,54 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
             export_training_step(model, loss_fn, example_inputs, path)
         original = Graph.load(path)
     modules = dict(model.named_modules())
-    target, measured = peak_text, None
-    # the loosest plan measured within the bound: (measured, report, regions, recorded)
-    fitting = None
-    fits = over = None  # the highest target whose plan fitted, the lowest whose plan did not
-    tried = {}  # the plans measured, as _signature gives them: their measured peaks
-    least_over = None  # the plan measured least over the bound: (measured, report, regions,
-    #                    recorded)
-
+    rounds = []  # each plan measured: (measured, report, regions, recorded)
     unplan = functools.partial(_unplan_all, modules)
+    tried = {}  # the plans measured, as _signature gives them: their measured peaks
+
+    def probe(target):
+        """graph-opt's one bound search's probe (_C.search_bound): the plan for `target`
+        bytes of whole peak, put on the model and measured in eager."""
+        unplan()  # the last round's plan off
+        # A target may lie below the least the planner reaches (the bound, or a target
+        # tightened by eager's excess): its closest plan is still worth measuring, since
+        # the planner's model of the step is not eager's, and where even it does not fit
+        # the checkpoints keeping only their inputs below may.
+        pipe = with_peak(pipeline or "checkpoint{}", str(target), closest=True)
+        try:
+            result = run_pipeline(original.clone(), pipe)
+        except Error as e:
+            fitting = _loosest_fitting(rounds, bound)
+            if fitting is not None:  # the plan that fitted, again: the search ends there
+                return _probed(rounds, fitting)
+            if not rounds:
+                raise
+            raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in "
+                        f"eager PyTorch: with the plan for it the step measures "
+                        f"{rounds[-1][0]} bytes, and planned for {target} bytes to make up "
+                        f"the difference: {e}") from e
+        report = result["reports"].get("checkpoint")
+        if report is None:
+            raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
+        regions = plan_regions(original, report, model)
+        recorded = _record(model, loss_fn, example_inputs, regions)
+        # a plan eager cannot tell from one measured before is not measured again (and the
+        # search goes on from its known peak: each round is its own key)
+        measured = _peak_of(regions, recorded, model, modules, loss_fn, example_inputs, tried)
+        report["eager_measured_peak_bytes"] = measured
+        report["eager_peak_bound_bytes"] = bound
+        report["eager_rounds"] = len(tried)
+        rounds.append((measured, report, regions, recorded))
+        return _probed(rounds, len(rounds) - 1)
+
     try:
-        for rounds in range(1, _MAX_ROUNDS + 1):
-            unplan()  # the last round's plan off
-            # A target may lie below the least the planner reaches (the bound, or a target
-            # tightened by eager's excess): its closest plan is still worth measuring, since
-            # the planner's model of the step is not eager's, and where even it does not fit
-            # the checkpoints keeping only their inputs below may.
-            pipe = with_peak(pipeline or "checkpoint{}", target, closest=True)
-            try:
-                result = run_pipeline(original.clone(), pipe)
-            except Error as e:
-                if fitting is not None:
-                    break
-                if rounds == 1:
-                    raise
-                raise Error(f"auto_checkpoint: peak={peak_text} ({bound} bytes) is not met in "
-                            f"eager PyTorch: with the plan for it the step measures {measured} "
-                            f"bytes, and planned for {target} bytes to make up the difference: "
-                            f"{e}") from e
-            report = result["reports"].get("checkpoint")
-            if report is None:
-                raise Error(f"auto_checkpoint: pipeline {pipe!r} has no checkpoint entry")
-            regions = plan_regions(original, report, model)
-            recorded = _record(model, loss_fn, example_inputs, regions)
-            # a plan eager cannot tell from one measured before is not measured again
-            measured = _peak_of(regions, recorded, model, modules, loss_fn, example_inputs,
-                                tried)
-            report["eager_measured_peak_bytes"] = measured
-            report["eager_peak_bound_bytes"] = bound
-            report["eager_rounds"] = len(tried)
-            planned_for = report["step_peak_bound_bytes"]
-            if measured <= bound:
-                if fitting is None or measured > fitting[0]:
-                    fitting = (measured, report, regions, recorded)
-                fits = max(fits, planned_for) if fits is not None else planned_for
-                if measured >= bound * (1 - _WITHIN) or \
-                        not any(a["decision"] == "recomputed" for a in report["activations"]):
-                    break
-            else:
-                over = min(over, planned_for) if over is not None else planned_for
-                if least_over is None or measured < least_over[0]:
-                    least_over = (measured, report, regions, recorded)
-                if report.get("budget_unmet"):
-                    break  # the planner's least-peak plan: a tighter target gives it again
-            # The next target: between the loosest that fitted and the tightest that did
-            # not, once both are known; else moved by the excess or the room left.
-            if fits is not None and over is not None:
-                if over - fits <= 1:
-                    break
-                target = str((fits + over) // 2)
-            else:
-                target = str(planned_for + (bound - measured))
+        # Measured on the step that runs: no margin; a plan more than _WITHIN under the bound
+        # is loosened (recomputing less is faster); the planner's least-peak plan (its
+        # budget_unmet) ends the search over the bound.
+        searched = _C.search_bound(bound, 0.0, _WITHIN, _MAX_ROUNDS, bound, 0, probe)
+        fitting = None if searched["best"] is None else rounds[searched["best"]]
+        least_over = None if fitting is not None or not rounds else \
+            rounds[searched["closest"]]
+        report = rounds[-1][1]
         if fitting is None and least_over is not None:
             # Last, checkpoints that keep only their inputs (as torch.utils.checkpoint keeps
             # them): the regions of the plan that measured least, each recomputed whole (the
