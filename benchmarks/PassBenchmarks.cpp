@@ -38,7 +38,7 @@
 //===----------------------------------------------------------------------===//
 #include "checkpoint/CheckpointPlan.h"
 #include "checkpoint/GreedyPlanner.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"

@@ -15,7 +15,7 @@
 #include "AddOptimizerPass.h"
 
 #include "graphopt/IR/IRMap.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"

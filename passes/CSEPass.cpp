@@ -5,8 +5,8 @@
 #include "graphopt/Analysis/PeakTracker.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/AliasAnalysis.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Support/FileIO.h"
 

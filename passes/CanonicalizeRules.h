@@ -21,7 +21,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/IRMap.h"
 

@@ -1,7 +1,7 @@
 //===- DCEPass.cpp - Dead code elimination --------------------------------===//
 #include "DCEPass.h"
 
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/Pass/PassRegistry.h"
 
 #include <absl/strings/str_cat.h>

@@ -4,7 +4,7 @@
 #include "ShardParametersPass.h"
 #include "TaggedNodeBuilder.h"
 
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"
 #include "graphopt/Runtime/Collectives.h"

@@ -3,7 +3,7 @@
 
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Analysis/Liveness.h"
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/TypeInference.h"
 #include "graphopt/Pass/PassRegistry.h"

@@ -3,7 +3,7 @@
 
 #include "DataParallelPass.h"
 #include "TaggedNodeBuilder.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/TypeInference.h"

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "graphopt/Analysis/Profile.h"
 
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/DenseSet.h>

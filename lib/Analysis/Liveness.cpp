@@ -1,6 +1,6 @@
 //===- Liveness.cpp - Activation lifetimes and simulated peak memory ------===//
 #include "graphopt/Analysis/Liveness.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 

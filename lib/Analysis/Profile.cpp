@@ -1,6 +1,6 @@
 //===- Profile.cpp - Measured per-node time and memory --------------------===//
 #include "graphopt/Analysis/Profile.h"
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/Pass/ExecutionContext.h"

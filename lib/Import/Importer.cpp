@@ -1,6 +1,6 @@
 //===- Importer.cpp - Reading a model by its file extension ---------------===//
 #include "graphopt/Import/Importer.h"
-#include "graphopt/Runtime/ParameterShards.h"
+#include "graphopt/IR/ShardTarget.h"
 #include "graphopt/Import/TypeCorrection.h"
 
 #include "graphopt/IR/Exceptions.h"

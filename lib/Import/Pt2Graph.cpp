@@ -13,7 +13,7 @@
 #include "Pt2Graph.h"
 
 #include "SerdeEnums.h"
-#include "graphopt/Export/Pt2Writer.h"
+#include "graphopt/Import/Pt2Format.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/IR/SchemaUtils.h"
 #include "graphopt/IR/TypeInference.h"

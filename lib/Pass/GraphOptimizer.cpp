@@ -1,7 +1,7 @@
 //===- GraphOptimizer.cpp - Running a pipeline of passes ------------------===//
 #include "graphopt/Pass/GraphOptimizer.h"
 
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/Printer.h"

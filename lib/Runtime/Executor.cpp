@@ -3,7 +3,7 @@
 #include "graphopt/Runtime/Collectives.h"
 #include "graphopt/Runtime/ParameterShards.h"
 
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/Exceptions.h"
 #include "graphopt/IR/GraphoptOps.h"
 #include "graphopt/Runtime/CpuAllocatorScope.h"

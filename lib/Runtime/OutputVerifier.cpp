@@ -1,7 +1,7 @@
 //===- OutputVerifier.cpp - Proving a rewritten graph computes the same ---===//
 #include "graphopt/Runtime/OutputVerifier.h"
 
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Runtime/Collectives.h"
 #include "graphopt/Runtime/CudaBackend.h"

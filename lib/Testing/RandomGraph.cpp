@@ -1,8 +1,8 @@
 //===- RandomGraph.cpp - Random well-typed training graphs for pass fuzzing ===//
 #include "graphopt/Testing/RandomGraph.h"
 
-#include "graphopt/Analysis/AliasAnalysis.h"
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/AliasAnalysis.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/SchemaUtils.h"

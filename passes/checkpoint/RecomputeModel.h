@@ -37,7 +37,7 @@
 #pragma once
 
 #include "graphopt/Analysis/Liveness.h"
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/Graph.h"
 
 #include <absl/status/statusor.h>

@@ -1,7 +1,7 @@
 //===- RecomputeRelaxation.cpp - A lower bound on every recomputation plan ----===//
 #include "checkpoint/RecomputeRelaxation.h"
 
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/GraphoptOps.h"
 
 #include <llvm/ADT/DenseMap.h>

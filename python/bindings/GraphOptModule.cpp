@@ -28,7 +28,7 @@
 
 #include <torch/csrc/utils/pybind.h>
 
-#include "Driver.h" // tools/graph-opt
+#include "graphopt/Driver/Driver.h"
 #include "checkpoint/BoundSearch.h" // passes/
 
 #include <absl/strings/str_cat.h>

@@ -6,7 +6,7 @@
 // (ForkServer.h) is the test suite's: one LibTorch load for many commands.
 //
 //===----------------------------------------------------------------------===//
-#include "Driver.h"
+#include "graphopt/Driver/Driver.h"
 #include "ForkServer.h"
 
 #include <cstring>

@@ -1,6 +1,6 @@
 //===- AliasAnalysisTest.cpp - The alias analysis and the legality predicates ===//
-#include "graphopt/Analysis/AliasAnalysis.h"
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/AliasAnalysis.h"
+#include "graphopt/Alias/RewriteLegality.h"
 
 #include "../TestSupport.h"
 

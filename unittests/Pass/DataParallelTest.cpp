@@ -7,7 +7,7 @@
 // storage. The run itself needs ranks: python/tests/test_distributed.py.
 //
 //===----------------------------------------------------------------------===//
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "../TestSupport.h"

@@ -11,7 +11,7 @@
 // GRAPHOPT_PASS_FUZZ_SEED the first seed.
 //
 //===----------------------------------------------------------------------===//
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/Parser.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/Import/Importer.h"

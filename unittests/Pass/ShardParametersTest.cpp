@@ -9,7 +9,7 @@
 // python/tests/test_distributed.py.
 //
 //===----------------------------------------------------------------------===//
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/IR/OpEffects.h"
 #include "graphopt/IR/Verifier.h"
 #include "graphopt/Pass/GraphOptimizer.h"

@@ -22,16 +22,14 @@
 #include "graphopt/IR/WeightStore.h"
 
 #include <ATen/core/Tensor.h>
+#include "graphopt/Import/Pt2Format.h"
+
 #include <absl/status/statusor.h>
 #include <llvm/ADT/ArrayRef.h>
 
 #include <string>
 
 namespace graphopt {
-
-/// The key under which graph-opt's own data sits in a node's or the graph
-/// module's meta["custom"] (the phase; the optimizer-state buffers; the name).
-inline constexpr llvm::StringLiteral kPt2CustomKey = "graph_opt";
 
 /// `graph` as the ExportedProgram JSON of models/<name>.json. Errors name
 /// the node or input the format cannot express. `zeroFilledState` (targets)

@@ -1,5 +1,5 @@
 //===- RewriteLegality.cpp - What a rewrite may do, asked one way ----------===//
-#include "graphopt/Analysis/RewriteLegality.h"
+#include "graphopt/Alias/RewriteLegality.h"
 
 #include "graphopt/IR/OpEffects.h"
 

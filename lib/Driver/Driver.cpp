@@ -12,7 +12,7 @@
 // on (docs/Distributed.md).
 //
 //===----------------------------------------------------------------------===//
-#include "Driver.h"
+#include "graphopt/Driver/Driver.h"
 
 #include <llvm/Config/llvm-config.h>
 #include <torch/headeronly/version.h>

@@ -1,5 +1,5 @@
 //===- AliasAnalysis.cpp - Storage, views and writes of one graph ---------===//
-#include "graphopt/Analysis/AliasAnalysis.h"
+#include "graphopt/Alias/AliasAnalysis.h"
 
 #include "graphopt/IR/OpEffects.h"
 
