@@ -1,6 +1,7 @@
 //===- Pass.cpp - Pass options and the registry ---------------------------===//
 #include "graphopt/Pass/Pass.h"
 #include "graphopt/Pass/PassRegistry.h"
+#include "graphopt/Support/NamedEntries.h"
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
@@ -49,20 +50,10 @@ PassRegistry &PassRegistry::instance() {
 
 void PassRegistry::add(Entry entry) { entries_.push_back(std::move(entry)); }
 
-bool PassRegistry::remove(llvm::StringRef name) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const Entry &e) { return e.name == name; });
-  if (it == entries_.end())
-    return false;
-  entries_.erase(it);
-  return true;
-}
+bool PassRegistry::remove(llvm::StringRef name) { return eraseNamed(entries_, name); }
 
 const PassRegistry::Entry *PassRegistry::find(llvm::StringRef name) const {
-  for (const Entry &e : entries_)
-    if (e.name == name)
-      return &e;
-  return nullptr;
+  return findNamed(entries_, name);
 }
 
 absl::StatusOr<std::unique_ptr<OptimizationPass>> PassRegistry::create(llvm::StringRef name) const {
@@ -77,12 +68,7 @@ absl::StatusOr<std::unique_ptr<OptimizationPass>> PassRegistry::create(llvm::Str
 }
 
 std::vector<const PassRegistry::Entry *> PassRegistry::entries(bool includeHidden) const {
-  std::vector<const Entry *> out;
-  for (const Entry &e : entries_)
-    if (includeHidden || !e.hidden)
-      out.push_back(&e);
-  std::sort(out.begin(), out.end(), [](const Entry *a, const Entry *b) { return a->name < b->name; });
-  return out;
+  return sortedByName(entries_, [&](const Entry &e) { return includeHidden || !e.hidden; });
 }
 
 } // namespace graphopt

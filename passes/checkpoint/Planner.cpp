@@ -2,6 +2,7 @@
 #include "checkpoint/Planner.h"
 
 #include "graphopt/Pass/PassOption.h"
+#include "graphopt/Support/NamedEntries.h"
 
 #include <algorithm>
 
@@ -20,29 +21,15 @@ void PlannerRegistry::add(Entry entry) {
   entries_.push_back(std::move(entry));
 }
 
-bool PlannerRegistry::remove(llvm::StringRef name) {
-  auto it = std::find_if(entries_.begin(), entries_.end(),
-                         [&](const Entry &e) { return e.name == name; });
-  if (it == entries_.end())
-    return false;
-  entries_.erase(it);
-  return true;
-}
+bool PlannerRegistry::remove(llvm::StringRef name) { return eraseNamed(entries_, name); }
 
 const Planner *PlannerRegistry::find(llvm::StringRef name) const {
-  for (const Entry &e : entries_)
-    if (e.name == name)
-      return e.planner.get();
-  return nullptr;
+  const Entry *e = findNamed(entries_, name);
+  return e ? e->planner.get() : nullptr;
 }
 
 std::vector<const PlannerRegistry::Entry *> PlannerRegistry::entries() const {
-  std::vector<const Entry *> out;
-  for (const Entry &e : entries_)
-    out.push_back(&e);
-  std::sort(out.begin(), out.end(),
-            [](const Entry *a, const Entry *b) { return a->name < b->name; });
-  return out;
+  return sortedByName(entries_, [](const Entry &) { return true; });
 }
 
 std::string PlannerRegistry::namesText() const {
