@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Cost/Attribution.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/Pass/Pass.h"
 

@@ -19,6 +19,7 @@ LAYERS = [
     (["Export", "Runtime"], "graphopt_export, graphopt_runtime"),
     (["Pass"], "graphopt_pass"),
     (["Analysis"], "graphopt_analysis"),
+    (["Cost"], "graphopt_cost"),
     (["passes"], "graphopt_passes"),
     (["Testing", "Driver"], "graphopt_testing, graphopt_pass_property, graphopt_driver"),
     (["tools", "python"], "the programs and the Python module"),

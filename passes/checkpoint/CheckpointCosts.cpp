@@ -4,7 +4,7 @@
 #include "checkpoint/FlopCost.h"
 #include "checkpoint/InductorCost.h"
 
-#include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Cost/Attribution.h"
 #include "graphopt/Analysis/MeasuredScratch.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/Runtime/CudaBackend.h"

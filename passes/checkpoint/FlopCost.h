@@ -2,14 +2,14 @@
 //
 // checkpoint{cost=flops}: when the graph cannot be profiled, each node's time
 // is estimated from its floating-point work (estimateFlops,
-// Analysis/OperatorCost.h), from the schema and the tensor types alone.
+// Cost/OperatorCost.h), from the schema and the tensor types alone.
 // Seconds are the operations at a nominal rate (kNominalFlopsPerSecond); only
 // their ratios steer the planners.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/OperatorCost.h"
+#include "graphopt/Cost/OperatorCost.h"
 
 #include <vector>
 

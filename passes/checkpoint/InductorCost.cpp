@@ -1,7 +1,7 @@
 //===- InductorCost.cpp - Recomputation priced as Inductor runs it --------===//
 #include "checkpoint/InductorCost.h"
 
-#include "graphopt/Analysis/OperatorCost.h"
+#include "graphopt/Cost/OperatorCost.h"
 #include "graphopt/IR/OpEffects.h"
 
 #include <ATen/ops/add.h>

@@ -1,7 +1,7 @@
 //===- Fill.cpp - The cost database filled until a model is predicted -----===//
 #include "Fill.h"
 
-#include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Cost/Attribution.h"
 #include "graphopt/Analysis/ModelRun.h"
 
 #include <absl/strings/str_cat.h>

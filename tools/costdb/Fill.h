@@ -2,10 +2,10 @@
 //
 // `graph-opt-costdb fill`: the design's accuracy loop, automated. The model is
 // profiled once; then, round by round, its step is attributed from the
-// database (Analysis/Attribution.h) and the configurations carrying the most
+// database (Cost/Attribution.h) and the configurations carrying the most
 // measured time not predicted within the tolerance (unpredicted, or predicted
 // far from what they measured) are measured, each with its neighbours at
-// nearby sizes (Analysis/ConfigNeighbours.h), so the next model of the family
+// nearby sizes (Cost/ConfigNeighbours.h), so the next model of the family
 // finds them too. It stops when the accurate share reaches the target, when
 // the time budget is spent, or when nothing is left that measuring can fix:
 // configurations measured exactly that still miss (they run at another speed
@@ -17,7 +17,7 @@
 
 #include "MeasureConfig.h"
 
-#include "graphopt/Analysis/ConfigNeighbours.h"
+#include "graphopt/Cost/ConfigNeighbours.h"
 #include "graphopt/Analysis/Profile.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"

@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/CostDatabase.h"
-#include "graphopt/Analysis/OperatorConfig.h"
-#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Cost/CostDatabase.h"
+#include "graphopt/Cost/OperatorConfig.h"
+#include "graphopt/Cost/OperatorTiming.h"
 #include "graphopt/Runtime/EnergyMeter.h"
 
 #include <absl/status/statusor.h>

@@ -8,12 +8,12 @@
 //
 // measure: every distinct operator configuration of the given graphs (.pt2,
 // .pt, .gir) and sweep files (.json: a .gir template with ranges, every
-// combination), each timed on this machine (Analysis/OperatorTiming.h) and
-// stored (Analysis/CostDatabase.h); a configuration already measured here is
+// combination), each timed on this machine (Cost/OperatorTiming.h) and
+// stored (Cost/CostDatabase.h); a configuration already measured here is
 // not measured again (--remeasure does). attribute: the model's step
 // predicted node by node from the database, calibrated to the machine's speed
-// now (Analysis/SpeedCalibration.h), and set against its profile
-// (Analysis/Attribution.h). fill: the accuracy loop (Fill.h): measure what
+// now (Cost/SpeedCalibration.h), and set against its profile
+// (Cost/Attribution.h). fill: the accuracy loop (Fill.h): measure what
 // the model's step misses most, with its neighbours, until the share of its
 // node time predicted within the tolerance reaches the target. show: what the
 // database holds. docs/CostDB.md.
@@ -26,11 +26,11 @@
 #include "MeasureConfig.h"
 #include "SweepFile.h"
 
-#include "graphopt/Analysis/Attribution.h"
-#include "graphopt/Analysis/CostDatabase.h"
-#include "graphopt/Analysis/OperatorConfig.h"
-#include "graphopt/Analysis/OperatorTiming.h"
-#include "graphopt/Analysis/SpeedCalibration.h"
+#include "graphopt/Cost/Attribution.h"
+#include "graphopt/Cost/CostDatabase.h"
+#include "graphopt/Cost/OperatorConfig.h"
+#include "graphopt/Cost/OperatorTiming.h"
+#include "graphopt/Cost/SpeedCalibration.h"
 #include "graphopt/Import/Importer.h"
 #include "graphopt/Pass/AnalysisManager.h"
 #include "graphopt/Runtime/CudaBackend.h"

@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Cost/OperatorConfig.h"
 
 #include <vector>
 

@@ -1,7 +1,7 @@
 //===- OperatorConfig.cpp - One operator call, out of its graph ----------===//
-#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Cost/OperatorConfig.h"
 
-#include "graphopt/Analysis/OperatorCost.h"
+#include "graphopt/Cost/OperatorCost.h"
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/IR/Printer.h"
 #include "graphopt/Runtime/Collectives.h"

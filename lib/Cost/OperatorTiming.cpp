@@ -1,5 +1,5 @@
 //===- OperatorTiming.cpp - A small graph's time, measured as a layer sees it ===//
-#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Cost/OperatorTiming.h"
 
 #include "graphopt/Import/Importer.h"
 #include "graphopt/IR/Exceptions.h"

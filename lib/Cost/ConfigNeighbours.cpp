@@ -1,5 +1,5 @@
 //===- ConfigNeighbours.cpp - An operator configuration at nearby sizes ---===//
-#include "graphopt/Analysis/ConfigNeighbours.h"
+#include "graphopt/Cost/ConfigNeighbours.h"
 
 #include "graphopt/IR/TypeInference.h"
 

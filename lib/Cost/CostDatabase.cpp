@@ -1,7 +1,7 @@
 //===- CostDatabase.cpp - Measured operator costs, kept in SQLite ---------===//
-#include "graphopt/Analysis/CostDatabase.h"
-#include "graphopt/Analysis/LearnedCost.h"
-#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Cost/CostDatabase.h"
+#include "graphopt/Cost/LearnedCost.h"
+#include "graphopt/Cost/OperatorConfig.h"
 #include "graphopt/IR/Parser.h"
 
 #include "graphopt/Runtime/Benchmark.h"

@@ -28,9 +28,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/Attribution.h"
-#include "graphopt/Analysis/CostDatabase.h"
-#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Cost/Attribution.h"
+#include "graphopt/Cost/CostDatabase.h"
+#include "graphopt/Cost/OperatorTiming.h"
 #include "graphopt/IR/Graph.h"
 
 #include <absl/status/statusor.h>

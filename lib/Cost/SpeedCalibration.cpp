@@ -1,5 +1,5 @@
 //===- SpeedCalibration.cpp - How fast the machine runs now ----------------===//
-#include "graphopt/Analysis/SpeedCalibration.h"
+#include "graphopt/Cost/SpeedCalibration.h"
 
 #include "graphopt/IR/Parser.h"
 

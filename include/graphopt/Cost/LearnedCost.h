@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/OperatorConfig.h"
+#include "graphopt/Cost/OperatorConfig.h"
 
 #include <absl/status/statusor.h>
 #include <llvm/ADT/StringMap.h>

@@ -1,7 +1,7 @@
 //===- LearnedCost.cpp - A configuration's time from its features ---------===//
-#include "graphopt/Analysis/LearnedCost.h"
+#include "graphopt/Cost/LearnedCost.h"
 
-#include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Cost/CostDatabase.h"
 #include "graphopt/IR/TensorType.h"
 
 #include <absl/strings/str_cat.h>

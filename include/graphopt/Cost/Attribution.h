@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/CostDatabase.h"
+#include "graphopt/Cost/CostDatabase.h"
 #include "graphopt/Analysis/Profile.h"
 
 #include <llvm/Support/raw_ostream.h>

@@ -46,8 +46,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "graphopt/Analysis/OperatorConfig.h"
-#include "graphopt/Analysis/OperatorTiming.h"
+#include "graphopt/Cost/OperatorConfig.h"
+#include "graphopt/Cost/OperatorTiming.h"
 
 #include <absl/status/statusor.h>
 #include <c10/core/Device.h>

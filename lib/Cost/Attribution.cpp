@@ -1,5 +1,5 @@
 //===- Attribution.cpp - A step's time, operator by operator, from the cost database ===//
-#include "graphopt/Analysis/Attribution.h"
+#include "graphopt/Cost/Attribution.h"
 
 #include <absl/strings/str_cat.h>
 #include <llvm/ADT/MapVector.h>

@@ -1,5 +1,5 @@
 //===- OperatorCost.cpp - An operator's work, from its schema and types ---===//
-#include "graphopt/Analysis/OperatorCost.h"
+#include "graphopt/Cost/OperatorCost.h"
 
 #include "graphopt/IR/OpEffects.h"
 
