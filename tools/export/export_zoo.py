@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -100,6 +101,48 @@ def remove_stamp(out_dir: str, archive: str) -> None:
         pass
 
 
+def _run_jobs(jobs, settings):
+    """Exports `jobs` in order in this process: per job (the line to print, whether it failed,
+    whether its archive was fresh already)."""
+    out_dir, full, force, versions = settings
+    results = []
+    for model, form, out, argv_one in jobs:
+        argv_one = argv_one + ["-q"] + ([] if full else ["--tiny"])
+        facts_path = export_model.facts_path_for(out)
+        fp = fingerprint(argv_one, versions)
+        fresh = not force and is_fresh(out_dir, out, facts_path, fp)
+        if not fresh:
+            remove_stamp(out_dir, out)  # a half-done export must not look fresh
+            start = time.perf_counter()
+            rc = export_model.main(argv_one)
+            total = time.perf_counter() - start
+            if rc != 0:
+                results.append((f"{model:<10} {form:<6} FAILED (exit {rc}) after {total:.1f}s",
+                                True, False))
+                continue
+        try:
+            with open(facts_path) as f:
+                facts = json.load(f)
+        except (OSError, ValueError) as e:
+            results.append((f"{model:<10} {form:<6} FAILED: cannot read {facts_path}: {e}",
+                            True, False))
+            continue
+        if not fresh:
+            write_stamp(out_dir, out, fp)
+        if facts.get("format") == "torchscript":
+            nodes, ops, params = "-", "-", len(facts["parameters"])
+        else:
+            nodes, ops, params = facts["num_nodes"], facts["num_op_nodes"], facts["num_parameters"]
+        if fresh:
+            timing = f"{'cached':>8} {'':>8}"
+        else:
+            timing = f"{facts['export_seconds']:>8.2f} {total:>8.2f}"
+        size_mb = os.path.getsize(out) / 2**20
+        results.append((f"{model:<10} {form:<6} {nodes:>6} {ops:>6} {params:>6} {timing}"
+                        f"  {out} ({size_mb:.1f} MiB)", False, fresh))
+    return results
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="export_zoo.py", description=__doc__.splitlines()[0])
     p.add_argument("-o", "--out-dir", required=True, help="directory for the archives")
@@ -118,6 +161,8 @@ def main(argv=None) -> int:
                    "'' for none)")
     p.add_argument("--full", action="store_true", help="default sizes instead of --tiny")
     p.add_argument("--force", action="store_true", help="export even where the stamp matches")
+    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                   help="processes exporting at once (default: 2 where there are two cores)")
     args = p.parse_args(argv)
 
     def names(text):
@@ -153,45 +198,28 @@ def main(argv=None) -> int:
                      ["--model", model, "--mode", "train", "--no-dropout", "-o", out]))
 
     versions = _versions()
-    failures = cached = 0
     start_all = time.perf_counter()
     print(f"{'model':<10} {'form':<6} {'nodes':>6} {'ops':>6} {'params':>6} {'export_s':>8} "
           f"{'total_s':>8}  archive")
-    for model, form, out, argv_one in jobs:
-        argv_one = argv_one + ["-q"] + ([] if args.full else ["--tiny"])
-        facts_path = export_model.facts_path_for(out)
-        fp = fingerprint(argv_one, versions)
-        fresh = not args.force and is_fresh(args.out_dir, out, facts_path, fp)
-        if not fresh:
-            remove_stamp(args.out_dir, out)  # a half-done export must not look fresh
-            start = time.perf_counter()
-            rc = export_model.main(argv_one)
-            total = time.perf_counter() - start
-            if rc != 0:
-                failures += 1
-                print(f"{model:<10} {form:<6} FAILED (exit {rc}) after {total:.1f}s", flush=True)
-                continue
-        try:
-            with open(facts_path) as f:
-                facts = json.load(f)
-        except (OSError, ValueError) as e:
-            failures += 1
-            print(f"{model:<10} {form:<6} FAILED: cannot read {facts_path}: {e}", flush=True)
-            continue
-        if not fresh:
-            write_stamp(args.out_dir, out, fp)
-        if facts.get("format") == "torchscript":
-            nodes, ops, params = "-", "-", len(facts["parameters"])
-        else:
-            nodes, ops, params = facts["num_nodes"], facts["num_op_nodes"], facts["num_parameters"]
-        if fresh:
-            cached += 1
-            timing = f"{'cached':>8} {'':>8}"
-        else:
-            timing = f"{facts['export_seconds']:>8.2f} {total:>8.2f}"
-        size_mb = os.path.getsize(out) / 2**20
-        print(f"{model:<10} {form:<6} {nodes:>6} {ops:>6} {params:>6} {timing}"
-              f"  {out} ({size_mb:.1f} MiB)", flush=True)
+    # Two processes where there are two cores (each export is one Python thread): the
+    # TorchScript jobs stay first in the first one (see above), the .pt2 exports are shared.
+    settings = (args.out_dir, args.full, args.force, versions)
+    workers = min(args.jobs, len(jobs))
+    if workers > 1:
+        scripts = [j for j in jobs if j[1] in ("trace", "script")]
+        rest = [j for j in jobs if j[1] not in ("trace", "script")]
+        lists = [scripts + rest[0::2], rest[1::2]]
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            done = pool.starmap(_run_jobs, [(part, settings) for part in lists])
+        by_job = {id_: r for part, results in zip(lists, done)
+                  for id_, r in zip((j[2] for j in part), results)}
+        results = [by_job[j[2]] for j in jobs]
+    else:
+        results = _run_jobs(jobs, settings)
+    failures = sum(1 for line, failed, _ in results if failed)
+    cached = sum(1 for _, _, was_cached in results if was_cached)
+    for line, _, _ in results:
+        print(line, flush=True)
     print(f"{len(jobs)} exports: {len(jobs) - failures - cached} exported, {cached} cached, "
           f"{failures} failed; {time.perf_counter() - start_all:.1f}s")
     return 1 if failures else 0
