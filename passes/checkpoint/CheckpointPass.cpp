@@ -32,8 +32,14 @@ namespace graphopt {
 
 namespace {
 
-/// How many times a plan is tightened after a measured peak over the budget.
+/// Plans the measured search (BoundSearch.h) makes at most: the first, and
+/// two tightened after a measured peak over the budget.
 constexpr unsigned kMaxPlanAttempts = 3;
+
+/// The bound on the peak above the inputs beside the budget (kNoPeakCap: none).
+int64_t peakCapOf(const CheckpointOutcome &out) {
+  return out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
+}
 
 /// The planners' simulation of a plan (`fast`, made without rewriting a
 /// graph) against the liveness of the graph it rewrote (`rewritten`): an
@@ -260,7 +266,7 @@ CheckpointPass::planWithinBudget(const Graph &graph, const RecomputeModel &model
   // An offload plan runs on CUDA only (GraphoptOps.h): it is not measured.
   const bool measuring =
       measure_.get() && cost_.get() == CostSource::Profile && out.offloadedBytes == 0;
-  const int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
+  const int64_t peakCap = peakCapOf(out);
   out.planAttempts = 1;
   auto first = planner().plan(planRequest(model, out.budgetBytes, peakCap, out), &out.ladder);
   if (!first.ok())
@@ -293,7 +299,7 @@ CheckpointPass::searchMeasured(const Graph &graph, const RecomputeModel &model,
   // The knob the measured miss moves: the budget itself where it bounds the
   // peak above the inputs, else (activations= with a peak) the peak cap.
   const bool knobIsTarget = model.boundedMemory() == BoundedMemory::PeakAboveInputs;
-  const int64_t peakCap = out.peakCapBytes < 0 ? kNoPeakCap : out.peakCapBytes;
+  const int64_t peakCap = peakCapOf(out);
   std::vector<std::pair<Planned, Outcome>> made; // each round's plan and outcome
   std::vector<absl::Status> unmets;              // and whether the planner met its target
   std::optional<Planned> firstPlan(std::move(first));

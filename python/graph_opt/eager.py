@@ -592,8 +592,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
         # budget_unmet) ends the search over the bound.
         searched = _C.search_bound(bound, 0.0, _WITHIN, _MAX_ROUNDS, bound, 0, probe)
         fitting = None if searched["best"] is None else rounds[searched["best"]]
-        least_over = None if fitting is not None or not rounds else \
-            rounds[searched["closest"]]
+        least_over = None if fitting is not None else rounds[searched["closest"]]
         report = rounds[-1][1]
         if fitting is None and least_over is not None:
             # Last, checkpoints that keep only their inputs (as torch.utils.checkpoint keeps

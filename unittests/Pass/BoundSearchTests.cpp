@@ -47,8 +47,8 @@ TEST(BoundSearchTest, AMeasuredMissIsPlannedAwayInTheNextRound) {
 
 TEST(BoundSearchTest, APlanTooFarUnderTheAimIsLoosenedUntilWithinTheSlack) {
   // compile.py's use: aimed 3% under the bound, a plan more than 2% of the
-  // bound under the aim asks for a looser one; the first knob saves nothing
-  // recomputed... here, the first plan is far under (the planner overshoots).
+  // bound under the aim asks for a looser one; the first knob here gives a
+  // plan far under the aim, which is loosened until it lands within the slack.
   LinearWorld w;
   BoundSearchOptions o;
   o.bound = 1800;
