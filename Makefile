@@ -83,14 +83,16 @@ check-wheel: wheel
 	@BUILD_DIR=$(BUILD_DIR) scripts/wheel.sh check
 
 # The default model: a ResNet-18 joint training step (full width, batch 4, 64x64 images),
-# exported once into the build tree and re-exported only when the exporter changes.
+# exported once into the build tree and re-exported only when the exporter or the model zoo
+# (tools/zoo) changes.
 DEMO_MODEL := $(BUILD_DIR)/demo/resnet18-train.pt2
 
 # The exporter imports graph_opt (python/graph_opt/export.py) from the build: build first.
 # Batch 96 at 64x64: the activations (about 150 MiB) outweigh the weights, gradients and
 # batch (about 95 MiB), as in the steps people run out of memory with; a step takes about
 # 0.9 s on 2 cores. (Exported again when this Makefile changes.)
-$(DEMO_MODEL): tools/export/export_model.py python/graph_opt/export.py Makefile | build
+$(DEMO_MODEL): tools/export/export_model.py $(wildcard tools/zoo/*.py) python/graph_opt/export.py \
+               Makefile | build
 	@mkdir -p $(dir $@)
 	@echo "demo: exporting ResNet-18 (joint training step, batch 96, 64x64) with torch.export, once"
 	@$(VENV)/bin/python tools/export/export_model.py --model resnet18 --mode train \

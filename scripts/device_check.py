@@ -446,15 +446,15 @@ def compile_training(json_path: Path) -> None:
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
 
-    sys.path.insert(0, str(ROOT / "tools" / "export"))
-    import export_model as em
+    sys.path.insert(0, str(ROOT / "tools"))
     import graph_opt
+    import zoo
 
-    spec = em.MODELS["gpt2"]
-    sizes = em.Sizes(tiny=TINY, **{"batch": None, "image_size": None, "seq_len": None,
-                                   **(spec.tiny if TINY else spec.defaults)})
-    built = em.build_model("gpt2", sizes, seed=0, dropout=False)
-    step, _ = em.train_step_module(built)
+    spec = zoo.MODELS["gpt2"]
+    sizes = zoo.Sizes(tiny=TINY, **{"batch": None, "image_size": None, "seq_len": None,
+                                    **(spec.tiny if TINY else spec.defaults)})
+    built = zoo.build_model("gpt2", sizes, seed=0, dropout=False)
+    step, _ = zoo.train_step_module(built)
     device = torch.device(DEVICE)
     args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in built.train_args)
     step = step.to(device)

@@ -9,9 +9,9 @@ Per model (tools/export/export_model.py, train mode, no dropout, tiny sizes, --b
   - graph-opt: `torchrun -m graph_opt -- M.pt2 -passes=data-parallel{bucket=...} --benchmark`
     on every rank: the step without collectives (the original graph) and the data-parallel
     step, timed alternately, verified on every rank;
-  - DDP: the same module (the exporter's builder, the archive's weights), timed alternately
-    without DDP and wrapped in DistributedDataParallel (bucket_cap_mb the same), forward and
-    backward.
+  - DDP: the same module (the exporter's builder, tools/zoo; the archive's weights), timed
+    alternately without DDP and wrapped in DistributedDataParallel (bucket_cap_mb the same),
+    forward and backward.
 Each side's exposed communication is its data-parallel step minus its own step without
 communication (what the overlap did not hide). Before timing, each rank runs graph-opt's
 data-parallel step and DDP on the same shard of its own (the example inputs made different
@@ -32,6 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 EXPORTER = os.path.join(REPO_ROOT, "tools", "export", "export_model.py")
+TOOLS_DIR = os.path.join(REPO_ROOT, "tools")  # the model zoo, tools/zoo, the exporter's builders
 PACKAGE_DIR = os.path.join(REPO_ROOT, "build", "python")  # make builds graph_opt here
 
 
@@ -81,15 +82,15 @@ def rank_shard(t, rank):
 def ddp_worker(args):
     import torch
     import torch.distributed as dist
-    sys.path.insert(0, os.path.dirname(EXPORTER))
-    import export_model
+    sys.path.insert(0, TOOLS_DIR)
+    import zoo
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.dist_timeout))
     rank = dist.get_rank()
     torch.set_num_threads(args.threads)
     with open(args.facts) as f:
         facts = json.load(f)
-    step, built = export_model.build_for_facts(facts)
+    step, built = zoo.build_for_facts(facts)
     # The archive's weights, so both sides train the same model.
     ep = torch.export.load(args.facts.replace(".facts.json", ".pt2"))
     state = {k: v for k, v in ep.state_dict.items()}

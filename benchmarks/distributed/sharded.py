@@ -35,8 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from data_parallel import (EXPORTER, PACKAGE_DIR, export_tiny, fail, median, rank_shard,  # noqa: E402
-                           torchrun)
+from data_parallel import (PACKAGE_DIR, TOOLS_DIR, export_tiny, fail, median,  # noqa: E402
+                           rank_shard, torchrun)
 
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2,
                  "i8": 1, "u8": 1, "bool": 1, "c64": 8, "c128": 16}
@@ -76,8 +76,8 @@ def torch_worker(args):
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
     import graph_opt
-    sys.path.insert(0, os.path.dirname(EXPORTER))
-    import export_model
+    sys.path.insert(0, TOOLS_DIR)
+    import zoo
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.dist_timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -85,7 +85,7 @@ def torch_worker(args):
     with open(args.facts) as f:
         facts = json.load(f)
     archive = args.facts.replace(".facts.json", ".pt2")
-    step, built = export_model.build_for_facts(facts)
+    step, built = zoo.build_for_facts(facts)
     step.load_state_dict(dict(torch.export.load(archive).state_dict), strict=False)
     step.train()
     inputs = [rank_shard(t, rank) for t in built.train_args]

@@ -58,9 +58,9 @@ number of checkpointed blocks, and a note (why a row FAILED or is an ERROR).
 A model is NAME:SIZE. `NAME:tiny` is the tiny zoo's ZOO/NAME-train.pt2 (ctest's export_zoo
 fixture exports it into build/zoo; --zoo picks another directory). `NAME:default` is the
 model at the exporter's default size: `tools/export/export_model.py --model NAME --mode train
--o EXPORTS/NAME-train.pt2`, exported once and reused while it is newer than the exporter
-(--exports, default build/bench/exports). The peers build the same model at the same size
-and check it against the export's FILE.facts.json.
+-o EXPORTS/NAME-train.pt2`, exported once and reused while it is newer than the exporter and
+the model zoo, tools/zoo (--exports, default build/bench/exports). The peers build the same
+model at the same size and check it against the export's FILE.facts.json.
 
 Outputs in OUTDIR, each written atomically (a temporary file, then a rename):
 results.csv (one row per model, system and config), results.json (the rows, the machine, the
@@ -110,8 +110,10 @@ DEFAULT_GRAPH_OPT = os.path.join(REPO_ROOT, "build", "bin", "graph-opt")
 DEFAULT_ZOO = os.path.join(REPO_ROOT, "build", "zoo")
 DEFAULT_EXPORTS = os.path.join(REPO_ROOT, "build", "bench", "exports")
 sys.path.insert(0, os.path.join(TOOLS_DIR, "report"))
+sys.path.insert(0, TOOLS_DIR)
 
 import make_report  # noqa: E402  (human units, matplotlib setup, atomic writes)
+import zoo  # noqa: E402  (the exporter's models: tools/zoo)
 from make_report import fmt_bytes, fmt_time, write_atomically  # noqa: E402
 
 PROG = "harness.py"
@@ -270,7 +272,8 @@ def model_path(model, args):
                              "ctest's export_zoo fixture: run `make test`, or give --zoo DIR)")
         return path
     path = os.path.join(args.exports, f"{name}-train.pt2")
-    if os.path.isfile(path) and os.path.getmtime(path) > os.path.getmtime(EXPORTER):
+    exporter_mtime = max(os.path.getmtime(f) for f in [EXPORTER, *zoo.SOURCES])
+    if os.path.isfile(path) and os.path.getmtime(path) > exporter_mtime:
         return path
     os.makedirs(args.exports, exist_ok=True)
     print(f"{model}: exporting the training step at default size into {path}", flush=True)

@@ -51,7 +51,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "export"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
 
 import torch  # noqa: E402
 
@@ -80,14 +80,14 @@ IMAGE_BATCH = 8
 def build(spec, dropout):
     import argparse as _argparse
 
-    import export_model as em
     import peers
+    import zoo
     name, _, size = spec.partition(":")
-    if name in em.MODELS and em.MODELS[name].kind == "image":
-        sizes = em.resolve_sizes(name, em.MODELS[name], _argparse.Namespace(
+    if name in zoo.MODELS and zoo.MODELS[name].kind == "image":
+        sizes = zoo.resolve_sizes(name, zoo.MODELS[name], _argparse.Namespace(
             tiny=size == "tiny", batch=IMAGE_BATCH, image_size=None, seq_len=None))
-        built = em.build_model(name, sizes, peers.SEED, dropout=dropout)
-        step, _ = em.train_step_module(built)
+        built = zoo.build_model(name, sizes, peers.SEED, dropout=dropout)
+        step, _ = zoo.train_step_module(built)
         return step, tuple(built.train_args)
     step, args, _ = peers.build(spec, None, dropout=dropout)
     return step, tuple(args)

@@ -21,9 +21,10 @@ CONFIG is one of
   checkpoint-compile  torch.utils.checkpoint around every block (as checkpoint), under
                       torch.compile.
 
-The model is built by the project's exporter module (tools/export/export_model.py):
-build_model(NAME, sizes, seed 0, dropout on) and train_step_module, the sizes resolved as
-`export_model.py --model NAME --mode train [--tiny]` resolves them, i.e. the very model that
+The model is built by the project's model zoo (tools/zoo, which the exporter
+tools/export/export_model.py builds its models with): build_model(NAME, sizes, seed 0, dropout
+on) and train_step_module, the sizes resolved as `export_model.py --model NAME --mode train
+[--tiny]` resolves them, i.e. the very model that
 the harness's NAME:SIZE .pt2 holds. With --facts (the .pt2's FILE.facts.json) the sizes, seed,
 dropout setting and model configuration are checked against what was exported.
 
@@ -91,7 +92,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "export"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools"))
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "report"))
 
 PROG = "peers.py"
@@ -145,11 +146,11 @@ def graph_opt_partitioner(kind, budget):
 
 
 def _graph_opt():
-    """The graph_opt package: installed, or the build tree's, found as the exporter finds
-    it (export_model._export)."""
-    import export_model as em
+    """The graph_opt package: installed, or the build tree's, found as the exporter and the
+    zoo find it (zoo.graph_opt_export)."""
+    import zoo
 
-    em._export()
+    zoo.graph_opt_export()
     import graph_opt
     return graph_opt
 
@@ -176,26 +177,26 @@ def first_line(e):
 
 def build(model_spec, facts_path, dropout=True):
     """(training-step module, its arguments, its configuration) as export_model.py builds
-    them; with facts_path, checked against what was exported. The models outside the zoo
-    (unseen_models.py: Hugging Face and torchvision models from configs, a deep MLP) are
-    built by name too, at their one (default) size."""
-    import export_model as em
+    them (with the zoo, tools/zoo); with facts_path, checked against what was exported. The
+    models outside the zoo (unseen_models.py: Hugging Face and torchvision models from
+    configs, a deep MLP) are built by name too, at their one (default) size."""
     import unseen_models
+    import zoo
 
     name, _, size = model_spec.partition(":")
-    if name in unseen_models.MODELS and name not in em.MODELS:
+    if name in unseen_models.MODELS and name not in zoo.MODELS:
         if facts_path:
             raise PeerError(f"model '{name}' is not one the exporter exports: no --facts")
         try:
             return unseen_models.build(name, size, dropout)
         except ValueError as e:
             raise PeerError(str(e)) from None
-    if name not in em.MODELS:
-        raise PeerError(f"unknown model '{name}' (known: {', '.join(em.MODELS)}; outside the "
+    if name not in zoo.MODELS:
+        raise PeerError(f"unknown model '{name}' (known: {', '.join(zoo.MODELS)}; outside the "
                         f"zoo, from configs: {', '.join(unseen_models.MODELS)})")
     args = argparse.Namespace(tiny=size == "tiny", batch=None, image_size=None, seq_len=None)
-    sizes = em.resolve_sizes(name, em.MODELS[name], args)
-    built = em.build_model(name, sizes, SEED, dropout=dropout)
+    sizes = zoo.resolve_sizes(name, zoo.MODELS[name], args)
+    built = zoo.build_model(name, sizes, SEED, dropout=dropout)
     config = json.loads(json.dumps(built.config))
     if facts_path:
         with open(facts_path) as f:
@@ -207,10 +208,10 @@ def build(model_spec, facts_path, dropout=True):
         if diff:
             raise PeerError(f"the eager model differs from the one exported to {facts_path} in "
                             + ", ".join(f"{k} ({mine[k]} here, {theirs[k]} there)" for k in diff))
-    step, untied = em.train_step_module(built)
+    step, untied = zoo.train_step_module(built)
     # As the exporter does: an alias the step never reads once untied is dropped (T5's
     # shared.weight), so that the step holds the parameters its graph takes, no more.
-    em._export().drop_unread_aliases(step, built.model, untied, built.train_args)
+    zoo.graph_opt_export().drop_unread_aliases(step, built.model, untied, built.train_args)
     return step, built.train_args, config
 
 

@@ -5,7 +5,7 @@ issue 82 measures graph-opt's peak prediction and peak= on, as a new user's woul
 
 Each builder returns (training-step module, its arguments, a JSON-able configuration): the
 step module takes the arguments and returns (loss,), as the zoo's training steps do
-(tools/export/export_model.py), so peers.py, halves_accuracy.py and peak_bound.py run them
+(tools/zoo), so peers.py, halves_accuracy.py and peak_bound.py run them
 like the zoo's. With dropout=False every dropout probability is 0 (compiled steps are then
 deterministic to compare). Only the default size exists. The decoders are built with
 use_cache=False, as training scripts set it (a training step decodes nothing; Hugging Face's

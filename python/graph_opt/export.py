@@ -5,7 +5,8 @@
         return torch.nn.functional.cross_entropy(model(x), y)
     graph_opt.export_training_step(model, loss_fn, (x, y), "step.pt2")
 
-The same code exports the model zoo (tools/export/export_model.py). See docs/Importing.md.
+The same code exports the model zoo (tools/export/export_model.py, the exporter of the zoo's
+models in tools/zoo). See docs/Importing.md.
 """
 import contextlib
 import os

@@ -21,8 +21,8 @@ from graph_opt.testing import saved_activation_bytes
 from models import MaskedWithAConstant, ResidualMLP, TinyTransformer, measured_whole_peak
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
-import export_model as em  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import zoo  # noqa: E402
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 
@@ -46,11 +46,12 @@ BATCH = {"resnet18": 8}
 
 def tiny(name):
     """The tiny zoo model NAME (dropout on) and its training-step module, as
-    tools/export/export_model.py --tiny builds it (batch as BATCH says)."""
+    the zoo (tools/zoo) builds it for export_model.py --tiny (batch as BATCH says)."""
     args = type("Args", (), {"tiny": True, "batch": BATCH.get(name), "image_size": None,
                              "seq_len": None})
-    built = em.build_model(name, em.resolve_sizes(name, em.MODELS[name], args), 0, dropout=True)
-    step, _ = em.train_step_module(built)
+    built = zoo.build_model(name, zoo.resolve_sizes(name, zoo.MODELS[name], args), 0,
+                            dropout=True)
+    step, _ = zoo.train_step_module(built)
     return step, built.train_args
 
 

@@ -10,15 +10,17 @@ import torch
 import graph_opt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
-import export_model as em  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import zoo  # noqa: E402
 
 
 def zoo_step(name):
-    """The zoo's tiny NAME as tools/export builds it: its training-step module and inputs."""
+    """The zoo's tiny NAME (tools/zoo) as the exporter builds it: its training-step module
+    and inputs."""
     args = type("Args", (), {"tiny": True, "batch": None, "image_size": None, "seq_len": None})
-    built = em.build_model(name, em.resolve_sizes(name, em.MODELS[name], args), 0, dropout=True)
-    step, _ = em.train_step_module(built)
+    built = zoo.build_model(name, zoo.resolve_sizes(name, zoo.MODELS[name], args), 0,
+                            dropout=True)
+    step, _ = zoo.train_step_module(built)
     return step, built.train_args
 
 

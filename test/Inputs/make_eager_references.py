@@ -20,8 +20,8 @@ Eval graphs may hold higher-order wrappers (llama's rotary embedding runs under
 ``@torch.no_grad()``: ``wrap_with_set_grad_enabled``); ``torch.fx.Interpreter`` runs their
 bodies, as graph-opt's importer inlines them.
 
-For each archive the module is rebuilt with export_model.py's own code
-(``export_model.build_for_facts`` on the archive's ``.facts.json``: same builder, sizes,
+For each archive the module is rebuilt with the model zoo the exporter exported it from
+(tools/zoo: ``zoo.build_for_facts`` on the archive's ``.facts.json``: same builder, sizes,
 config, seed, dropout setting, untied parameters), and then the archive's weights are loaded
 into it (``ep.state_dict`` and ``ep.constants``, keyed by the signature's targets, which are
 the module's FQNs): every parameter must be in the archive, every parameter and buffer input
@@ -57,7 +57,7 @@ decomposed ops in another order than the eager kernel. Both float32 results are 
 from the float64 result (100% on some gradients) while agreeing with each other to ~1e-4:
 rounding, not a wrong graph.
 
-A reference newer than its archive, this script and export_model.py is kept ("cached").
+A reference newer than its archive, this script and the zoo's sources is kept ("cached").
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ import tempfile
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_EXPORT_DIR = os.path.join(_HERE, "..", "..", "tools", "export")
+_TOOLS_DIR = os.path.join(_HERE, "..", "..", "tools")
 sys.path.insert(0, _HERE)
-sys.path.insert(0, os.path.abspath(_EXPORT_DIR))
-import export_model  # noqa: E402
+sys.path.insert(0, os.path.abspath(_TOOLS_DIR))
+import zoo  # noqa: E402
 from make_references import flat_inputs  # noqa: E402
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
@@ -254,13 +254,13 @@ def main(argv=None) -> int:
     from make_references import stamp_says_done, write_stamp
 
     stamp = os.path.join(args.zoo, f".eager-references-rtol{args.rtol}-atol{args.atol}.stamp")
-    if stamp_says_done(stamp, archives, [__file__, export_model.__file__]):
+    if stamp_says_done(stamp, archives, [__file__, *zoo.SOURCES]):
         print(f"every reference cached ({stamp})")
         return EXIT_OK
 
     import torch
 
-    newest_code = max(os.path.getmtime(__file__), os.path.getmtime(export_model.__file__))
+    newest_code = max(os.path.getmtime(f) for f in [__file__, *zoo.SOURCES])
     mismatches = 0
     outputs = []
     print(f"{'archive':<24} {'outs':>5} {'max_abs':>10} {'max_rel':>10} {'secs':>6}  worst output")
@@ -285,7 +285,7 @@ def main(argv=None) -> int:
             continue
         start = time.perf_counter()
         ep = torch.export.load(path)
-        module, _ = export_model.build_for_facts(facts)
+        module, _ = zoo.build_for_facts(facts)
         weights = archive_weights(ep)
         same_init = load_weights(module, weights, torch)
         eager = run_eager(ep, module, facts, torch)

@@ -12,7 +12,7 @@ hyperparameters (``adamw``: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 
 
 ``"eager"``
     The module rebuilt exactly as make_eager_references.py rebuilds it
-    (export_model.build_for_facts on the archive's facts, the archive's weights loaded), in
+    (zoo.build_for_facts on the archive's facts, the archive's weights loaded), in
     train mode: ``zero_grad(set_to_none=True)``, forward, ``loss.backward()``, then
     ``torch.optim.AdamW(fused=False)`` / ``torch.optim.SGD(fused=False)`` (the single-tensor
     for-loop on CPU). add-optimizer must agree with it within float rounding.
@@ -44,7 +44,7 @@ torch.save of
 
 which unittests/Pass/AddOptimizerTest.cpp compares with three executor runs of the archive's
 graph after add-optimizer (keepUpdates). A reference newer than its archive, this script,
-make_eager_references.py and export_model.py is kept ("cached").
+make_eager_references.py and the zoo's sources (tools/zoo) is kept ("cached").
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
-import make_eager_references as eager  # noqa: E402  (also puts tools/export on the path)
-from make_eager_references import export_model  # noqa: E402
+import make_eager_references as eager  # noqa: E402  (also puts tools/ on the path)
+import zoo  # noqa: E402
 from make_references import flat_inputs  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -84,7 +84,7 @@ def make_optimizer(kind: str, params, fused: bool, torch):
 
 def rebuilt_module(ep, facts: dict, torch):
     """The exported training module with the archive's weights, in train mode."""
-    module, _ = export_model.build_for_facts(facts)
+    module, _ = zoo.build_for_facts(facts)
     eager.load_weights(module, eager.archive_weights(ep), torch)
     module.train()
     params = dict(module.named_parameters(remove_duplicate=False))
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     from make_references import stamp_says_done, write_stamp
 
     names = [a for a in args.archives.split(",") if a]
-    code = [__file__, eager.__file__, export_model.__file__]
+    code = [__file__, eager.__file__, *zoo.SOURCES]
     paths = [os.path.join(args.zoo, name + ".pt2") for name in names]
     expected = [os.path.join(args.zoo, f"{name}.{kind}.optim.pt")
                 for name in names for kind in HYPER]

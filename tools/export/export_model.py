@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Export graph-opt's model zoo to ``.pt2`` archives with ``torch.export``.
 
-Two forms per model:
+The models come from the zoo package, tools/zoo (``zoo.MODELS``, ``zoo.build_model``: the
+builders, their size presets and seeded inputs); this file is the exporter and its command
+line, and the zoo does not import it. Two forms per model:
 
 ``--mode eval``
     The inference graph: ``torch.export.export(model.eval(), example_args)``. Models whose
@@ -62,8 +64,8 @@ training graph draws no random numbers and can be compared with eager PyTorch
 (test/Inputs/make_eager_references.py); the other models have no dropout and are unchanged.
 The exporter fails if the graph still has a random operator (``aten::native_dropout``; in
 train mode any operator tagged ``nondeterministic_seeded``). The facts record
-``"dropout": true|false``. ``build_for_facts(facts)`` rebuilds the exported module of a facts
-file (same builder, sizes, config, seed, dropout setting, untied parameters).
+``"dropout": true|false``. ``zoo.build_for_facts(facts)`` rebuilds the exported module of a
+facts file (same builder, sizes, config, seed, dropout setting, untied parameters).
 
 Nothing is downloaded: torchvision models use ``weights=None`` and transformers models are
 built from configs; all weights are random with a fixed seed (``--seed``, default 0), and
@@ -133,70 +135,17 @@ import sys
 import tempfile
 import time
 import zipfile
-from typing import Any, Callable
+
+# The model zoo is its own package, tools/zoo (it does not import the exporter).
+_TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _TOOLS_DIR not in sys.path:
+    sys.path.insert(0, _TOOLS_DIR)
+from zoo import (MODELS, Built, ModelSpec, Sizes, UsageError, build_model,  # noqa: E402
+                 current_seed, dropout_enabled, graph_opt_export, resolve_sizes)
 
 EXIT_OK = 0
 EXIT_EXPORT_FAILED = 1
 EXIT_USAGE = 2
-
-
-class UsageError(Exception):
-    """A bad combination of options; reported with exit code 2."""
-
-
-# --------------------------------------------------------------------------------------
-# Model zoo
-# --------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Sizes:
-    """The resolved size options for one export."""
-
-    batch: int
-    image_size: int | None
-    seq_len: int | None
-    tiny: bool
-
-
-@dataclasses.dataclass
-class Built:
-    """What a model builder returns.
-
-    ``model``: the nn.Module (random init). ``eval_args``: example inputs of the inference
-    graph. ``train_args``: example inputs of the training step (inputs plus labels).
-    ``eval_wrap`` / ``loss_wrap``: turn ``model`` into the module that is exported.
-    ``config``: a JSON-able description of the configuration, recorded in the facts.
-    """
-
-    model: Any
-    eval_args: tuple
-    train_args: tuple
-    eval_wrap: Callable[[Any], Any]
-    loss_wrap: Callable[[Any], Any]
-    config: dict
-
-
-@dataclasses.dataclass
-class ModelSpec:
-    description: str
-    kind: str  # "image", "vector" or "text": which size options apply
-    defaults: dict  # batch / image_size / seq_len at full size
-    tiny: dict  # the same at --tiny
-    build: Callable[[Sizes], Built]
-
-
-def _export():
-    """graph_opt.export, the package's exporter (python/graph_opt/export.py): from the
-    environment, else the build tree's package (build/python), which make builds."""
-    try:
-        from graph_opt import export
-    except ImportError:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        sys.path.insert(0, os.path.join(os.environ.get("GRAPHOPT_BUILD_DIR",
-                                                       os.path.join(root, "build")), "python"))
-        from graph_opt import export
-    return export
 
 
 def _torch():
@@ -205,632 +154,9 @@ def _torch():
     return torch
 
 
-def _data_generator(seed: int):
-    """Generator for inputs and labels, independent of the global RNG used for init."""
-    torch = _torch()
-    g = torch.Generator()
-    g.manual_seed(seed + 1)
-    return g
-
-
-_SEED = 0  # set from --seed before a builder runs
-_DROPOUT = True  # False with --no-dropout: the text models' dropout probabilities are 0
-
-
-def _classifier_loss_wrap(model):
-    torch = _torch()
-
-    class ClassifierTrainStep(torch.nn.Module):
-        """forward(x, target) -> (cross_entropy(model(x), target),)"""
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, x, target):
-            return (torch.nn.functional.cross_entropy(self.model(x), target),)
-
-    return ClassifierTrainStep(model)
-
-
-def _identity(model):
-    return model
-
-
-def _image_inputs(sizes: Sizes, channels: int, num_classes: int):
-    torch = _torch()
-    g = _data_generator(_SEED)
-    x = torch.randn(sizes.batch, channels, sizes.image_size, sizes.image_size, generator=g)
-    y = torch.randint(0, num_classes, (sizes.batch,), generator=g)
-    return x, y
-
-
-def build_mlp(sizes: Sizes) -> Built:
-    torch = _torch()
-    nn = torch.nn
-    in_features = sizes.image_size * sizes.image_size
-    hidden = 64 if sizes.tiny else 512
-    num_classes = 10
-    model = nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(in_features, hidden),
-        nn.ReLU(),
-        nn.Linear(hidden, hidden),
-        nn.ReLU(),
-        nn.Linear(hidden, num_classes),
-    )
-    x, y = _image_inputs(sizes, 1, num_classes)
-    return Built(
-        model,
-        (x,),
-        (x, y),
-        _identity,
-        _classifier_loss_wrap,
-        {"in_features": in_features, "hidden": hidden, "num_classes": num_classes},
-    )
-
-
-def build_cnn(sizes: Sizes) -> Built:
-    torch = _torch()
-    nn = torch.nn
-    c1, c2 = (8, 16) if sizes.tiny else (32, 64)
-    num_classes = 10
-
-    class SmallCNN(nn.Module):
-        """conv-BN-ReLU, conv-BN-ReLU, max-pool, global average pool, linear."""
-
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(3, c1, 3, padding=1, bias=False)
-            self.bn1 = nn.BatchNorm2d(c1)
-            self.conv2 = nn.Conv2d(c1, c2, 3, padding=1, bias=False)
-            self.bn2 = nn.BatchNorm2d(c2)
-            self.pool = nn.MaxPool2d(2)
-            self.fc = nn.Linear(c2, num_classes)
-
-        def forward(self, x):
-            x = torch.relu(self.bn1(self.conv1(x)))
-            x = self.pool(torch.relu(self.bn2(self.conv2(x))))
-            x = torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1)
-            return self.fc(x)
-
-    x, y = _image_inputs(sizes, 3, num_classes)
-    return Built(
-        SmallCNN(),
-        (x,),
-        (x, y),
-        _identity,
-        _classifier_loss_wrap,
-        {"channels": [c1, c2], "num_classes": num_classes},
-    )
-
-
-# torchvision's block type and blocks per stage for each depth.
-_RESNET_LAYOUT = {
-    "resnet18": ("BasicBlock", [2, 2, 2, 2]),
-    "resnet50": ("Bottleneck", [3, 4, 6, 3]),
-    "resnet152": ("Bottleneck", [3, 8, 36, 3]),
-}
-_TINY_RESNET_WIDTH = 8  # torchvision's is 64
-
-
-def _narrow_resnet(name: str, width: int, num_classes: int):
-    """torchvision's ResNet with stage widths width, 2*width, 4*width, 8*width.
-
-    Same depth, blocks, module names and initialisation as ``torchvision.models.<name>``;
-    only the channel counts shrink (64 -> ``width``), which keeps the graph's structure
-    and node count while making the --tiny weights about (64/width)^2 times smaller.
-    """
-    import torch.nn as nn
-    from torchvision.models import resnet as tv
-
-    block_name, layers = _RESNET_LAYOUT[name]
-    block = getattr(tv, block_name)
-
-    class NarrowResNet(tv.ResNet):
-        def __init__(self):
-            nn.Module.__init__(self)
-            self._norm_layer = nn.BatchNorm2d
-            self.inplanes = width
-            self.dilation = 1
-            self.groups = 1
-            self.base_width = 64
-            self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
-            self.bn1 = nn.BatchNorm2d(width)
-            self.relu = nn.ReLU(inplace=True)
-            self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-            self.layer1 = self._make_layer(block, width, layers[0])
-            self.layer2 = self._make_layer(block, 2 * width, layers[1], stride=2)
-            self.layer3 = self._make_layer(block, 4 * width, layers[2], stride=2)
-            self.layer4 = self._make_layer(block, 8 * width, layers[3], stride=2)
-            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-            self.fc = nn.Linear(8 * width * block.expansion, num_classes)
-            for m in self.modules():
-                if isinstance(m, nn.Conv2d):
-                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                elif isinstance(m, nn.BatchNorm2d):
-                    nn.init.constant_(m.weight, 1)
-                    nn.init.constant_(m.bias, 0)
-
-    return NarrowResNet()
-
-
-def _build_resnet(name: str) -> Callable[[Sizes], Built]:
-    def build(sizes: Sizes) -> Built:
-        import torchvision
-
-        if sizes.tiny:
-            num_classes = 10
-            model = _narrow_resnet(name, _TINY_RESNET_WIDTH, num_classes)
-            config = {"torchvision": name, "weights": None, "num_classes": num_classes,
-                      "base_width": _TINY_RESNET_WIDTH}
-        else:
-            num_classes = 1000
-            model = getattr(torchvision.models, name)(weights=None, num_classes=num_classes)
-            config = {"torchvision": name, "weights": None, "num_classes": num_classes,
-                      "base_width": 64}
-        x, y = _image_inputs(sizes, 3, num_classes)
-        return Built(model, (x,), (x, y), _identity, _classifier_loss_wrap, config)
-
-    return build
-
-
-def _logits_wrap(model):
-    """Eval wrapper for transformers models: forward(*inputs) -> logits."""
-    torch = _torch()
-
-    class Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, *args):
-            return self.model(*args).logits
-
-    return Logits(model)
-
-
-def _bert_config(sizes: Sizes, **extra):
-    from transformers import BertConfig
-
-    if sizes.tiny:
-        cfg = dict(
-            vocab_size=128,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=max(64, sizes.seq_len),
-            pad_token_id=0,
-        )
-    else:  # bert-base-uncased
-        cfg = dict(
-            vocab_size=30522,
-            hidden_size=768,
-            num_hidden_layers=12,
-            num_attention_heads=12,
-            intermediate_size=3072,
-            max_position_embeddings=512,
-        )
-    if sizes.seq_len > cfg["max_position_embeddings"]:
-        raise UsageError(
-            f"--seq-len {sizes.seq_len} exceeds BERT's max_position_embeddings "
-            f"({cfg['max_position_embeddings']})"
-        )
-    # Dropout stays at BERT's 0.1 (active in train mode); --no-dropout sets every dropout
-    # probability to 0. Eager attention: plain matmul/softmax/dropout ATen ops rather than a
-    # fused SDPA kernel.
-    if _DROPOUT:
-        cfg.update(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
-    else:
-        cfg.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                   classifier_dropout=0.0)
-    cfg.update(**extra)
-    config = BertConfig(**cfg)
-    config._attn_implementation = "eager"
-    return config, cfg
-
-
-def _text_inputs(sizes: Sizes, vocab: int):
-    torch = _torch()
-    g = _data_generator(_SEED)
-    ids = torch.randint(0, vocab, (sizes.batch, sizes.seq_len), generator=g)
-    mask = torch.ones(sizes.batch, sizes.seq_len, dtype=torch.int64)
-    return g, ids, mask
-
-
-def build_bert(sizes: Sizes) -> Built:
-    torch = _torch()
-    from transformers import BertForSequenceClassification
-
-    num_labels = 2
-    config, cfg = _bert_config(sizes, num_labels=num_labels)
-    model = BertForSequenceClassification(config)
-    g, ids, mask = _text_inputs(sizes, config.vocab_size)
-    labels = torch.randint(0, num_labels, (sizes.batch,), generator=g)
-
-    class BertClassifierTrainStep(torch.nn.Module):
-        """forward(input_ids, attention_mask, labels) -> (cross_entropy(logits, labels),)"""
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, attention_mask, labels):
-            logits = self.model(input_ids, attention_mask).logits
-            return (torch.nn.functional.cross_entropy(logits, labels),)
-
-    return Built(
-        model,
-        (ids, mask),
-        (ids, mask, labels),
-        _logits_wrap,
-        BertClassifierTrainStep,
-        {"transformers": "BertForSequenceClassification", "attn": "eager", **cfg},
-    )
-
-
-def build_bert_mlm(sizes: Sizes) -> Built:
-    torch = _torch()
-    from transformers import BertForMaskedLM
-
-    config, cfg = _bert_config(sizes)
-    model = BertForMaskedLM(config)
-    g, ids, mask = _text_inputs(sizes, config.vocab_size)
-    # About 15% of the positions carry a target token; the others are ignored (-100).
-    chosen = torch.rand(sizes.batch, sizes.seq_len, generator=g) < 0.15
-    chosen[:, 0] = True  # at least one target per sequence
-    targets = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
-    labels = torch.where(chosen, targets, torch.full_like(targets, -100))
-
-    class BertMLMTrainStep(torch.nn.Module):
-        """forward(input_ids, attention_mask, labels) -> (masked-LM cross-entropy,)"""
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, attention_mask, labels):
-            logits = self.model(input_ids, attention_mask).logits
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100
-            )
-            return (loss,)
-
-    return Built(
-        model,
-        (ids, mask),
-        (ids, mask, labels),
-        _logits_wrap,
-        BertMLMTrainStep,
-        {"transformers": "BertForMaskedLM", "attn": "eager", **cfg},
-    )
-
-
-def build_gpt2(sizes: Sizes) -> Built:
-    torch = _torch()
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    if sizes.tiny:
-        cfg = dict(
-            vocab_size=128,
-            n_positions=max(64, sizes.seq_len),
-            n_embd=32,
-            n_layer=2,
-            n_head=2,
-            bos_token_id=0,
-            eos_token_id=0,
-        )
-    else:  # gpt2 (small)
-        cfg = dict(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12)
-    if sizes.seq_len > cfg["n_positions"]:
-        raise UsageError(
-            f"--seq-len {sizes.seq_len} exceeds GPT-2's n_positions ({cfg['n_positions']})"
-        )
-    if _DROPOUT:
-        cfg.update(resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1, use_cache=False)
-    else:  # --no-dropout: every dropout probability of the config is 0
-        cfg.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-                   summary_first_dropout=0.0, use_cache=False)
-    config = GPT2Config(**cfg)
-    config._attn_implementation = "eager"
-    model = GPT2LMHeadModel(config)
-    g = _data_generator(_SEED)
-    ids = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
-
-    class GPT2Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids):
-            return self.model(input_ids=input_ids, use_cache=False).logits
-
-    class GPT2TrainStep(torch.nn.Module):
-        """forward(input_ids, labels) -> (next-token cross-entropy,)
-
-        The causal-LM loss: logits at position t predict labels at t+1.
-        """
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, labels):
-            logits = self.model(input_ids=input_ids, use_cache=False).logits
-            shift_logits = logits[:, :-1, :].reshape(-1, logits.size(-1))
-            shift_labels = labels[:, 1:].reshape(-1)
-            return (torch.nn.functional.cross_entropy(shift_logits, shift_labels),)
-
-    return Built(
-        model,
-        (ids,),
-        (ids, ids.clone()),
-        GPT2Logits,
-        GPT2TrainStep,
-        {"transformers": "GPT2LMHeadModel", "attn": "eager", **cfg},
-    )
-
-
-def _causal_lm_loss(logits, labels):
-    """Next-token cross-entropy: logits at position t predict labels at t+1."""
-    torch = _torch()
-    shift_logits = logits[:, :-1, :].reshape(-1, logits.size(-1))
-    shift_labels = labels[:, 1:].reshape(-1)
-    return torch.nn.functional.cross_entropy(shift_logits, shift_labels)
-
-
-def build_llama(sizes: Sizes) -> Built:
-    """A Llama decoder: RMSNorm, rotary position embeddings, SwiGLU MLP, and the input
-    embedding tied to the LM head (``tie_word_embeddings=True``).
-
-    Its rotary embedding computes cos/sin under ``@torch.no_grad()``, which the eval export
-    (training IR) keeps as a ``torch.ops.higher_order.wrap_with_set_grad_enabled`` call
-    around a body subgraph: graph-opt's importer inlines it. The joint training export
-    decomposes the wrapper away. Llama has no dropout (``attention_dropout`` is 0).
-    """
-    torch = _torch()
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    if sizes.tiny:
-        cfg = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                   num_attention_heads=2, num_key_value_heads=2,
-                   max_position_embeddings=max(64, sizes.seq_len))
-    else:  # a small Llama (about 100M parameters)
-        cfg = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048,
-                   num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12,
-                   max_position_embeddings=2048)
-    if sizes.seq_len > cfg["max_position_embeddings"]:
-        raise UsageError(f"--seq-len {sizes.seq_len} exceeds Llama's max_position_embeddings "
-                         f"({cfg['max_position_embeddings']})")
-    cfg.update(tie_word_embeddings=True, attention_dropout=0.0, use_cache=False,
-               bos_token_id=0, eos_token_id=0, pad_token_id=0)
-    config = LlamaConfig(**cfg)
-    config._attn_implementation = "eager"
-    model = LlamaForCausalLM(config)
-    if model.lm_head.weight is not model.model.embed_tokens.weight:
-        raise RuntimeError("LlamaForCausalLM did not tie lm_head to embed_tokens")
-    g = _data_generator(_SEED)
-    ids = torch.randint(0, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
-
-    class LlamaLogits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids):
-            return self.model(input_ids=input_ids, use_cache=False).logits
-
-    class LlamaTrainStep(torch.nn.Module):
-        """forward(input_ids, labels) -> (next-token cross-entropy,)"""
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, labels):
-            logits = self.model(input_ids=input_ids, use_cache=False).logits
-            return (_causal_lm_loss(logits, labels),)
-
-    return Built(model, (ids,), (ids, ids.clone()), LlamaLogits, LlamaTrainStep,
-                 {"transformers": "LlamaForCausalLM", "attn": "eager", **cfg})
-
-
-def build_t5(sizes: Sizes) -> Built:
-    """T5 encoder-decoder (``T5ForConditionalGeneration``): relative position buckets,
-    cross-attention, and one embedding ``shared.weight`` tied to the encoder's and the
-    decoder's ``embed_tokens`` and to ``lm_head`` (four names, one Parameter). Dropout 0.1
-    (``dropout_rate``), 0 with --no-dropout. The decoder reads ``labels`` shifted right
-    (``decoder_input_ids``); the source and target sequences have the same length."""
-    torch = _torch()
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    if sizes.tiny:
-        cfg = dict(vocab_size=96, d_model=32, d_kv=16, d_ff=64, num_layers=2,
-                   num_decoder_layers=2, num_heads=2, relative_attention_num_buckets=8,
-                   relative_attention_max_distance=16)
-    else:  # t5-small
-        cfg = dict(vocab_size=32128, d_model=512, d_kv=64, d_ff=2048, num_layers=6,
-                   num_decoder_layers=6, num_heads=8, relative_attention_num_buckets=32,
-                   relative_attention_max_distance=128)
-    cfg.update(dropout_rate=0.1 if _DROPOUT else 0.0, tie_word_embeddings=True,
-               use_cache=False, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
-    config = T5Config(**cfg)
-    config._attn_implementation = "eager"
-    model = T5ForConditionalGeneration(config)
-    g, ids, mask = _text_inputs(sizes, config.vocab_size)
-    labels = torch.randint(2, config.vocab_size, (sizes.batch, sizes.seq_len), generator=g)
-    decoder_ids = model._shift_right(labels)
-
-    class T5Logits(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, attention_mask, decoder_input_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              decoder_input_ids=decoder_input_ids, use_cache=False).logits
-
-    class T5TrainStep(torch.nn.Module):
-        """forward(input_ids, attention_mask, decoder_input_ids, labels) -> (cross-entropy,)"""
-
-        def __init__(self, m):
-            super().__init__()
-            self.model = m
-
-        def forward(self, input_ids, attention_mask, decoder_input_ids, labels):
-            logits = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                decoder_input_ids=decoder_input_ids, use_cache=False).logits
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-            return (loss,)
-
-    return Built(model, (ids, mask, decoder_ids), (ids, mask, decoder_ids, labels), T5Logits,
-                 T5TrainStep, {"transformers": "T5ForConditionalGeneration", "attn": "eager",
-                               **cfg})
-
-
-_IMG_DEFAULT = {"batch": 8, "image_size": 224}
-_IMG_TINY = {"batch": 2, "image_size": 32}
-_TXT_DEFAULT = {"batch": 8, "seq_len": 128}
-_TXT_TINY = {"batch": 2, "seq_len": 16}
-
-MODELS: dict[str, ModelSpec] = {
-    "mlp": ModelSpec(
-        "3-layer MLP (Linear+ReLU) on flattened SxS inputs, 10 classes",
-        "image",
-        {"batch": 32, "image_size": 28},
-        {"batch": 4, "image_size": 8},
-        build_mlp,
-    ),
-    "cnn": ModelSpec(
-        "small conv net: 2x (conv, BatchNorm, ReLU), max-pool, avg-pool, linear; 10 classes",
-        "image",
-        {"batch": 32, "image_size": 32},
-        {"batch": 2, "image_size": 8},
-        build_cnn,
-    ),
-    "resnet18": ModelSpec(
-        "torchvision ResNet-18, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
-        "image",
-        _IMG_DEFAULT,
-        _IMG_TINY,
-        _build_resnet("resnet18"),
-    ),
-    "resnet50": ModelSpec(
-        "torchvision ResNet-50, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
-        "image",
-        _IMG_DEFAULT,
-        _IMG_TINY,
-        _build_resnet("resnet50"),
-    ),
-    "resnet152": ModelSpec(
-        "torchvision ResNet-152, weights=None, 1000 classes (--tiny: width 8, 10 classes)",
-        "image",
-        _IMG_DEFAULT,
-        _IMG_TINY,
-        _build_resnet("resnet152"),
-    ),
-    "bert": ModelSpec(
-        "transformers BertForSequenceClassification, BERT-base config, 2 labels, dropout 0.1",
-        "text",
-        _TXT_DEFAULT,
-        _TXT_TINY,
-        build_bert,
-    ),
-    "bert-mlm": ModelSpec(
-        "transformers BertForMaskedLM, BERT-base config, dropout 0.1 (tied decoder untied in train)",
-        "text",
-        _TXT_DEFAULT,
-        _TXT_TINY,
-        build_bert_mlm,
-    ),
-    "gpt2": ModelSpec(
-        "transformers GPT2LMHeadModel, GPT-2 small config, dropout 0.1 (tied lm_head untied in train)",
-        "text",
-        _TXT_DEFAULT,
-        _TXT_TINY,
-        build_gpt2,
-    ),
-    "llama": ModelSpec(
-        "transformers LlamaForCausalLM, ~100M config, rotary embeddings (eval graph: "
-        "wrap_with_set_grad_enabled), tied lm_head untied in train",
-        "text",
-        _TXT_DEFAULT,
-        {"batch": 2, "seq_len": 8},
-        build_llama,
-    ),
-    "t5": ModelSpec(
-        "transformers T5ForConditionalGeneration, t5-small config, dropout 0.1 (shared "
-        "embedding tied 4 ways, untied in train)",
-        "text",
-        _TXT_DEFAULT,
-        {"batch": 2, "seq_len": 8},
-        build_t5,
-    ),
-}
-
-
 # --------------------------------------------------------------------------------------
 # Export
 # --------------------------------------------------------------------------------------
-
-
-def build_model(name: str, sizes: Sizes, seed: int, dropout: bool = True) -> Built:
-    """Seeds the global RNG with ``seed`` and runs the model's builder (fresh random init)."""
-    global _SEED, _DROPOUT
-    torch = _torch()
-    _SEED, _DROPOUT = seed, dropout
-    torch.manual_seed(seed)
-    return MODELS[name].build(sizes)
-
-
-def train_step_module(built: Built):
-    """The training-step wrapper of ``built.model`` (train mode, shared Parameters untied).
-
-    Returns ``(step, untied)``; ``step(*built.train_args)`` returns ``(loss,)``.
-    """
-    model = built.model
-    model.train()
-    untied = _export().untie_shared_parameters(model)
-    return built.loss_wrap(model).train(), untied
-
-
-def build_for_facts(facts: dict):
-    """Rebuild the very module a ``.pt2`` export of these facts exported.
-
-    Same builder, sizes, seed, dropout setting and (train) untied / dropped parameters as
-    recorded in ``facts`` (a ``FILE.facts.json`` of a ``.pt2``). Returns ``(module, built)``:
-    for ``mode == "eval"`` the eval wrapper in eval mode (called with ``built.eval_args``),
-    for ``"train"`` the training-step wrapper in train mode (``built.train_args``, returns
-    ``(loss,)``). The module's parameter and buffer FQNs are the archive's signature
-    targets. Its weights are the seeded random init, which equals the archive's only when
-    torch's RNG streams are unchanged: load the archive's state dict to be sure.
-    """
-    if facts.get("format") == "torchscript":
-        raise ValueError("build_for_facts takes the facts of a .pt2 export, not TorchScript")
-    name = facts["model"]
-    if name not in MODELS:
-        raise ValueError(f"unknown model '{name}' in facts")
-    built = build_model(name, Sizes(**facts["sizes"]), facts["seed"], facts.get("dropout", True))
-    config = json.loads(json.dumps(built.config))
-    if config != facts["config"]:
-        raise RuntimeError(f"{name}: rebuilt config {config} differs from the facts' "
-                           f"{facts['config']}")
-    if facts["mode"] == "eval":
-        return built.eval_wrap(built.model.eval()).eval(), built
-    step, untied = train_step_module(built)
-    recorded = facts.get("untied", [])
-    if [e[:2] for e in untied] != [e[:2] for e in recorded]:
-        raise RuntimeError(f"{name}: untied {untied}, the facts record {recorded}")
-    dropped: set[str] = set()
-    for entry in recorded:
-        for note in entry[2:]:
-            param = note[len("dropped "):].split(":")[0]
-            if note.startswith("dropped ") and param not in dropped:
-                _export().drop_parameter(built.model, param)
-                dropped.add(param)
-    return step, built
 
 
 def random_ops(graph, mode: str) -> list[str]:
@@ -863,7 +189,7 @@ def export_program(spec: ModelSpec, built: Built, mode: str, decompose_backward:
     # module paths (docs/Importing.md).
     model.train()
     step = built.loss_wrap(model).train()
-    return _export().joint_program(step, model, built.train_args, decompose_backward)
+    return graph_opt_export().joint_program(step, model, built.train_args, decompose_backward)
 
 
 def _qualified_op_name(target) -> str:
@@ -1026,8 +352,8 @@ def collect_facts(ep, model_name: str, mode: str, sizes: Sizes, built: Built, un
         "untied": untied,
         "sizes": dataclasses.asdict(sizes),
         "config": built.config,
-        "seed": _SEED,
-        "dropout": _DROPOUT,
+        "seed": current_seed(),
+        "dropout": dropout_enabled(),
     }
 
 
@@ -1298,8 +624,8 @@ def collect_ts_facts(ts_module, model_name: str, sizes: Sizes, built: Built, scr
                     for t in outputs],
         "sizes": dataclasses.asdict(sizes),
         "config": built.config,
-        "seed": _SEED,
-        "dropout": _DROPOUT,
+        "seed": current_seed(),
+        "dropout": dropout_enabled(),
     }
 
 
@@ -1410,29 +736,6 @@ def parse_args(argv):
                    "forward, or in train mode the traced training step returning the loss)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return p, p.parse_args(argv)
-
-
-def resolve_sizes(name: str, spec: ModelSpec, args) -> Sizes:
-    base = spec.tiny if args.tiny else spec.defaults
-    if spec.kind in ("image", "vector"):
-        if args.seq_len is not None:
-            raise UsageError(f"--seq-len does not apply to {name} (an image model)")
-    else:
-        if args.image_size is not None:
-            raise UsageError(f"--image-size does not apply to {name} (a text model)")
-    sizes = Sizes(
-        batch=args.batch if args.batch is not None else base["batch"],
-        image_size=(args.image_size if args.image_size is not None else base.get("image_size")),
-        seq_len=args.seq_len if args.seq_len is not None else base.get("seq_len"),
-        tiny=args.tiny,
-    )
-    for opt, value in (("--batch", sizes.batch), ("--image-size", sizes.image_size),
-                       ("--seq-len", sizes.seq_len)):
-        if value is not None and value < 1:
-            raise UsageError(f"{opt} must be a positive integer, got {value}")
-    if spec.kind == "text" and sizes.seq_len < 2:
-        raise UsageError("--seq-len must be at least 2 for the language-model losses")
-    return sizes
 
 
 def main(argv=None) -> int:

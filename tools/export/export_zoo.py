@@ -12,9 +12,9 @@ Prints one line per export with its node count and time, and exits 1 if any expo
 
 An export is skipped ("cached") when its archive and facts file exist and the stamp
 DIR/.stamps/<archive name>.sha256 holds the same fingerprint: the sha256 of
-export_model.py's and python/graph_opt/export.py's bytes, the torch, torchvision and transformers versions and the exact
-export_model.py argument list. The stamp is written only after a successful export;
---force ignores the stamps.
+export_model.py's, the model zoo's (tools/zoo/*.py) and python/graph_opt/export.py's bytes,
+the torch, torchvision and transformers versions and the exact export_model.py argument list.
+The stamp is written only after a successful export; --force ignores the stamps.
 
     export_zoo.py -o build/zoo                       # every model, both modes, tiny
     export_zoo.py -o /tmp/big --full --models resnet50,gpt2 --modes train --torchscript '' \
@@ -34,6 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_model  # noqa: E402
+import zoo  # noqa: E402  (tools/zoo, on the path since export_model imports it)
 
 STAMP_DIR = ".stamps"
 
@@ -52,10 +53,12 @@ def _versions() -> str:
     return ";".join(parts)
 
 
-# The exporter's sources: export_model.py and the package code it exports with
-# (python/graph_opt/export.py), read from the source tree.
+# The exporter's sources: export_model.py, the model zoo it builds the models with
+# (tools/zoo) and the package code it exports with (python/graph_opt/export.py), read from
+# the source tree.
 EXPORTER_SOURCES = [
     export_model.__file__,
+    *zoo.SOURCES,
     os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                  "python", "graph_opt", "export.py"),
 ]
@@ -146,7 +149,7 @@ def _run_jobs(jobs, settings):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="export_zoo.py", description=__doc__.splitlines()[0])
     p.add_argument("-o", "--out-dir", required=True, help="directory for the archives")
-    p.add_argument("--models", default=",".join(export_model.MODELS),
+    p.add_argument("--models", default=",".join(zoo.MODELS),
                    help="comma-separated model names for .pt2 exports (default: all)")
     p.add_argument("--modes", default="eval,train", help="comma-separated: eval,train")
     p.add_argument("--torchscript", default="mlp,cnn,resnet18",
@@ -171,7 +174,7 @@ def main(argv=None) -> int:
     models, modes = names(args.models), names(args.modes)
     ts_models, scripted = names(args.torchscript), names(args.scripted)
     nodrop = names(args.nodrop)
-    bad = [m for m in models + ts_models + scripted + nodrop if m not in export_model.MODELS]
+    bad = [m for m in models + ts_models + scripted + nodrop if m not in zoo.MODELS]
     bad += [m for m in modes if m not in ("eval", "train")]
     if bad:
         p.error(f"unknown model or mode: {', '.join(dict.fromkeys(bad))}")

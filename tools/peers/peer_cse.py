@@ -20,9 +20,10 @@ and phase against ``graph-opt MODEL -S``. ``--banned default`` passes
 ``get_CSE_banned_ops()`` (random and in-place ops); the default, as ``CSEPass()``, bans
 nothing.
 
-torchscript: each zoo eval model (tools/export's builders, tiny, seed 0) traced, inlined, then
-torch._C._jit_pass_cse and torch._C._jit_pass_dce: nodes before and after each, the nodes
-each removed by kind and class (constant, attribute, list, shape, tensor; see ts_cse.py).
+torchscript: each zoo eval model (the zoo's builders, tools/zoo; tiny, seed 0) traced,
+inlined, then torch._C._jit_pass_cse and torch._C._jit_pass_dce: nodes before and after each,
+the nodes each removed by kind and class (constant, attribute, list, shape, tensor; see
+ts_cse.py).
 --fx-zoo DIR adds, for each tensor kind, the fx CSE merges of that operator on
 DIR/<model>-eval.pt2.
 

@@ -1,13 +1,14 @@
 """TorchScript's ``EliminateCommonSubexpression`` and ``EliminateDeadCode`` on the zoo's eval
 models, traced.
 
-Each model is rebuilt as tools/export/export_model.py builds it (``build_model``: the same
-builder, tiny sizes, seed and dropout setting; the eval wrapper in eval mode) and traced with
-``torch.jit.trace`` under ``torch.no_grad()`` on its example inputs. The exporter refuses a
-trace that raised a TracerWarning (the text models' traces bake sizes in); here that does not
-matter (the graph is only looked at, never run), so the warnings are counted and reported,
-and ``check_trace`` is off. The module's graph is inlined (``traced.inlined_graph``, a copy:
-submodule calls become their bodies, as in any TorchScript optimization pipeline), then
+Each model is rebuilt as tools/export/export_model.py builds it (the zoo's ``build_model``,
+tools/zoo: the same builder, tiny sizes, seed and dropout setting; the eval wrapper in eval
+mode) and traced with ``torch.jit.trace`` under ``torch.no_grad()`` on its example inputs.
+The exporter refuses a trace that raised a TracerWarning (the text models' traces bake sizes
+in); here that does not matter (the graph is only looked at, never run), so the warnings are
+counted and reported, and ``check_trace`` is off. The module's graph is inlined
+(``traced.inlined_graph``, a copy: submodule calls become their bodies, as in any TorchScript
+optimization pipeline), then
 ``torch._C._jit_pass_cse`` (EliminateCommonSubexpression) and ``torch._C._jit_pass_dce``
 (EliminateDeadCode) run on it in that order.
 
@@ -32,7 +33,7 @@ import os
 import sys
 import warnings
 
-EXPORT_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "export")
+TOOLS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CLASSES = ("constant", "attribute", "list", "shape", "tensor")
 CLASS_NOTE = {
@@ -48,28 +49,28 @@ _SHAPE_SOURCES = {"aten::size", "prim::NumToTensor", "aten::dim", "aten::len", "
                   "prim::shape"}
 
 
-def _exporter():
-    if EXPORT_DIR not in sys.path:
-        sys.path.insert(0, EXPORT_DIR)
-    import export_model
+def _zoo():
+    if TOOLS_DIR not in sys.path:
+        sys.path.insert(0, TOOLS_DIR)
+    import zoo
 
-    return export_model
+    return zoo
 
 
 def eval_models() -> list:
-    return list(_exporter().MODELS)
+    return list(_zoo().MODELS)
 
 
 def trace_eval_model(name: str, seed: int = 0):
     """(traced module, number of TracerWarnings) for the zoo's tiny eval ``name``."""
     import torch
 
-    em = _exporter()
-    spec = em.MODELS[name]
+    zoo = _zoo()
+    spec = zoo.MODELS[name]
     tiny = spec.tiny
-    sizes = em.Sizes(batch=tiny["batch"], image_size=tiny.get("image_size"),
-                     seq_len=tiny.get("seq_len"), tiny=True)
-    built = em.build_model(name, sizes, seed, dropout=True)
+    sizes = zoo.Sizes(batch=tiny["batch"], image_size=tiny.get("image_size"),
+                      seq_len=tiny.get("seq_len"), tiny=True)
+    built = zoo.build_model(name, sizes, seed, dropout=True)
     module = built.eval_wrap(built.model.eval()).eval()
     with warnings.catch_warnings(record=True) as caught, torch.no_grad():
         warnings.simplefilter("always", torch.jit.TracerWarning)

@@ -9,8 +9,9 @@ fits a memory limit.
 
 For each batch size, smallest first: export the joint training step with
 tools/export/export_model.py into OUTDIR/exports/ (an export that is already there and newer
-than the exporter is reused), profile it with `graph-opt -passes=profile{...} --report-dir
-OUTDIR/b<N> --html=false`, and read OUTDIR/b<N>/profile.json (peak_bytes, step_time_s).
+than the exporter and the model zoo, tools/zoo, is reused), profile it with
+`graph-opt -passes=profile{...} --report-dir OUTDIR/b<N> --html=false`, and read
+OUTDIR/b<N>/profile.json (peak_bytes, step_time_s).
 The sweep stops at the first batch that runs out of memory (graph-opt's message says so, or it
 is killed by a signal, as the kernel's OOM killer does); the batches after it are not run.
 Before each run, once two batches have run, the line fitted to their peaks plus the largest
@@ -57,9 +58,10 @@ REPO_ROOT = os.path.dirname(TOOLS_DIR)
 EXPORTER = os.path.join(TOOLS_DIR, "export", "export_model.py")
 DEFAULT_GRAPH_OPT = os.path.join(REPO_ROOT, "build", "bin", "graph-opt")
 sys.path.insert(0, os.path.join(TOOLS_DIR, "report"))
-sys.path.insert(0, os.path.join(TOOLS_DIR, "export"))
+sys.path.insert(0, TOOLS_DIR)
 
 import make_report  # noqa: E402  (human units, matplotlib setup, atomic writes)
+import zoo  # noqa: E402  (the exporter's models: tools/zoo)
 from make_report import fmt_bytes, fmt_time, parse_bytes, write_atomically  # noqa: E402
 
 PROG = "graph-opt-sweep"
@@ -151,11 +153,10 @@ def parse_args(argv):
 
 def _check_model(ap, args):
     """The model exists and the size options apply to it (what the exporter would refuse)."""
-    from export_model import MODELS
-    spec = MODELS.get(args.model)
+    spec = zoo.MODELS.get(args.model)
     if spec is None:
         ap.error(f"argument --model: unknown model '{args.model}' "
-                 f"(known: {', '.join(MODELS)})")
+                 f"(known: {', '.join(zoo.MODELS)})")
     if spec.kind == "text" and args.image_size is not None:
         ap.error(f"argument --image-size: does not apply to {args.model} (a text model)")
     if spec.kind != "text" and args.seq_len is not None:
@@ -254,7 +255,8 @@ class Sweep:
         path = self.export_path(batch)
         facts = path[:-len(".pt2")] + ".facts.json"
         if (os.path.isfile(path) and os.path.isfile(facts)
-                and os.path.getmtime(path) >= os.path.getmtime(EXPORTER)):
+                and os.path.getmtime(path) >= max(os.path.getmtime(f)
+                                                  for f in [EXPORTER, *zoo.SOURCES])):
             return path, None
         self.progress.stage(label, f"batch {batch}: exporting")
         a = self.args

@@ -7,8 +7,9 @@ them into their output's exports/, where the sweep reuses them; sweep.test still
     make_sweep_exports.py -o OUTDIR
 
 One process for the three (torch is imported once, not once per batch as the sweep's
-subprocesses do: issue 52). An export that exists and is newer than the exporter is kept,
-the sweep's own rule; export_model.py writes each file atomically.
+subprocesses do: issue 52). An export that exists and is newer than the exporter and the
+model zoo (tools/zoo) is kept, the sweep's own rule; export_model.py writes each file
+atomically.
 """
 import argparse
 import os
@@ -26,13 +27,15 @@ def main(argv=None):
     os.makedirs(args.output, exist_ok=True)
     sys.path.insert(0, os.path.dirname(EXPORTER))
     import export_model
+    import zoo  # on the path since export_model imports it
 
+    newest_code = max(os.path.getmtime(f) for f in [EXPORTER, *zoo.SOURCES])
     made = 0
     for batch in BATCHES:
         path = os.path.join(args.output, f"mlp-tiny-train-b{batch}.pt2")
         facts = path[:-len(".pt2")] + ".facts.json"
         if (os.path.isfile(path) and os.path.isfile(facts)
-                and os.path.getmtime(path) >= os.path.getmtime(EXPORTER)):
+                and os.path.getmtime(path) >= newest_code):
             continue
         rc = export_model.main(["--model", "mlp", "--mode", "train", "--tiny", "--batch",
                                 str(batch), "-o", path, "--quiet"])
