@@ -1,5 +1,6 @@
 //===- CSEPass.cpp - Common subexpression elimination ---------------------===//
 #include "CSEPass.h"
+#include "EditedAliases.h"
 
 #include "graphopt/Analysis/Liveness.h"
 #include "graphopt/Analysis/PeakTracker.h"
@@ -197,8 +198,12 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   if (!liveness.ok())
     return liveness.status();
   MergeMemory memory(**liveness);
-  // Kept right while merging: each merge is told to it (noteReplaced).
-  AliasInfo aliases(graph);
+  // The manager's alias facts and storage roots, kept right while merging:
+  // each merge is told to them (noteReplaced).
+  auto edited = EditedAliases::take(graph, analyses);
+  if (!edited.ok())
+    return edited.status();
+  AliasInfo &aliases = edited->facts();
   llvm::DenseMap<CallKey, Node *> table;
   llvm::DenseMap<const c10::FunctionSchema *, bool> commutative;
   bool reporting = !reportDirectory().empty();
@@ -267,7 +272,7 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     record(earlier, n, "");
     for (unsigned i = 0; i < n.numOutputs(); ++i) {
       n.output(i)->replaceAllUsesWith(earlier.output(i));
-      aliases.noteReplaced(n.output(i), earlier.output(i));
+      edited->noteReplaced(n.output(i), earlier.output(i));
     }
     if (absl::Status st = graph.eraseNode(&n); !st.ok())
       return st;

@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/Pass/Pass.h"
 
 #include <set>
@@ -57,6 +58,12 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+  /// The storage roots, told every merge. Not the alias facts: a merged
+  /// storage's writes are widened to all of it, which is safe for this pass
+  /// but would make the passes after it refuse what they could do.
+  PreservedAnalyses preservedAnalyses() const override {
+    return PreservedAnalyses::none().preserve<StorageRootsAnalysis>();
+  }
 
   /// One row of cse.csv.
   struct Decision {

@@ -65,10 +65,13 @@ absl::Status CanonicalizePass::validateOptions() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &) {
+absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &analyses) {
   const int64_t cap =
       maxRewrites_.get().value_or(10 * static_cast<int64_t>(graph.numNodes()) + 100);
-  FoldContext ctx(graph);
+  auto aliases = EditedAliases::take(graph, analyses);
+  if (!aliases.ok())
+    return aliases.status();
+  FoldContext ctx(graph, *aliases);
   RuleIndex index;
 
   // The worklist is a stack, filled in reverse so that nodes first come off
@@ -142,7 +145,7 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
     // Every use of y, graph outputs included, now reads x; x's users, old and
     // new, may now match (t(t(x)) once the inner pair folded to x).
     node->output()->replaceAllUsesWith(x);
-    ctx.aliases().noteReplaced(node->output(), x);
+    ctx.edits().noteReplaced(node->output(), x);
     for (const Use &u : x->uses())
       if (u.user && u.user != node)
         push(u.user);

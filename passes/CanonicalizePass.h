@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/Pass/Pass.h"
 
 #include <optional>
@@ -37,6 +38,10 @@ public:
   llvm::StringRef description() const override { return passDescription(); }
 
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+  /// The storage roots, told every fold (FoldContext says why they hold).
+  PreservedAnalyses preservedAnalyses() const override {
+    return PreservedAnalyses::none().preserve<StorageRootsAnalysis>();
+  }
 
 protected:
   absl::Status validateOptions() override;

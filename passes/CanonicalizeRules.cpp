@@ -374,7 +374,8 @@ const Rule kRules[] = {
 
 // --- whole-graph facts ----------------------------------------------------------------
 
-FoldContext::FoldContext(Graph &graph) : graph_(graph), aliases_(graph), offDevice_(graph, 0) {
+FoldContext::FoldContext(Graph &graph, EditedAliases aliases)
+    : graph_(graph), aliases_(aliases), offDevice_(graph, 0) {
   for (const Node &n : graph.nodes()) {
     // Devices: an explicit device argument places the outputs there; the
     // execution device places them on it; otherwise (no device argument, or

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "EditedAliases.h"
 #include "graphopt/Alias/RewriteLegality.h"
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/IRMap.h"
@@ -49,12 +50,14 @@ namespace graphopt::canonicalize {
 ///     refuses that), so y and x are on the same device.
 class FoldContext {
 public:
-  explicit FoldContext(Graph &graph);
+  /// `aliases`: the pass manager's, which the driver keeps up to date.
+  FoldContext(Graph &graph, EditedAliases aliases);
 
   Graph &graph() const { return graph_; }
-  /// The graph's alias analysis, kept up to date by the driver.
-  AliasInfo &aliases() { return aliases_; }
-  const AliasInfo &aliases() const { return aliases_; }
+  /// The graph's alias analysis.
+  const AliasInfo &aliases() const { return aliases_.facts(); }
+  /// What the driver tells each fold (and the cached storage roots with it).
+  EditedAliases &edits() { return aliases_; }
   /// Whether `v` may live somewhere else than the execution device at run
   /// time: made by a node with an explicit device argument, or computed from
   /// such a value (graph inputs are on the execution device).
@@ -62,7 +65,7 @@ public:
 
 private:
   Graph &graph_;
-  AliasInfo aliases_;
+  EditedAliases aliases_;
   ValueMap<uint8_t> offDevice_;
 };
 

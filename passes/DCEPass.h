@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "graphopt/Alias/AliasAnalysis.h"
 #include "graphopt/Pass/Pass.h"
 
 #include <set>
@@ -33,6 +34,12 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+  /// The storage roots: a value that stays reads only values that stay, so
+  /// its roots do. Not the alias facts (an erased reader may have been a
+  /// storage's last).
+  PreservedAnalyses preservedAnalyses() const override {
+    return PreservedAnalyses::none().preserve<StorageRootsAnalysis>();
+  }
 
 protected:
   void reset() override {

@@ -1,5 +1,6 @@
 //===- ReinplacePass.cpp - Functional ops into their in-place variants -----===//
 #include "ReinplacePass.h"
+#include "EditedAliases.h"
 
 #include "graphopt/IR/IRMap.h"
 #include "graphopt/Analysis/Liveness.h"
@@ -119,8 +120,11 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
       return live.status();
     peakBefore = (*live)->peakBytes;
   }
-  // Kept right while rewriting: each rewrite is told to it.
-  AliasInfo aliases(graph);
+  // Kept right while rewriting: each rewrite is told to them.
+  auto edited = EditedAliases::take(graph, analyses);
+  if (!edited.ok())
+    return edited.status();
+  EditedAliases &aliases = *edited;
   int64_t bytesReused = 0;
   const uint64_t epochAtStart = graph.editEpoch();
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
@@ -132,7 +136,7 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
     if (!inplace && !view)
       continue;
     Value *self = n.arg(0).getValue();
-    if (const char *why = whyNotWritableInPlace(aliases, n, *self)) {
+    if (const char *why = whyNotWritableInPlace(aliases.facts(), n, *self)) {
       addStatistic(absl::StrCat("kept: ", why));
       continue;
     }
@@ -175,8 +179,12 @@ absl::StatusOr<bool> ReinplacePass::transform(Graph &graph, AnalysisManager &ana
   return changed;
 }
 
+PreservedAnalyses ReinplacePass::preservedAnalyses() const {
+  return PreservedAnalyses::none().preserve<StorageRootsAnalysis>();
+}
+
 absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::OperatorHandle &inplace,
-                                        AliasInfo &aliases) {
+                                        EditedAliases &aliases) {
   Value *result = n.output(0);
   std::string name = result->name().str();
   Node *replacement = graph.createNode(inplace, n.args(), {result->type()}, n.phase(),
@@ -194,7 +202,7 @@ absl::Status ReinplacePass::callInPlace(Graph &graph, Node &n, const c10::Operat
 
 absl::StatusOr<bool> ReinplacePass::scatterInPlace(Graph &graph, Node &n,
                                                    const c10::OperatorHandle &view,
-                                                   AliasInfo &aliases) {
+                                                   EditedAliases &aliases) {
   // r = slice_scatter(s, src, dim, start, end, step)  becomes
   //   v = slice(s, dim, start, end, step); copy_(v, src)
   // and r's readers read s, which now holds r.

@@ -46,7 +46,7 @@
 
 namespace graphopt {
 
-class AliasInfo;
+class EditedAliases;
 
 class ReinplacePass : public OptimizationPass {
 public:
@@ -68,16 +68,19 @@ public:
   llvm::StringRef name() const override { return passName(); }
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
+  /// The storage roots, told every rewrite (a result now lives in its
+  /// operand's storage). Not the alias facts: the writes it adds are not in them.
+  PreservedAnalyses preservedAnalyses() const override;
 
 private:
   /// `r = op(s, ...)` -> `r = op_(s, ...)`.
   absl::Status callInPlace(Graph &graph, Node &node, const c10::OperatorHandle &inplace,
-                           AliasInfo &aliases);
+                           EditedAliases &aliases);
   /// `r = X_scatter(s, src, ...)` -> `copy_(X(s, ...), src)`, r's readers
   /// reading s; false (nothing changed) when the part's type is not known or
   /// src does not match it.
   absl::StatusOr<bool> scatterInPlace(Graph &graph, Node &node, const c10::OperatorHandle &view,
-                                      AliasInfo &aliases);
+                                      EditedAliases &aliases);
 };
 
 } // namespace graphopt

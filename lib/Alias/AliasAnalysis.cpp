@@ -3,6 +3,8 @@
 
 #include "graphopt/IR/OpEffects.h"
 
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <llvm/ADT/DenseSet.h>
 
 #include <algorithm>
@@ -142,6 +144,12 @@ AliasInfo::Roots AliasInfo::rootIds(const Value *v) const {
   for (unsigned id : raw)
     resolve(id, resolved);
   return resolved;
+}
+
+llvm::SmallVector<unsigned, 2> AliasInfo::rootValueIds(const Value *v) const {
+  Roots ids = rootIds(v);
+  llvm::sort(ids);
+  return llvm::SmallVector<unsigned, 2>(ids.begin(), ids.end());
 }
 
 llvm::SmallVector<const Value *, 2> AliasInfo::roots(const Value *v) const {
@@ -361,10 +369,51 @@ void AliasInfo::noteReaderReplaced(const Node *from, const Node *to) {
       facts.lastReader.nodeId = to->id();
 }
 
+// --- as a cached analysis ---------------------------------------------------------
+
+std::string StorageRootsAnalysis::whyDiffers(const Graph &graph, const AliasInfo &kept,
+                                             const AliasInfo &fresh) {
+  // Compared by id: a root the kept result names may have been erased since.
+  llvm::DenseMap<unsigned, const Value *> byId;
+  for (const GraphInput &in : graph.inputs())
+    byId[in.value->id()] = in.value;
+  for (const Node &n : graph.nodes())
+    for (const Value *v : n.outputs())
+      byId[v->id()] = v;
+  auto names = [&](llvm::ArrayRef<unsigned> ids) {
+    std::vector<std::string> out;
+    for (unsigned id : ids) {
+      const Value *r = byId.lookup(id);
+      out.push_back(r ? "%" + r->name().str() : absl::StrCat("erased value #", id));
+    }
+    return absl::StrJoin(out, ", ");
+  };
+  auto differs = [&](const Value *v) -> std::string {
+    if (!v->isTensor())
+      return "";
+    llvm::SmallVector<unsigned, 2> was = kept.rootValueIds(v), is = fresh.rootValueIds(v);
+    return was == is ? ""
+                     : absl::StrCat("%", v->name().str(), " lives in ", names(is), ", not ",
+                                    names(was));
+  };
+  for (const GraphInput &in : graph.inputs())
+    if (std::string why = differs(in.value); !why.empty())
+      return why;
+  for (const Node &n : graph.nodes())
+    for (const Value *v : n.outputs())
+      if (std::string why = differs(v); !why.empty())
+        return why;
+  return "";
+}
+
 // --- graph outputs --------------------------------------------------------------
 
 std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph) {
-  AliasInfo aa(graph, AliasFacts::RootsOnly); // the roots are all it asks
+  return outputsSharingStorage(graph, AliasInfo(graph, AliasFacts::RootsOnly));
+}
+
+std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph,
+                                                              const AliasInfo &aa) {
   llvm::DenseMap<const Value *, llvm::SmallVector<unsigned, 2>> outputsOfRoot;
   for (unsigned i = 0; i < graph.outputs().size(); ++i) {
     const Value *v = graph.outputs()[i].value;

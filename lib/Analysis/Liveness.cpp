@@ -11,6 +11,8 @@
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/Support/Format.h>
 
+#include <optional>
+
 namespace graphopt {
 
 llvm::StringRef memoryKindName(MemoryKind kind) {
@@ -20,24 +22,31 @@ llvm::StringRef memoryKindName(MemoryKind kind) {
 
 absl::StatusOr<LivenessResult> LivenessAnalysis::run(const Graph &graph, AnalysisManager &analyses,
                                                      const Options &options) {
+  // The storage roots come from the cache: a pass before may have kept them.
+  auto roots = analyses.getResult<StorageRootsAnalysis>(graph);
+  if (!roots.ok())
+    return roots.status();
   if (options.scratch == Scratch::None)
-    return compute(graph);
+    return compute(graph, {}, *roots);
   auto scratch = analyses.getResult<MeasuredScratchAnalysis>(graph);
   if (!scratch.ok())
     return scratch.status();
-  return compute(graph, (*scratch)->bytes);
+  return compute(graph, (*scratch)->bytes, *roots);
 }
 
 namespace {
 
 /// What LivenessAnalysis::compute builds up, step by step, besides the result.
 struct LivenessBuilder {
-  LivenessBuilder(const Graph &graph, LivenessResult &r)
-      : graph(graph), r(r), aliases(graph, AliasFacts::RootsOnly) {}
+  LivenessBuilder(const Graph &graph, LivenessResult &r, const AliasInfo *roots)
+      : graph(graph), r(r),
+        own(roots ? std::nullopt : std::optional<AliasInfo>(std::in_place, graph, AliasFacts::RootsOnly)),
+        aliases(roots ? *roots : *own) {}
   const Graph &graph;
   LivenessResult &r;
+  std::optional<AliasInfo> own; ///< where no roots were given
   /// The one alias model every pass asks: a value's storage roots.
-  AliasInfo aliases;
+  const AliasInfo &aliases;
   std::vector<Value *> all;
   std::vector<uint32_t> storageOf;    // slot of the value owning the storage
   /// A value that may live in more than one storage (a result that may alias
@@ -217,14 +226,15 @@ void computePeakBreakdown(LivenessResult &r) {
 } // namespace
 
 absl::StatusOr<LivenessResult> LivenessAnalysis::compute(const Graph &graph,
-                                                         llvm::ArrayRef<int64_t> scratch) {
+                                                         llvm::ArrayRef<int64_t> scratch,
+                                                         const AliasInfo *roots) {
   LivenessResult r;
   const int64_t numNodes = static_cast<int64_t>(graph.numNodes());
   if (!scratch.empty() && static_cast<int64_t>(scratch.size()) != numNodes)
     return absl::InternalError(absl::StrCat("liveness: scratch measured for ", scratch.size(),
                                             " nodes, the graph has ", numNodes));
   r.scratch.assign(scratch.begin(), scratch.end());
-  LivenessBuilder builder(graph, r);
+  LivenessBuilder builder(graph, r, roots);
   indexValues(builder);
   recordCreationAndUses(builder);
   computeStorageLifetimes(builder, numNodes);

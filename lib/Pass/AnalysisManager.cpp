@@ -15,6 +15,23 @@ void AnalysisManager::invalidate(const Graph &graph, const PreservedAnalyses &pr
       entry.epoch = graph.editEpoch();
 }
 
+absl::Status AnalysisManager::checkPreserved(const Graph &graph,
+                                             const PreservedAnalyses &preserved) const {
+  for (const auto &[key, entry] : results_) {
+    if (key.graph != graph.uid() || !entry.check || !preserved.isPreserved(key.analysis) ||
+        entry.epoch != graph.editEpoch())
+      continue;
+    absl::StatusOr<std::string> why = entry.check(graph, entry.result.get());
+    if (!why.ok())
+      return why.status();
+    if (!why->empty())
+      return absl::InternalError(absl::StrCat(
+          "it said it preserved analysis '", entry.name,
+          "', but the result kept differs from one computed afresh: ", *why));
+  }
+  return absl::OkStatus();
+}
+
 void AnalysisManager::dropStale(const Graph &graph) {
   std::set<Key> stale;
   for (const auto &[key, entry] : results_)

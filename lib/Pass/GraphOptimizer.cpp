@@ -159,12 +159,22 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
     // found, unless the graph was edited since (one walk over the graph).
     if (outputSharing_.graph != graph.uid() || outputSharing_.epoch != graph.editEpoch())
       outputSharing_ = {graph.uid(), graph.editEpoch(), graph.outputs().size(),
-                        outputsSharingStorage(graph)};
+                        outputsSharingStorage(graph, cachedStorageRoots(graph))};
     if (absl::Status st = pass.analyze(graph, analyses_); !st.ok())
       return st;
     changed = pass.transform(graph, analyses_);
-    if (changed.ok() && *changed)
-      analyses_.invalidate(graph, pass.preservedAnalyses());
+    if (changed.ok() && *changed) {
+      PreservedAnalyses preserved = pass.preservedAnalyses();
+      analyses_.invalidate(graph, preserved);
+      // A wrong claim would be served to every later pass: checked where
+      // each pass is checked.
+      if (options_.verifyEach && !preserved.areAllPreserved())
+        if (absl::Status st = analyses_.checkPreserved(graph, preserved); !st.ok()) {
+          analyses_.invalidate(graph);
+          analyses_.releaseRetired();
+          return st;
+        }
+    }
   }
   const bool edited = graph.editEpoch() != epochBefore;
   // A pass that failed half-way, or edited and said it did not: nothing
@@ -207,8 +217,14 @@ absl::StatusOr<bool> GraphOptimizer::runPass(OptimizationPass &pass, Graph &grap
   return *changed;
 }
 
+const AliasInfo &GraphOptimizer::cachedStorageRoots(const Graph &graph) {
+  // Cached for the passes after (liveness asks the same), unless the pass
+  // that edited preserved them. It cannot fail.
+  return **analyses_.getResult<StorageRootsAnalysis>(graph);
+}
+
 absl::Status GraphOptimizer::checkOutputSharing(const Graph &graph) {
-  std::set<std::pair<unsigned, unsigned>> after = outputsSharingStorage(graph);
+  std::set<std::pair<unsigned, unsigned>> after = outputsSharingStorage(graph, cachedStorageRoots(graph));
   // Outputs are only appended by passes (add-optimizer); pairs among the
   // outputs the graph had are compared.
   if (graph.outputs().size() >= outputSharing_.outputs)

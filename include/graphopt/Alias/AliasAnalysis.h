@@ -30,8 +30,16 @@
 // Values created after the snapshot are followed through their definitions
 // on each question. Positions (`rankOf`) and write facts are those of the
 // graph as it was analysed: a pass may erase nodes and merge values, but
-// one that adds writes must not ask about writes afterwards. Each user makes
-// its own AliasInfo (one walk of the graph) where it needs one.
+// one that adds writes must not ask about writes afterwards.
+//
+// Passes ask the pass manager for it (AliasAnalysis: every fact;
+// StorageRootsAnalysis: the roots alone), so that passes that do not edit
+// share one walk. A pass that edits works on the manager's copy through
+// getResultForUpdate; its updates keep the roots exact, but the read and
+// write facts only conservative (a merged storage's writes cover all of it,
+// an erased last reader is no reader), so a pass may preserve
+// StorageRootsAnalysis, never AliasAnalysis. Code outside a pass (the
+// executor, the verifier) makes its own.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,7 +47,9 @@
 #include "graphopt/IR/Graph.h"
 #include "graphopt/IR/IRMap.h"
 
+#include <absl/status/statusor.h>
 #include <llvm/ADT/ArrayRef.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/ADT/DenseMap.h>
 #include <llvm/ADT/SmallVector.h>
 
@@ -68,6 +78,9 @@ public:
   /// owns its storage. Several when an operator may return a view of any of
   /// several operands.
   llvm::SmallVector<const Value *, 2> roots(const Value *v) const;
+  /// The ids of `v`'s roots, sorted (an id stays right where its value was
+  /// erased since, which `roots` could not hand out).
+  llvm::SmallVector<unsigned, 2> rootValueIds(const Value *v) const;
   /// `v` is its own and only root: a fresh result or an untied graph input.
   bool ownsStorage(const Value *v) const;
   /// Some storage of `a` is one of `b`'s.
@@ -189,10 +202,35 @@ private:
   llvm::DenseMap<unsigned, Roots> redirects_;
 };
 
+/// Every alias fact of a graph, as an analysis the pass manager caches.
+struct AliasAnalysis {
+  static llvm::StringRef analysisName() { return "alias"; }
+  using Result = AliasInfo;
+  static absl::StatusOr<AliasInfo> run(const Graph &graph) { return AliasInfo(graph); }
+};
+
+/// The storage roots alone (what liveness and the output-sharing check ask),
+/// as an analysis the pass manager caches. A pass that tells it each value it
+/// replaces (noteReplaced) and creates its new values after it may preserve
+/// it; whyDiffers checks such a claim.
+struct StorageRootsAnalysis {
+  static llvm::StringRef analysisName() { return "storage-roots"; }
+  using Result = AliasInfo;
+  static absl::StatusOr<AliasInfo> run(const Graph &graph) {
+    return AliasInfo(graph, AliasFacts::RootsOnly);
+  }
+  /// The first value of `graph` whose storage roots differ between the two,
+  /// and how; "" when every value's are the same.
+  static std::string whyDiffers(const Graph &graph, const AliasInfo &kept, const AliasInfo &fresh);
+};
+
 /// The pairs (i, j), i < j, of graph outputs that may share storage (one is
 /// a view of the other, both views of one base, or the same value twice).
 /// A pass may not add a pair: PyTorch would hand the caller two tensors that
 /// are one (two gradients, and `clip_grad_norm_` scales the storage twice).
+/// `roots`: the graph's storage roots, when a cached analysis has them.
 std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph);
+std::set<std::pair<unsigned, unsigned>> outputsSharingStorage(const Graph &graph,
+                                                              const AliasInfo &roots);
 
 } // namespace graphopt

@@ -22,6 +22,8 @@
 
 namespace graphopt {
 
+class AliasInfo;
+
 /// What memory is. Values get the first five; Scratch is operator workspace,
 /// which belongs to a node, not a value.
 enum class MemoryKind : uint8_t { Param, Grad, Act, OptState, Other, Scratch };
@@ -77,8 +79,11 @@ struct LivenessAnalysis {
     Scratch scratch = Scratch::None;
     std::string cacheKey() const { return scratch == Scratch::Measured ? "scratch=measured" : ""; }
   };
-  /// The simulation itself; `scratch` (per node rank, or empty) adds operator scratch.
-  static absl::StatusOr<LivenessResult> compute(const Graph &graph, llvm::ArrayRef<int64_t> scratch = {});
+  /// The simulation itself; `scratch` (per node rank, or empty) adds operator
+  /// scratch; `roots` the graph's storage roots where the caller has them
+  /// (StorageRootsAnalysis), else it finds them.
+  static absl::StatusOr<LivenessResult> compute(const Graph &graph, llvm::ArrayRef<int64_t> scratch = {},
+                                                const AliasInfo *roots = nullptr);
   /// Through the AnalysisManager; with Scratch::Measured it depends on the
   /// MeasuredScratchAnalysis (which runs the graph).
   static absl::StatusOr<LivenessResult> run(const Graph &graph, AnalysisManager &analyses,

@@ -26,6 +26,17 @@
 // calls `invalidate(graph, preserved)`: every result not preserved goes, and
 // its dependants with it.
 //
+// A pass that edits may keep a result right instead of dropping it: it asks
+// for it with `getResultForUpdate`, tells it each edit (AliasInfo's
+// noteReplaced, say), and preserves it. A claim that is wrong would be served
+// to every later pass, so an analysis may say how to check one:
+//
+//     static std::string whyDiffers(const Graph &, const Result &kept,
+//                                   const Result &fresh);   // "" when equal
+//
+// and `checkPreserved` (run after each pass under --verify-each) computes such
+// results afresh and compares.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -72,6 +83,14 @@ template <typename A> struct OptionsOf<A, true> {
 
 template <typename A> using AnalysisOptions = typename detail::OptionsOf<A>::type;
 
+namespace detail {
+template <typename A, typename = void> struct ComparesResults : std::false_type {};
+template <typename A>
+struct ComparesResults<A, std::void_t<decltype(A::whyDiffers(
+                              std::declval<const Graph &>(), std::declval<const typename A::Result &>(),
+                              std::declval<const typename A::Result &>()))>> : std::true_type {};
+} // namespace detail
+
 class AnalysisManager {
 public:
   /// The result of analysis A with `options` on `graph`, computed on first
@@ -93,14 +112,7 @@ public:
         return absl::InternalError(absl::StrCat("analysis '", A::analysisName().str(),
                                                 "' depends on itself"));
     computing_.push_back(key);
-    absl::StatusOr<typename A::Result> result = [&] {
-      if constexpr (detail::HasOptions<A>::value)
-        return A::run(graph, *this, options);
-      else if constexpr (detail::RunsWithAnalyses<A>::value)
-        return A::run(graph, *this);
-      else
-        return A::run(graph);
-    }();
+    absl::StatusOr<typename A::Result> result = compute<A>(graph, options);
     computing_.pop_back();
     if (!result.ok())
       return result.status();
@@ -110,8 +122,34 @@ public:
     e.result = std::make_shared<typename A::Result>(std::move(*result));
     e.sequence = ++sequence_;
     e.epoch = graph.editEpoch();
+    if constexpr (detail::ComparesResults<A>::value)
+      e.check = [options](const Graph &g, const void *kept) -> absl::StatusOr<std::string> {
+        AnalysisManager fresh; // the result again, from nothing cached
+        absl::StatusOr<typename A::Result> made = fresh.compute<A>(g, options);
+        if (!made.ok())
+          return made.status();
+        return A::whyDiffers(g, *static_cast<const typename A::Result *>(kept), *made);
+      };
     recordDependant(e);
     return static_cast<const typename A::Result *>(e.result.get());
+  }
+
+  /// The same result, for a pass that keeps it right while it edits (telling
+  /// it each edit) and then preserves it. A pass that edits without keeping
+  /// it right must not preserve it (it is dropped after the pass's change).
+  template <typename A>
+  absl::StatusOr<typename A::Result *> getResultForUpdate(const Graph &graph,
+                                                          const AnalysisOptions<A> &options = {}) {
+    auto result = getResult<A>(graph, options);
+    if (!result.ok())
+      return result.status();
+    return const_cast<typename A::Result *>(*result);
+  }
+  /// The cached result for update, or null; never computes.
+  template <typename A>
+  typename A::Result *getCachedResultForUpdate(const Graph &graph,
+                                               const AnalysisOptions<A> &options = {}) {
+    return const_cast<typename A::Result *>(getCachedResult<A>(graph, options));
   }
 
   /// The cached result, or null; never computes.
@@ -143,6 +181,10 @@ public:
   void invalidate(const Graph &graph, const PreservedAnalyses &preserved);
   /// Drops every result on `graph`.
   void invalidate(const Graph &graph) { invalidate(graph, PreservedAnalyses::none()); }
+  /// Computes afresh every result on `graph` that `preserved` kept and whose
+  /// analysis can compare results (`whyDiffers`), and returns an error naming
+  /// the first that differs from the one kept: a wrong preservation claim.
+  absl::Status checkPreserved(const Graph &graph, const PreservedAnalyses &preserved) const;
   /// Drops everything.
   void clear() {
     results_.clear();
@@ -181,6 +223,16 @@ public:
   absl::StatusOr<RunSetup> setupToRun(const Graph &graph, llvm::StringRef purpose);
 
 private:
+  template <typename A>
+  absl::StatusOr<typename A::Result> compute(const Graph &graph, const AnalysisOptions<A> &options) {
+    if constexpr (detail::HasOptions<A>::value)
+      return A::run(graph, *this, options);
+    else if constexpr (detail::RunsWithAnalyses<A>::value)
+      return A::run(graph, *this);
+    else
+      return A::run(graph);
+  }
+
   struct Key {
     uint64_t graph;
     AnalysisID analysis;
@@ -198,6 +250,9 @@ private:
     uint64_t sequence = 0;
     uint64_t epoch = 0;       ///< Graph::editEpoch() the result is right for
     std::set<Key> dependants; ///< results computed from this one
+    /// Computes the result afresh and says how the kept one differs ("" when
+    /// it does not); empty for an analysis that cannot compare.
+    std::function<absl::StatusOr<std::string>(const Graph &, const void *kept)> check;
   };
 
   /// While an analysis runs, the results it asks for gain it as a dependant.

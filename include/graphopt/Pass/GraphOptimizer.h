@@ -23,6 +23,8 @@
 
 namespace graphopt {
 
+class AliasInfo;
+
 struct OptimizerOptions {
   bool verifyEach = false;
   bool printAfterAll = false;
@@ -91,6 +93,8 @@ private:
   /// An error when the pass just run made two graph outputs share storage
   /// that did not before (AliasAnalysis.h, outputsSharingStorage).
   absl::Status checkOutputSharing(const Graph &graph);
+  /// The graph's storage roots, from the analysis cache.
+  const AliasInfo &cachedStorageRoots(const Graph &graph);
   /// For a crash's stack dump: the pass running, and how to reproduce.
   std::string crashContext(const Graph &graph, size_t passIndex) const;
 
