@@ -346,10 +346,40 @@ def apply_replacements(gm, found):
 class JointImport:
     """A joint graph as graph-opt imports it, once per partition: `forward_first`
     (the GraphModule _forward_first makes; its node names are the joint graph's),
-    `phases` ({name: phase}) and `graph` (the IR graph; plan_joint plans a clone)."""
+    `phases` ({name: phase}) and `graph` (the IR graph; plan_joint plans a clone).
+    `prepared` keeps the graph as the passes before checkpoint leave it, by their
+    pipeline text (prepared_by): a bound search's rounds differ only in checkpoint's
+    bound, so those passes run once, not once a round."""
     forward_first: torch.fx.GraphModule
     phases: dict
     graph: object
+    prepared: dict = dataclasses.field(default_factory=dict)
+
+    def prepared_by(self, passes):
+        """The graph after `passes` (a pipeline text; "" the graph as imported), run on a
+        clone of it the first time it is asked. Callers plan on a clone of what it returns."""
+        if not passes:
+            return self.graph
+        if passes not in self.prepared:
+            import graph_opt  # the package's run_pipeline (reports loaded)
+            graph = self.graph.clone()
+            graph_opt.run_pipeline(graph, passes)
+            self.prepared[passes] = graph
+        return self.prepared[passes]
+
+
+def _split_at_checkpoint(text):
+    """(the pipeline's entries before its first checkpoint entry, the rest): what runs
+    before checkpoint does not depend on the bound checkpoint plans for. ("", text)
+    where a checkpoint entry is nested (in a repeat{...}) or there is none."""
+    parts = _split_top(text)
+    for i, part in enumerate(parts):
+        name, _ = _entry(part)
+        if name == "checkpoint":
+            return ",".join(parts[:i]), ",".join(parts[i:])
+        if "checkpoint" in part:
+            break
+    return "", text
 
 
 def import_joint(gm, num_fwd_outputs, name="joint"):
@@ -377,10 +407,11 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
 
     imported = imported or import_joint(gm, num_fwd_outputs, name)
     gm, phases = imported.forward_first, imported.phases
+    before, rest = _split_at_checkpoint(compile_pipeline(
+        pipeline, activations=activations, peak=peak, closest=closest))
     with no_dispatch_modes():
-        graph = imported.graph.clone()
-        result = graph_opt.run_pipeline(graph, compile_pipeline(
-            pipeline, activations=activations, peak=peak, closest=closest))
+        graph = imported.prepared_by(before).clone()
+        result = graph_opt.run_pipeline(graph, rest)
     nodes = graph.nodes
     recompute_of = _recomputed_values(nodes)
     # A tensor constant (a get_attr from_fx lifted) is no saved value: torch's backward

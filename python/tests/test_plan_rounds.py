@@ -1,0 +1,34 @@
+"""A bound search's rounds plan from the graph the passes before checkpoint left once
+(joint.JointImport.prepared_by): each round runs checkpoint alone, and its plan is the one
+the whole pipeline makes."""
+
+import graph_opt
+from graph_opt.joint import JointImport, _split_at_checkpoint
+
+from inputs import zoo_archive
+
+PRE = "repeat{cse,canonicalize,dce}"
+
+
+def test_the_pipeline_splits_before_its_first_checkpoint_entry():
+    ck = "checkpoint{activations=30%,cost=flops,measure=false}"
+    assert _split_at_checkpoint(f"{PRE},{ck},dce") == (PRE, f"{ck},dce")
+    assert _split_at_checkpoint(ck) == ("", ck)
+    assert _split_at_checkpoint(PRE) == ("", PRE)  # no checkpoint: nothing to keep
+    # nested: not split
+    assert _split_at_checkpoint(f"cse,repeat{{{ck}}}") == ("", f"cse,repeat{{{ck}}}")
+
+
+def test_rounds_from_the_prepared_graph_plan_as_the_whole_pipeline_does():
+    graph = graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2"))
+    imported = JointImport(forward_first=None, phases={}, graph=graph)
+    for bound in ("10%", "50%", "1KiB"):
+        ck = f"checkpoint{{activations={bound},cost=flops,measure=false,unmet=closest}}"
+        whole = graph.clone()
+        graph_opt.run_pipeline(whole, f"{PRE},{ck}")
+        round_ = imported.prepared_by(PRE).clone()
+        graph_opt.run_pipeline(round_, ck)
+        assert round_.print() == whole.print(), bound
+    # the passes before checkpoint ran once, on a clone: the import is as it was
+    assert list(imported.prepared) == [PRE]
+    assert graph.print() == graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2")).print()
