@@ -155,14 +155,21 @@ extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize) {
   }
 }
 
-int main(int argc, char **argv) {
-  if (LLVMFuzzerInitialize)
-    LLVMFuzzerInitialize(&argc, &argv);
+namespace {
+
+/// libFuzzer's flags that this driver reads.
+struct Flags {
   double seconds = 0;
   uint64_t runs = 0, seed = 1;
   size_t maxLen = 4096;
   unsigned timeout = 0;
-  std::vector<std::string> paths;
+  std::vector<std::string> paths; ///< corpus directories and files
+};
+
+/// main's first step: libFuzzer's command line (-artifact_prefix= goes to
+/// artifactPrefix); other -flags are ignored.
+Flags parseFlags(int argc, char **argv) {
+  Flags f;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const char *flag) -> const char * {
@@ -170,28 +177,72 @@ int main(int argc, char **argv) {
       return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
     };
     if (const char *v = value("-max_total_time="))
-      seconds = std::atof(v);
+      f.seconds = std::atof(v);
     else if (const char *v = value("-runs="))
-      runs = std::strtoull(v, nullptr, 10);
+      f.runs = std::strtoull(v, nullptr, 10);
     else if (const char *v = value("-seed="))
-      seed = std::strtoull(v, nullptr, 10);
+      f.seed = std::strtoull(v, nullptr, 10);
     else if (const char *v = value("-max_len="))
-      maxLen = std::max<size_t>(1, std::strtoull(v, nullptr, 10));
+      f.maxLen = std::max<size_t>(1, std::strtoull(v, nullptr, 10));
     else if (const char *v = value("-timeout="))
-      timeout = static_cast<unsigned>(std::atoi(v));
+      f.timeout = static_cast<unsigned>(std::atoi(v));
     else if (const char *v = value("-artifact_prefix="))
       std::snprintf(artifactPrefix, sizeof artifactPrefix, "%s", v);
     else if (a.empty() || a[0] != '-')
-      paths.push_back(a);
+      f.paths.push_back(a);
     // Other libFuzzer flags (-dict, -rss_limit_mb, -len_control, ...) mean nothing here.
   }
+  return f;
+}
+
+/// The next input after the seeds: fresh random bytes where the corpus is
+/// empty, else a corpus input mutated one to four times.
+void nextInput(std::vector<uint8_t> &input, size_t maxLen) {
+  if (corpus.empty()) { // fresh random bytes
+    input.resize(1 + randomBelow(maxLen));
+    for (uint8_t &b : input)
+      b = static_cast<uint8_t>(rng());
+    return;
+  }
+  const std::vector<uint8_t> &base = corpus[randomBelow(corpus.size())];
+  input.assign(base.begin(), base.end());
+  input.resize(maxLen);
+  size_t size = base.size();
+  for (size_t m = 1 + randomBelow(4); m > 0; --m)
+    size = LLVMFuzzerCustomMutator
+               ? LLVMFuzzerCustomMutator(input.data(), size, maxLen, static_cast<unsigned>(rng()))
+               : LLVMFuzzerMutate(input.data(), size, maxLen);
+  input.resize(std::min(size, maxLen));
+}
+
+/// main's last step: libFuzzer's final stats lines.
+void printStats(uint64_t done, size_t seeds, double took) {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("#%llu\tDONE   (standalone driver: no coverage) corpus %zu\n",
+              static_cast<unsigned long long>(done), seeds);
+  std::printf("stat::number_of_executed_units: %llu\n", static_cast<unsigned long long>(done));
+  std::printf("stat::average_exec_per_sec:     %llu\n",
+              static_cast<unsigned long long>(took > 0 ? done / took : done));
+  std::printf("stat::peak_rss_mb:              %ld\n", usage.ru_maxrss / 1024);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (LLVMFuzzerInitialize)
+    LLVMFuzzerInitialize(&argc, &argv);
+  const Flags flags = parseFlags(argc, argv);
+  const double seconds = flags.seconds;
+  const uint64_t runs = flags.runs;
+  const unsigned timeout = flags.timeout;
   if (seconds <= 0 && runs == 0) {
     std::fprintf(stderr, "%s: give -max_total_time=S or -runs=N\n", argv[0]);
     return 2;
   }
-  rng.seed(seed);
-  for (const std::string &p : paths)
-    loadPath(p, maxLen);
+  rng.seed(flags.seed);
+  for (const std::string &p : flags.paths)
+    loadPath(p, flags.maxLen);
   for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGALRM})
     std::signal(sig, onCrash);
 
@@ -216,32 +267,9 @@ int main(int argc, char **argv) {
     runOne(corpus[i]);
   std::vector<uint8_t> input;
   while (more()) {
-    if (corpus.empty()) { // fresh random bytes
-      input.resize(1 + randomBelow(maxLen));
-      for (uint8_t &b : input)
-        b = static_cast<uint8_t>(rng());
-    } else {
-      const std::vector<uint8_t> &base = corpus[randomBelow(corpus.size())];
-      input.assign(base.begin(), base.end());
-      input.resize(maxLen);
-      size_t size = base.size();
-      for (size_t m = 1 + randomBelow(4); m > 0; --m)
-        size = LLVMFuzzerCustomMutator
-                   ? LLVMFuzzerCustomMutator(input.data(), size, maxLen,
-                                             static_cast<unsigned>(rng()))
-                   : LLVMFuzzerMutate(input.data(), size, maxLen);
-      input.resize(std::min(size, maxLen));
-    }
+    nextInput(input, flags.maxLen);
     runOne(input);
   }
-  double took = elapsed();
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  std::printf("#%llu\tDONE   (standalone driver: no coverage) corpus %zu\n",
-              static_cast<unsigned long long>(done), seeds);
-  std::printf("stat::number_of_executed_units: %llu\n", static_cast<unsigned long long>(done));
-  std::printf("stat::average_exec_per_sec:     %llu\n",
-              static_cast<unsigned long long>(took > 0 ? done / took : done));
-  std::printf("stat::peak_rss_mb:              %ld\n", usage.ru_maxrss / 1024);
+  printStats(done, seeds, elapsed());
   return 0;
 }

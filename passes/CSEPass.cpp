@@ -191,7 +191,52 @@ std::string nodeLabel(const Node &n) {
   return n.numOutputs() ? n.output()->name().str() : absl::StrCat(n.opName(), "@", n.id());
 }
 
+/// The peak check of a mergeable pair: applies the merge of `later` into
+/// `earlier` to `memory` unless it would raise the simulated peak above both
+/// the peak when cse started and the peak so far (allowed across phases with
+/// `allowAcross`). Returns why it is refused ("": applied); `statistic` names
+/// the refusal.
+std::string refuseIfPeakRises(MergeMemory &memory, const Node &earlier, const Node &later,
+                              bool across, bool allowAcross, std::string &statistic) {
+  int64_t limit = std::max(memory.startPeak(), memory.peak());
+  int64_t after = memory.apply(earlier, later);
+  if (after <= limit || (across && allowAcross))
+    return "";
+  memory.apply(earlier, later, /*undo=*/true);
+  statistic = across ? "refused: would raise the peak (across phases)"
+                     : "refused: would raise the peak (within a phase)";
+  return absl::StrCat("would raise the simulated peak by ", after - limit, " bytes");
+}
+
+/// cse.csv: a row per decision.
+std::string decisionsCsv(const std::vector<CSEPass::Decision> &decisions) {
+  std::string csv = "kept,replaced,op,kept_phase,replaced_phase,decision,reason\n";
+  for (const CSEPass::Decision &d : decisions)
+    absl::StrAppend(&csv, d.kept, ",", d.replaced, ",", d.op, ",", d.keptPhase, ",",
+                    d.replacedPhase, ",", d.decision, ",", d.reason,
+                    "\n");
+  return csv;
+}
+
 } // namespace
+
+void CSEPass::record(const Node &kept, const Node &replaced, std::string reason,
+                     std::string decision) {
+  if (reportDirectory().empty())
+    return;
+  if (decision.empty())
+    decision = reason.empty() ? "merged" : "refused";
+  Decision d{nodeLabel(kept),
+             nodeLabel(replaced),
+             replaced.opName(),
+             phaseName(kept.phase()).str(),
+             phaseName(replaced.phase()).str(),
+             std::move(reason),
+             std::move(decision)};
+  std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.decision, ",", d.reason);
+  if (recorded_.insert(id).second)
+    decisions_.push_back(std::move(d));
+}
 
 absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses) {
   auto liveness = analyses.getResult<LivenessAnalysis>(graph, {});
@@ -206,25 +251,6 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   AliasInfo &aliases = edited->facts();
   llvm::DenseMap<CallKey, Node *> table;
   llvm::DenseMap<const c10::FunctionSchema *, bool> commutative;
-  bool reporting = !reportDirectory().empty();
-
-  auto record = [&](const Node &kept, const Node &replaced, std::string reason,
-                    std::string decision = "") {
-    if (!reporting)
-      return;
-    if (decision.empty())
-      decision = reason.empty() ? "merged" : "refused";
-    Decision d{nodeLabel(kept),
-               nodeLabel(replaced),
-               replaced.opName(),
-               phaseName(kept.phase()).str(),
-               phaseName(replaced.phase()).str(),
-               std::move(reason),
-               std::move(decision)};
-    std::string id = absl::StrCat(d.kept, ",", d.replaced, ",", d.decision, ",", d.reason);
-    if (recorded_.insert(id).second)
-      decisions_.push_back(std::move(d));
-  };
   bool changed = false;
   int64_t merged = 0, mergedAcross = 0;
   for (auto it = graph.nodes().begin(); it != graph.nodes().end();) {
@@ -239,16 +265,8 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     std::string reason = whyNotMergeable(aliases, earlier, n);
     bool across = earlier.phase() != n.phase();
     std::string statistic = absl::StrCat("refused: ", reason);
-    if (reason.empty()) {
-      int64_t limit = std::max(memory.startPeak(), memory.peak());
-      int64_t after = memory.apply(earlier, n);
-      if (after > limit && !(across && acrossPhases_.get())) {
-        memory.apply(earlier, n, /*undo=*/true);
-        reason = absl::StrCat("would raise the simulated peak by ", after - limit, " bytes");
-        statistic = across ? "refused: would raise the peak (across phases)"
-                           : "refused: would raise the peak (within a phase)";
-      }
-    }
+    if (reason.empty())
+      reason = refuseIfPeakRises(memory, earlier, n, across, acrossPhases_.get(), statistic);
     if (reason == kOutputsWouldShareStorage) {
       if (unsigned moved = mergeReaders(aliases, earlier, n)) {
         addStatistic("readers merged (both calls returned)");
@@ -285,15 +303,11 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
   setStatistic("simulated peak bytes before", memory.startPeak());
   setStatistic("simulated peak bytes after", memory.peak());
 
-  if (reporting) {
-    std::string csv = "kept,replaced,op,kept_phase,replaced_phase,decision,reason\n";
-    for (const Decision &d : decisions_)
-      absl::StrAppend(&csv, d.kept, ",", d.replaced, ",", d.op, ",", d.keptPhase, ",",
-                      d.replacedPhase, ",", d.decision, ",", d.reason,
-                      "\n");
-    if (absl::Status st = writeReportFiles(reportDirectory(), {{"cse.csv", csv}}); !st.ok())
+  if (!reportDirectory().empty())
+    if (absl::Status st =
+            writeReportFiles(reportDirectory(), {{"cse.csv", decisionsCsv(decisions_)}});
+        !st.ok())
       return st;
-  }
   return changed;
 }
 

@@ -79,6 +79,11 @@ protected:
   }
 
 private:
+  /// Records a decision on the pair for cse.csv (only with a report directory);
+  /// `decision` "" is "merged" without a reason, else "refused".
+  void record(const Node &kept, const Node &replaced, std::string reason,
+              std::string decision = "");
+
   PassOption<bool> acrossPhases_{
       this, "across-phases",
       "merge across the forward/backward boundary even when that raises the simulated peak", false};

@@ -56,6 +56,54 @@ bool mayEraseUnused(const Node &node) {
          llvm::none_of(node.outputs(), [](const Value *v) { return v->hasUses(); });
 }
 
+/// The driver's worklist: every node of `graph`, in reverse so that nodes
+/// first come off the stack in graph order; each marked in `queued`.
+std::vector<std::pair<Node *, unsigned>> initialWorklist(Graph &graph,
+                                                         std::vector<uint8_t> &queued) {
+  std::vector<std::pair<Node *, unsigned>> work;
+  work.reserve(graph.numNodes());
+  for (Node &n : graph.nodes())
+    work.emplace_back(&n, n.id());
+  std::reverse(work.begin(), work.end());
+  for (const auto &[n, id] : work)
+    queued[id] = 1;
+  return work;
+}
+
+/// The first of the node's rules that folds it, with the value it folds to
+/// in `x`; null when none does.
+const Rule *firstFold(RuleIndex &index, Node &node, FoldContext &ctx, Value *&x) {
+  for (const Rule *rule : index.rulesFor(node))
+    if ((x = rule->match(node, ctx)))
+      return rule;
+  return nullptr;
+}
+
+/// The step after a fold: erases `node` (whose output has no uses left), then
+/// every operand's defining node that this leaves unused and that may go,
+/// marking each in `erased`; `onDeadOperand` is told of each of the latter.
+absl::Status eraseWithDeadOperands(Graph &graph, Node *node, std::vector<uint8_t> &erased,
+                                   llvm::function_ref<void()> onDeadOperand) {
+  llvm::SmallVector<Node *, 4> dead{node};
+  while (!dead.empty()) {
+    Node *d = dead.pop_back_val();
+    llvm::SmallVector<Value *, 4> operands = d->operandValues();
+    const unsigned id = d->id();
+    if (absl::Status st = graph.eraseNode(d); !st.ok()) // refused: `d` is intact
+      return absl::InternalError(
+          absl::StrCat("canonicalize: could not erase ", d->describe(), ": ", st.message()));
+    erased[id] = 1;
+    if (d != node)
+      onDeadOperand();
+    for (Value *v : operands) {
+      Node *def = v->definingNode();
+      if (def && !erased[def->id()] && !llvm::is_contained(dead, def) && mayEraseUnused(*def))
+        dead.push_back(def);
+    }
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::Status CanonicalizePass::validateOptions() {
@@ -78,42 +126,13 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
   // it in graph order; the users of a value that just gained uses are pushed
   // and so looked at next. Entries carry the node's id, so an entry whose
   // node was erased is skipped without touching it.
-  std::vector<std::pair<Node *, unsigned>> work;
   std::vector<uint8_t> queued(graph.nodeIdBound(), 0), erased(graph.nodeIdBound(), 0);
+  std::vector<std::pair<Node *, unsigned>> work = initialWorklist(graph, queued);
   auto push = [&](Node *n) {
     if (!queued[n->id()] && !erased[n->id()]) {
       queued[n->id()] = 1;
       work.emplace_back(n, n->id());
     }
-  };
-  work.reserve(graph.numNodes());
-  for (Node &n : graph.nodes())
-    work.emplace_back(&n, n.id());
-  std::reverse(work.begin(), work.end());
-  for (const auto &[n, id] : work)
-    queued[id] = 1;
-
-  // Erases `node` (whose output has no uses left), then every operand's
-  // defining node that this leaves unused and that may go.
-  auto eraseWithDeadOperands = [&](Node *node) -> absl::Status {
-    llvm::SmallVector<Node *, 4> dead{node};
-    while (!dead.empty()) {
-      Node *d = dead.pop_back_val();
-      llvm::SmallVector<Value *, 4> operands = d->operandValues();
-      const unsigned id = d->id();
-      if (absl::Status st = graph.eraseNode(d); !st.ok()) // refused: `d` is intact
-        return absl::InternalError(
-            absl::StrCat("canonicalize: could not erase ", d->describe(), ": ", st.message()));
-      erased[id] = 1;
-      if (d != node)
-        addStatistic("erased dead operands");
-      for (Value *v : operands) {
-        Node *def = v->definingNode();
-        if (def && !erased[def->id()] && !llvm::is_contained(dead, def) && mayEraseUnused(*def))
-          dead.push_back(def);
-      }
-    }
-    return absl::OkStatus();
   };
 
   int64_t rewrites = 0;
@@ -125,13 +144,8 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
     queued[id] = 0;
     if (!mayFold(*node))
       continue;
-    const Rule *fired = nullptr;
     Value *x = nullptr;
-    for (const Rule *rule : index.rulesFor(*node))
-      if ((x = rule->match(*node, ctx))) {
-        fired = rule;
-        break;
-      }
+    const Rule *fired = firstFold(index, *node, ctx, x);
     if (!fired)
       continue;
     if (rewrites >= cap)
@@ -149,7 +163,9 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
     for (const Use &u : x->uses())
       if (u.user && u.user != node)
         push(u.user);
-    if (absl::Status st = eraseWithDeadOperands(node); !st.ok())
+    if (absl::Status st = eraseWithDeadOperands(graph, node, erased,
+                                                [&] { addStatistic("erased dead operands"); });
+        !st.ok())
       return st;
   }
   return rewrites > 0;

@@ -130,6 +130,16 @@ if chromium:
     config.available_features.add("chromium")
     config.substitutions.append(("%chromium", chromium))
 
+# The lizard package (pinned in requirements-test.txt) in the Python that %python runs: the
+# function length check needs it (test/Robustness/function-length.test, REQUIRES: lizard;
+# UNSUPPORTED without it).
+try:
+    if subprocess.run([config.graphopt_python, "-c", "import lizard"], capture_output=True,
+                      timeout=60).returncode == 0:
+        config.available_features.add("lizard")
+except (OSError, subprocess.SubprocessError):
+    pass
+
 # A machine with an NVIDIA GPU (nvidia-smi lists one): scripts/device-check.sh run checks it
 # there instead of saying there is nothing to check (test/DeviceCheck).
 try:

@@ -269,6 +269,14 @@ private:
   std::string nodeName(const Node &n);
   absl::Status signature(ts::GraphSignature &sig, std::vector<ts::Argument> &inputs,
                          std::vector<ts::Argument> &outputs);
+  // write's steps.
+  /// The program's nodes, in graph order; `functional` is cleared where one writes.
+  absl::StatusOr<std::vector<ts::Node>> nodes(bool &functional);
+  /// graph-opt's own entry of the graph module's meta["custom"]: the graph's
+  /// name, its optimizer state, ties and zero-filled state.
+  nlohmann::json graphCustom() const;
+  /// The -inf arguments put back into the program's JSON.
+  void patchNegativeInfinities(nlohmann::json &json) const;
 
   const Graph &g_;
   std::vector<std::string> zeroFilled_; ///< optimizer state written as zeros
@@ -493,6 +501,50 @@ absl::Status ProgramWriter::signature(ts::GraphSignature &sig, std::vector<ts::A
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<ts::Node>> ProgramWriter::nodes(bool &functional) {
+  std::vector<ts::Node> out;
+  for (const Node &n : g_.nodes()) {
+    auto made = node(n);
+    if (!made.ok())
+      return made.status();
+    out.push_back(std::move(*made));
+    functional &= !n.schema().is_mutable();
+    ++nodeIndex_;
+  }
+  return out;
+}
+
+nlohmann::json ProgramWriter::graphCustom() const {
+  nlohmann::json custom = nlohmann::json::object();
+  std::vector<std::string> optimizerState;
+  for (const GraphInput &in : g_.inputs())
+    if (in.role == InputRole::OptimizerState)
+      optimizerState.push_back(in.target);
+  // Ties, so that a program without its weights (from_fx, to_fx) keeps them; with
+  // weights, tied inputs also share a storage record.
+  nlohmann::json tied = nlohmann::json::array();
+  for (const GraphInput &in : g_.inputs())
+    if (in.tiedTo)
+      tied.push_back({in.value->name().str(), in.tiedTo->name().str()});
+  custom[kPt2CustomKey.str()] = {{"graph", g_.name().str()},
+                                 {"optimizer_state", optimizerState},
+                                 {"tied", tied}};
+  if (!zeroFilled_.empty())
+    custom[kPt2CustomKey.str()]["zero_filled_state"] = zeroFilled_;
+  return custom;
+}
+
+void ProgramWriter::patchNegativeInfinities(nlohmann::json &json) const {
+  nlohmann::json &jsonNodes = json["graph_module"]["graph"]["nodes"];
+  for (const NegativeInfinity &ni : negativeInfinities_) {
+    nlohmann::json &arg = jsonNodes[ni.node]["inputs"][ni.input]["arg"];
+    if (ni.element < 0)
+      arg["as_float"] = "-Infinity";
+    else
+      arg["as_floats"][ni.element] = "-Infinity";
+  }
+}
+
 absl::StatusOr<std::string> ProgramWriter::write() {
   for (const GraphInput &in : g_.inputs())
     names_.insert(in.value->name());
@@ -504,21 +556,15 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   std::vector<ts::Argument> inputs, outputs;
   if (absl::Status st = signature(sig, inputs, outputs); !st.ok())
     return st;
-  std::vector<ts::Node> nodes;
   bool functional = true;
-  for (const Node &n : g_.nodes()) {
-    auto out = node(n);
-    if (!out.ok())
-      return out.status();
-    nodes.push_back(std::move(*out));
-    functional &= !n.schema().is_mutable();
-    ++nodeIndex_;
-  }
+  auto programNodes = nodes(functional);
+  if (!programNodes.ok())
+    return programNodes.status();
 
   ts::Graph graph;
   graph.set_inputs(std::move(inputs));
   graph.set_outputs(std::move(outputs));
-  graph.set_nodes(std::move(nodes));
+  graph.set_nodes(std::move(*programNodes));
   graph.set_tensor_values(std::move(tensorValues_));
   graph.set_sym_int_values({});
   graph.set_sym_bool_values({});
@@ -526,27 +572,11 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   graph.set_custom_obj_values({});
   graph.set_is_single_tensor_return(false);
 
-  nlohmann::json graphCustom = nlohmann::json::object();
-  std::vector<std::string> optimizerState;
-  for (const GraphInput &in : g_.inputs())
-    if (in.role == InputRole::OptimizerState)
-      optimizerState.push_back(in.target);
-  // Ties, so that a program without its weights (from_fx, to_fx) keeps them; with
-  // weights, tied inputs also share a storage record.
-  nlohmann::json tied = nlohmann::json::array();
-  for (const GraphInput &in : g_.inputs())
-    if (in.tiedTo)
-      tied.push_back({in.value->name().str(), in.tiedTo->name().str()});
-  graphCustom[kPt2CustomKey.str()] = {{"graph", g_.name().str()},
-                                      {"optimizer_state", optimizerState},
-                                      {"tied", tied}};
-  if (!zeroFilled_.empty())
-    graphCustom[kPt2CustomKey.str()]["zero_filled_state"] = zeroFilled_;
   ts::GraphModule module;
   module.set_graph(std::move(graph));
   module.set_signature(std::move(sig));
   module.set_module_call_graph({});
-  module.set_metadata({{"custom", graphCustom.dump()}});
+  module.set_metadata({{"custom", graphCustom().dump()}});
   module.set_treespec_namedtuple_fields({});
 
   ts::ExportedProgram ep;
@@ -565,14 +595,7 @@ absl::StatusOr<std::string> ProgramWriter::write() {
   ep.set_guards_code({});
 
   nlohmann::json json = ep;
-  nlohmann::json &jsonNodes = json["graph_module"]["graph"]["nodes"];
-  for (const NegativeInfinity &ni : negativeInfinities_) {
-    nlohmann::json &arg = jsonNodes[ni.node]["inputs"][ni.input]["arg"];
-    if (ni.element < 0)
-      arg["as_float"] = "-Infinity";
-    else
-      arg["as_floats"][ni.element] = "-Infinity";
-  }
+  patchNegativeInfinities(json);
   return json.dump();
 }
 
@@ -652,6 +675,84 @@ std::string formatName(std::string_view format) {
   return s;
 }
 
+namespace spec = torch::_export::archive_spec;
+
+/// A text record of the archive.
+void writeText(caffe2::serialize::PyTorchStreamWriter &zip, const std::string &name,
+               const std::string &contents) {
+  zip.writeRecord(name, contents.data(), contents.size());
+}
+
+/// writePt2Archive's first step: the optimizer state that has no value yet,
+/// written as zeros (with a remark each).
+std::vector<std::string> zeroFilledState(const Graph &graph, const WeightStore &weights,
+                                         std::vector<std::string> *remarks) {
+  std::vector<std::string> zeroFilled;
+  for (const GraphInput &in : graph.inputs())
+    if (in.role == InputRole::OptimizerState && !weights.lookup(in.target)) {
+      zeroFilled.push_back(in.target);
+      if (remarks)
+        remarks->push_back(absl::StrCat(
+            "optimizer state '", in.target, "' has no value yet: written as zeros, the state "
+            "torch.optim starts from (listed in the archive as zero_filled_state)"));
+    }
+  return zeroFilled;
+}
+
+/// writePt2Archive's weights step: every input that is not a user input, as a
+/// weight or a constant record, and the two payload configs.
+absl::Status writeWeights(caffe2::serialize::PyTorchStreamWriter &zip, const Graph &graph,
+                          const WeightStore &weights) {
+  PayloadWriter weightFiles(zip, std::string(spec::WEIGHTS_DIR),
+                            std::string(spec::WEIGHT_FILENAME_PREFIX));
+  PayloadWriter constantFiles(zip, std::string(spec::CONSTANTS_DIR),
+                              std::string(spec::TENSOR_CONSTANT_FILENAME_PREFIX));
+  for (const GraphInput &in : graph.inputs()) {
+    if (in.role == InputRole::UserInput)
+      continue;
+    // A tied input is its owner's storage: written as the owner's weight where the two
+    // have one type, so that the archive shares the record.
+    const at::Tensor *w = weights.lookup(in.target);
+    if (in.tiedTo) {
+      const GraphInput &owner = graph.inputs()[in.tiedTo->index()];
+      const at::Tensor *ownerWeight = weights.lookup(owner.target);
+      if (ownerWeight && owner.value->type() == in.value->type())
+        w = ownerWeight;
+    }
+    at::Tensor zeros;
+    if (!w && in.role == InputRole::OptimizerState) {
+      const TensorType &t = in.value->tensorType();
+      zeros = at::zeros(t.sizes, at::TensorOptions().dtype(t.dtype));
+      w = &zeros;
+    }
+    if (!w)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write a .pt2 archive: ", inputRoleName(in.role).str(), " '", in.target,
+          "' (graph input %", in.value->name().str(),
+          ") has no weight (a .gir input carries none: write .gir, or start from the .pt2)"));
+    PayloadWriter &files = in.role == InputRole::Constant ? constantFiles : weightFiles;
+    if (absl::Status st = files.add(in.target, *w, in.role == InputRole::Parameter); !st.ok())
+      return st;
+  }
+  writeText(zip, formatName(spec::WEIGHTS_CONFIG_FILENAME_FORMAT), weightFiles.configJson());
+  writeText(zip, formatName(spec::CONSTANTS_CONFIG_FILENAME_FORMAT), constantFiles.configJson());
+  return absl::OkStatus();
+}
+
+/// writePt2Archive's last record: torch.save((args, kwargs)) of the example inputs.
+void writeExampleInputs(caffe2::serialize::PyTorchStreamWriter &zip,
+                        const std::vector<at::Tensor> &inputs) {
+  std::vector<c10::IValue> args;
+  for (const at::Tensor &t : inputs)
+    args.emplace_back(t.device().is_cpu() ? t : t.cpu());
+  c10::impl::GenericDict kwargs(c10::StringType::get(), c10::AnyType::get());
+  c10::IValue sample = c10::ivalue::Tuple::create(
+      {c10::ivalue::Tuple::create(std::move(args)), c10::IValue(kwargs)});
+  std::string pickled = torchSave(sample);
+  zip.writeRecord(formatName(spec::SAMPLE_INPUTS_FILENAME_FORMAT), pickled.data(),
+                  pickled.size());
+}
+
 } // namespace
 
 absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph,
@@ -667,16 +768,7 @@ absl::StatusOr<std::string> serializeExportedProgram(const Graph &graph,
 absl::StatusOr<std::string> writePt2Archive(const Graph &graph, const WeightStore &weights,
                                             llvm::ArrayRef<at::Tensor> exampleInputs,
                                             std::vector<std::string> *remarks) {
-  namespace spec = torch::_export::archive_spec;
-  std::vector<std::string> zeroFilled;
-  for (const GraphInput &in : graph.inputs())
-    if (in.role == InputRole::OptimizerState && !weights.lookup(in.target)) {
-      zeroFilled.push_back(in.target);
-      if (remarks)
-        remarks->push_back(absl::StrCat(
-            "optimizer state '", in.target, "' has no value yet: written as zeros, the state "
-            "torch.optim starts from (listed in the archive as zero_filled_state)"));
-    }
+  std::vector<std::string> zeroFilled = zeroFilledState(graph, weights, remarks);
   auto program = serializeExportedProgram(graph, zeroFilled);
   if (!program.ok())
     return program.status();
@@ -695,57 +787,14 @@ absl::StatusOr<std::string> writePt2Archive(const Graph &graph, const WeightStor
       return size;
     });
     zip.setMinVersion(6); // what torch's PT2ArchiveWriter sets
-    auto text = [&](const std::string &name, const std::string &contents) {
-      zip.writeRecord(name, contents.data(), contents.size());
-    };
-    text(std::string(spec::ARCHIVE_FORMAT_PATH), std::string(spec::ARCHIVE_FORMAT_VALUE));
-    text(std::string(spec::ARCHIVE_VERSION_PATH), std::string(spec::ARCHIVE_VERSION_VALUE));
-    text(formatName(spec::MODELS_FILENAME_FORMAT), *program);
-
-    PayloadWriter weightFiles(zip, std::string(spec::WEIGHTS_DIR),
-                              std::string(spec::WEIGHT_FILENAME_PREFIX));
-    PayloadWriter constantFiles(zip, std::string(spec::CONSTANTS_DIR),
-                                std::string(spec::TENSOR_CONSTANT_FILENAME_PREFIX));
-    for (const GraphInput &in : graph.inputs()) {
-      if (in.role == InputRole::UserInput)
-        continue;
-      // A tied input is its owner's storage: written as the owner's weight where the two
-      // have one type, so that the archive shares the record.
-      const at::Tensor *w = weights.lookup(in.target);
-      if (in.tiedTo) {
-        const GraphInput &owner = graph.inputs()[in.tiedTo->index()];
-        const at::Tensor *ownerWeight = weights.lookup(owner.target);
-        if (ownerWeight && owner.value->type() == in.value->type())
-          w = ownerWeight;
-      }
-      at::Tensor zeros;
-      if (!w && in.role == InputRole::OptimizerState) {
-        const TensorType &t = in.value->tensorType();
-        zeros = at::zeros(t.sizes, at::TensorOptions().dtype(t.dtype));
-        w = &zeros;
-      }
-      if (!w)
-        return absl::InvalidArgumentError(absl::StrCat(
-            "cannot write a .pt2 archive: ", inputRoleName(in.role).str(), " '", in.target,
-            "' (graph input %", in.value->name().str(),
-            ") has no weight (a .gir input carries none: write .gir, or start from the .pt2)"));
-      PayloadWriter &files = in.role == InputRole::Constant ? constantFiles : weightFiles;
-      if (absl::Status st = files.add(in.target, *w, in.role == InputRole::Parameter); !st.ok())
-        return st;
-    }
-    text(formatName(spec::WEIGHTS_CONFIG_FILENAME_FORMAT), weightFiles.configJson());
-    text(formatName(spec::CONSTANTS_CONFIG_FILENAME_FORMAT), constantFiles.configJson());
-
-    // torch.save((args, kwargs)) of the example inputs.
-    std::vector<c10::IValue> args;
-    for (const at::Tensor &t : inputs)
-      args.emplace_back(t.device().is_cpu() ? t : t.cpu());
-    c10::impl::GenericDict kwargs(c10::StringType::get(), c10::AnyType::get());
-    c10::IValue sample = c10::ivalue::Tuple::create(
-        {c10::ivalue::Tuple::create(std::move(args)), c10::IValue(kwargs)});
-    std::string pickled = torchSave(sample);
-    zip.writeRecord(formatName(spec::SAMPLE_INPUTS_FILENAME_FORMAT), pickled.data(),
-                    pickled.size());
+    writeText(zip, std::string(spec::ARCHIVE_FORMAT_PATH),
+              std::string(spec::ARCHIVE_FORMAT_VALUE));
+    writeText(zip, std::string(spec::ARCHIVE_VERSION_PATH),
+              std::string(spec::ARCHIVE_VERSION_VALUE));
+    writeText(zip, formatName(spec::MODELS_FILENAME_FORMAT), *program);
+    if (absl::Status st = writeWeights(zip, graph, weights); !st.ok())
+      return st;
+    writeExampleInputs(zip, inputs);
     zip.writeEndOfFile();
   } catch (...) {
     return absl::InternalError(absl::StrCat("writing the .pt2 archive: ", describeCurrentException()));

@@ -34,6 +34,14 @@ using Tag = ts::Argument::Tag;
 struct InlinedWrapper;
 struct InlinedCall;
 
+/// A call's results as addNode reads them: one value per tensor (a Tensor[]
+/// return lists several), a name and a type each.
+struct NodeResults {
+  std::vector<std::string> names; ///< serialized names, the keys of values_
+  std::vector<ValueType> types;
+  bool needsInference = false; ///< some result's type is unknown: inferred from the kernel
+};
+
 class GraphBuilder {
 public:
   GraphBuilder(const ts::ExportedProgram &ep, llvm::StringRef where)
@@ -53,6 +61,15 @@ private:
   absl::StatusOr<ValueType> tensorType(const std::string &name) const;
   absl::Status addInputs();
   absl::Status addNode(const ts::Node &n);
+  // addNode's steps.
+  /// The call's arguments in schema order, defaults filled from the schema.
+  absl::StatusOr<std::vector<Argument>> callArguments(const ts::Node &n,
+                                                      const c10::OperatorHandle &op);
+  /// The call's results: a serialized name and a type per value.
+  absl::StatusOr<NodeResults> callResults(const ts::Node &n);
+  /// Adds the node for the call, its results under their serialized names.
+  absl::StatusOr<Node *> createCallNode(const ts::Node &n, const c10::OperatorHandle &op,
+                                        std::vector<Argument> args, const NodeResults &results);
   absl::Status inlineHigherOrder(const ts::Node &n);
   // inlineHigherOrder's steps.
   absl::StatusOr<InlinedCall> inlinedCallOf(const ts::Node &n);
@@ -560,18 +577,10 @@ absl::StatusOr<Argument> GraphBuilder::convertEnumArgument(const ts::Node &n,
   }
 }
 
-absl::Status GraphBuilder::addNode(const ts::Node &n) {
-  if (llvm::StringRef(n.get_target()).startswith(kHigherOrderPrefix))
-    return inlineHigherOrder(n);
-  auto opName = operatorName(n.get_target());
-  if (!opName)
-    return nodeError(n, "only calls of registered operators (torch.ops.*) are supported");
-  auto op = resolveOperator(*opName);
-  if (!op.ok())
-    return nodeError(n, std::string(op.status().message()));
-  const auto &schemaArgs = op->schema().arguments();
-
-  ArgumentSlots slots(op->schema());
+absl::StatusOr<std::vector<Argument>> GraphBuilder::callArguments(const ts::Node &n,
+                                                                   const c10::OperatorHandle &op) {
+  const auto &schemaArgs = op.schema().arguments();
+  ArgumentSlots slots(op.schema());
   for (const ts::NamedArgument &na : n.get_inputs()) {
     auto slot = slots.named(na.get_name());
     if (!slot.ok())
@@ -584,25 +593,24 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
   auto filled = slots.finish();
   if (!filled.ok())
     return nodeError(n, std::string(filled.status().message()));
-  std::vector<Argument> args = std::move(*filled);
+  return std::move(*filled);
+}
 
-  // Outputs: one value per tensor (a Tensor[] return lists several). A result
-  // nothing reads may be missing from tensor_values ("<node>_unused_<i>"): its
-  // type is inferred below. A None result is an undefined tensor.
-  std::vector<std::string> names; // serialized names, the keys of values_
-  std::vector<ValueType> types;
-  bool needsInference = false;
+absl::StatusOr<NodeResults> GraphBuilder::callResults(const ts::Node &n) {
+  // A result nothing reads may be missing from tensor_values ("<node>_unused_<i>"):
+  // its type is inferred (createCallNode). A None result is an undefined tensor.
+  NodeResults r;
   auto addTensor = [&](const std::string &name) -> absl::Status {
-    names.push_back(name);
+    r.names.push_back(name);
     if (!graph_->get_tensor_values().count(name)) {
-      types.push_back(ValueType::unknownTensor());
-      needsInference = true;
+      r.types.push_back(ValueType::unknownTensor());
+      r.needsInference = true;
       return absl::OkStatus();
     }
     auto t = tensorType(name);
     if (!t.ok())
       return t.status();
-    types.push_back(std::move(*t));
+    r.types.push_back(std::move(*t));
     return absl::OkStatus();
   };
   for (const ts::Argument &out : n.get_outputs()) {
@@ -619,12 +627,12 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     case Tag::AS_SYM_INT:
       if (out.get_as_sym_int().tag() != ts::SymIntArgument::Tag::AS_NAME)
         return nodeError(n, "an integer output without a name is not supported");
-      names.push_back(out.get_as_sym_int().get_as_name());
-      types.push_back(ValueType::ofScalar(ValueKind::Int));
+      r.names.push_back(out.get_as_sym_int().get_as_name());
+      r.types.push_back(ValueType::ofScalar(ValueKind::Int));
       break;
     case Tag::AS_NONE:
-      names.push_back(absl::StrCat(n.get_name().value_or("result"), "_none_", names.size()));
-      types.push_back(ValueType::ofScalar(ValueKind::None));
+      r.names.push_back(absl::StrCat(n.get_name().value_or("result"), "_none_", r.names.size()));
+      r.types.push_back(ValueType::ofScalar(ValueKind::None));
       break;
     default:
       return nodeError(n, absl::StrCat("output of serde tag ", static_cast<int>(out.tag()),
@@ -633,6 +641,15 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     if (!st.ok())
       return st;
   }
+  return r;
+}
+
+absl::StatusOr<Node *> GraphBuilder::createCallNode(const ts::Node &n,
+                                                    const c10::OperatorHandle &op,
+                                                    std::vector<Argument> args,
+                                                    const NodeResults &results) {
+  const std::vector<std::string> &names = results.names;
+  const std::vector<ValueType> &types = results.types;
   // In an inlined body a name defined more than once in the archive gets the
   // wrapper's prefix.
   std::vector<std::string> hints = names;
@@ -640,7 +657,7 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
     for (std::string &h : hints)
       if (definitions_.lookup(h) != 1)
         h = absl::StrCat(prefix_, h);
-  Node *node = g_->createNode(*op, args, types, Phase::Forward, hints);
+  Node *node = g_->createNode(op, args, types, Phase::Forward, hints);
   if (absl::Status st = copyMetadata(n, *node); !st.ok())
     return nodeError(n, std::string(st.message()));
   for (unsigned i = 0; i < node->numOutputs(); ++i) {
@@ -648,7 +665,7 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       return nodeError(n, absl::StrCat("output name '", names[i], "' is defined twice"));
     (*values_)[names[i]] = node->output(i);
   }
-  if (needsInference) {
+  if (results.needsInference) {
     if (absl::Status st = inferNodeTypes(*node); !st.ok())
       return error(std::string(st.message()));
     // Keep the exported metadata where there is some.
@@ -656,8 +673,30 @@ absl::Status GraphBuilder::addNode(const ts::Node &n) {
       if (types[i].isKnown())
         node->output(i)->setType(types[i]);
   }
+  return node;
+}
+
+absl::Status GraphBuilder::addNode(const ts::Node &n) {
+  if (llvm::StringRef(n.get_target()).startswith(kHigherOrderPrefix))
+    return inlineHigherOrder(n);
+  auto opName = operatorName(n.get_target());
+  if (!opName)
+    return nodeError(n, "only calls of registered operators (torch.ops.*) are supported");
+  auto op = resolveOperator(*opName);
+  if (!op.ok())
+    return nodeError(n, std::string(op.status().message()));
+  auto args = callArguments(n, *op);
+  if (!args.ok())
+    return args.status();
+  // Outputs: one value per tensor (a Tensor[] return lists several).
+  auto results = callResults(n);
+  if (!results.ok())
+    return results.status();
+  auto node = createCallNode(n, *op, std::move(*args), *results);
+  if (!node.ok())
+    return node.status();
   if (autocast_)
-    return checkNoImplicitCast(n, *node);
+    return checkNoImplicitCast(n, **node);
   return absl::OkStatus();
 }
 

@@ -105,6 +105,16 @@ private:
   absl::StatusOr<std::pair<at::DataPtr, size_t>> rawRecord(const std::string &name);
   absl::Status loadPayloads(const std::string &configRecord, const std::string &dir,
                             WeightStore &store);
+  // loadPayloads' steps.
+  absl::StatusOr<ts::PayloadConfig> readPayloadConfig(const std::string &configRecord);
+  /// A weight torch.save pickled into its own record.
+  absl::Status loadPickledPayload(const std::string &name, const std::string &recordName,
+                                  const std::string &what, WeightStore &store);
+  /// A weight whose record holds raw storage bytes, shared through `storages`
+  /// (by record) with the weights naming the same record.
+  absl::Status loadRawPayload(const std::string &name, const ts::PayloadMeta &meta,
+                              const std::string &recordName, const std::string &what,
+                              llvm::StringMap<at::Tensor> &storages, WeightStore &store);
   absl::Status loadLegacyStateDict(const std::string &record, WeightStore &store);
   absl::Status checkWeights(const Graph &g, const WeightStore &store);
   absl::Status loadExampleInputs(const std::string &record, ImportedModel &model);
@@ -146,10 +156,7 @@ absl::StatusOr<c10::IValue> unpickle(const std::string &bytes) {
   }
 }
 
-absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std::string &dir,
-                                     WeightStore &store) {
-  if (!zip_->hasRecord(configRecord))
-    return absl::OkStatus();
+absl::StatusOr<ts::PayloadConfig> Pt2Reader::readPayloadConfig(const std::string &configRecord) {
   auto text = record(configRecord);
   if (!text.ok())
     return text.status();
@@ -162,88 +169,130 @@ absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std:
   } catch (const std::exception &e) {
     return error(absl::StrCat(configRecord, ": not a valid payload config: ", e.what()));
   }
+  return config;
+}
+
+absl::Status Pt2Reader::loadPickledPayload(const std::string &name, const std::string &recordName,
+                                           const std::string &what, WeightStore &store) {
+  auto bytes = record(recordName);
+  if (!bytes.ok())
+    return bytes.status();
+  auto v = unpickle(*bytes);
+  if (!v.ok())
+    return error(absl::StrCat(what, ": ", v.status().message()));
+  if (!v->isTensor())
+    return error(absl::StrCat(what, ": the pickled record is not a tensor"));
+  store.set(name, v->toTensor());
+  return absl::OkStatus();
+}
+
+/// A raw weight's layout, as its tensor_meta declares it.
+struct PayloadLayout {
+  c10::ScalarType dtype;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset = 0;
+};
+
+/// loadRawPayload's first step: the dtype, sizes, strides and storage offset
+/// the tensor_meta of weight `what` declares, all concrete.
+absl::StatusOr<PayloadLayout> payloadLayout(const ts::TensorMeta &tm, const std::string &what) {
+  auto dtype = serde::toScalarType(tm.get_dtype());
+  if (!dtype)
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": unknown dtype (serde number ", static_cast<int>(tm.get_dtype()), ")"));
+  PayloadLayout out{*dtype, {}, {}, 0};
+  bool concrete = true;
+  auto concreteInt = [&](const ts::SymInt &s) {
+    concrete &= s.tag() == ts::SymInt::Tag::AS_INT;
+    return concrete ? s.get_as_int() : 0;
+  };
+  for (const auto &s : tm.get_sizes())
+    out.sizes.push_back(concreteInt(s));
+  for (const auto &s : tm.get_strides())
+    out.strides.push_back(concreteInt(s));
+  out.offset = concreteInt(tm.get_storage_offset());
+  if (!concrete || out.sizes.size() != out.strides.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": sizes, strides or storage offset are not concrete"));
+  if (out.offset < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": storage offset ", out.offset, " is negative"));
+  return out;
+}
+
+absl::Status Pt2Reader::loadRawPayload(const std::string &name, const ts::PayloadMeta &meta,
+                                       const std::string &recordName, const std::string &what,
+                                       llvm::StringMap<at::Tensor> &storages, WeightStore &store) {
+  if (!meta.get_tensor_meta())
+    return error(absl::StrCat(what, ": no tensor_meta for a raw weight"));
+  auto layout = payloadLayout(*meta.get_tensor_meta(), what);
+  if (!layout.ok())
+    return error(std::string(layout.status().message()));
+  const auto &[dtype, sizes, strides, offset] = *layout;
+
+  auto &storage = storages[recordName];
+  int64_t itemSize = static_cast<int64_t>(c10::elementSize(dtype));
+  if (!storage.defined()) {
+    auto bytes = rawRecord(recordName);
+    if (!bytes.ok())
+      return bytes.status();
+    auto &[data, size] = *bytes;
+    if (size % itemSize != 0)
+      return error(absl::StrCat(what, ": the record has ", size, " bytes, not a whole number of ",
+                                c10::toString(dtype), " elements"));
+    // The tensor takes over the reader's buffer: no copy of the weights.
+    c10::Storage bytesStorage(c10::Storage::use_byte_size_t(), size, std::move(data),
+                              /*allocator=*/nullptr, /*resizable=*/false);
+    storage = at::empty({0}, at::TensorOptions().dtype(dtype))
+                  .set_(bytesStorage, 0, {static_cast<int64_t>(size) / itemSize}, {1});
+  } else if (storage.scalar_type() != dtype) {
+    storage = storage.view(dtype); // the same bytes seen as another dtype
+  }
+  // The tensor must lie inside the record: offset + span elements, each
+  // product checked (a byte count that overflows would pass the bound).
+  TensorType type(dtype, sizes, strides);
+  if (absl::Status st = validateTensorType(type); !st.ok())
+    return error(absl::StrCat(what, ": ", st.message()));
+  int64_t needed = 0;
+  if (type.numel() != 0 && (__builtin_mul_overflow(offset, itemSize, &needed) ||
+                            __builtin_add_overflow(needed, type.storageBytes(), &needed)))
+    return error(absl::StrCat(what, ": storage offset ", offset,
+                              " puts the tensor past what int64 counts"));
+  int64_t have = storage.numel() * itemSize;
+  if (needed > have)
+    return error(absl::StrCat(what, ": the record has ", have, " bytes, but a ",
+                              c10::toString(dtype), " tensor of sizes [",
+                              absl::StrJoin(sizes, ", "), "] and strides [",
+                              absl::StrJoin(strides, ", "), "] at offset ", offset, " needs ",
+                              needed));
+  store.set(name, storage.as_strided(sizes, strides, offset));
+  return absl::OkStatus();
+}
+
+absl::Status Pt2Reader::loadPayloads(const std::string &configRecord, const std::string &dir,
+                                     WeightStore &store) {
+  if (!zip_->hasRecord(configRecord))
+    return absl::OkStatus();
+  auto config = readPayloadConfig(configRecord);
+  if (!config.ok())
+    return config.status();
   // Raw records hold whole storages; tensors naming the same record share it.
   llvm::StringMap<at::Tensor> storages;
   std::vector<std::string> names;
-  for (const auto &[name, meta] : config.get_config())
+  for (const auto &[name, meta] : config->get_config())
     names.push_back(name);
   std::sort(names.begin(), names.end()); // deterministic error order
   for (const std::string &name : names) {
-    const ts::PayloadMeta &meta = config.get_config().at(name);
+    const ts::PayloadMeta &meta = config->get_config().at(name);
     std::string recordName = dir + meta.get_path_name();
     std::string what = absl::StrCat("weight '", name, "' (", recordName, ")");
     if (!zip_->hasRecord(recordName))
       return error(absl::StrCat(what, ": the record is missing"));
-    if (meta.get_use_pickle()) {
-      auto bytes = record(recordName);
-      if (!bytes.ok())
-        return bytes.status();
-      auto v = unpickle(*bytes);
-      if (!v.ok())
-        return error(absl::StrCat(what, ": ", v.status().message()));
-      if (!v->isTensor())
-        return error(absl::StrCat(what, ": the pickled record is not a tensor"));
-      store.set(name, v->toTensor());
-      continue;
-    }
-    if (!meta.get_tensor_meta())
-      return error(absl::StrCat(what, ": no tensor_meta for a raw weight"));
-    const ts::TensorMeta &tm = *meta.get_tensor_meta();
-    auto dtype = serde::toScalarType(tm.get_dtype());
-    if (!dtype)
-      return error(absl::StrCat(what, ": unknown dtype (serde number ", static_cast<int>(tm.get_dtype()), ")"));
-    std::vector<int64_t> sizes, strides;
-    bool concrete = true;
-    auto concreteInt = [&](const ts::SymInt &s) {
-      concrete &= s.tag() == ts::SymInt::Tag::AS_INT;
-      return concrete ? s.get_as_int() : 0;
-    };
-    for (const auto &s : tm.get_sizes())
-      sizes.push_back(concreteInt(s));
-    for (const auto &s : tm.get_strides())
-      strides.push_back(concreteInt(s));
-    int64_t offset = concreteInt(tm.get_storage_offset());
-    if (!concrete || sizes.size() != strides.size())
-      return error(absl::StrCat(what, ": sizes, strides or storage offset are not concrete"));
-    if (offset < 0)
-      return error(absl::StrCat(what, ": storage offset ", offset, " is negative"));
-
-    auto &storage = storages[recordName];
-    int64_t itemSize = static_cast<int64_t>(c10::elementSize(*dtype));
-    if (!storage.defined()) {
-      auto bytes = rawRecord(recordName);
-      if (!bytes.ok())
-        return bytes.status();
-      auto &[data, size] = *bytes;
-      if (size % itemSize != 0)
-        return error(absl::StrCat(what, ": the record has ", size, " bytes, not a whole number of ",
-                                  c10::toString(*dtype), " elements"));
-      // The tensor takes over the reader's buffer: no copy of the weights.
-      c10::Storage bytesStorage(c10::Storage::use_byte_size_t(), size, std::move(data),
-                                /*allocator=*/nullptr, /*resizable=*/false);
-      storage = at::empty({0}, at::TensorOptions().dtype(*dtype))
-                    .set_(bytesStorage, 0, {static_cast<int64_t>(size) / itemSize}, {1});
-    } else if (storage.scalar_type() != *dtype) {
-      storage = storage.view(*dtype); // the same bytes seen as another dtype
-    }
-    // The tensor must lie inside the record: offset + span elements, each
-    // product checked (a byte count that overflows would pass the bound).
-    TensorType type(*dtype, sizes, strides);
-    if (absl::Status st = validateTensorType(type); !st.ok())
-      return error(absl::StrCat(what, ": ", st.message()));
-    int64_t needed = 0;
-    if (type.numel() != 0 && (__builtin_mul_overflow(offset, itemSize, &needed) ||
-                              __builtin_add_overflow(needed, type.storageBytes(), &needed)))
-      return error(absl::StrCat(what, ": storage offset ", offset,
-                                " puts the tensor past what int64 counts"));
-    int64_t have = storage.numel() * itemSize;
-    if (needed > have)
-      return error(absl::StrCat(what, ": the record has ", have, " bytes, but a ",
-                                c10::toString(*dtype), " tensor of sizes [",
-                                absl::StrJoin(sizes, ", "), "] and strides [",
-                                absl::StrJoin(strides, ", "), "] at offset ", offset, " needs ",
-                                needed));
-    store.set(name, storage.as_strided(sizes, strides, offset));
+    absl::Status st = meta.get_use_pickle()
+                          ? loadPickledPayload(name, recordName, what, store)
+                          : loadRawPayload(name, meta, recordName, what, storages, store);
+    if (!st.ok())
+      return st;
   }
   return absl::OkStatus();
 }

@@ -65,6 +65,18 @@ private:
     return error(absl::StrCat("node '", text, "': ", message.str()));
   }
 
+  // lower's steps.
+  /// Reads the parameters and buffers, and the device the model was saved on.
+  void readWeights(const std::vector<ValueType> &inputTypes);
+  /// forward's graph of a frozen eval-mode copy (`frozen`), inlined and, with
+  /// the input types, specialised to them.
+  std::shared_ptr<jit::Graph> frozenForward(const std::vector<ValueType> &inputTypes,
+                                            jit::Module &frozen);
+  /// Binds self to the frozen module and adds the tensor inputs.
+  absl::Status addInputs(const jit::Graph &graph, const jit::Module &frozen,
+                         const std::vector<ValueType> &inputTypes);
+  /// Adds the return value as the graph's outputs: a tensor, or a tuple/list of tensors.
+  absl::Status addOutputs(const jit::Graph &graph);
   absl::Status lowerNode(const jit::Node *n);
   absl::Status lowerGetAttr(const jit::Node *n);
   absl::Status lowerConstant(const jit::Node *n);
@@ -302,9 +314,7 @@ absl::Status TorchScriptLowering::lowerNode(const jit::Node *n) {
   return lowerOperator(n);
 }
 
-absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<ValueType> &inputTypes) {
-  if (!module_.find_method("forward"))
-    return error("the TorchScript module has no forward method");
+void TorchScriptLowering::readWeights(const std::vector<ValueType> &inputTypes) {
   for (const auto &p : module_.named_parameters(/*recurse=*/true))
     parameters_[p.name] = p.value;
   for (const auto &b : module_.named_buffers(/*recurse=*/true))
@@ -319,15 +329,18 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
         modelDevice_ = t.tensor.device;
         break;
       }
+}
 
+std::shared_ptr<jit::Graph>
+TorchScriptLowering::frozenForward(const std::vector<ValueType> &inputTypes, jit::Module &frozen) {
   // Scripted modules check ranks and flags (`if input.dim() != 4: raise`,
   // `if self.training`). Freezing an eval-mode copy turns non-parameter
   // attributes into constants (parameters stay attributes, so they keep their
   // names); with the input shapes known, rank checks fold, and constant
   // propagation removes the branches they guarded.
   module_.eval();
-  jit::Module frozen = jit::freeze_module(module_, {}, /*freezeInterfaces=*/true,
-                                          /*preserveParameters=*/true);
+  frozen = jit::freeze_module(module_, {}, /*freezeInterfaces=*/true,
+                              /*preserveParameters=*/true);
   std::shared_ptr<jit::Graph> graph = frozen.get_method("forward").graph()->copy();
   jit::Inline(*graph);
   if (graph->inputs().size() == inputTypes.size() + 1) {
@@ -344,21 +357,12 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
     jit::ConstantPropagation(graph);
     jit::EliminateDeadCode(graph);
   }
+  return graph;
+}
 
-  std::string name = llvm::sys::path::stem(path_).str();
-  for (char &c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.')
-      c = '_';
-  model_.graph = std::make_unique<Graph>(name);
-
-  // Control flow that did not fold away cannot be lowered: say so first, not
-  // whatever node computes its condition.
-  for (const jit::Node *n : graph->nodes())
-    if (n->kind() == c10::prim::If || n->kind() == c10::prim::Loop)
-      return nodeError(n, "control flow is not supported; script without data-dependent branches "
-                          "and loops, or export with torch.export");
-
-  auto inputs = graph->inputs();
+absl::Status TorchScriptLowering::addInputs(const jit::Graph &graph, const jit::Module &frozen,
+                                            const std::vector<ValueType> &inputTypes) {
+  auto inputs = graph.inputs();
   if (inputs.empty())
     return error("forward takes no self argument");
   modules_[inputs[0]] = "";
@@ -374,14 +378,12 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
     values_[inputs[i]] = model_.graph->addInput(inputs[i]->debugName(), inputTypes[i - 1],
                                                 InputRole::UserInput);
   }
+  return absl::OkStatus();
+}
 
-  for (const jit::Node *n : graph->nodes())
-    if (absl::Status st = lowerNode(n); !st.ok())
-      return st;
-
-  // The return value: a tensor, or a tuple/list of tensors.
+absl::Status TorchScriptLowering::addOutputs(const jit::Graph &graph) {
   std::vector<const jit::Value *> results;
-  const jit::Value *ret = graph->outputs()[0];
+  const jit::Value *ret = graph.outputs()[0];
   const jit::Node *producer = ret->node();
   if (producer->kind() == c10::prim::TupleConstruct || producer->kind() == c10::prim::ListConstruct) {
     for (const jit::Value *v : producer->inputs())
@@ -396,6 +398,36 @@ absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<Value
                                 ", which is not a tensor; only tensors (or tuples of them) are supported"));
     model_.graph->addOutput(it->second, OutputRole::UserOutput);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ImportedModel> TorchScriptLowering::lower(const std::vector<ValueType> &inputTypes) {
+  if (!module_.find_method("forward"))
+    return error("the TorchScript module has no forward method");
+  readWeights(inputTypes);
+  jit::Module frozen;
+  std::shared_ptr<jit::Graph> graph = frozenForward(inputTypes, frozen);
+
+  std::string name = llvm::sys::path::stem(path_).str();
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.')
+      c = '_';
+  model_.graph = std::make_unique<Graph>(name);
+
+  // Control flow that did not fold away cannot be lowered: say so first, not
+  // whatever node computes its condition.
+  for (const jit::Node *n : graph->nodes())
+    if (n->kind() == c10::prim::If || n->kind() == c10::prim::Loop)
+      return nodeError(n, "control flow is not supported; script without data-dependent branches "
+                          "and loops, or export with torch.export");
+
+  if (absl::Status st = addInputs(*graph, frozen, inputTypes); !st.ok())
+    return st;
+  for (const jit::Node *n : graph->nodes())
+    if (absl::Status st = lowerNode(n); !st.ok())
+      return st;
+  if (absl::Status st = addOutputs(*graph); !st.ok())
+    return st;
   return std::move(model_);
 }
 

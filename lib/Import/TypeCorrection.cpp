@@ -147,6 +147,46 @@ bool readsCorrected(const Node &node, const llvm::DenseSet<const Value *> &corre
   return false;
 }
 
+/// checkDeclaredTypes' step for one node: each known CPU tensor result set
+/// against what its kernel (`kernelName`) makes, `made`. A result whose
+/// readers would read it otherwise is a conflict; else the kernel's type
+/// replaces the declared one (remarked, or counted in `derived` where the
+/// node reads a corrected value, `downstream`) and the result joins `corrected`.
+void correctResults(Node &node, const std::vector<ValueType> &made, const char *kernelName,
+                    bool downstream, DeclaredTypeCheck &check,
+                    llvm::DenseSet<const Value *> &corrected, size_t &derived) {
+  for (unsigned i = 0; i < node.numOutputs(); ++i) {
+    Value *v = node.output(i);
+    ValueType kernel = made[i];
+    if (!isKnownCpuTensor(v) || !kernel.isTensor() || !kernel.tensor.isKnown())
+      continue;
+    kernel.tensor.device = v->tensorType().device; // the meta kernel's says meta
+    if (!differs(v->tensorType(), kernel.tensor))
+      continue;
+    std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
+                                    " is declared ", printTypeToString(v->type()),
+                                    " but the ", kernelName, " kernel makes ",
+                                    printTypeToString(kernel));
+    if (!v->uses().empty() && !onlyLayoutDiffers(v->tensorType(), kernel.tensor)) {
+      // Its readers were typed from the declared dtype and sizes.
+      check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),
+                                             " reads it as declared"));
+      continue;
+    }
+    if (downstream)
+      ++derived;
+    else if (v->uses().empty())
+      check.remarks.push_back(
+          absl::StrCat(what, "; nothing reads it, so graph-opt takes the kernel's type"));
+    else
+      check.remarks.push_back(absl::StrCat(
+          what, "; only the layout differs, so graph-opt takes the kernel's and its readers' "
+                "types follow it"));
+    v->setType(kernel);
+    corrected.insert(v);
+  }
+}
+
 } // namespace
 
 DeclaredTypeCheck checkDeclaredTypes(Graph &graph, TypeCheckKernels kernels) {
@@ -191,36 +231,7 @@ DeclaredTypeCheck checkDeclaredTypes(Graph &graph, TypeCheckKernels kernels) {
             "its own result types cannot be derived again: ", made.status().message()));
       continue; // otherwise the executor's own checks still guard it
     }
-    for (unsigned i = 0; i < node.numOutputs(); ++i) {
-      Value *v = node.output(i);
-      ValueType kernel = (*made)[i];
-      if (!isKnownCpuTensor(v) || !kernel.isTensor() || !kernel.tensor.isKnown())
-        continue;
-      kernel.tensor.device = v->tensorType().device; // the meta kernel's says meta
-      if (!differs(v->tensorType(), kernel.tensor))
-        continue;
-      std::string what = absl::StrCat("node ", node.describe(), ": result %", v->name().str(),
-                                      " is declared ", printTypeToString(v->type()),
-                                      " but the ", kernelName, " kernel makes ",
-                                      printTypeToString(kernel));
-      if (!v->uses().empty() && !onlyLayoutDiffers(v->tensorType(), kernel.tensor)) {
-        // Its readers were typed from the declared dtype and sizes.
-        check.conflicts.push_back(absl::StrCat(what, ", and ", firstReader(v),
-                                               " reads it as declared"));
-        continue;
-      }
-      if (downstream)
-        ++derived;
-      else if (v->uses().empty())
-        check.remarks.push_back(
-            absl::StrCat(what, "; nothing reads it, so graph-opt takes the kernel's type"));
-      else
-        check.remarks.push_back(absl::StrCat(
-            what, "; only the layout differs, so graph-opt takes the kernel's and its readers' "
-                  "types follow it"));
-      v->setType(kernel);
-      corrected.insert(v);
-    }
+    correctResults(node, *made, kernelName, downstream, check, corrected, derived);
   }
   if (derived)
     check.remarks.push_back(absl::StrCat(

@@ -41,6 +41,47 @@ std::string describeTensor(const at::Tensor &t) {
   return absl::StrCat(c10::toString(t.scalar_type()), "[", absl::StrJoin(t.sizes(), ", "), "]");
 }
 
+/// compareTensors' bound: the dtype's tolerance, or the options' for a
+/// floating result, its atol widened by kSpreadMultiple times the spread.
+Tolerance toleranceFor(c10::ScalarType dtype, bool floating, const VerifierOptions &options,
+                       double spread) {
+  Tolerance tolerance = defaultTolerance(dtype);
+  if (floating && options.rtol)
+    tolerance.rtol = *options.rtol;
+  if (floating && options.atol)
+    tolerance.atol = *options.atol;
+  // A spread that is not a number (the original's own runs differ in shape,
+  // or NaN in one run only) widens nothing.
+  if (std::isfinite(spread))
+    tolerance.atol += kSpreadMultiple * spread;
+  return tolerance;
+}
+
+/// compareTensors' NaN check: a NaN on one side only is named ("" where
+/// there is none): it is the likeliest sign of a rewrite that reads memory
+/// it should not.
+std::string oneSidedNaN(const at::Tensor &x, const at::Tensor &y) {
+  int64_t onlyOriginal = x.isnan().logical_and(y.isnan().logical_not()).sum().item().toLong();
+  int64_t onlyRewritten = y.isnan().logical_and(x.isnan().logical_not()).sum().item().toLong();
+  if (!onlyOriginal && !onlyRewritten)
+    return "";
+  return absl::StrCat("NaN in one graph only: ", onlyRewritten,
+                      " element(s) NaN in the rewritten graph and not the original, ",
+                      onlyOriginal, " the other way");
+}
+
+/// compareTensors' bitwise rule for floating results whose bytes differ:
+/// whether every element has the same bits, a NaN in the same place on both
+/// sides agreeing whatever its payload bits.
+bool sameBitsOrBothNaN(const at::Tensor &ca, const at::Tensor &cb) {
+  at::Tensor bothNaN = ca.isnan().logical_and(cb.isnan());
+  auto bytesOf = [](const at::Tensor &t) {
+    return t.reshape({-1}).view(at::kByte).view({t.numel(), -1});
+  };
+  at::Tensor sameBits = bytesOf(ca).eq(bytesOf(cb)).all(/*dim=*/1);
+  return sameBits.logical_or(bothNaN.reshape({-1})).all().item().toBool();
+}
+
 /// Fills the numbers of `c` for tensors `a` (original) and `b` (rewritten).
 /// `spread`: the largest difference between two runs of the original (0 when
 /// it reproduces itself bit for bit): the bound widens by kSpreadMultiple
@@ -62,16 +103,8 @@ void compareTensors(const at::Tensor &a, const at::Tensor &b, const VerifierOpti
     c.problem = "dtype or shape differs";
     return;
   }
-  c.tolerance = defaultTolerance(a.scalar_type());
   bool floating = at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type());
-  if (floating && options.rtol)
-    c.tolerance.rtol = *options.rtol;
-  if (floating && options.atol)
-    c.tolerance.atol = *options.atol;
-  // A spread that is not a number (the original's own runs differ in shape,
-  // or NaN in one run only) widens nothing.
-  if (std::isfinite(spread))
-    c.tolerance.atol += kSpreadMultiple * spread;
+  c.tolerance = toleranceFor(a.scalar_type(), floating, options, spread);
   if (a.numel() == 0) {
     c.passed = true;
     return;
@@ -96,29 +129,17 @@ void compareTensors(const at::Tensor &a, const at::Tensor &b, const VerifierOpti
   at::Tensor rel = diff.div(y.abs().clamp_min(1e-30));
   c.maxAbsError = diff.max().item().toDouble();
   c.maxRelError = rel.max().item().toDouble();
-  // A NaN on one side only is named: it is the likeliest sign of a rewrite
-  // that reads memory it should not.
-  if (floating) {
-    int64_t onlyOriginal = x.isnan().logical_and(y.isnan().logical_not()).sum().item().toLong();
-    int64_t onlyRewritten = y.isnan().logical_and(x.isnan().logical_not()).sum().item().toLong();
-    if (onlyOriginal || onlyRewritten)
-      c.problem = absl::StrCat("NaN in one graph only: ", onlyRewritten,
-                               " element(s) NaN in the rewritten graph and not the original, ",
-                               onlyOriginal, " the other way");
-  }
+  // A NaN on one side only is named.
+  if (floating)
+    if (std::string problem = oneSidedNaN(x, y); !problem.empty())
+      c.problem = std::move(problem);
   if (options.bitwise && spread == 0) {
     // The same bytes: compare the raw storage of contiguous copies. A NaN in
     // the same place on both sides agrees whatever its payload bits.
     c.bitwise = true;
     c.passed = false; // the bytes differ (above)
-    if (floating && c.problem.empty()) {
-      at::Tensor bothNaN = ca.isnan().logical_and(cb.isnan());
-      auto bytesOf = [](const at::Tensor &t) {
-        return t.reshape({-1}).view(at::kByte).view({t.numel(), -1});
-      };
-      at::Tensor sameBits = bytesOf(ca).eq(bytesOf(cb)).all(/*dim=*/1);
-      c.passed = sameBits.logical_or(bothNaN.reshape({-1})).all().item().toBool();
-    }
+    if (floating && c.problem.empty())
+      c.passed = sameBitsOrBothNaN(ca, cb);
     return;
   }
   // allclose: |a - b| <= atol + rtol * |b| everywhere (NaN in the same

@@ -69,8 +69,10 @@ void recordPlan(const RecomputeModel &model, const CheckpointPlan &plan,
                    [](const Activation &a, const Activation &b) { return a.bytes > b.bytes; });
 }
 
-/// Writes checkpoint.json (what the run decided and measured) into `dir`.
-absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &out) {
+namespace {
+
+/// checkpoint.json's "activations": every activation storage and what was decided for it.
+llvm::json::Array activationsJson(const CheckpointOutcome &out) {
   llvm::json::Array acts;
   for (const CheckpointOutcome::Activation &a : out.activations)
     acts.push_back(llvm::json::Object{{"name", a.name},
@@ -79,13 +81,23 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &o
                                       {"decision", a.decision},
                                       {"reason", a.reason},
                                       {"recompute_seconds", a.recomputeSeconds}});
+  return acts;
+}
+
+/// checkpoint.json's "recomputed_nodes": each node recomputed, and how it was priced.
+llvm::json::Array recomputedNodesJson(const CheckpointOutcome &out) {
   llvm::json::Array recomputedNodes;
   for (const CheckpointOutcome::RecomputedNode &n : out.recomputedNodes)
     recomputedNodes.push_back(llvm::json::Object{{"value", n.value},
                                                  {"op", n.op},
                                                  {"priced_by", n.pricedBy},
                                                  {"seconds", n.seconds}});
-  llvm::json::Array ladder; // empty: monotone=false, or not the greedy
+  return recomputedNodes;
+}
+
+/// checkpoint.json's "budget_ladder": its rungs (empty: monotone=false, or not the greedy).
+llvm::json::Array ladderJson(const CheckpointOutcome &out) {
+  llvm::json::Array ladder;
   for (const LadderReport::Rung &r : out.ladder.rungs)
     ladder.push_back(llvm::json::Object{{"budget", r.name},
                                         {"budget_bytes", r.budgetBytes},
@@ -96,6 +108,16 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &o
                                         {"predicted_peak_bytes", r.predictedPeak},
                                         {"predicted_extra_seconds", r.predictedExtraSeconds},
                                         {"plan_seconds", r.planSeconds}});
+  return ladder;
+}
+
+} // namespace
+
+/// Writes checkpoint.json (what the run decided and measured) into `dir`.
+absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &out) {
+  llvm::json::Array acts = activationsJson(out);
+  llvm::json::Array recomputedNodes = recomputedNodesJson(out);
+  llvm::json::Array ladder = ladderJson(out);
   auto orNull = [](double v) { return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v); };
   auto bytesOrNull = [](int64_t v) {
     return v < 0 ? llvm::json::Value(nullptr) : llvm::json::Value(v);

@@ -287,6 +287,53 @@ double gapTo(double seconds, double bound) {
   return (seconds - bound) / seconds;
 }
 
+/// planMilp's answer where a plan meets the budget: `plan` (`whose` it is)
+/// with its gap to the relaxation's bound and how far that is proven.
+CheckpointPlan metPlan(CheckpointPlan plan, const std::string &whose, double boundSeconds,
+                       const MilpOptions &options,
+                       std::chrono::steady_clock::time_point deadline, double greedySeconds,
+                       unsigned simulations, std::chrono::steady_clock::time_point begin) {
+  plan.planner = "milp";
+  plan.lowerBoundSeconds = boundSeconds;
+  plan.gap = gapTo(plan.predictedExtraSeconds, boundSeconds);
+  const bool timeUp = std::chrono::steady_clock::now() >= deadline;
+  const char *proof = plan.gap <= kProvenGap    ? "optimal"
+                      : plan.gap <= options.gap ? "within the gap asked"
+                      : timeUp                  ? "time limit"
+                                                : "the bound not reached";
+  plan.solverStatus = absl::StrCat(proof, ": ", whose);
+  plan.greedyExtraSeconds = greedySeconds;
+  plan.simulations = simulations;
+  plan.solveSeconds = since(begin);
+  return plan;
+}
+
+/// planMilp's answer where no plan meets the budget: the pass reports the
+/// least the planner reaches. The programs have no "as low as it goes"
+/// objective, so the plan returned is the lower of the closest one solved and
+/// the greedy's at budget 0 (which drops at the peak until nothing there can
+/// go: the least dropping reaches in practice), marked as the MILP's, budget
+/// unmet (no gap: -1).
+absl::StatusOr<CheckpointPlan> unmetPlan(const RecomputeModel &model,
+                                         std::optional<CheckpointPlan> closest,
+                                         std::string solverStatus, unsigned simulations,
+                                         std::chrono::steady_clock::time_point begin) {
+  auto lowest = planGreedy(model, 0);
+  if (!lowest.ok())
+    return lowest.status();
+  simulations += lowest->simulations;
+  CheckpointPlan plan = closest && closest->predictedBounded <= lowest->predictedBounded
+                            ? std::move(*closest)
+                            : std::move(*lowest);
+  plan.planner = "milp";
+  plan.meetsBudget = false;
+  plan.gap = -1;
+  plan.solverStatus = std::move(solverStatus);
+  plan.simulations = simulations;
+  plan.solveSeconds = since(begin);
+  return plan;
+}
+
 } // namespace
 
 absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t budget,
@@ -336,42 +383,12 @@ absl::StatusOr<CheckpointPlan> planMilp(const RecomputeModel &model, int64_t bud
     consider(met, "the clone-by-point program's plan");
   }
 
-  if (best) {
-    CheckpointPlan plan = std::move(*best);
-    plan.planner = "milp";
-    plan.lowerBoundSeconds = relaxed->boundSeconds;
-    plan.gap = gapTo(plan.predictedExtraSeconds, relaxed->boundSeconds);
-    const bool timeUp = std::chrono::steady_clock::now() >= deadline;
-    const char *proof = plan.gap <= kProvenGap    ? "optimal"
-                        : plan.gap <= options.gap ? "within the gap asked"
-                        : timeUp                  ? "time limit"
-                                                  : "the bound not reached";
-    plan.solverStatus = absl::StrCat(proof, ": ", whose);
-    plan.greedyExtraSeconds = greedySeconds;
-    plan.simulations = simulations;
-    plan.solveSeconds = since(begin);
-    return plan;
-  }
-
-  // The budget is not met: the pass reports the least the planner reaches.
-  // The programs have no "as low as it goes" objective, so the plan returned
-  // is the lower of the closest one solved and the greedy's at budget 0
-  // (which drops at the peak until nothing there can go: the least dropping
-  // reaches in practice), marked as the MILP's, budget unmet (no gap: -1).
-  auto lowest = planGreedy(model, 0);
-  if (!lowest.ok())
-    return lowest.status();
-  simulations += lowest->simulations;
-  CheckpointPlan plan = closest && closest->predictedBounded <= lowest->predictedBounded
-                            ? std::move(*closest)
-                            : std::move(*lowest);
-  plan.planner = "milp";
-  plan.meetsBudget = false;
-  plan.gap = -1;
-  plan.solverStatus = relaxed->infeasible ? "infeasible" : status;
-  plan.simulations = simulations;
-  plan.solveSeconds = since(begin);
-  return plan;
+  if (best)
+    return metPlan(std::move(*best), whose, relaxed->boundSeconds, options, deadline,
+                   greedySeconds, simulations, begin);
+  // The budget is not met: the least the planner reaches.
+  return unmetPlan(model, std::move(closest), relaxed->infeasible ? "infeasible" : status,
+                   simulations, begin);
 }
 
 namespace {

@@ -111,14 +111,13 @@ std::pair<int64_t, int64_t> freedRanks(const RecomputeModel &model, const Checkp
   return {outDoneAt + 1, t.backAt - 1};
 }
 
-} // namespace
-
-OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double bandwidth) {
-  OffloadPlan plan;
+/// planOffloads' first step: which candidates may go, and their copies (the
+/// same at every step). Bounding the saved activations, a reload made in
+/// forward would be one: copies back start in backward at the earliest.
+void eligibleTransfers(const RecomputeModel &model, double bandwidth, std::vector<bool> &eligible,
+                       std::vector<Transfer> &transfers) {
   llvm::ArrayRef<double> seconds = model.seconds();
   auto candidates = model.candidates();
-  // Bounding the saved activations, a reload made in forward would be one:
-  // copies back start in backward at the earliest.
   const int64_t earliestBack =
       model.boundedMemory() == BoundedMemory::SavedActivations ? model.backwardStart() : 0;
   auto transferOf = [&](const CheckpointCandidate &c) {
@@ -131,67 +130,72 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
                                                              t.seconds)));
     return t;
   };
-  // Which candidates may go, and their copies: the same at every step.
-  std::vector<bool> eligible(candidates.size());
-  std::vector<Transfer> transfers(candidates.size());
+  eligible.assign(candidates.size(), false);
+  transfers.assign(candidates.size(), Transfer());
   for (size_t i = 0; i < candidates.size(); ++i)
     if ((eligible[i] = offloadable(model, candidates[i])))
       transfers[i] = transferOf(candidates[i]);
-  PeakTracker estimate(model.boundedTimeline());
-  std::vector<Transfer> chosen;
-  std::vector<bool> taken(candidates.size(), false);
-  CopySimulation current = simulateCopies(seconds, {});
-  while (estimate.peak() > budget) {
-    const int64_t at = estimate.peakRank();
-    int32_t best = -1;
-    double bestStall = 0;
-    CopySimulation bestSim;
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const CheckpointCandidate &c = candidates[i];
-      if (taken[i] || !eligible[i])
-        continue;
-      const Transfer &t = transfers[i];
-      // Only what the peak holds: a cheap test before simulating.
-      auto [first, last] = freedRanks(model, c, t, t.outAfter);
-      if (at < first || at > last)
-        continue;
-      chosen.push_back(t);
-      CopySimulation sim = simulateCopies(seconds, chosen);
-      chosen.pop_back();
-      auto [simFirst, simLast] = freedRanks(model, c, t, sim.outDoneAt.back());
-      if (at < simFirst || at > simLast)
-        continue; // still being copied out at the peak
-      double stall = sim.stallSeconds - current.stallSeconds;
-      if (stall >= c.standaloneSeconds)
-        continue; // recomputing it is cheaper
-      // The most bytes per second of stall; without stall, the most bytes.
-      bool better = best < 0;
-      if (!better) {
-        double score = c.bytes / std::max(stall, 1e-12);
-        double bestScore = candidates[best].bytes / std::max(bestStall, 1e-12);
-        better = score > bestScore || (score == bestScore && c.bytes > candidates[best].bytes);
-      }
-      if (better) {
-        best = static_cast<int32_t>(i);
-        bestStall = stall;
-        bestSim = std::move(sim);
-      }
-    }
-    if (best < 0)
-      break; // nothing more worth offloading at this peak: recomputation's turn
-    const CheckpointCandidate &c = candidates[best];
-    const Transfer &t = transfers[best];
-    auto [first, last] = freedRanks(model, c, t, bestSim.outDoneAt.back());
-    estimate.add(first, last, -c.bytes);
+}
+
+/// An offload chosen at a peak, with the copy timeline once it is added.
+struct OffloadChoice {
+  int32_t best = -1; ///< the candidate; -1: none is worth offloading there
+  CopySimulation sim;
+};
+
+/// planOffloads' choice at the peak rank `at`: of the candidates not taken yet
+/// whose copy frees the peak, the one with the most bytes per second of stall
+/// (without stall, the most bytes), where the stall costs less than
+/// recomputing it.
+OffloadChoice chooseOffload(const RecomputeModel &model, int64_t at,
+                            const std::vector<bool> &eligible,
+                            const std::vector<Transfer> &transfers, const std::vector<bool> &taken,
+                            std::vector<Transfer> &chosen, const CopySimulation &current) {
+  llvm::ArrayRef<double> seconds = model.seconds();
+  auto candidates = model.candidates();
+  OffloadChoice out;
+  double bestStall = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const CheckpointCandidate &c = candidates[i];
+    if (taken[i] || !eligible[i])
+      continue;
+    const Transfer &t = transfers[i];
+    // Only what the peak holds: a cheap test before simulating.
+    auto [first, last] = freedRanks(model, c, t, t.outAfter);
+    if (at < first || at > last)
+      continue;
     chosen.push_back(t);
-    taken[best] = true;
-    plan.offloads.push_back({best, t, 0});
-    current = std::move(bestSim);
+    CopySimulation sim = simulateCopies(seconds, chosen);
+    chosen.pop_back();
+    auto [simFirst, simLast] = freedRanks(model, c, t, sim.outDoneAt.back());
+    if (at < simFirst || at > simLast)
+      continue; // still being copied out at the peak
+    double stall = sim.stallSeconds - current.stallSeconds;
+    if (stall >= c.standaloneSeconds)
+      continue; // recomputing it is cheaper
+    // The most bytes per second of stall; without stall, the most bytes.
+    bool better = out.best < 0;
+    if (!better) {
+      double score = c.bytes / std::max(stall, 1e-12);
+      double bestScore = candidates[out.best].bytes / std::max(bestStall, 1e-12);
+      better = score > bestScore || (score == bestScore && c.bytes > candidates[out.best].bytes);
+    }
+    if (better) {
+      out.best = static_cast<int32_t>(i);
+      bestStall = stall;
+      out.sim = std::move(sim);
+    }
   }
-  // The final copy timeline: each offload's stall, and what is still being
-  // copied out at each rank.
+  return out;
+}
+
+/// planOffloads' last step: the final copy timeline, each offload's stall and
+/// what is still being copied out at each rank.
+void recordTimeline(const RecomputeModel &model, const CopySimulation &current,
+                    OffloadPlan &plan) {
+  auto candidates = model.candidates();
   plan.stallSeconds = current.stallSeconds;
-  plan.inFlightBytes.assign(seconds.size(), 0);
+  plan.inFlightBytes.assign(model.seconds().size(), 0);
   for (size_t i = 0; i < plan.offloads.size(); ++i) {
     Offload &o = plan.offloads[i];
     o.stallSeconds = current.stall[i];
@@ -200,6 +204,36 @@ OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double ban
     for (int64_t r = o.transfer.outAfter + 1; r <= current.outDoneAt[i]; ++r)
       plan.inFlightBytes[r] += bytes;
   }
+}
+
+} // namespace
+
+OffloadPlan planOffloads(const RecomputeModel &model, int64_t budget, double bandwidth) {
+  OffloadPlan plan;
+  auto candidates = model.candidates();
+  std::vector<bool> eligible;
+  std::vector<Transfer> transfers;
+  eligibleTransfers(model, bandwidth, eligible, transfers);
+  PeakTracker estimate(model.boundedTimeline());
+  std::vector<Transfer> chosen;
+  std::vector<bool> taken(candidates.size(), false);
+  CopySimulation current = simulateCopies(model.seconds(), {});
+  while (estimate.peak() > budget) {
+    OffloadChoice choice =
+        chooseOffload(model, estimate.peakRank(), eligible, transfers, taken, chosen, current);
+    const int32_t best = choice.best;
+    if (best < 0)
+      break; // nothing more worth offloading at this peak: recomputation's turn
+    const CheckpointCandidate &c = candidates[best];
+    const Transfer &t = transfers[best];
+    auto [first, last] = freedRanks(model, c, t, choice.sim.outDoneAt.back());
+    estimate.add(first, last, -c.bytes);
+    chosen.push_back(t);
+    taken[best] = true;
+    plan.offloads.push_back({best, t, 0});
+    current = std::move(choice.sim);
+  }
+  recordTimeline(model, current, plan);
   return plan;
 }
 

@@ -74,12 +74,20 @@ absl::StatusOr<std::vector<std::string>> readSaved(const std::string &path) {
   return names;
 }
 
-} // namespace
+/// The budget as the helper reads it: the shortest text that reads back
+/// (0.3, not 0.2999...).
+std::string budgetText(double memoryBudget) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printFloat(os, memoryBudget);
+  os.flush();
+  return text;
+}
 
-absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double memoryBudget,
-                                         int64_t budget, int64_t peakCap) {
-  auto begin = std::chrono::steady_clock::now();
-  const Graph &graph = model.graph();
+/// planTorch's first step: torch's partitioner run on the graph in the helper
+/// process at activation_memory_budget `budget`; the names it saves.
+absl::StatusOr<std::vector<std::string>> runTorchPartitioner(const Graph &graph,
+                                                             const std::string &budget) {
   auto gir = TempFile::make("graph-opt-knapsack-graph", ".gir");
   auto answer = TempFile::make("graph-opt-knapsack-answer", ".json");
   auto errors = TempFile::make("graph-opt-knapsack-stderr");
@@ -98,12 +106,8 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
       kPlannerName, "Python running torch's partitioner",
       " (set GRAPHOPT_PYTHON to a Python with torch, and GRAPHOPT_PYTHONPATH to the directory "
       "holding graph-opt's package graph_opt)"};
-  std::string budgetText;
-  llvm::raw_string_ostream os(budgetText);
-  printFloat(os, memoryBudget); // the shortest that reads back: 0.3, not 0.2999...
-  os.flush();
   if (absl::Status st = runHelper(
-          program, {python, "-m", "graph_opt.knapsack", gir->path(), budgetText, answer->path()},
+          program, {python, "-m", "graph_opt.knapsack", gir->path(), budget, answer->path()},
           {absl::StrCat("PYTHONPATH=", pythonPath)}, errors->path(), kDeadlineSeconds,
           absl::StrCat(" on @", graph.name().str()), "the other planners do not need it");
       !st.ok())
@@ -111,7 +115,15 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
   auto saved = readSaved(answer->path());
   if (!saved.ok())
     return absl::InternalError(absl::StrCat(kPlannerName, ": ", saved.status().message()));
+  return std::move(*saved);
+}
 
+/// planTorch's second step: what torch saves, as a plan: the candidates it
+/// saves a value of are kept, the rest dropped; a forward storage it saves
+/// that is no candidate is held for its recomputations to read.
+absl::StatusOr<CheckpointPlan> planOfSaved(const RecomputeModel &model,
+                                           const std::vector<std::string> &saved) {
+  const Graph &graph = model.graph();
   llvm::StringMap<const Value *> byName;
   for (const GraphInput &in : graph.inputs())
     byName[in.value->name()] = in.value;
@@ -121,7 +133,7 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
   const LivenessResult &live = model.baseline();
   std::vector<uint8_t> kept(model.candidates().size(), 0);
   CheckpointPlan plan;
-  for (const std::string &name : *saved) {
+  for (const std::string &name : saved) {
     const Value *v = byName.lookup(name);
     if (!v)
       return absl::InternalError(absl::StrCat(kPlannerName, ": torch saved %", name, ", which @",
@@ -145,9 +157,25 @@ absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double mem
       plan.dropped.push_back(static_cast<int32_t>(c));
       plan.why[static_cast<int32_t>(c)] = "torch saves no value of it";
     }
+  return plan;
+}
+
+} // namespace
+
+absl::StatusOr<CheckpointPlan> planTorch(const RecomputeModel &model, double memoryBudget,
+                                         int64_t budget, int64_t peakCap) {
+  auto begin = std::chrono::steady_clock::now();
+  const std::string budgetString = budgetText(memoryBudget);
+  auto saved = runTorchPartitioner(model.graph(), budgetString);
+  if (!saved.ok())
+    return saved.status();
+  auto made = planOfSaved(model, *saved);
+  if (!made.ok())
+    return made.status();
+  CheckpointPlan plan = std::move(*made);
   plan.planner = "torch";
   plan.solverStatus = absl::StrCat("torch.compile's partitioner at activation_memory_budget=",
-                                   budgetText);
+                                   budgetString);
   PlanState state(model);
   for (const Value *v : plan.held)
     state.hold(v);

@@ -385,7 +385,15 @@ private:
   int64_t start_ = 0, peak_ = 0;
 };
 
-PYBIND11_MODULE(_C, module) {
+namespace {
+
+// PYBIND11_MODULE's steps: the bindings by topic, in the order they are registered
+// (the classes before the functions whose signatures name them).
+
+using GraphClass = py::class_<Model, ModelPtr>;
+
+/// The module's docstring, constants and small helpers.
+void bindConstants(py::module_ &module) {
   module.doc() = "graph-opt's C++ library: graphs, pipelines, execution (see docs/Python.md)";
   // The meta["custom"] key under which graph-opt keeps a node's phase in a program.
   module.attr("PT2_CUSTOM_KEY") = kPt2CustomKey.str();
@@ -399,6 +407,10 @@ PYBIND11_MODULE(_C, module) {
   // The attribute checkpoint puts on a recomputation: the value it makes again.
   module.attr("RECOMPUTE_OF_ATTR") = kRecomputeOfAttr.str();
   module.attr("RNG_STATE_OP") = std::string(kRngStateOp);
+}
+
+/// graph_opt.Error, and the translation of every C++ exception to it.
+void bindErrors(py::module_ &module) {
   static py::exception<std::runtime_error> error(module, "Error");
   // No std::exception escapes as anything but graph_opt.Error.
   // Local: pybind11 shares its translators across modules (torch's included), and a
@@ -419,30 +431,37 @@ PYBIND11_MODULE(_C, module) {
       PyErr_SetObject(errorType.ptr(), e.ptr());
     }
   });
+}
 
-  py::class_<Model, ModelPtr>(module, "Graph",
-                              "A graph with its weights and example inputs, read-only from Python.")
-      .def_static(
-          "parse",
-          [](const std::string &text, const std::string &name) {
-            ImportedModel m;
-            m.graph = orRaise(parseGraph(text, name));
-            return wrap(std::move(m));
-          },
-          py::arg("text"), py::arg("name") = "<string>", "A graph from .gir text.")
+/// Graph's static constructors: .gir text, and the files graph-opt reads.
+void bindGraphReaders(GraphClass &cls) {
+  cls.def_static(
+         "parse",
+         [](const std::string &text, const std::string &name) {
+           ImportedModel m;
+           m.graph = orRaise(parseGraph(text, name));
+           return wrap(std::move(m));
+         },
+         py::arg("text"), py::arg("name") = "<string>", "A graph from .gir text.")
       .def_static(
           "load", [](const std::string &path) { return wrap(orRaise(importModel(path)), path); },
           py::arg("path"), "A .pt2 archive, a TorchScript .pt or a .gir file, by its extension.")
       .def_static(
-          "import_pt2", [](const std::string &path) { return wrap(orRaise(importPt2(path)), path); },
+          "import_pt2",
+          [](const std::string &path) { return wrap(orRaise(importPt2(path)), path); },
           py::arg("path"))
       .def_static(
           "import_torchscript",
           [](const std::string &path) { return wrap(orRaise(importTorchScript(path)), path); },
-          py::arg("path"))
-      .def_property_readonly("name", [](const Model &m) { return m.graph().name().str(); })
-      .def("print", [](const Model &m) { return printGraphToString(m.graph()); },
-           "The graph as .gir text.")
+          py::arg("path"));
+}
+
+/// Graph's name, text, summary, verification and copy.
+void bindGraphText(GraphClass &cls) {
+  cls.def_property_readonly("name", [](const Model &m) { return m.graph().name().str(); })
+      .def(
+          "print", [](const Model &m) { return printGraphToString(m.graph()); },
+          "The graph as .gir text.")
       .def("__str__", [](const Model &m) { return printGraphToString(m.graph()); })
       .def("summary",
            [](const Model &m) {
@@ -451,30 +470,34 @@ PYBIND11_MODULE(_C, module) {
              printSummary(os, summarizeGraph(m.graph()));
              return os.str();
            })
-      .def("verify",
-           [](const Model &m) {
-             if (absl::Status st = verifyGraph(m.graph()); !st.ok())
-               raise(st);
-           },
-           "Raises graph_opt.Error naming what is malformed.")
-      .def("clone",
-           [](const Model &m) {
-             auto copy = std::make_shared<Model>();
-             copy->imported.graph = m.graph().clone();
-             copy->imported.weights = m.imported.weights;
-             copy->imported.exampleInputs = m.imported.exampleInputs;
-             copy->imported.remarks = m.imported.remarks;
-             copy->sourcePath = m.sourcePath;
-             copy->sourceWeights = m.sourceWeights;
-             return copy;
-           })
-      .def_property_readonly("nodes",
-                             [](const Model &m) {
-                               py::list nodes;
-                               for (const Node &n : m.graph().nodes())
-                                 nodes.append(describeNode(n));
-                               return nodes;
-                             })
+      .def(
+          "verify",
+          [](const Model &m) {
+            if (absl::Status st = verifyGraph(m.graph()); !st.ok())
+              raise(st);
+          },
+          "Raises graph_opt.Error naming what is malformed.")
+      .def("clone", [](const Model &m) {
+        auto copy = std::make_shared<Model>();
+        copy->imported.graph = m.graph().clone();
+        copy->imported.weights = m.imported.weights;
+        copy->imported.exampleInputs = m.imported.exampleInputs;
+        copy->imported.remarks = m.imported.remarks;
+        copy->sourcePath = m.sourcePath;
+        copy->sourceWeights = m.sourceWeights;
+        return copy;
+      });
+}
+
+/// Graph's nodes, inputs and outputs, described.
+void bindGraphPorts(GraphClass &cls) {
+  cls.def_property_readonly("nodes",
+                            [](const Model &m) {
+                              py::list nodes;
+                              for (const Node &n : m.graph().nodes())
+                                nodes.append(describeNode(n));
+                              return nodes;
+                            })
       .def_property_readonly("inputs",
                              [](const Model &m) {
                                py::list inputs;
@@ -483,17 +506,20 @@ PYBIND11_MODULE(_C, module) {
                                      describePort(in.value, inputRoleName(in.role), in.target));
                                return inputs;
                              })
-      .def_property_readonly("outputs",
-                             [](const Model &m) {
-                               py::list outputs;
-                               for (const GraphOutput &out : m.graph().outputs())
-                                 outputs.append(
-                                     describePort(out.value, outputRoleName(out.role), out.target));
-                               return outputs;
-                             })
-      .def("save_pt2", &savePt2, py::arg("path"),
-           "Writes the graph, its weights and example inputs as a torch.export archive "
-           "(torch.export.load reads it; docs/Pt2ArchiveFormat.md), atomically.")
+      .def_property_readonly("outputs", [](const Model &m) {
+        py::list outputs;
+        for (const GraphOutput &out : m.graph().outputs())
+          outputs.append(describePort(out.value, outputRoleName(out.role), out.target));
+        return outputs;
+      });
+}
+
+/// Graph's archive (save_pt2, _from_program) and what it carries: example
+/// inputs, weights, remarks and type conflicts.
+void bindGraphData(GraphClass &cls) {
+  cls.def("save_pt2", &savePt2, py::arg("path"),
+          "Writes the graph, its weights and example inputs as a torch.export archive "
+          "(torch.export.load reads it; docs/Pt2ArchiveFormat.md), atomically.")
       .def_static("_from_program", &fromProgram, py::arg("json"), py::arg("weights"),
                   py::arg("name"), py::arg("example_inputs"), py::arg("type_check") = "cpu")
       .def_property_readonly(
@@ -511,7 +537,20 @@ PYBIND11_MODULE(_C, module) {
         return std::vector<std::string>(m.graph().typeConflicts().begin(),
                                         m.graph().typeConflicts().end());
       });
+}
 
+/// The Graph class.
+void bindGraph(py::module_ &module) {
+  GraphClass cls(module, "Graph",
+                 "A graph with its weights and example inputs, read-only from Python.");
+  bindGraphReaders(cls);
+  bindGraphText(cls);
+  bindGraphPorts(cls);
+  bindGraphData(cls);
+}
+
+/// The pass registry.
+void bindPasses(py::module_ &module) {
   module.def(
       "registered_passes",
       [] {
@@ -534,6 +573,10 @@ PYBIND11_MODULE(_C, module) {
       "Every registered pass (test passes too, `hidden`) with what it declares of itself "
       "(PassTraits.h): whether it runs inside torch.compile, why not where it could, the "
       "pipelines the pass fuzzer checks it in.");
+}
+
+/// checkpoint's bound search.
+void bindCheckpoint(py::module_ &module) {
   module.def(
       "search_bound",
       [](int64_t bound, double margin, std::optional<double> slack, unsigned maxRounds,
@@ -565,6 +608,10 @@ PYBIND11_MODULE(_C, module) {
       "the knob and returns (peak, bytes used of the knob, a key naming the plan, whether it is "
       "the planner's least, whether nothing is recomputed); returns the rounds, the best "
       "round within the aim (or None), the closest and why the search ended.");
+}
+
+/// Pipelines run on a graph, and the verification of a rewrite.
+void bindPipelines(py::module_ &module) {
   module.def("run_pipeline", &runPipeline, py::arg("graph"), py::arg("pipeline"),
              py::arg("verify_each") = false, py::arg("seed") = 0, py::arg("report_dir") = "",
              py::arg("max_memory") = py::none(),
@@ -576,6 +623,11 @@ PYBIND11_MODULE(_C, module) {
              "Runs both graphs on the original's weights and inputs and compares every output "
              "and every input written in place (graph-opt --verify); `check` raises "
              "graph_opt.Error (exit_code 1) when they differ.");
+}
+
+/// What the package's own Python calls: to_fx's program, the allocator hooks,
+/// the driver (python -m graph_opt) and the report's tools.
+void bindInternals(py::module_ &module) {
   module.def("_program", &program, py::arg("graph"), py::arg("stand_in_weights") = false,
              "(program JSON, weights, constants, example inputs) for graph_opt.to_fx.");
   module.def("_cpu_allocator_hooks_active", &CpuAllocatorScope::active,
@@ -603,6 +655,10 @@ PYBIND11_MODULE(_C, module) {
   module.def(
       "_report_tools", [] { return py::make_tuple(reportPython(), reportScript()); },
       "(python, make_report.py) the driver draws report.html with.");
+}
+
+/// Running a graph, and measuring the CPU memory of a block of Python.
+void bindExecution(py::module_ &module) {
   py::class_<CpuMemoryTracker>(
       module, "_CpuMemoryTracker",
       "with _CpuMemoryTracker() as t: ...; t.peak_bytes: the most CPU bytes tensors made in "
@@ -619,4 +675,17 @@ PYBIND11_MODULE(_C, module) {
              "the model's examples, else seeded stand-ins). With written=True, returns "
              "(outputs, {target: tensor}) with every input the step wrote in place, as it left "
              "it (the model's weights stay as they were).");
+}
+
+} // namespace
+
+PYBIND11_MODULE(_C, module) {
+  bindConstants(module);
+  bindErrors(module);
+  bindGraph(module);
+  bindPasses(module);
+  bindCheckpoint(module);
+  bindPipelines(module);
+  bindInternals(module);
+  bindExecution(module);
 }

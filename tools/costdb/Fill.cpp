@@ -5,6 +5,7 @@
 #include "graphopt/Analysis/ModelRun.h"
 
 #include <absl/strings/str_cat.h>
+#include <llvm/ADT/STLFunctionalExtras.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/Path.h>
@@ -85,6 +86,67 @@ Misses missesOf(const StepAttribution &a, const std::set<std::string> &tried) {
 
 std::string ms(double seconds) { return llvm::formatv("{0:f3} ms", seconds * 1e3).str(); }
 
+/// What one round of the loop measured.
+struct RoundCounts {
+  size_t measured = 0, neighbours = 0, failed = 0;
+  double covered = 0; ///< the missed time of the configurations measured
+};
+
+/// A round's measuring step: the configurations that miss most (up to --per-round), each
+/// with its neighbours, until the time budget is spent.
+absl::StatusOr<RoundCounts> measureMisses(const Misses &last, const std::string &modelPath,
+                                          const std::string &source,
+                                          const std::string &neighbourSource,
+                                          ConfigMeasurer &measurer, const FillOptions &options,
+                                          llvm::function_ref<double()> elapsed,
+                                          std::set<std::string> &tried, llvm::raw_ostream &os) {
+  RoundCounts now;
+  for (size_t i = 0; i < last.measurable.size() && i < options.perRound; ++i) {
+    if (elapsed() >= options.budgetSeconds)
+      break;
+    const Miss &miss = last.measurable[i];
+    auto config = operatorConfigOf(*miss.node); // had a key in attributeStep: it has one
+    if (!config.ok())
+      return config.status();
+    tried.insert(config->key);
+    os << llvm::formatv("  {0,-40} {1,4} nodes, {2,12} missed\n", config->op,
+                        std::to_string(miss.nodes), ms(miss.seconds));
+    auto outcome = measurer.measure(*config, source, miss.nodes, modelPath);
+    if (!outcome.ok())
+      return outcome.status();
+    now.covered += miss.seconds;
+    now.measured += *outcome != ConfigMeasurer::Outcome::Failed;
+    now.failed += *outcome == ConfigMeasurer::Outcome::Failed;
+    if (!options.neighbours)
+      continue;
+    for (const OperatorConfig &n : neighbourConfigs(*config, options.neighbourOptions)) {
+      if (elapsed() >= options.budgetSeconds)
+        break;
+      auto o = measurer.measure(n, neighbourSource, 0, modelPath);
+      if (!o.ok())
+        return o.status();
+      now.neighbours += *o == ConfigMeasurer::Outcome::Measured;
+      now.failed += *o == ConfigMeasurer::Outcome::Failed;
+    }
+  }
+  return now;
+}
+
+/// The loop's last report where the target was not met: where the missed time stands.
+void printNotMet(const Misses &last, const FillOptions &options, llvm::raw_ostream &os) {
+  os << llvm::formatv("not met: {0} of node time measured exactly but off by more than {1:f0}% "
+                      "in the step (it runs at another speed there than alone: measure "
+                      "--in-step records such times), {2} "
+                      "unmeasurable, {3} that did not run, {4} not measured yet\n",
+                      ms(last.exactButOff), 100 * options.tolerance, ms(last.unmeasurable),
+                      ms(last.triedAndFailed), [&] {
+                        double s = 0;
+                        for (const Miss &m : last.measurable)
+                          s += m.seconds;
+                        return ms(s);
+                      }());
+}
+
 } // namespace
 
 absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::string &modelPath,
@@ -146,57 +208,22 @@ absl::StatusOr<FillResult> fillDatabase(const std::string &dbPath, const std::st
       os << "stopped: nothing left that measuring can fix\n";
       break;
     }
-    size_t measuredNow = 0, neighboursNow = 0, failedNow = 0;
-    double covered = 0;
-    for (size_t i = 0; i < last.measurable.size() && i < options.perRound; ++i) {
-      if (elapsed() >= options.budgetSeconds)
-        break;
-      const Miss &miss = last.measurable[i];
-      auto config = operatorConfigOf(*miss.node); // had a key in attributeStep: it has one
-      if (!config.ok())
-        return config.status();
-      tried.insert(config->key);
-      os << llvm::formatv("  {0,-40} {1,4} nodes, {2,12} missed\n", config->op,
-                          std::to_string(miss.nodes), ms(miss.seconds));
-      auto outcome = measurer.measure(*config, source, miss.nodes, modelPath);
-      if (!outcome.ok())
-        return outcome.status();
-      covered += miss.seconds;
-      measuredNow += *outcome != ConfigMeasurer::Outcome::Failed;
-      failedNow += *outcome == ConfigMeasurer::Outcome::Failed;
-      if (!options.neighbours)
-        continue;
-      for (const OperatorConfig &n : neighbourConfigs(*config, options.neighbourOptions)) {
-        if (elapsed() >= options.budgetSeconds)
-          break;
-        auto o = measurer.measure(n, neighbourSource, 0, modelPath);
-        if (!o.ok())
-          return o.status();
-        neighboursNow += *o == ConfigMeasurer::Outcome::Measured;
-        failedNow += *o == ConfigMeasurer::Outcome::Failed;
-      }
-    }
-    result.measured += measuredNow;
-    result.neighboursMeasured += neighboursNow;
-    result.failed += failedNow;
+    auto now = measureMisses(last, modelPath, source, neighbourSource, measurer, options, elapsed,
+                             tried, os);
+    if (!now.ok())
+      return now.status();
+    result.measured += now->measured;
+    result.neighboursMeasured += now->neighbours;
+    result.failed += now->failed;
     os << llvm::formatv("  measured {0} configurations carrying {1} of missed time, {2} "
                         "neighbours{3}; {4:f1} s so far\n",
-                        std::to_string(measuredNow), ms(covered), std::to_string(neighboursNow),
-                        failedNow ? absl::StrCat(", ", failedNow, " did not run") : "",
+                        std::to_string(now->measured), ms(now->covered),
+                        std::to_string(now->neighbours),
+                        now->failed ? absl::StrCat(", ", now->failed, " did not run") : "",
                         elapsed());
   }
   if (!result.targetMet)
-    os << llvm::formatv("not met: {0} of node time measured exactly but off by more than {1:f0}% "
-                        "in the step (it runs at another speed there than alone: measure "
-                        "--in-step records such times), {2} "
-                        "unmeasurable, {3} that did not run, {4} not measured yet\n",
-                        ms(last.exactButOff), 100 * options.tolerance, ms(last.unmeasurable),
-                        ms(last.triedAndFailed), [&] {
-                          double s = 0;
-                          for (const Miss &m : last.measurable)
-                            s += m.seconds;
-                          return ms(s);
-                        }());
+    printNotMet(last, options, os);
   return result;
 }
 

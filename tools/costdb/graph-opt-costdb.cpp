@@ -241,6 +241,109 @@ absl::StatusOr<std::unique_ptr<Measuring>> startMeasuring() {
   return m;
 }
 
+/// A distinct configuration of a source, with how many nodes make it.
+struct Found {
+  std::string source;
+  OperatorConfig config;
+  int64_t nodes = 0;
+  std::vector<size_t> ranks; ///< its nodes' positions in a model's graph
+};
+
+/// What one input's graphs hold.
+struct FoundConfigs {
+  std::vector<Found> found; ///< by source + key, in the order found
+  std::map<std::string, std::pair<size_t, std::string>> unmeasurable; ///< op: nodes, why
+  size_t nodes = 0;
+};
+
+/// measure's first step: the distinct configurations per source, with how many nodes make
+/// each, and the operators that have none.
+FoundConfigs findConfigs(const std::vector<Source> &sources) {
+  FoundConfigs out;
+  llvm::StringMap<size_t> foundIndex;
+  for (const Source &s : sources) {
+    size_t rank = 0;
+    for (const Node &n : s.graph->nodes()) {
+      ++out.nodes;
+      ++rank;
+      auto config = operatorConfigOf(n);
+      if (!config.ok()) {
+        auto &u = out.unmeasurable[n.opName()];
+        ++u.first;
+        u.second = std::string(config.status().message());
+        continue;
+      }
+      std::string id = s.name + '\n' + config->key;
+      auto [it, fresh] = foundIndex.try_emplace(id, out.found.size());
+      if (fresh) {
+        out.found.emplace_back();
+        out.found.back().source = s.name;
+        out.found.back().config = std::move(*config);
+      }
+      ++out.found[it->second].nodes;
+      out.found[it->second].ranks.push_back(rank - 1);
+    }
+  }
+  return out;
+}
+
+/// What measuring one input's configurations came to.
+struct MeasuredCounts {
+  size_t measured = 0, already = 0, neighbours = 0, failed = 0;
+};
+
+/// measure's timing step: each configuration, then (--neighbours) each at nearby sizes
+/// (ConfigNeighbours.h), under SOURCE:neighbours.
+absl::StatusOr<MeasuredCounts> measureFound(const std::vector<Found> &found,
+                                            const std::string &input, ConfigMeasurer &measurer) {
+  MeasuredCounts counts;
+  for (const Found &f : found) {
+    auto outcome = measurer.measure(f.config, f.source, f.nodes, input);
+    if (!outcome.ok())
+      return outcome.status();
+    counts.measured += *outcome == ConfigMeasurer::Outcome::Measured;
+    counts.already += *outcome == ConfigMeasurer::Outcome::Already;
+    counts.failed += *outcome == ConfigMeasurer::Outcome::Failed;
+  }
+  for (size_t i = 0; measureNeighbours && i < found.size(); ++i)
+    for (const OperatorConfig &n : neighbourConfigs(found[i].config)) {
+      const Found &f = found[i];
+      auto outcome = measurer.measure(n, f.source + ":neighbours", 0, input);
+      if (!outcome.ok())
+        return outcome.status();
+      counts.neighbours += *outcome == ConfigMeasurer::Outcome::Measured;
+      counts.failed += *outcome == ConfigMeasurer::Outcome::Failed;
+    }
+  return counts;
+}
+
+/// measure's --in-step step: the model profiled, each configuration's median time inside
+/// its step recorded; how many were.
+absl::StatusOr<size_t> recordInStep(Source &s, const std::vector<Found> &found,
+                                    const std::string &input, c10::Device device,
+                                    ConfigMeasurer &measurer) {
+  s.model->graph = std::move(s.graph); // the profile runs the model as imported
+  AnalysisManager analyses;
+  auto profile = profileForAttribution(*s.model, input, device, profileRuns, analyses);
+  if (!profile.ok())
+    return profile.status();
+  size_t recorded = 0;
+  for (const Found &f : found) {
+    std::vector<double> times;
+    for (size_t r : f.ranks)
+      if (r < (*profile)->nodes.size())
+        times.push_back((*profile)->nodes[r].seconds);
+    if (times.empty())
+      continue;
+    InStepSample sample{f.source, medianOf(std::move(times)), f.nodes};
+    absl::Status st = measurer.putInStep(f.config, sample);
+    if (!st.ok())
+      return st;
+    ++recorded;
+  }
+  return recorded;
+}
+
 int measure() {
   if (!sourceName.empty() && measureInputs.size() > 1)
     return fail("--source names the source of one input; give one input with it");
@@ -256,93 +359,30 @@ int measure() {
     auto sources = readSources(input);
     if (!sources.ok())
       return fail(std::string(sources.status().message()));
-    // Distinct configurations per source, with how many nodes make each.
-    struct Found {
-      std::string source;
-      OperatorConfig config;
-      int64_t nodes = 0;
-      std::vector<size_t> ranks; ///< its nodes' positions in a model's graph
-    };
-    // By source + key, in the order found.
-    std::vector<Found> found;
-    llvm::StringMap<size_t> foundIndex;
-    std::map<std::string, std::pair<size_t, std::string>> unmeasurable;
-    size_t nodes = 0;
-    for (Source &s : *sources) {
-      size_t rank = 0;
-      for (const Node &n : s.graph->nodes()) {
-        ++nodes;
-        ++rank;
-        auto config = operatorConfigOf(n);
-        if (!config.ok()) {
-          auto &u = unmeasurable[n.opName()];
-          ++u.first;
-          u.second = std::string(config.status().message());
-          continue;
-        }
-        std::string id = s.name + '\n' + config->key;
-        auto [it, fresh] = foundIndex.try_emplace(id, found.size());
-        if (fresh) {
-          found.emplace_back();
-          found.back().source = s.name;
-          found.back().config = std::move(*config);
-        }
-        ++found[it->second].nodes;
-        found[it->second].ranks.push_back(rank - 1);
-      }
-    }
-    size_t measuredNow = 0, already = 0, failed = 0;
-    for (Found &f : found) {
-      auto outcome = measurer.measure(f.config, f.source, f.nodes, input);
-      if (!outcome.ok())
-        return fail(std::string(outcome.status().message()));
-      measuredNow += *outcome == ConfigMeasurer::Outcome::Measured;
-      already += *outcome == ConfigMeasurer::Outcome::Already;
-      failed += *outcome == ConfigMeasurer::Outcome::Failed;
-    }
-    // Each configuration at nearby sizes (ConfigNeighbours.h), under SOURCE:neighbours.
-    size_t neighbours = 0;
-    for (size_t i = 0; measureNeighbours && i < found.size(); ++i)
-      for (const OperatorConfig &n : neighbourConfigs(found[i].config)) {
-        const Found &f = found[i];
-        auto outcome = measurer.measure(n, f.source + ":neighbours", 0, input);
-        if (!outcome.ok())
-          return fail(std::string(outcome.status().message()));
-        neighbours += *outcome == ConfigMeasurer::Outcome::Measured;
-        failed += *outcome == ConfigMeasurer::Outcome::Failed;
-      }
+    FoundConfigs configs = findConfigs(*sources);
+    const std::vector<Found> &found = configs.found;
+    auto counts = measureFound(found, input, measurer);
+    if (!counts.ok())
+      return fail(std::string(counts.status().message()));
     // Each configuration's time inside the model's step (a model, not a sweep).
     size_t inStepRecorded = 0;
     if (measureInStep && sources->size() == 1 && (*sources)[0].model) {
-      Source &s = (*sources)[0];
-      s.model->graph = std::move(s.graph); // the profile runs the model as imported
-      AnalysisManager analyses;
-      auto profile = profileForAttribution(*s.model, input, device, profileRuns, analyses);
-      if (!profile.ok())
-        return fail(std::string(profile.status().message()));
-      for (const Found &f : found) {
-        std::vector<double> times;
-        for (size_t r : f.ranks)
-          if (r < (*profile)->nodes.size())
-            times.push_back((*profile)->nodes[r].seconds);
-        if (times.empty())
-          continue;
-        InStepSample sample{f.source, medianOf(std::move(times)), f.nodes};
-        absl::Status st = measurer.putInStep(f.config, sample);
-        if (!st.ok())
-          return fail(std::string(st.message()));
-        ++inStepRecorded;
-      }
+      auto recorded = recordInStep((*sources)[0], found, input, device, measurer);
+      if (!recorded.ok())
+        return fail(std::string(recorded.status().message()));
+      inStepRecorded = *recorded;
     }
-    anyFailed |= failed > 0;
-    llvm::outs() << input << ": " << nodes << " nodes, " << found.size() << " configurations: "
-                 << measuredNow << " measured, " << already << " already in the database"
-                 << (measureNeighbours ? absl::StrCat(", ", neighbours, " neighbours measured")
-                                       : "")
+    anyFailed |= counts->failed > 0;
+    llvm::outs() << input << ": " << configs.nodes << " nodes, " << found.size()
+                 << " configurations: " << counts->measured << " measured, " << counts->already
+                 << " already in the database"
+                 << (measureNeighbours
+                         ? absl::StrCat(", ", counts->neighbours, " neighbours measured")
+                         : "")
                  << (measureInStep ? absl::StrCat(", ", inStepRecorded, " timed in the step")
                                    : "")
-                 << (failed ? absl::StrCat(", ", failed, " failed") : "") << "\n";
-    for (auto &[op, u] : unmeasurable)
+                 << (counts->failed ? absl::StrCat(", ", counts->failed, " failed") : "") << "\n";
+    for (auto &[op, u] : configs.unmeasurable)
       llvm::outs() << "  not measured: " << op << " (" << u.first << " nodes): " << u.second << "\n";
   }
   auto counts = db->counts();
@@ -351,6 +391,91 @@ int measure() {
                  << counts->measurements << " measurements on " << counts->machines
                  << " machines, from " << counts->sources << " sources\n";
   return anyFailed ? kSomeFailed : kOk;
+}
+
+/// attribute's warning where the machine's speed is not calibrated.
+void warnNotCalibrated(const absl::Status &why) {
+  llvm::WithColor::warning(llvm::errs(), "graph-opt-costdb")
+      << dbPath << ": not calibrated: " << std::string(why.message()) << "\n";
+}
+
+/// Times the calibration's probes again (`how`); a failure ends the calibration.
+void retime(std::optional<SpeedCalibration> &speed, const OperatorTimingOptions &how) {
+  if (!speed)
+    return;
+  if (absl::Status st = speed->retime(how); !st.ok()) {
+    warnNotCalibrated(st);
+    speed.reset();
+  }
+}
+
+/// attribute's calibration step: the probes (--calibrate) that the step's predictions rest
+/// on, else any of the database's; none with --calibrate=0 or where none can be picked.
+std::optional<SpeedCalibration> pickProbes(const Graph &graph, const CostModel &model) {
+  std::optional<SpeedCalibration> speed;
+  if (calibrateProbes > 0) {
+    auto picked = SpeedCalibration::pickForStep(attributeStep(graph, model, nullptr, tolerance),
+                                                calibrateProbes);
+    if (!picked.ok())
+      picked = SpeedCalibration::pick(model, calibrateProbes);
+    if (picked.ok())
+      speed = std::move(*picked);
+    else
+      warnNotCalibrated(picked.status());
+  }
+  return speed;
+}
+
+/// attribute's profiling step: the model's profile (none with --no-profile), the probes
+/// timed before each of its runs, interleaved with them, or once without a profile.
+absl::StatusOr<const ProfileResult *> profileCalibrated(ImportedModel &imported,
+                                                        c10::Device device,
+                                                        std::optional<SpeedCalibration> &speed,
+                                                        AnalysisManager &analyses) {
+  OperatorTimingOptions timing;
+  timing.device = device;
+  if (noProfile) {
+    retime(speed, timing);
+    return static_cast<const ProfileResult *>(nullptr);
+  }
+  // Between runs, each probe timed briefly: the runs give it many timings.
+  OperatorTimingOptions brief = timing;
+  brief.warmupRuns = 1;
+  brief.minRuns = 2;
+  brief.minSeconds = 0.005;
+  std::function<absl::Status(unsigned)> beforeRun;
+  if (speed)
+    beforeRun = [&](unsigned) {
+      retime(speed, brief);
+      return absl::OkStatus();
+    };
+  auto result = profileForAttribution(imported, attributeInput, device, profileRuns, analyses,
+                                      std::move(beforeRun));
+  if (!result.ok())
+    return result.status();
+  return *result;
+}
+
+/// attribute's report: the model and the sources left out, the attribution, then the
+/// --csv and --json files.
+int reportAttribution(const StepAttribution &a, const std::set<std::string> &excluded) {
+  llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
+  if (!excluded.empty()) {
+    bool first = true;
+    for (const std::string &s : excluded)
+      llvm::outs() << (first ? "" : ", ") << s, first = false;
+    llvm::outs() << ")";
+  }
+  llvm::outs() << "\n";
+  printAttribution(llvm::outs(), a);
+  if (!csvPath.empty())
+    if (absl::Status st = writeFileAtomically(csvPath, attributionCsv(a)); !st.ok())
+      return fail(std::string(st.message()));
+  if (!jsonPath.empty())
+    if (absl::Status st = writeFileAtomically(jsonPath, attributionJson(a, attributeInput));
+        !st.ok())
+      return fail(std::string(st.message()));
+  return kOk;
 }
 
 int attribute() {
@@ -376,77 +501,20 @@ int attribute() {
   // profile's runs, interleaved with them (a shared host's speed moves within
   // seconds; probes timed only before and after the profile missed it by as
   // much as 1.45x against 1.0x), or once without a profile.
-  std::optional<SpeedCalibration> speed;
-  OperatorTimingOptions timing;
-  timing.device = *device;
-  auto notCalibrated = [&](const absl::Status &why) {
-    llvm::WithColor::warning(llvm::errs(), "graph-opt-costdb")
-        << dbPath << ": not calibrated: " << std::string(why.message()) << "\n";
-    speed.reset();
-  };
-  auto retime = [&](const OperatorTimingOptions &how) {
-    if (!speed)
-      return;
-    if (absl::Status st = speed->retime(how); !st.ok())
-      notCalibrated(st);
-  };
-  if (calibrateProbes > 0) {
-    auto picked = SpeedCalibration::pickForStep(attributeStep(graph, *model, nullptr, tolerance),
-                                                calibrateProbes);
-    if (!picked.ok())
-      picked = SpeedCalibration::pick(*model, calibrateProbes);
-    if (picked.ok())
-      speed = std::move(*picked);
-    else
-      notCalibrated(picked.status());
-  }
-  const ProfileResult *profile = nullptr;
+  std::optional<SpeedCalibration> speed = pickProbes(graph, *model);
   AnalysisManager analyses;
-  if (!noProfile) {
-    // Between runs, each probe timed briefly: the runs give it many timings.
-    OperatorTimingOptions brief = timing;
-    brief.warmupRuns = 1;
-    brief.minRuns = 2;
-    brief.minSeconds = 0.005;
-    std::function<absl::Status(unsigned)> beforeRun;
-    if (speed)
-      beforeRun = [&](unsigned) {
-        retime(brief);
-        return absl::OkStatus();
-      };
-    auto result = profileForAttribution(*imported, attributeInput, *device, profileRuns, analyses,
-                                        std::move(beforeRun));
-    if (!result.ok())
-      return fail(std::string(result.status().message()));
-    profile = *result;
-  } else {
-    retime(timing);
-  }
+  auto profile = profileCalibrated(*imported, *device, speed, analyses);
+  if (!profile.ok())
+    return fail(std::string(profile.status().message()));
   if (speed)
     model->setSpeed(speed->factor());
-  StepAttribution a = attributeStep(graph, *model, profile, tolerance);
+  StepAttribution a = attributeStep(graph, *model, *profile, tolerance);
   if (speed) {
     a.speedProbes = speed->probes();
     a.speedQ1 = speed->q1();
     a.speedQ3 = speed->q3();
   }
-  llvm::outs() << attributeInput << (excluded.empty() ? "" : " (leaving out: ");
-  if (!excluded.empty()) {
-    bool first = true;
-    for (const std::string &s : excluded)
-      llvm::outs() << (first ? "" : ", ") << s, first = false;
-    llvm::outs() << ")";
-  }
-  llvm::outs() << "\n";
-  printAttribution(llvm::outs(), a);
-  if (!csvPath.empty())
-    if (absl::Status st = writeFileAtomically(csvPath, attributionCsv(a)); !st.ok())
-      return fail(std::string(st.message()));
-  if (!jsonPath.empty())
-    if (absl::Status st = writeFileAtomically(jsonPath, attributionJson(a, attributeInput));
-        !st.ok())
-      return fail(std::string(st.message()));
-  return kOk;
+  return reportAttribution(a, excluded);
 }
 
 int fill() {
