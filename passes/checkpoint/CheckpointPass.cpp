@@ -546,6 +546,7 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
   setStatistic("predicted peak bytes", out.predictedPeak);
   if (out.measuredPeak >= 0)
     setStatistic("measured peak bytes", out.measuredPeak);
+  out.recomputations = recomputationsIn(graph);
   outcome_ = out;
 
   if (!reportDirectory().empty())
@@ -557,6 +558,12 @@ absl::StatusOr<bool> CheckpointPass::transform(Graph &graph, AnalysisManager &an
 void CheckpointPass::printReport(llvm::raw_ostream &os) const {
   if (outcome_)
     printCheckpointReport(os, *outcome_);
+}
+
+std::vector<std::pair<std::string, std::string>> CheckpointPass::jsonReports() const {
+  if (!outcome_)
+    return {};
+  return {{"checkpoint", checkpointJsonText(*outcome_)}};
 }
 
 GRAPHOPT_REGISTER_PASS(CheckpointPass);

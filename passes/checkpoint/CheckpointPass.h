@@ -76,6 +76,8 @@ public:
   llvm::StringRef description() const override { return passDescription(); }
   absl::StatusOr<bool> transform(Graph &graph, AnalysisManager &analyses) override;
   void printReport(llvm::raw_ostream &os) const override;
+  /// checkpoint.json's document, as a value.
+  std::vector<std::pair<std::string, std::string>> jsonReports() const override;
 
   using Outcome = CheckpointOutcome;
   using Activation = CheckpointOutcome::Activation;

@@ -9,6 +9,7 @@
 #include <absl/strings/str_join.h>
 #include <llvm/ADT/MapVector.h>
 #include <llvm/ADT/STLExtras.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/Support/Format.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
@@ -114,7 +115,49 @@ llvm::json::Array ladderJson(const CheckpointOutcome &out) {
 } // namespace
 
 /// Writes checkpoint.json (what the run decided and measured) into `dir`.
-absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &out) {
+/// checkpoint.json's "recomputations": each clone's results and what they make again.
+llvm::json::Array recomputationsJson(const CheckpointOutcome &out) {
+  llvm::json::Array list;
+  for (const CheckpointOutcome::Recomputation &r : out.recomputations) {
+    llvm::json::Array outputs, of;
+    for (const std::string &v : r.outputs)
+      outputs.push_back(v);
+    for (const std::string &v : r.of)
+      of.push_back(v);
+    list.push_back(llvm::json::Object{{"outputs", std::move(outputs)}, {"of", std::move(of)}});
+  }
+  return list;
+}
+
+std::vector<CheckpointOutcome::Recomputation> recomputationsIn(const Graph &graph) {
+  llvm::StringMap<const Node *> producer;
+  for (const Node &n : graph.nodes())
+    for (const Value *v : n.outputs())
+      producer[v->name()] = &n;
+  std::vector<CheckpointOutcome::Recomputation> found;
+  for (const Node &n : graph.nodes()) {
+    const Constant *attr = n.attr(kRecomputeOfAttr);
+    if (!attr || attr->kind() != ConstantKind::String || n.numOutputs() == 0)
+      continue;
+    CheckpointOutcome::Recomputation r;
+    for (const Value *v : n.outputs())
+      r.outputs.push_back(v->name().str());
+    // A multi-result clone makes the original's results in order; one
+    // recomputed for another reason names the value it was made for.
+    const Node *original = producer.lookup(attr->asString());
+    if (original && original->numOutputs() == n.numOutputs())
+      for (const Value *v : original->outputs())
+        r.of.push_back(v->name().str());
+    else {
+      r.of = {attr->asString()};
+      r.outputs.resize(1);
+    }
+    found.push_back(std::move(r));
+  }
+  return found;
+}
+
+std::string checkpointJsonText(const CheckpointOutcome &out) {
   llvm::json::Array acts = activationsJson(out);
   llvm::json::Array recomputedNodes = recomputedNodesJson(out);
   llvm::json::Array ladder = ladderJson(out);
@@ -172,9 +215,13 @@ absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &o
       {"budget_ladder_peaks_monotone", out.ladder.peaksMonotone},
       {"budget_ladder_rungs_skipped", static_cast<int64_t>(out.ladder.rungsSkipped)},
       {"budget_ladder_rungs_peak_rose", static_cast<int64_t>(out.ladder.rungsPeakRose)},
+      {"recomputations", recomputationsJson(out)},
       {"activations", std::move(acts)}};
-  std::string text = llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
-  return writeReportFiles(dir, {{"checkpoint.json", text}});
+  return llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n";
+}
+
+absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &out) {
+  return writeReportFiles(dir, {{"checkpoint.json", checkpointJsonText(out)}});
 }
 
 namespace {

@@ -73,6 +73,13 @@ struct CheckpointOutcome {
   double offloadStallSeconds = 0, offloadPlanSeconds = 0;
   /// Offloads planned but not used (recomputation alone was faster): why.
   std::string offloadRejected;
+  /// Each recomputation in the rewritten graph: its results, and the values
+  /// they make again (one per result; a node recomputed for another of its
+  /// results names only that one).
+  struct Recomputation {
+    std::vector<std::string> outputs, of;
+  };
+  std::vector<Recomputation> recomputations;
 };
 
 /// The module (nn.Module path) a value was made in, "" if none is recorded.
@@ -83,7 +90,13 @@ std::string moduleOf(const Value *v);
 void recordPlan(const RecomputeModel &model, const CheckpointPlan &plan,
                 const std::optional<BenchmarkReport> &measured, CheckpointOutcome &out);
 
-/// Writes checkpoint.json (what the run decided and measured) into `dir`.
+/// The recomputations in `graph` (nodes marked recompute_of), for the
+/// outcome's `recomputations`.
+std::vector<CheckpointOutcome::Recomputation> recomputationsIn(const Graph &graph);
+
+/// checkpoint.json's text: what the run decided and measured.
+std::string checkpointJsonText(const CheckpointOutcome &out);
+/// Writes it into `dir`.
 absl::Status writeCheckpointJson(llvm::StringRef dir, const CheckpointOutcome &out);
 
 /// The pass's text report: the budget and planner, predictions against

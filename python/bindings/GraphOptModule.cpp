@@ -172,6 +172,16 @@ py::dict describePassRun(const OptimizationPass &pass) {
                   py::arg("nested") = nested);
 }
 
+/// Each JSON report the passes (nested ones too) left as a value, by name;
+/// a later pass's replaces an earlier one's, as its file would.
+void collectJsonReports(const OptimizationPass &pass, py::dict &out) {
+  for (const auto &[name, text] : pass.jsonReports())
+    out[py::str(name)] = text;
+  if (const auto *group = dynamic_cast<const PassGroup *>(&pass))
+    for (const auto &n : group->nested())
+      collectJsonReports(*n, out);
+}
+
 py::dict describeNode(const Node &n) {
   py::dict d;
   d["op"] = n.opName();
@@ -270,8 +280,11 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
   if (!changed.ok())
     raise(changed.status());
   py::list statistics;
-  for (const auto &pass : optimizer.passes())
+  py::dict reportValues;
+  for (const auto &pass : optimizer.passes()) {
     statistics.append(describePassRun(*pass));
+    collectJsonReports(*pass, reportValues);
+  }
   py::list remarkLines;
   llvm::SmallVector<llvm::StringRef, 8> lines;
   llvm::StringRef(remarkStream.str()).split(lines, '\n', -1, /*KeepEmpty=*/false);
@@ -283,6 +296,7 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
   result["pipeline"] = optimizer.pipelineText();
   result["statistics"] = statistics;
   result["remarks"] = remarkLines;
+  result["report_values"] = reportValues; // JSON text by report name
   return result;
 }
 

@@ -73,11 +73,14 @@ def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, ma
         where = os.fspath(report_dir) if report_dir is not None else scratch
         result = _C.run_pipeline(graph, pipeline, verify_each=verify_each, seed=seed,
                                  report_dir=where, max_memory=max_memory)
-        reports = {}
+        # The passes hand over what they can as values (checkpoint's plan); the
+        # rest is read from the files they wrote.
+        reports = {name: json.loads(text) for name, text in result.pop("report_values").items()}
         if os.path.isdir(where):
             for name in sorted(os.listdir(where)):
                 if (name.endswith(".json") and name not in _NOT_REPORT_DATA
-                        and not name.startswith("trace_rank_")):
+                        and not name.startswith("trace_rank_")
+                        and name[: -len(".json")] not in reports):
                     with open(os.path.join(where, name), encoding="utf-8") as f:
                         reports[name[: -len(".json")]] = json.load(f)
         result["reports"] = reports

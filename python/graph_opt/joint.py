@@ -271,37 +271,22 @@ def _tensor_operands(node):
     return values
 
 
-def _recomputed_values(nodes):
-    """{a recomputation's result: the value it makes again}. A recomputation
-    names the value it was made for (recompute_of); a multi-output one makes
-    the original node's results in order."""
-    producer = {}
-    for n in nodes:
-        for v in n["outputs"]:
-            producer[v] = n
-    found = {}
-    for n in nodes:
-        of = n["attributes"].get(_C.RECOMPUTE_OF_ATTR)
-        if of is None:
-            continue
-        of = _constant_string(of)
-        original = producer.get(of)
-        if original is not None and len(original["outputs"]) == len(n["outputs"]):
-            found.update(zip(n["outputs"], original["outputs"]))
-        else:
-            found[n["outputs"][0]] = of
-    return found
+def _recomputed_values(report):
+    """{a recomputation's result: the value it makes again}, from the checkpoint report's
+    "recomputations" (the pass hands it over as a value; empty without a checkpoint run)."""
+    return {out: of for r in report.get("recomputations", ())
+            for out, of in zip(r["outputs"], r["of"])}
 
 
 def replacements(gm, nodes, graph_outputs, recompute_of=None):
     """What graph-opt's rewrites made each fx value into: {X: Y} where every
     reader of X reads Y in the rewritten graph (cse merged X into Y,
     canonicalize folded X to Y). Readers are matched by name and operand
-    position; checkpoint's recomputations count as reading what they
-    recompute. A value read as two different ones is an Error."""
+    position; checkpoint's recomputations (`recompute_of`, {a recomputation's
+    result: the value it makes again}, from _recomputed_values) count as reading
+    what they recompute. A value read as two different ones is an Error."""
     by_name = {n.name: n for n in gm.graph.nodes}
-    if recompute_of is None:
-        recompute_of = _recomputed_values(nodes)
+    recompute_of = recompute_of or {}
 
     def original(name):
         while name in recompute_of:
@@ -319,8 +304,8 @@ def replacements(gm, nodes, graph_outputs, recompute_of=None):
                         f"'{found[old].name}' and '{new_name}' ({where})")
 
     for n in nodes:
-        if n["attributes"].get(_C.RECOMPUTE_OF_ATTR) is not None:
-            continue
+        if n["outputs"] and n["outputs"][0] in recompute_of:
+            continue  # a recomputation: it reads what its original read
         fx_node = next((by_name[v] for v in n["outputs"] if v in by_name), None)
         if fx_node is None:
             continue
@@ -413,7 +398,8 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
         graph = imported.prepared_by(before).clone()
         result = graph_opt.run_pipeline(graph, rest)
     nodes = graph.nodes
-    recompute_of = _recomputed_values(nodes)
+    report = result["reports"].get("checkpoint", {})
+    recompute_of = _recomputed_values(report)
     # A tensor constant (a get_attr from_fx lifted) is no saved value: torch's backward
     # half reads the attribute itself.
     defined_forward = {s["name"] for s in graph.inputs if s["role"] != "constant"}
@@ -430,7 +416,7 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
                 backward={k for k, v in phases.items() if v == "backward"},
                 replaced={old.name: new.name for old, new in
                           replacements(gm, nodes, graph.outputs, recompute_of).items()},
-                report=result["reports"].get("checkpoint", {}))
+                report=report)
 
 
 def _keep_what_torch_cannot_split(gm, plan):

@@ -32,3 +32,19 @@ def test_rounds_from_the_prepared_graph_plan_as_the_whole_pipeline_does():
     # the passes before checkpoint ran once, on a clone: the import is as it was
     assert list(imported.prepared) == [PRE]
     assert graph.print() == graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2")).print()
+
+
+def test_the_plan_comes_back_as_a_value_without_report_files():
+    import json
+    from graph_opt import _C
+    graph = graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2"))
+    ck = "checkpoint{activations=10%,cost=flops,measure=false}"
+    result = _C.run_pipeline(graph, ck, report_dir="")  # no directory: no files written
+    report = json.loads(result["report_values"]["checkpoint"])
+    recomputations = report["recomputations"]
+    assert recomputations and report["recomputed_nodes"]
+    marked = [n for n in graph.nodes if n["attributes"].get(_C.RECOMPUTE_OF_ATTR) is not None]
+    assert sorted(r["outputs"][0] for r in recomputations) == \
+        sorted(n["outputs"][0] for n in marked)
+    for r in recomputations:
+        assert len(r["outputs"]) == len(r["of"])

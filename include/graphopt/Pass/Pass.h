@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace graphopt {
@@ -68,6 +69,11 @@ public:
   /// What the last run decided, for people (a table); the driver prints it
   /// after the pipeline. Nothing by default.
   virtual void printReport(llvm::raw_ostream &os) const {}
+  /// What the last run decided, as the JSON documents its report files hold,
+  /// by report name ("checkpoint" for checkpoint.json): a caller in the same
+  /// process (graph_opt.run_pipeline) takes them as values, not from files.
+  /// None by default.
+  virtual std::vector<std::pair<std::string, std::string>> jsonReports() const { return {}; }
 
   struct Statistic {
     int64_t value = 0;
