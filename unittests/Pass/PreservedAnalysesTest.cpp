@@ -71,6 +71,22 @@ absl::StatusOr<bool> runWithVerifyEach(Graph &g, std::unique_ptr<OptimizationPas
   return opt.run(g);
 }
 
+/// An optimizer for `pipeline` under --verify-each (kept for its cache), and its run on `g`.
+struct VerifiedRun {
+  std::unique_ptr<GraphOptimizer> opt;
+  absl::StatusOr<bool> changed = false;
+};
+VerifiedRun runVerifyingEach(Graph &g, const char *pipeline) {
+  OptimizerOptions options;
+  options.verifyEach = true;
+  VerifiedRun run{std::make_unique<GraphOptimizer>(options)};
+  if (absl::Status st = run.opt->addPipeline(pipeline); !st.ok())
+    run.changed = st;
+  else
+    run.changed = run.opt->run(g);
+  return run;
+}
+
 } // namespace
 
 TEST(PreservedAnalysesTest, AWrongClaimIsCaughtUnderVerifyEach) {
@@ -97,15 +113,11 @@ TEST(PreservedAnalysesTest, ACorrectClaimPassesTheCheckAndKeepsTheResult) {
   output %w user_output
 })");
   ASSERT_TRUE(g);
-  OptimizerOptions options;
-  options.verifyEach = true;
-  GraphOptimizer opt(options);
-  ASSERT_TRUE(opt.addPipeline("cse,dce").ok());
-  auto r = opt.run(*g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(*r);
-  ASSERT_TRUE(opt.analyses().isCached<StorageRootsAnalysis>(*g));
-  const AliasInfo *roots = opt.analyses().getCachedResult<StorageRootsAnalysis>(*g);
+  VerifiedRun run = runVerifyingEach(*g, "cse,dce");
+  ASSERT_TRUE(run.changed.ok()) << run.changed.status().message();
+  EXPECT_TRUE(*run.changed);
+  ASSERT_TRUE(run.opt->analyses().isCached<StorageRootsAnalysis>(*g));
+  const AliasInfo *roots = run.opt->analyses().getCachedResult<StorageRootsAnalysis>(*g);
   // %v now views %a: the kept roots followed the merge.
   for (const Node &n : g->nodes())
     if (n.output()->name() == "v")
@@ -139,17 +151,13 @@ TEST(PreservedAnalysesTest, DceKeepsTheStorageRoots) {
   output %v user_output
 })");
   ASSERT_TRUE(g);
-  OptimizerOptions options;
-  options.verifyEach = true;
-  GraphOptimizer opt(options);
-  ASSERT_TRUE(opt.addPipeline("dce").ok());
-  auto r = opt.run(*g);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(*r);
+  VerifiedRun run = runVerifyingEach(*g, "dce");
+  ASSERT_TRUE(run.changed.ok()) << run.changed.status().message();
+  EXPECT_TRUE(*run.changed);
   // Computed for the output check before dce, kept after it (and checked
   // against a fresh one, which the manager does not count).
-  EXPECT_EQ(opt.analyses().computations(), 1u);
-  EXPECT_TRUE(opt.analyses().isCached<StorageRootsAnalysis>(*g));
+  EXPECT_EQ(run.opt->analyses().computations(), 1u);
+  EXPECT_TRUE(run.opt->analyses().isCached<StorageRootsAnalysis>(*g));
 }
 
 // On real training graphs, every claim the redundant-op passes and reinplace
@@ -160,12 +168,8 @@ TEST_P(PreservedZooTest, ClaimsHoldOnTheZoo) {
   ASSERT_FALSE(zooDir().empty()) << "GRAPHOPT_ZOO_DIR is not set";
   auto model = importModel(absl::StrCat(zooDir(), "/", GetParam(), ".pt2"));
   ASSERT_TRUE(model.ok()) << model.status().message();
-  OptimizerOptions options;
-  options.verifyEach = true;
-  GraphOptimizer opt(options);
-  ASSERT_TRUE(opt.addPipeline("repeat{cse,canonicalize,dce},reinplace").ok());
-  auto r = opt.run(*model->graph);
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  VerifiedRun run = runVerifyingEach(*model->graph, "repeat{cse,canonicalize,dce},reinplace");
+  ASSERT_TRUE(run.changed.ok()) << run.changed.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, PreservedZooTest,
