@@ -36,12 +36,12 @@ import torch
 from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
                                     create_selective_checkpoint_contexts)
 
-from . import _C, run_pipeline
+from . import _C
 from ._C import Error, Graph
 from .eager_regions import Region, op_key, regions as plan_regions, repeated_blocks
 from .export import export_training_step
 from .step_call import flat_step
-from .joint import check_peak, with_peak
+from .joint import check_peak, run_prepared, with_peak
 
 __all__ = ["auto_checkpoint"]
 
@@ -550,6 +550,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
     rounds = []  # each plan measured: (measured, report, regions, recorded)
     unplan = functools.partial(_unplan_all, modules)
     tried = {}  # the plans measured, as _signature gives them: their measured peaks
+    prepared = {}  # the graph as the passes before checkpoint leave it (run_prepared)
 
     def probe(target):
         """graph-opt's one bound search's probe (_C.search_bound): the plan for `target`
@@ -561,7 +562,7 @@ def auto_checkpoint(model, example_inputs, peak, loss_fn=None, pipeline=None, ti
         # the checkpoints keeping only their inputs below may.
         pipe = with_peak(pipeline or "checkpoint{}", str(target), closest=True)
         try:
-            result = run_pipeline(original.clone(), pipe)
+            result = run_prepared(original, pipe, prepared)[1]
         except Error as e:
             fitting = _loosest_fitting(rounds, bound)
             if fitting is not None:  # the plan that fitted, again: the search ends there

@@ -332,25 +332,30 @@ class JointImport:
     """A joint graph as graph-opt imports it, once per partition: `forward_first`
     (the GraphModule _forward_first makes; its node names are the joint graph's),
     `phases` ({name: phase}) and `graph` (the IR graph; plan_joint plans a clone).
-    `prepared` keeps the graph as the passes before checkpoint leave it, by their
-    pipeline text (prepared_by): a bound search's rounds differ only in checkpoint's
-    bound, so those passes run once, not once a round."""
+    `prepared`: run_prepared's cache of the graph as the passes before checkpoint
+    leave it."""
     forward_first: torch.fx.GraphModule
     phases: dict
     graph: object
     prepared: dict = dataclasses.field(default_factory=dict)
 
-    def prepared_by(self, passes):
-        """The graph after `passes` (a pipeline text; "" the graph as imported), run on a
-        clone of it the first time it is asked. Callers plan on a clone of what it returns."""
-        if not passes:
-            return self.graph
-        if passes not in self.prepared:
-            import graph_opt  # the package's run_pipeline (reports loaded)
-            graph = self.graph.clone()
-            graph_opt.run_pipeline(graph, passes)
-            self.prepared[passes] = graph
-        return self.prepared[passes]
+
+def run_prepared(graph, pipeline, prepared):
+    """Runs `pipeline` on a clone of `graph`; returns (the clone, run_pipeline's result).
+    The entries before its first checkpoint entry run once per `prepared` (a dict the
+    caller keeps, {those entries' text: the graph after them}): a bound search's rounds
+    differ only in checkpoint's bound, so those passes do not run again each round."""
+    import graph_opt  # the package's run_pipeline (reports loaded)
+
+    before, rest = _split_at_checkpoint(pipeline)
+    base = graph
+    if before:
+        if before not in prepared:
+            prepared[before] = graph.clone()
+            graph_opt.run_pipeline(prepared[before], before)
+        base = prepared[before]
+    work = base.clone()
+    return work, graph_opt.run_pipeline(work, rest)
 
 
 def _split_at_checkpoint(text):
@@ -388,15 +393,11 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
     AOTAutograd's joint graph and returns graph-opt's Plan. The GraphModule
     is not changed. `imported`: the joint graph's JointImport where the caller
     plans it more than once (a clone of its graph is planned), else it is imported."""
-    import graph_opt  # the package's run_pipeline (reports loaded)
-
     imported = imported or import_joint(gm, num_fwd_outputs, name)
     gm, phases = imported.forward_first, imported.phases
-    before, rest = _split_at_checkpoint(compile_pipeline(
-        pipeline, activations=activations, peak=peak, closest=closest))
+    pipe = compile_pipeline(pipeline, activations=activations, peak=peak, closest=closest)
     with no_dispatch_modes():
-        graph = imported.prepared_by(before).clone()
-        result = graph_opt.run_pipeline(graph, rest)
+        graph, result = run_prepared(imported.graph, pipe, imported.prepared)
     nodes = graph.nodes
     report = result["reports"].get("checkpoint", {})
     recompute_of = _recomputed_values(report)

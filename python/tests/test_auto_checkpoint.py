@@ -184,7 +184,7 @@ def test_a_plan_far_under_the_bound_is_loosened_and_the_loosest_that_fits_is_kep
     The plan applied is the loosest measured within the bound."""
     measured, planned = [], []  # each plan measured; how many plans made by then
     from graph_opt import eager
-    measure, plan_with = eager._measured_peak, eager.run_pipeline
+    measure, plan_with = eager._measured_peak, eager.run_prepared
 
     def recording(*args):
         measured.append(measure(*args))
@@ -196,7 +196,7 @@ def test_a_plan_far_under_the_bound_is_loosened_and_the_loosest_that_fits_is_kep
         planned_at.append(args[1])
         return plan_with(*args)
     monkeypatch.setattr(eager, "_measured_peak", recording)
-    monkeypatch.setattr(eager, "run_pipeline", planning)
+    monkeypatch.setattr(eager, "run_prepared", planning)
     torch.manual_seed(0)
     x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 4, (16,))
     plain = ConvNet()

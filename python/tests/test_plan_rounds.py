@@ -1,9 +1,9 @@
 """A bound search's rounds plan from the graph the passes before checkpoint left once
-(joint.JointImport.prepared_by): each round runs checkpoint alone, and its plan is the one
-the whole pipeline makes."""
+(joint.run_prepared): each round runs checkpoint alone, and its plan is the one the whole
+pipeline makes."""
 
 import graph_opt
-from graph_opt.joint import JointImport, _split_at_checkpoint
+from graph_opt.joint import _split_at_checkpoint, run_prepared
 
 from inputs import zoo_archive
 
@@ -21,16 +21,17 @@ def test_the_pipeline_splits_before_its_first_checkpoint_entry():
 
 def test_rounds_from_the_prepared_graph_plan_as_the_whole_pipeline_does():
     graph = graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2"))
-    imported = JointImport(forward_first=None, phases={}, graph=graph)
+    prepared = {}
     for bound in ("10%", "50%", "1KiB"):
         ck = f"checkpoint{{activations={bound},cost=flops,measure=false,unmet=closest}}"
         whole = graph.clone()
-        graph_opt.run_pipeline(whole, f"{PRE},{ck}")
-        round_ = imported.prepared_by(PRE).clone()
-        graph_opt.run_pipeline(round_, ck)
+        whole_result = graph_opt.run_pipeline(whole, f"{PRE},{ck}")
+        round_, result = run_prepared(graph, f"{PRE},{ck}", prepared)
         assert round_.print() == whole.print(), bound
+        assert result["reports"]["checkpoint"]["recomputations"] == \
+            whole_result["reports"]["checkpoint"]["recomputations"]
     # the passes before checkpoint ran once, on a clone: the import is as it was
-    assert list(imported.prepared) == [PRE]
+    assert list(prepared) == [PRE]
     assert graph.print() == graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2")).print()
 
 
