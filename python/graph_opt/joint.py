@@ -251,11 +251,6 @@ def _forward_first(gm, num_fwd_outputs):
     return torch.fx.GraphModule(gm, graph), phases
 
 
-def _constant_string(text):
-    """An attribute as the binding prints it ('"relu"') -> relu."""
-    return text[1:-1] if len(text) >= 2 and text[0] == '"' and text[-1] == '"' else text
-
-
 def _tensor_operands(node):
     """A call's tensor operands in schema order, lists flattened: the order of
     the operands graph-opt's importer gives the node."""
