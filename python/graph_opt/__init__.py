@@ -34,6 +34,11 @@ os.environ.setdefault("GRAPHOPT_PYTHONPATH", os.path.dirname(os.path.dirname(os.
 
 __version__ = "0.1.0"  # pyproject.toml's
 
+# torch.export.load three times faster: its deserializer's type hints, remembered
+# (_serde_cache.py says why).
+from . import _serde_cache
+_serde_cache.install()
+
 from . import _C
 from ._C import Error, Graph, execute, verify_rewrite
 # Imported eagerly, though they cost 1.2 s of `import graph_opt` (torch.export's serializer

@@ -75,7 +75,7 @@ _TOOLS_DIR = os.path.join(_HERE, "..", "..", "tools")
 sys.path.insert(0, _HERE)
 sys.path.insert(0, os.path.abspath(_TOOLS_DIR))
 import zoo  # noqa: E402
-from make_references import flat_inputs  # noqa: E402
+from make_references import fast_export_load, flat_inputs  # noqa: E402
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 
@@ -260,6 +260,7 @@ def main(argv=None) -> int:
 
     import torch
 
+    fast_export_load()
     newest_code = max(os.path.getmtime(f) for f in [__file__, *zoo.SOURCES])
     mismatches = 0
     outputs = []

@@ -59,7 +59,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import make_eager_references as eager  # noqa: E402  (also puts tools/ on the path)
 import zoo  # noqa: E402
-from make_references import flat_inputs  # noqa: E402
+from make_references import fast_export_load, flat_inputs  # noqa: E402
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -197,6 +197,7 @@ def main(argv=None) -> int:
 
     import torch
 
+    fast_export_load()
     newest_code = max(os.path.getmtime(f) for f in code)
     print(f"{'archive':<24} {'kind':<6} {'params':>6} {'secs':>6}  losses")
     for name in names:
