@@ -291,6 +291,7 @@ absl::StatusOr<bool> CSEPass::transform(Graph &graph, AnalysisManager &analyses)
     for (unsigned i = 0; i < n.numOutputs(); ++i) {
       n.output(i)->replaceAllUsesWith(earlier.output(i));
       edited->noteReplaced(n.output(i), earlier.output(i));
+      analyses.replacements(graph).note(*n.output(i), *earlier.output(i));
     }
     if (absl::Status st = graph.eraseNode(&n); !st.ok())
       return st;

@@ -160,6 +160,7 @@ absl::StatusOr<bool> CanonicalizePass::transform(Graph &graph, AnalysisManager &
     // new, may now match (t(t(x)) once the inner pair folded to x).
     node->output()->replaceAllUsesWith(x);
     ctx.edits().noteReplaced(node->output(), x);
+    analyses.replacements(graph).note(*node->output(), *x);
     for (const Use &u : x->uses())
       if (u.user && u.user != node)
         push(u.user);

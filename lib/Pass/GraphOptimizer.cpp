@@ -269,6 +269,7 @@ absl::StatusOr<bool> GraphOptimizer::run(Graph &graph) {
   baselinePass_.clear();
   for (auto &pass : passes_)
     pass->startNewRun();
+  analyses_.replacements(graph).begin(graph); // the values the caller's copy has
   // A reproducer needs the pipeline's input: the caller's file, or one copy.
   // Every pass reasons on the declared types; where the importer found one
   // the kernel contradicts and could not mend it, no pass may start.

@@ -297,6 +297,12 @@ py::dict runPipeline(Model &m, const std::string &pipeline, bool verifyEach, uin
   result["statistics"] = statistics;
   result["remarks"] = remarkLines;
   result["report_values"] = reportValues; // JSON text by report name
+  // {a value cse merged or canonicalize folded: the equal value read in its place}
+  py::dict replaced;
+  if (const ValueReplacements *record = optimizer.analyses().replacementsIfAny(m.graph()))
+    for (const auto &[old, now] : record->composed())
+      replaced[py::str(old)] = now;
+  result["replaced"] = replaced;
   return result;
 }
 

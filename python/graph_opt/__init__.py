@@ -67,7 +67,8 @@ def run_pipeline(graph, pipeline, verify_each=False, seed=0, report_dir=None, ma
 
     Returns {"changed", "pipeline", "statistics": [{"pass", "statistics":
     {name: value}, "nested": [...]}, one per pipeline entry, in order],
-    "remarks": [...], "reports": {"liveness": {...}, "checkpoint": {...},
+    "remarks": [...], "replaced": {a value cse merged or canonicalize folded:
+    the equal value read in its place, chains followed}, "reports": {"liveness": {...}, "checkpoint": {...},
     "profile": {...}}}: each JSON report the passes wrote (docs/Liveness.md,
     Checkpointing.md, Profiling.md), loaded. With `report_dir`, every report
     file (CSV, trace, HTML data) stays there; without, they are read from a

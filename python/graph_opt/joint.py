@@ -251,21 +251,6 @@ def _forward_first(gm, num_fwd_outputs):
     return torch.fx.GraphModule(gm, graph), phases
 
 
-def _tensor_operands(node):
-    """A call's tensor operands in schema order, lists flattened: the order of
-    the operands graph-opt's importer gives the node."""
-    schema = getattr(node.target, "_schema", None)
-    if schema is None:
-        return list(node.all_input_nodes)
-    values = []
-    for i, arg in enumerate(schema.arguments):
-        value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
-        for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, torch.fx.Node):
-                values.append(v)
-    return values
-
-
 def _recomputed_values(report):
     """{a recomputation's result: the value it makes again}, from the checkpoint report's
     "recomputations" (the pass hands it over as a value; empty without a checkpoint run)."""
@@ -273,13 +258,13 @@ def _recomputed_values(report):
             for out, of in zip(r["outputs"], r["of"])}
 
 
-def replacements(gm, nodes, graph_outputs, recompute_of=None):
-    """What graph-opt's rewrites made each fx value into: {X: Y} where every
-    reader of X reads Y in the rewritten graph (cse merged X into Y,
-    canonicalize folded X to Y). Readers are matched by name and operand
-    position; checkpoint's recomputations (`recompute_of`, {a recomputation's
-    result: the value it makes again}, from _recomputed_values) count as reading
-    what they recompute. A value read as two different ones is an Error."""
+def replacements(gm, replaced, recompute_of=None):
+    """What graph-opt's rewrites made each fx value into: {X: Y} where every reader of X
+    reads Y in the rewritten graph, from run_pipeline's "replaced" (cse merged X into Y,
+    canonicalize folded X to Y; the passes record each as they make it). A replacement
+    that is no value of `gm` (a constant canonicalize made) is left out: X keeps its own
+    node there. Where Y is a recomputation (`recompute_of`, {a recomputation's result:
+    the value it makes again}, from _recomputed_values), X is read as what it recomputes."""
     by_name = {n.name: n for n in gm.graph.nodes}
     recompute_of = recompute_of or {}
 
@@ -289,31 +274,10 @@ def replacements(gm, nodes, graph_outputs, recompute_of=None):
         return name
 
     found = {}
-
-    def note(old, new_name, where):
-        new = by_name.get(new_name)
-        if new is None or new is old:
-            return
-        if found.setdefault(old, new) is not new:
-            raise Error(f"graph-opt's rewrite reads '{old.name}' as both "
-                        f"'{found[old].name}' and '{new_name}' ({where})")
-
-    for n in nodes:
-        if n["outputs"] and n["outputs"][0] in recompute_of:
-            continue  # a recomputation: it reads what its original read
-        fx_node = next((by_name[v] for v in n["outputs"] if v in by_name), None)
-        if fx_node is None:
-            continue
-        if fx_node.target is operator.getitem:
-            fx_node = fx_node.args[0]
-        operands = _tensor_operands(fx_node)
-        if len(operands) != len(n["operands"]):
-            continue  # another operator now (reinplace): no operand pairs
-        for old, new_name in zip(operands, n["operands"]):
-            note(old, original(new_name), f"operand of '{fx_node.name}'")
-    outputs = [o for o in output_nodes(gm) if isinstance(o, torch.fx.Node)]
-    for old, spec in zip(outputs, graph_outputs):
-        note(old, original(spec["name"]), "a graph output")
+    for old_name, new_name in replaced.items():
+        old, new = by_name.get(old_name), by_name.get(original(new_name))
+        if old is not None and new is not None and new is not old:
+            found[old] = new
     return found
 
 
@@ -338,19 +302,30 @@ class JointImport:
 def run_prepared(graph, pipeline, prepared):
     """Runs `pipeline` on a clone of `graph`; returns (the clone, run_pipeline's result).
     The entries before its first checkpoint entry run once per `prepared` (a dict the
-    caller keeps, {those entries' text: the graph after them}): a bound search's rounds
-    differ only in checkpoint's bound, so those passes do not run again each round."""
+    caller keeps, {those entries' text: (the graph after them, what they replaced)}): a
+    bound search's rounds differ only in checkpoint's bound, so those passes do not run
+    again each round. The result's "replaced" is the whole pipeline's."""
     import graph_opt  # the package's run_pipeline (reports loaded)
 
     before, rest = _split_at_checkpoint(pipeline)
-    base = graph
+    base, replaced = graph, {}
     if before:
         if before not in prepared:
-            prepared[before] = graph.clone()
-            graph_opt.run_pipeline(prepared[before], before)
-        base = prepared[before]
+            clone = graph.clone()
+            prepared[before] = (clone, graph_opt.run_pipeline(clone, before)["replaced"])
+        base, replaced = prepared[before]
     work = base.clone()
-    return work, graph_opt.run_pipeline(work, rest)
+    result = graph_opt.run_pipeline(work, rest)
+    result["replaced"] = compose_replacements(replaced, result["replaced"])
+    return work, result
+
+
+def compose_replacements(first, then):
+    """{value: what it is read as} after two runs: `first`'s, each followed through `then`
+    (a value first merged into y, y then folded to z, is read as z), and `then`'s own."""
+    out = {old: then.get(new, new) for old, new in first.items()}
+    out.update(then)
+    return {old: new for old, new in out.items() if old != new}
 
 
 def _split_at_checkpoint(text):
@@ -411,7 +386,7 @@ def plan_joint(gm, num_fwd_outputs, pipeline=DEFAULT_PIPELINE, name="joint", act
                 recomputed=set(recompute_of.values()),
                 backward={k for k, v in phases.items() if v == "backward"},
                 replaced={old.name: new.name for old, new in
-                          replacements(gm, nodes, graph.outputs, recompute_of).items()},
+                          replacements(gm, result["replaced"], recompute_of).items()},
                 report=report)
 
 

@@ -1,7 +1,6 @@
 """checkpoint across budgets on the zoo (issue 30's guarantees): each plan meets its share
 of the saved activations, and a tighter budget never comes out predicted cheaper than a looser
 one (its plan would meet the looser budget too). Run by ctest (PythonTests)."""
-import os
 
 import pytest
 

@@ -1,6 +1,5 @@
 """torch's knapsack run on graph-opt training graphs (graph_opt.knapsack; issue 30's
 checkpoint{planner=torch} baseline). Run by ctest (PythonTests)."""
-import os
 
 import pytest
 

@@ -30,6 +30,9 @@ def test_rounds_from_the_prepared_graph_plan_as_the_whole_pipeline_does():
         assert round_.print() == whole.print(), bound
         assert result["reports"]["checkpoint"]["recomputations"] == \
             whole_result["reports"]["checkpoint"]["recomputations"]
+        # what cse merged and canonicalize folded comes back as a value, the same whether
+        # the passes before checkpoint ran in this round or once before it
+        assert result["replaced"] == whole_result["replaced"], bound
     # the passes before checkpoint ran once, on a clone: the import is as it was
     assert list(prepared) == [PRE]
     assert graph.print() == graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2")).print()
@@ -49,3 +52,22 @@ def test_the_plan_comes_back_as_a_value_without_report_files():
         sorted(n["outputs"][0] for n in marked)
     for r in recomputations:
         assert len(r["outputs"]) == len(r["of"])
+
+
+def test_merged_and_folded_values_come_back_as_a_value():
+    """run_pipeline's "replaced": each value cse merged or canonicalize folded, and the value
+    of the graph as given that is read in its place (chains followed); the rewritten graph
+    reads the replacement, never the value replaced."""
+    given = graph_opt.Graph.import_pt2(zoo_archive("gpt2-train.pt2"))
+    graph = given.clone()
+    replaced = graph_opt.run_pipeline(graph, PRE)["replaced"]
+    assert replaced, "cse and canonicalize replace values on GPT-2's training step"
+    before = {v for n in given.nodes for v in n["outputs"]} | {i["name"] for i in given.inputs}
+    after = {v for n in graph.nodes for v in n["outputs"]}
+    read = {v for n in graph.nodes for v in n["operands"]} | {o["name"] for o in graph.outputs}
+    for old, new in replaced.items():
+        assert old in before and new in before, (old, new)
+        assert old not in after and old not in read, old
+        assert new not in replaced, (old, new)  # chains followed to their end
+    # nothing to merge: nothing replaced
+    assert graph_opt.run_pipeline(graph.clone(), "dce")["replaced"] == {}

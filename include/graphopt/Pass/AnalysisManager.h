@@ -43,6 +43,7 @@
 #include "graphopt/IR/Graph.h"
 #include "graphopt/Pass/ExecutionContext.h"
 #include "graphopt/Pass/PreservedAnalyses.h"
+#include "graphopt/Pass/ValueReplacements.h"
 
 #include <absl/strings/str_cat.h>
 
@@ -201,6 +202,15 @@ public:
   size_t computations() const { return computations_; }
 
   /// What analyses that measure the graph need to run it.
+  /// The equal values the passes run with this manager replaced in `graph`
+  /// (cse's merges, canonicalize's folds), recorded as they made them: a
+  /// run's record, kept across passes and never invalidated.
+  ValueReplacements &replacements(const Graph &graph) { return replacements_[graph.uid()]; }
+  const ValueReplacements *replacementsIfAny(const Graph &graph) const {
+    auto it = replacements_.find(graph.uid());
+    return it == replacements_.end() ? nullptr : &it->second;
+  }
+
   void setExecutionContext(ExecutionContext context) {
     context_ = std::make_unique<ExecutionContext>(std::move(context));
   }
@@ -271,6 +281,7 @@ private:
   size_t computations_ = 0;
   uint64_t sequence_ = 0;
   std::unique_ptr<ExecutionContext> context_;
+  std::map<uint64_t, ValueReplacements> replacements_; ///< by Graph::uid()
   ContextProvider provider_;
 };
 
