@@ -4,23 +4,20 @@
 // (ValueReplacements): chains followed, the given graph's values only.
 //
 //===----------------------------------------------------------------------===//
-#include "graphopt/IR/Parser.h"
 #include "graphopt/Pass/GraphOptimizer.h"
 #include "graphopt/Pass/ValueReplacements.h"
+
+#include "../TestSupport.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
 using namespace graphopt;
+using graphopt::test::parseOrFail;
+using graphopt::test::valueNamed;
 
 namespace {
-
-std::unique_ptr<Graph> parse(const char *text) {
-  auto g = parseGraph(text);
-  EXPECT_TRUE(g.ok()) << g.status().message();
-  return g.ok() ? std::move(*g) : nullptr;
-}
 
 std::map<std::string, std::string> replacedBy(const char *pipeline, Graph &graph) {
   GraphOptimizer optimizer;
@@ -34,20 +31,12 @@ std::map<std::string, std::string> replacedBy(const char *pipeline, Graph &graph
   return out;
 }
 
-Value *valueNamed(Graph &g, llvm::StringRef name) {
-  for (Node &n : g.nodes())
-    for (Value *v : n.outputs())
-      if (v->name() == name)
-        return v;
-  return nullptr;
-}
-
 } // namespace
 
 TEST(ValueReplacementsTest, CseMergesAndCanonicalizeFoldsComeBackChained) {
   // %b merges into %a (cse); %t2 = t(t(%a)) folds to %a (canonicalize), and
   // %u = t(t(%b)) merged into %t2's pair first, so it is read as %a too.
-  auto g = parse(R"(graph @g {
+  auto g = parseOrFail(R"(graph @g {
   input %x : f32[2, 3] user_input
   %a = aten::relu(%x) : f32[2, 3]
   %b = aten::relu(%x) : f32[2, 3]
@@ -68,7 +57,7 @@ TEST(ValueReplacementsTest, CseMergesAndCanonicalizeFoldsComeBackChained) {
 }
 
 TEST(ValueReplacementsTest, NothingMergedNothingReported) {
-  auto g = parse(R"(graph @g {
+  auto g = parseOrFail(R"(graph @g {
   input %x : f32[2, 3] user_input
   %a = aten::relu(%x) : f32[2, 3]
   %b = aten::sigmoid(%x) : f32[2, 3]
@@ -80,7 +69,7 @@ TEST(ValueReplacementsTest, NothingMergedNothingReported) {
 }
 
 TEST(ValueReplacementsTest, ValuesTheRunMadeAreLeftOutEvenUnderAReusedName) {
-  auto g = parse(R"(graph @g {
+  auto g = parseOrFail(R"(graph @g {
   input %x : f32[2, 3] user_input
   %a = aten::relu(%x) : f32[2, 3]
   %b = aten::relu(%x) : f32[2, 3]
