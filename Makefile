@@ -7,7 +7,7 @@ VENV := $(shell scripts/venv-dir.sh)
 # The build's Python package (graph_opt, docs/Python.md) for the Python the targets run.
 export PYTHONPATH := $(abspath $(BUILD_DIR))/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-loops bench-halves bench-cost bench-eager bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
+.PHONY: test-times all setup configure build test check fuzz-smoke test-compile test-distributed demo check-install wheel check-wheel check-docs check-roundtrip bench bench-compile bench-peak bench-loops bench-halves bench-cost bench-eager bench-executor bench-costdb bench-costdb-unseen bench-distributed bench-planners bench-compare bench-micro fuzz fuzz-configure \
         fuzz-long fuzz-long-configure \
         sanitize sanitize-configure clean
 
@@ -254,6 +254,17 @@ bench-eager: build
 	@$(VENV)/bin/python benchmarks/models/eager_peak.py \
 	  --models '$(BENCH_EAGER_MODELS)' --shares '$(BENCH_EAGER_SHARES)' \
 	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) -o $(BENCH_DIR)/eager
+
+# graph-opt's executor against eager PyTorch on the same training step, interleaved
+# (benchmarks/models/executor_eager.py, docs/Runtime.md).
+BENCH_EXECUTOR_MODELS ?= hf-vit,hf-roberta,mobilenet_v2,hf-causal-lm,hf-distilbert
+BENCH_EXECUTOR_PAIRS ?= 15
+bench-executor: build
+	@mkdir -p $(BENCH_DIR)
+	@$(VENV)/bin/python benchmarks/models/executor_eager.py \
+	  --models '$(BENCH_EXECUTOR_MODELS)' --pairs $(BENCH_EXECUTOR_PAIRS) \
+	  $(if $(BENCH_THREADS),--threads $(BENCH_THREADS)) --exports $(BENCH_DIR)/exports-executor \
+	  -o $(BENCH_DIR)/executor-eager.json
 
 # checkpoint's planners side by side on graph-opt's executor (benchmarks/models/planners.py,
 # docs/Checkpointing.md): torch.compile's own partitioner (planner=torch) and the default greedy

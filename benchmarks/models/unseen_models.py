@@ -18,6 +18,7 @@ the step's end, 7.9 MiB on hf-causal-lm).
 | hf-causal-lm | transformers LlamaForCausalLM, 4 layers, hidden 256, 4 heads, MLP 688, a 32,000-token vocabulary | batch 16 x 64; the model's own loss from labels (the large-vocabulary cross-entropy) |
 | hf-distilbert | transformers DistilBertForSequenceClassification, its default config (6 layers, hidden 768), 2 labels | batch 32 x 64 |
 | hf-bart | transformers BartForConditionalGeneration, 3 + 3 layers, d_model 256, 4 heads, FFN 1024, 8,192-token vocabulary | batch 8 x 64 source and target; the model's own loss |
+| hf-roberta | transformers RobertaForSequenceClassification, its default config (12 layers, hidden 768, a 50,265-token vocabulary), 2 labels | batch 16 x 128 |
 | hf-vit | transformers ViTForImageClassification, ViT-B/16's config, 10 labels | batch 4, 224 x 224 |
 | mobilenet_v2 | torchvision mobilenet_v2, weights=None, 1000 classes | batch 16, 224 x 224, cross-entropy |
 | deep-mlp | 8 pre-norm residual blocks x + down(gelu(up(layer_norm(x)))), 256 -> 1024 -> 256 | 512 rows, mean square |
@@ -79,6 +80,18 @@ def _bart(dropout):
     return model, (ids, labels), config
 
 
+def _roberta(dropout):
+    import transformers
+    p = 0.1 if dropout else 0.0
+    config = transformers.RobertaConfig(num_labels=2, hidden_dropout_prob=p,
+                                        attention_probs_dropout_prob=p, classifier_dropout=p)
+    model = transformers.RobertaForSequenceClassification(config)
+    # Token ids from 3: RoBERTa numbers positions after its padding id (1), so a padded
+    # position would change what the step computes.
+    ids = torch.randint(3, config.vocab_size, (16, 128))
+    return model, (ids, torch.randint(0, 2, (16,))), config
+
+
 def _vit(dropout):
     import transformers
     p = 0.1 if dropout else 0.0
@@ -138,6 +151,7 @@ MODELS = {
     "hf-causal-lm": (_causal_lm, _hf_loss),
     "hf-distilbert": (_distilbert, _hf_loss),
     "hf-bart": (_bart, _hf_loss),
+    "hf-roberta": (_roberta, _hf_loss),
     "hf-vit": (_vit, _hf_loss),
     "mobilenet_v2": (_mobilenet, _classify),
     "deep-mlp": (_deep_mlp, _own_loss),

@@ -212,3 +212,35 @@ def test_torch_errors_stay_torchs():
     with pytest.raises(RuntimeError) as e:
         torch.randn(2).item()
     assert not isinstance(e.value, graph_opt.Error)
+
+
+LARGE = """graph @large {
+  input %x : f32[65536] user_input
+forward:
+  %a = aten::mul.Tensor(%x, 2) : f32[65536]
+  %b = aten::mul.Tensor(%x, 2) : f32[65536]
+  %c = aten::add.Tensor(%a, %b) : f32[65536]
+  %d = aten::sum(%c) : f32[]
+  output %d user_output
+}
+"""
+
+
+def test_execute_keeps_its_executor_so_the_memory_plan_replays():
+    # execute() keeps one executor per graph: from the second call on, the
+    # step's temporaries (a, b, c: 256 KiB each) come from the plan's arena
+    # instead of fresh pages. An edit, another seed or written=True makes a new
+    # executor, which records again.
+    g = graph_opt.Graph.parse(LARGE)
+    x = torch.arange(65536, dtype=torch.float32)
+    assert graph_opt._C._memory_plan_stats(g) is None
+    want = (x * 4).sum()
+    for _ in range(3):
+        assert torch.equal(graph_opt.execute(g, [x])[0], want)
+    stats = graph_opt._C._memory_plan_stats(g)
+    assert stats["records"] == 1 and stats["served"] >= 4 and stats["arena_bytes"] > 0
+    assert graph_opt.run_pipeline(g, "cse")["changed"]  # an edit: b merges into a
+    assert torch.equal(graph_opt.execute(g, [x])[0], want)
+    assert graph_opt._C._memory_plan_stats(g)["served"] == 0
+    graph_opt.execute(g, [x], seed=1)
+    assert graph_opt._C._memory_plan_stats(g)["served"] == 0
