@@ -201,7 +201,6 @@ public:
   /// How many times an analysis was computed (not served from the cache).
   size_t computations() const { return computations_; }
 
-  /// What analyses that measure the graph need to run it.
   /// The equal values the passes run with this manager replaced in `graph`
   /// (cse's merges, canonicalize's folds), recorded as they made them: a
   /// run's record, kept across passes and never invalidated.
@@ -211,6 +210,7 @@ public:
     return it == replacements_.end() ? nullptr : &it->second;
   }
 
+  /// What analyses that measure the graph need to run it.
   void setExecutionContext(ExecutionContext context) {
     context_ = std::make_unique<ExecutionContext>(std::move(context));
   }

@@ -38,7 +38,6 @@ public:
   /// replaced; only values of the graph begin() saw, on both sides (a
   /// constant canonicalize made is no value the caller's copy has).
   std::vector<std::pair<std::string, std::string>> composed() const;
-  bool empty() const { return entries_.empty(); }
 
 private:
   struct Entry {
